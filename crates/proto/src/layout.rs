@@ -1,0 +1,268 @@
+//! File layouts: how a file's bytes map to objects.
+//!
+//! A layout is a list of components, each covering an extent of the file
+//! ([start, end), `end == u64::MAX` meaning to EOF). Today every file has one
+//! RAID-0 component over whole file; the list leaves room for progressive
+//! layouts (PFL) and Data-on-MDT components without a format change.
+//!
+//! RAID-0 maths, with stripe size `S` and stripe count `C`: file offset `o`
+//! lies in stripe unit `u = o / S`, on stripe `u % C`, at object offset
+//! `(u / C) * S + o % S`.
+
+use serde::{Deserialize, Serialize};
+
+/// Default stripe size: 1 MiB, as Lustre.
+pub const DEFAULT_STRIPE_SIZE: u32 = 1 << 20;
+/// Stripe sizes must be multiples of this (the OST block size).
+pub const STRIPE_ALIGN: u32 = 64 << 10;
+/// Most stripes one file can have.
+pub const MAX_STRIPE_COUNT: u32 = 2000;
+
+/// One object on one OST.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ObjRef {
+    /// OST index.
+    pub ost: u32,
+    /// Object id, unique within that OST.
+    pub oid: u64,
+}
+
+/// How a component stores its bytes. Variants are append-only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Pattern {
+    /// RAID-0 over OST objects.
+    Raid0 {
+        /// Bytes per stripe unit.
+        stripe_size: u32,
+        /// One object per stripe, in stripe order.
+        objects: Vec<ObjRef>,
+    },
+    /// Data on the MDT with the inode (reserved for Data-on-MDT).
+    Mdt,
+}
+
+/// One extent of a file and how it is stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Component {
+    /// First byte covered.
+    pub start: u64,
+    /// One past the last byte covered; `u64::MAX` for EOF.
+    pub end: u64,
+    /// Storage of the extent.
+    pub pattern: Pattern,
+    /// OST pool the objects were chosen from, if any.
+    pub pool: Option<String>,
+}
+
+/// A file's layout (Lustre's LOV EA).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Layout {
+    /// Bumped when the layout changes (migration, mirror resync).
+    pub generation: u32,
+    /// Components sorted by extent, covering [0, EOF) without gaps.
+    pub components: Vec<Component>,
+}
+
+/// What a user asks for with `setstripe`; zero or negative fields mean
+/// "inherit or use the default".
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct StripeSpec {
+    /// Stripe count; 0 = default, -1 = all OSTs.
+    pub count: i32,
+    /// Stripe size in bytes; 0 = default.
+    pub size: u32,
+    /// First OST index; -1 = the MDT chooses.
+    pub start_ost: i32,
+    /// OST pool name.
+    pub pool: Option<String>,
+}
+
+impl StripeSpec {
+    /// Fill unset fields of `self` from `parent`.
+    pub fn inherit(&self, parent: &StripeSpec) -> StripeSpec {
+        StripeSpec {
+            count: if self.count != 0 {
+                self.count
+            } else {
+                parent.count
+            },
+            size: if self.size != 0 {
+                self.size
+            } else {
+                parent.size
+            },
+            start_ost: if self.start_ost >= 0 {
+                self.start_ost
+            } else {
+                parent.start_ost
+            },
+            pool: self.pool.clone().or_else(|| parent.pool.clone()),
+        }
+    }
+
+    /// Check a user-supplied spec, with a reason for the user.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.count < -1 {
+            return Err(format!(
+                "stripe count {} is invalid: use -1 (all OSTs), 0 (default) or a positive count",
+                self.count
+            ));
+        }
+        if self.count > MAX_STRIPE_COUNT as i32 {
+            return Err(format!(
+                "stripe count {} exceeds the maximum of {MAX_STRIPE_COUNT}",
+                self.count
+            ));
+        }
+        if self.size != 0 && self.size % STRIPE_ALIGN != 0 {
+            return Err(format!(
+                "stripe size {} is not a multiple of {} (64 KiB)",
+                self.size, STRIPE_ALIGN
+            ));
+        }
+        if self.start_ost < -1 {
+            return Err(format!("OST index {} is invalid", self.start_ost));
+        }
+        Ok(())
+    }
+}
+
+/// A piece of a file I/O that falls on one stripe object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StripeChunk {
+    /// Index into the component's object list.
+    pub stripe: usize,
+    /// Offset within the object.
+    pub obj_offset: u64,
+    /// Offset of the chunk within the caller's buffer.
+    pub buf_offset: usize,
+    /// Length of the chunk.
+    pub len: usize,
+}
+
+impl Layout {
+    /// A single RAID-0 component over the whole file.
+    pub fn raid0(stripe_size: u32, objects: Vec<ObjRef>) -> Layout {
+        Layout {
+            generation: 0,
+            components: vec![Component {
+                start: 0,
+                end: u64::MAX,
+                pattern: Pattern::Raid0 {
+                    stripe_size,
+                    objects,
+                },
+                pool: None,
+            }],
+        }
+    }
+
+    /// The RAID-0 parameters of the first component, if it is one.
+    pub fn raid0_params(&self) -> Option<(u32, &[ObjRef])> {
+        match &self.components.first()?.pattern {
+            Pattern::Raid0 {
+                stripe_size,
+                objects,
+            } => Some((*stripe_size, objects)),
+            Pattern::Mdt => None,
+        }
+    }
+
+    /// Every OST object of the layout.
+    pub fn objects(&self) -> Vec<ObjRef> {
+        self.components
+            .iter()
+            .flat_map(|c| match &c.pattern {
+                Pattern::Raid0 { objects, .. } => objects.clone(),
+                Pattern::Mdt => Vec::new(),
+            })
+            .collect()
+    }
+}
+
+/// Split the file range [offset, offset + len) into per-stripe chunks of a
+/// RAID-0 component, in file order.
+pub fn split_raid0(stripe_size: u32, stripe_count: usize, offset: u64, len: usize) -> Vec<StripeChunk> {
+    let s = u64::from(stripe_size.max(1));
+    let c = stripe_count.max(1) as u64;
+    let mut out = Vec::new();
+    let mut done = 0usize;
+    while done < len {
+        let o = offset + done as u64;
+        let unit = o / s;
+        let within = o % s;
+        let n = ((s - within) as usize).min(len - done);
+        out.push(StripeChunk {
+            stripe: (unit % c) as usize,
+            obj_offset: (unit / c) * s + within,
+            buf_offset: done,
+            len: n,
+        });
+        done += n;
+    }
+    out
+}
+
+/// The size an object must have for the file to have `file_size` bytes:
+/// what truncate sends to each stripe.
+pub fn object_size_for(stripe_size: u32, stripe_count: usize, stripe: usize, file_size: u64) -> u64 {
+    let s = u64::from(stripe_size.max(1));
+    let c = stripe_count.max(1) as u64;
+    let full_rows = file_size / (s * c);
+    let rem = file_size % (s * c);
+    let base = full_rows * s;
+    let start_of_stripe = stripe as u64 * s;
+    if rem <= start_of_stripe {
+        base
+    } else {
+        base + (rem - start_of_stripe).min(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn second_stripe_unit_lands_on_second_object() {
+        let ch = split_raid0(1 << 20, 4, 1 << 20, 10);
+        assert_eq!(
+            ch,
+            vec![StripeChunk {
+                stripe: 1,
+                obj_offset: 0,
+                buf_offset: 0,
+                len: 10
+            }]
+        );
+        let ch = split_raid0(1 << 20, 4, 5 << 20, 1);
+        assert_eq!(ch[0].stripe, 1);
+        assert_eq!(ch[0].obj_offset, 1 << 20);
+    }
+
+    proptest! {
+        #[test]
+        fn chunks_tile_the_range_and_map_back(ss in 1u32..64, sc in 1usize..8, off in 0u64..4096, len in 0usize..4096) {
+            let ch = split_raid0(ss, sc, off, len);
+            let mut pos = 0usize;
+            for c in &ch {
+                prop_assert_eq!(c.buf_offset, pos);
+                prop_assert!(c.len > 0 && c.len <= ss as usize);
+                // Map the object offset back to the file offset.
+                let unit_in_obj = c.obj_offset / u64::from(ss);
+                let file_unit = unit_in_obj * sc as u64 + c.stripe as u64;
+                let file_off = file_unit * u64::from(ss) + c.obj_offset % u64::from(ss);
+                prop_assert_eq!(file_off, off + pos as u64);
+                pos += c.len;
+            }
+            prop_assert_eq!(pos, len);
+        }
+
+        #[test]
+        fn object_sizes_add_up_to_file_size(ss in 1u32..64, sc in 1usize..8, size in 0u64..10_000) {
+            let total: u64 = (0..sc).map(|i| object_size_for(ss, sc, i, size)).sum();
+            prop_assert_eq!(total, size);
+        }
+    }
+}

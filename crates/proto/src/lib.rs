@@ -1,0 +1,22 @@
+//! The loomfs wire vocabulary: everything two loomfs processes say to each
+//! other, and nothing that does I/O.
+//!
+//! - [`fid`]: 128-bit file identifiers whose sequence names the owning MDT.
+//! - [`frame`]: the fixed 40-byte frame header and its pure codec.
+//! - [`msg`]: request and reply bodies (serde + postcard).
+//! - [`layout`]: file layouts (components, RAID-0 striping) and their maths.
+//! - [`error`]: the wire's error codes, which are POSIX errno values.
+//!
+//! Format rules: opcodes and enum variants are append-only; an id is never
+//! renumbered or reused, only retired. See `docs/PROTOCOL.md`.
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod fid;
+pub mod frame;
+pub mod layout;
+pub mod msg;
+
+pub use error::{Errno, WireError};
+pub use fid::Fid;
+pub use layout::{Layout, ObjRef, StripeSpec};

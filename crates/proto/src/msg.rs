@@ -1,0 +1,775 @@
+//! Request and reply bodies.
+//!
+//! A request body is a postcard-encoded [`Envelope`]; a reply body is a
+//! postcard-encoded [`Reply`] or, when the header's ERROR flag is set, a
+//! [`crate::WireError`]. The header's opcode is [`Request::opcode`], an
+//! explicit number checked against the decoded variant. Variants and opcodes
+//! are append-only: never renumber, never reuse, only retire.
+
+use crate::error::{Errno, WireError};
+use crate::fid::Fid;
+use crate::layout::{Layout, ObjRef, StripeSpec};
+use serde::{Deserialize, Serialize};
+
+/// The role of a target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Role {
+    /// Management service.
+    Mgs,
+    /// Metadata target.
+    Mdt,
+    /// Object storage target.
+    Ost,
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Role::Mgs => "MGS",
+            Role::Mdt => "MDT",
+            Role::Ost => "OST",
+        })
+    }
+}
+
+/// Names one target within a file system.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct TargetId {
+    /// What it is.
+    pub role: Role,
+    /// Its index among targets of that role.
+    pub index: u32,
+}
+
+impl TargetId {
+    /// The MGS (there is one).
+    pub const MGS: TargetId = TargetId {
+        role: Role::Mgs,
+        index: 0,
+    };
+    /// MDT number `i`.
+    pub fn mdt(i: u32) -> TargetId {
+        TargetId {
+            role: Role::Mdt,
+            index: i,
+        }
+    }
+    /// OST number `i`.
+    pub fn ost(i: u32) -> TargetId {
+        TargetId {
+            role: Role::Ost,
+            index: i,
+        }
+    }
+}
+
+impl std::fmt::Display for TargetId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{:04x}", self.role, self.index)
+    }
+}
+
+/// Who is asking, carried in every request so that later work (resend
+/// detection, per-job statistics, permission checks, nodemaps) needs no
+/// format change.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReqCtx {
+    /// Random per client instance.
+    pub client_id: u64,
+    /// Per-client request sequence, for recognising resends.
+    pub seq: u64,
+    /// The job this request belongs to (SLURM_JOB_ID by default).
+    pub jobid: String,
+    /// Caller's uid.
+    pub uid: u32,
+    /// Caller's gid.
+    pub gid: u32,
+    /// Caller's supplementary groups.
+    pub groups: Vec<u32>,
+}
+
+/// A request body.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// The target on the receiving server that must handle it.
+    pub target: TargetId,
+    /// The caller.
+    pub ctx: ReqCtx,
+    /// The operation.
+    pub req: Request,
+}
+
+/// File types, as the kernel knows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FileKind {
+    /// Regular file.
+    File,
+    /// Directory.
+    Dir,
+    /// Symbolic link.
+    Symlink,
+    /// Named pipe.
+    Fifo,
+    /// Character device.
+    CharDev,
+    /// Block device.
+    BlockDev,
+    /// Unix socket.
+    Socket,
+}
+
+impl FileKind {
+    /// The S_IFMT bits of this kind.
+    pub fn mode_bits(self) -> u32 {
+        match self {
+            FileKind::File => 0o100000,
+            FileKind::Dir => 0o040000,
+            FileKind::Symlink => 0o120000,
+            FileKind::Fifo => 0o010000,
+            FileKind::CharDev => 0o020000,
+            FileKind::BlockDev => 0o060000,
+            FileKind::Socket => 0o140000,
+        }
+    }
+
+    /// The kind named by the S_IFMT bits of `mode`.
+    pub fn from_mode(mode: u32) -> Option<FileKind> {
+        Some(match mode & 0o170000 {
+            0o100000 => FileKind::File,
+            0o040000 => FileKind::Dir,
+            0o120000 => FileKind::Symlink,
+            0o010000 => FileKind::Fifo,
+            0o020000 => FileKind::CharDev,
+            0o060000 => FileKind::BlockDev,
+            0o140000 => FileKind::Socket,
+            _ => return None,
+        })
+    }
+}
+
+/// Seconds and nanoseconds since the epoch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Time {
+    /// Seconds.
+    pub sec: i64,
+    /// Nanoseconds, < 1e9.
+    pub nsec: u32,
+}
+
+impl Time {
+    /// The current time.
+    pub fn now() -> Time {
+        let d = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Time {
+            sec: d.as_secs() as i64,
+            nsec: d.subsec_nanos(),
+        }
+    }
+}
+
+/// Inode attributes as the MDT holds them. Size and mtime live here (the
+/// writer updates them), so a stat never asks the OSTs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attr {
+    /// Identity.
+    pub fid: Fid,
+    /// Type.
+    pub kind: FileKind,
+    /// Permission bits (07777), without the type bits.
+    pub perm: u32,
+    /// Hard links.
+    pub nlink: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// Last access.
+    pub atime: Time,
+    /// Last data change.
+    pub mtime: Time,
+    /// Last inode change.
+    pub ctime: Time,
+    /// Device number for device files.
+    pub rdev: u32,
+    /// Project id for project quotas.
+    pub projid: u32,
+}
+
+/// Which attributes a setattr changes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetAttr {
+    /// New permission bits.
+    pub perm: Option<u32>,
+    /// New owner.
+    pub uid: Option<u32>,
+    /// New group.
+    pub gid: Option<u32>,
+    /// New size (truncate); the client has already resized the objects.
+    pub size: Option<u64>,
+    /// New access time.
+    pub atime: Option<Time>,
+    /// New modification time.
+    pub mtime: Option<Time>,
+}
+
+/// One directory entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirEntry {
+    /// Name within the directory.
+    pub name: String,
+    /// Its inode's attributes (readdirplus).
+    pub attr: Attr,
+    /// Cookie to resume listing after this entry.
+    pub cookie: u64,
+}
+
+/// Registration record of one target.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    /// Role and index.
+    pub id: TargetId,
+    /// Set by `loom format`; a different uuid for the same index is refused.
+    pub uuid: String,
+    /// Address of the server that hosts it.
+    pub addr: String,
+}
+
+/// One FLDB entry: sequences [start, end) belong to an MDT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeqRange {
+    /// First sequence.
+    pub start: u64,
+    /// One past the last.
+    pub end: u64,
+    /// Owning MDT index.
+    pub mdt: u32,
+}
+
+/// What a client or server learns from the MGS.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterConfig {
+    /// File system name.
+    pub fsname: String,
+    /// Bumped on every change.
+    pub generation: u64,
+    /// Every registered target.
+    pub targets: Vec<TargetInfo>,
+    /// The FID location database.
+    pub fldb: Vec<SeqRange>,
+}
+
+impl ClusterConfig {
+    /// The registration of `id`.
+    pub fn target(&self, id: TargetId) -> Option<&TargetInfo> {
+        self.targets.iter().find(|t| t.id == id)
+    }
+
+    /// Indices of targets of `role`, sorted.
+    pub fn indices(&self, role: Role) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .targets
+            .iter()
+            .filter(|t| t.id.role == role)
+            .map(|t| t.id.index)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The MDT that owns `fid`.
+    pub fn mdt_of(&self, fid: Fid) -> Option<u32> {
+        if fid.seq == 0 {
+            return Some(0);
+        }
+        self.fldb
+            .iter()
+            .find(|r| r.start <= fid.seq && fid.seq < r.end)
+            .map(|r| r.mdt)
+    }
+}
+
+/// Space and inode usage of one target.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatFs {
+    /// Target.
+    pub target: Option<TargetId>,
+    /// Total bytes.
+    pub bytes_total: u64,
+    /// Free bytes.
+    pub bytes_free: u64,
+    /// Bytes available to users.
+    pub bytes_avail: u64,
+    /// Total inodes (or objects).
+    pub files_total: u64,
+    /// Free inodes.
+    pub files_free: u64,
+}
+
+/// rename(2) flags, as Linux numbers them.
+pub mod rename_flags {
+    /// Fail if the destination exists.
+    pub const NOREPLACE: u32 = 1;
+    /// Swap source and destination.
+    pub const EXCHANGE: u32 = 2;
+}
+
+/// setxattr(2) flags.
+pub mod xattr_flags {
+    /// Fail if the attribute exists.
+    pub const CREATE: u32 = 1;
+    /// Fail if it does not.
+    pub const REPLACE: u32 = 2;
+}
+
+/// Every request. Each variant's opcode is given by [`Request::opcode`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    /// Liveness check, any target. Opcode 1.
+    Ping,
+    /// A server announces a target it hosts. Opcode 10.
+    Register {
+        /// File system the target was formatted for.
+        fsname: String,
+        /// The target.
+        target: TargetInfo,
+    },
+    /// Fetch the cluster configuration. Opcode 11.
+    GetConfig,
+    /// An MDT asks for a new FID sequence. Opcode 12.
+    AllocSeq {
+        /// The asking MDT.
+        mdt: u32,
+    },
+    /// Find `name` in `parent`. Opcode 20.
+    Lookup {
+        /// Directory.
+        parent: Fid,
+        /// Name.
+        name: String,
+    },
+    /// Attributes of `fid`. Opcode 21.
+    GetAttr {
+        /// Inode.
+        fid: Fid,
+    },
+    /// Change attributes. Opcode 22.
+    SetAttr {
+        /// Inode.
+        fid: Fid,
+        /// What to change.
+        set: SetAttr,
+    },
+    /// Create a non-directory: regular file (with layout), FIFO, device,
+    /// socket. Opcode 23.
+    Create {
+        /// Directory.
+        parent: Fid,
+        /// Name.
+        name: String,
+        /// Type.
+        kind: FileKind,
+        /// Permission bits after umask.
+        perm: u32,
+        /// Device number.
+        rdev: u32,
+        /// Explicit striping (setstripe on a new file), else inherited.
+        stripe: Option<StripeSpec>,
+    },
+    /// Make a directory. Opcode 24.
+    Mkdir {
+        /// Parent.
+        parent: Fid,
+        /// Name.
+        name: String,
+        /// Permission bits after umask.
+        perm: u32,
+    },
+    /// Remove a non-directory name. Opcode 25.
+    Unlink {
+        /// Directory.
+        parent: Fid,
+        /// Name.
+        name: String,
+    },
+    /// Remove an empty directory. Opcode 26.
+    Rmdir {
+        /// Parent.
+        parent: Fid,
+        /// Name.
+        name: String,
+    },
+    /// Rename, with `rename_flags`. Opcode 27.
+    Rename {
+        /// Source directory.
+        parent: Fid,
+        /// Source name.
+        name: String,
+        /// Destination directory.
+        new_parent: Fid,
+        /// Destination name.
+        new_name: String,
+        /// NOREPLACE / EXCHANGE.
+        flags: u32,
+    },
+    /// New hard link to `fid`. Opcode 28.
+    Link {
+        /// Existing inode.
+        fid: Fid,
+        /// Directory of the new name.
+        parent: Fid,
+        /// New name.
+        name: String,
+    },
+    /// Make a symbolic link. Opcode 29.
+    Symlink {
+        /// Directory.
+        parent: Fid,
+        /// Name.
+        name: String,
+        /// Link target.
+        target: String,
+    },
+    /// Read a symbolic link. Opcode 30.
+    Readlink {
+        /// Link inode.
+        fid: Fid,
+    },
+    /// List a directory from `cookie` (0 = start). Opcode 31.
+    Readdir {
+        /// Directory.
+        fid: Fid,
+        /// Resume after the entry with this cookie.
+        cookie: u64,
+        /// Most entries to return.
+        max: u32,
+    },
+    /// A file's layout. Opcode 32.
+    GetLayout {
+        /// File.
+        fid: Fid,
+    },
+    /// Set a directory's default striping (`setstripe` on a directory). Opcode 33.
+    SetDefaultStripe {
+        /// Directory.
+        fid: Fid,
+        /// New default; `None` removes it.
+        spec: Option<StripeSpec>,
+    },
+    /// A directory's default striping, explicit or inherited. Opcode 34.
+    GetDefaultStripe {
+        /// Directory.
+        fid: Fid,
+    },
+    /// Set an extended attribute. Opcode 35.
+    SetXattr {
+        /// Inode.
+        fid: Fid,
+        /// Name.
+        name: String,
+        /// Value.
+        value: Vec<u8>,
+        /// `xattr_flags`.
+        flags: u32,
+    },
+    /// Get an extended attribute. Opcode 36.
+    GetXattr {
+        /// Inode.
+        fid: Fid,
+        /// Name.
+        name: String,
+    },
+    /// List extended attribute names. Opcode 37.
+    ListXattr {
+        /// Inode.
+        fid: Fid,
+    },
+    /// Remove an extended attribute. Opcode 38.
+    RemoveXattr {
+        /// Inode.
+        fid: Fid,
+        /// Name.
+        name: String,
+    },
+    /// Space and inode usage of a target (MDT or OST). Opcode 39.
+    StatFs,
+    /// The writer reports data it wrote: size grows to at least `size`,
+    /// mtime is set. Opcode 40.
+    UpdateSize {
+        /// File.
+        fid: Fid,
+        /// End of the data written.
+        size: u64,
+        /// Time of the write.
+        mtime: Time,
+    },
+    /// Write the bulk data at `offset` of an object. Opcode 50.
+    ObjWrite {
+        /// Object.
+        obj: ObjRef,
+        /// Object offset.
+        offset: u64,
+    },
+    /// Read up to `len` bytes; the reply's bulk holds them (short at the
+    /// object's end; holes read as zeros). Opcode 51.
+    ObjRead {
+        /// Object.
+        obj: ObjRef,
+        /// Object offset.
+        offset: u64,
+        /// Bytes wanted.
+        len: u32,
+    },
+    /// Set an object's size. Opcode 52.
+    ObjTruncate {
+        /// Object.
+        obj: ObjRef,
+        /// New size.
+        size: u64,
+    },
+    /// Deallocate a byte range, keeping the size. Opcode 53.
+    ObjPunch {
+        /// Object.
+        obj: ObjRef,
+        /// Start.
+        offset: u64,
+        /// Length.
+        len: u64,
+    },
+    /// Make an object's data durable. Opcode 54.
+    ObjSync {
+        /// Object.
+        obj: ObjRef,
+    },
+    /// Reserve `count` new object ids on the OST (for an MDT's pool). Opcode 55.
+    Precreate {
+        /// How many.
+        count: u32,
+    },
+    /// Destroy objects (after unlink). Opcode 56.
+    Destroy {
+        /// Objects, all on the receiving OST.
+        objs: Vec<ObjRef>,
+    },
+    /// Size of an object (for tools and checks). Opcode 57.
+    ObjGetSize {
+        /// Object.
+        obj: ObjRef,
+    },
+}
+
+impl Request {
+    /// The explicit opcode of this request, carried in the frame header.
+    pub fn opcode(&self) -> u16 {
+        match self {
+            Request::Ping => 1,
+            Request::Register { .. } => 10,
+            Request::GetConfig => 11,
+            Request::AllocSeq { .. } => 12,
+            Request::Lookup { .. } => 20,
+            Request::GetAttr { .. } => 21,
+            Request::SetAttr { .. } => 22,
+            Request::Create { .. } => 23,
+            Request::Mkdir { .. } => 24,
+            Request::Unlink { .. } => 25,
+            Request::Rmdir { .. } => 26,
+            Request::Rename { .. } => 27,
+            Request::Link { .. } => 28,
+            Request::Symlink { .. } => 29,
+            Request::Readlink { .. } => 30,
+            Request::Readdir { .. } => 31,
+            Request::GetLayout { .. } => 32,
+            Request::SetDefaultStripe { .. } => 33,
+            Request::GetDefaultStripe { .. } => 34,
+            Request::SetXattr { .. } => 35,
+            Request::GetXattr { .. } => 36,
+            Request::ListXattr { .. } => 37,
+            Request::RemoveXattr { .. } => 38,
+            Request::StatFs => 39,
+            Request::UpdateSize { .. } => 40,
+            Request::ObjWrite { .. } => 50,
+            Request::ObjRead { .. } => 51,
+            Request::ObjTruncate { .. } => 52,
+            Request::ObjPunch { .. } => 53,
+            Request::ObjSync { .. } => 54,
+            Request::Precreate { .. } => 55,
+            Request::Destroy { .. } => 56,
+            Request::ObjGetSize { .. } => 57,
+        }
+    }
+
+    /// A short name for logs and statistics.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Request::Ping => "ping",
+            Request::Register { .. } => "register",
+            Request::GetConfig => "get_config",
+            Request::AllocSeq { .. } => "alloc_seq",
+            Request::Lookup { .. } => "lookup",
+            Request::GetAttr { .. } => "getattr",
+            Request::SetAttr { .. } => "setattr",
+            Request::Create { .. } => "create",
+            Request::Mkdir { .. } => "mkdir",
+            Request::Unlink { .. } => "unlink",
+            Request::Rmdir { .. } => "rmdir",
+            Request::Rename { .. } => "rename",
+            Request::Link { .. } => "link",
+            Request::Symlink { .. } => "symlink",
+            Request::Readlink { .. } => "readlink",
+            Request::Readdir { .. } => "readdir",
+            Request::GetLayout { .. } => "getlayout",
+            Request::SetDefaultStripe { .. } => "set_default_stripe",
+            Request::GetDefaultStripe { .. } => "get_default_stripe",
+            Request::SetXattr { .. } => "setxattr",
+            Request::GetXattr { .. } => "getxattr",
+            Request::ListXattr { .. } => "listxattr",
+            Request::RemoveXattr { .. } => "removexattr",
+            Request::StatFs => "statfs",
+            Request::UpdateSize { .. } => "update_size",
+            Request::ObjWrite { .. } => "obj_write",
+            Request::ObjRead { .. } => "obj_read",
+            Request::ObjTruncate { .. } => "obj_truncate",
+            Request::ObjPunch { .. } => "obj_punch",
+            Request::ObjSync { .. } => "obj_sync",
+            Request::Precreate { .. } => "precreate",
+            Request::Destroy { .. } => "destroy",
+            Request::ObjGetSize { .. } => "obj_getsize",
+        }
+    }
+
+    /// Whether doing the request twice has the same effect as once, so the
+    /// client may resend it freely after a lost connection.
+    pub fn is_idempotent(&self) -> bool {
+        !matches!(
+            self,
+            Request::Create { .. }
+                | Request::Mkdir { .. }
+                | Request::Unlink { .. }
+                | Request::Rmdir { .. }
+                | Request::Rename { .. }
+                | Request::Link { .. }
+                | Request::Symlink { .. }
+                | Request::AllocSeq { .. }
+                | Request::Precreate { .. }
+        )
+    }
+}
+
+/// Every reply body (the success half).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Reply {
+    /// Done; nothing to return.
+    Ok,
+    /// Configuration.
+    Config(ClusterConfig),
+    /// A new sequence range for the asking MDT.
+    Seq(SeqRange),
+    /// Attributes of an inode.
+    Attr(Attr),
+    /// A new or found inode, with its layout if it is a regular file.
+    Entry {
+        /// Attributes.
+        attr: Attr,
+        /// Layout for regular files.
+        layout: Option<Layout>,
+    },
+    /// Symlink target.
+    Link(String),
+    /// A page of a directory listing.
+    Dir {
+        /// Entries after the cookie.
+        entries: Vec<DirEntry>,
+        /// No entries follow.
+        eof: bool,
+    },
+    /// A layout.
+    Layout(Layout),
+    /// A striping spec (None = none set anywhere up the tree).
+    Stripe(Option<StripeSpec>),
+    /// An xattr value.
+    Xattr(Vec<u8>),
+    /// Xattr names.
+    XattrNames(Vec<String>),
+    /// Usage.
+    StatFs(StatFs),
+    /// Object ids [start, start + count) now belong to the asker.
+    Precreated {
+        /// First id.
+        start: u64,
+        /// How many.
+        count: u32,
+    },
+    /// Bytes (the data itself is the frame's bulk).
+    Data,
+    /// A size.
+    Size(u64),
+}
+
+/// The result a handler returns.
+pub type ReplyResult = Result<Reply, WireError>;
+
+/// Encode a value with postcard.
+pub fn encode<T: Serialize>(v: &T) -> Result<Vec<u8>, WireError> {
+    postcard::to_stdvec(v).map_err(|e| WireError::new(Errno::EPROTO, format!("encode: {e}")))
+}
+
+/// Decode a value with postcard; trailing bytes are an error.
+pub fn decode<'a, T: Deserialize<'a>>(b: &'a [u8]) -> Result<T, WireError> {
+    let (v, rest) = postcard::take_from_bytes(b)
+        .map_err(|e| WireError::new(Errno::EPROTO, format!("decode: {e}")))?;
+    if !rest.is_empty() {
+        return Err(WireError::new(
+            Errno::EPROTO,
+            format!("decode: {} trailing bytes", rest.len()),
+        ));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn envelope_round_trips() {
+        let e = Envelope {
+            target: TargetId::mdt(3),
+            ctx: ReqCtx {
+                client_id: 7,
+                seq: 9,
+                jobid: "job42".into(),
+                uid: 1000,
+                gid: 100,
+                groups: vec![4, 5],
+            },
+            req: Request::Rename {
+                parent: Fid::ROOT,
+                name: "a".into(),
+                new_parent: Fid::new(5, 6),
+                new_name: "b".into(),
+                flags: rename_flags::NOREPLACE,
+            },
+        };
+        let b = encode(&e).expect("encode");
+        assert_eq!(decode::<Envelope>(&b).expect("decode"), e);
+    }
+
+    #[test]
+    fn trailing_bytes_are_refused() {
+        let mut b = encode(&Reply::Ok).expect("encode");
+        b.push(0);
+        assert!(decode::<Reply>(&b).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn decoding_random_bytes_never_panics(b in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = decode::<Envelope>(&b);
+            let _ = decode::<Reply>(&b);
+        }
+    }
+}
