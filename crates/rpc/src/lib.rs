@@ -1,1 +1,18 @@
-//! placeholder
+//! The loomfs transport: framed, multiplexed requests over TCP.
+//!
+//! - [`auth`]: the shared-key challenge-response that opens every connection.
+//! - [`conn`]: reading and writing whole frames on a stream.
+//! - [`server`]: the accept loop; each request runs as its own task, so one
+//!   slow request never holds up the others on its connection.
+//! - [`client`]: one connection per server, many requests in flight,
+//!   timeouts, reconnect and resend until a deadline.
+#![warn(missing_docs)]
+
+pub mod auth;
+pub mod client;
+pub mod conn;
+pub mod server;
+
+pub use auth::ClusterKey;
+pub use client::{ClientOptions, RpcClient, RpcError};
+pub use server::{serve, Service};

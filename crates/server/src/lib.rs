@@ -1,1 +1,14 @@
-//! placeholder
+//! The loomfs services and the server process that hosts them.
+//!
+//! - [`mgs`]: management service: target registry, FLDB, configuration.
+//! - [`mdt`]: metadata target: inodes, directory entries, layouts.
+//! - [`ost`]: object storage target: file data objects.
+//! - [`target`]: a formatted target directory's identity (`loom format`).
+//! - [`node`]: one `loom server` process: config file, listener, dispatch.
+#![warn(missing_docs)]
+
+pub mod mdt;
+pub mod mgs;
+pub mod node;
+pub mod ost;
+pub mod target;

@@ -1,1 +1,12 @@
-//! placeholder
+//! The storage layer under the services (Lustre's OSD).
+//!
+//! - [`kv`]: the MDT's key-value store trait and its fjall backend, with
+//!   grouped commits.
+//! - [`object`]: the OST's object store: one file per object in a local
+//!   directory.
+//! - [`durable`]: small helpers for crash-safe file replacement.
+#![warn(missing_docs)]
+
+pub mod durable;
+pub mod kv;
+pub mod object;

@@ -1,0 +1,122 @@
+//! The accept loop and per-connection request dispatch.
+//!
+//! Each connection is authenticated first. Frames are then read in a loop;
+//! each request runs as its own task and its reply is queued to a writer
+//! task, so replies may leave in any order (the request id pairs them). A
+//! malformed frame closes only its connection, with the reason logged.
+
+use crate::auth::{self, ClusterKey};
+use crate::conn::{read_frame, write_frame, ReadError};
+use loom_proto::frame::{flags, FrameHeader};
+use loom_proto::msg::{self, Envelope, ReplyResult};
+use loom_proto::{Errno, WireError};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Semaphore};
+
+/// Requests one connection may have in flight at once: bounds the memory a
+/// single peer can pin (each may carry up to 8 MiB of bulk).
+pub const MAX_IN_FLIGHT_PER_CONN: usize = 64;
+
+/// A service that answers requests. The bulk returned goes out after the
+/// reply body (file data for reads).
+pub trait Service: Send + Sync + 'static {
+    /// Handle one request. `peer` is for logging only.
+    fn handle(
+        self: Arc<Self>,
+        env: Envelope,
+        bulk: Vec<u8>,
+    ) -> impl Future<Output = (ReplyResult, Vec<u8>)> + Send;
+}
+
+/// Accept connections on `listener` until the task is dropped.
+pub async fn serve<S: Service>(listener: TcpListener, key: ClusterKey, svc: Arc<S>) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                // Out of file descriptors and the like: log, back off, go on.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let key = key.clone();
+        let svc = svc.clone();
+        tokio::spawn(async move {
+            match connection(stream, peer, key, svc).await {
+                Ok(()) => tracing::debug!(%peer, "connection closed"),
+                Err(reason) => tracing::warn!(%peer, "connection dropped: {reason}"),
+            }
+        });
+    }
+}
+
+async fn connection<S: Service>(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    key: ClusterKey,
+    svc: Arc<S>,
+) -> Result<(), String> {
+    auth::accept(&mut stream, &key)
+        .await
+        .map_err(|e| format!("handshake failed: {e}"))?;
+    let (mut rd, mut wr) = stream.into_split();
+    let (tx, mut rx) = mpsc::channel::<(FrameHeader, Vec<u8>, Vec<u8>)>(MAX_IN_FLIGHT_PER_CONN);
+    let writer = tokio::spawn(async move {
+        while let Some((h, body, bulk)) = rx.recv().await {
+            if let Err(e) = write_frame(&mut wr, &h, &body, &bulk).await {
+                tracing::debug!(%peer, "write failed: {e}");
+                break;
+            }
+        }
+    });
+    let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONN));
+    let result = loop {
+        let Ok(permit) = slots.clone().acquire_owned().await else {
+            break Ok(());
+        };
+        let frame = match read_frame(&mut rd).await {
+            Ok(f) => f,
+            Err(ReadError::Closed) => break Ok(()),
+            Err(e) => break Err(e.to_string()),
+        };
+        if frame.header.is_reply() {
+            break Err("peer sent a reply frame to a server".into());
+        }
+        let opcode = frame.header.opcode;
+        let id = frame.header.request_id;
+        let tx = tx.clone();
+        let svc = svc.clone();
+        tokio::spawn(async move {
+            let (res, bulk) = match msg::decode::<Envelope>(&frame.body) {
+                Ok(env) if env.req.opcode() == opcode => svc.handle(env, frame.bulk).await,
+                Ok(env) => (
+                    Err(WireError::new(
+                        Errno::EPROTO,
+                        format!("header opcode {opcode} but body is {}", env.req.name()),
+                    )),
+                    Vec::new(),
+                ),
+                Err(e) => (Err(e), Vec::new()),
+            };
+            let (fl, body) = match res.and_then(|r| msg::encode(&r)) {
+                Ok(b) => (flags::REPLY, b),
+                Err(e) => (
+                    flags::REPLY | flags::ERROR,
+                    msg::encode(&e).unwrap_or_default(),
+                ),
+            };
+            let h = FrameHeader::new(fl, opcode, id, &body, &bulk);
+            let _ = tx.send((h, body, bulk)).await;
+            drop(permit);
+        });
+    };
+    drop(tx);
+    // Let replies already queued go out before the socket closes.
+    let _ = writer.await;
+    result
+}

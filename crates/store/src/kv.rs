@@ -1,0 +1,284 @@
+//! The MDT's key-value store: a small trait, and its fjall backend.
+//!
+//! Writers apply a [`Batch`] atomically with [`KvStore::apply`], which makes
+//! it visible at once and returns a ticket; [`KvStore::sync_through`] then
+//! waits until everything up to that ticket is on stable storage. Many
+//! requests share one fsync this way (grouped commits): the first waiter
+//! syncs for all who applied before it started.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// The keyspaces of an MDT. Names are part of the on-disk format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Space {
+    /// FID -> inode record.
+    Inodes,
+    /// parent FID | name hash | name -> directory entry.
+    Dentries,
+    /// FID | name -> extended attribute value.
+    Xattrs,
+    /// Named counters and allocator state.
+    Meta,
+    /// FID -> objects still to destroy on OSTs (unlinked files).
+    Destroy,
+    /// Distributed-transaction intent log (reserved for cross-MDT operations).
+    Intents,
+    /// Ordered namespace change records (reserved for the changelog).
+    Changelog,
+}
+
+impl Space {
+    /// Every keyspace, in a fixed order.
+    pub const ALL: [Space; 7] = [
+        Space::Inodes,
+        Space::Dentries,
+        Space::Xattrs,
+        Space::Meta,
+        Space::Destroy,
+        Space::Intents,
+        Space::Changelog,
+    ];
+
+    /// On-disk keyspace name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Space::Inodes => "inodes",
+            Space::Dentries => "dentries",
+            Space::Xattrs => "xattrs",
+            Space::Meta => "meta",
+            Space::Destroy => "destroy",
+            Space::Intents => "intents",
+            Space::Changelog => "changelog",
+        }
+    }
+}
+
+/// A store failure.
+#[derive(Debug, thiserror::Error)]
+pub enum KvError {
+    /// The backend failed; the path says which store.
+    #[error("key-value store at {path}: {msg}")]
+    Backend {
+        /// Store directory.
+        path: PathBuf,
+        /// Backend's message.
+        msg: String,
+    },
+}
+
+/// An atomic group of writes.
+#[derive(Default, Debug)]
+pub struct Batch {
+    ops: Vec<(Space, Vec<u8>, Option<Vec<u8>>)>,
+}
+
+impl Batch {
+    /// An empty batch.
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+    /// Set `key` to `value`.
+    pub fn put(&mut self, s: Space, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
+        self.ops.push((s, key.into(), Some(value.into())));
+    }
+    /// Remove `key`.
+    pub fn delete(&mut self, s: Space, key: impl Into<Vec<u8>>) {
+        self.ops.push((s, key.into(), None));
+    }
+    /// Whether nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+/// Identifies an applied batch for [`KvStore::sync_through`].
+pub type Ticket = u64;
+
+/// What an MDT needs of its store.
+pub trait KvStore: Send + Sync {
+    /// The value at `key`.
+    fn get(&self, s: Space, key: &[u8]) -> Result<Option<Vec<u8>>, KvError>;
+    /// Up to `limit` pairs whose key starts with `prefix` and is greater
+    /// than `after` (or from the start of the prefix), in key order.
+    fn scan(
+        &self,
+        s: Space,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, KvError>;
+    /// Apply a batch atomically; visible to readers on return, durable only
+    /// after `sync_through` of the returned ticket.
+    fn apply(&self, b: Batch) -> Result<Ticket, KvError>;
+    /// Block until every batch up to `t` is on stable storage.
+    fn sync_through(&self, t: Ticket) -> Result<(), KvError>;
+}
+
+/// The fjall backend.
+pub struct FjallStore {
+    path: PathBuf,
+    db: fjall::Database,
+    spaces: Vec<(Space, fjall::Keyspace)>,
+    /// Serialises apply so tickets follow journal order.
+    apply_lock: Mutex<()>,
+    applied: AtomicU64,
+    /// Held while an fsync runs; waiters queue here and most find their
+    /// ticket already synced when they get it.
+    sync_lock: Mutex<()>,
+    synced: AtomicU64,
+}
+
+impl FjallStore {
+    /// Open or create the store in `dir`.
+    pub fn open(dir: &Path) -> Result<FjallStore, KvError> {
+        let err = |e: fjall::Error| KvError::Backend {
+            path: dir.to_path_buf(),
+            msg: e.to_string(),
+        };
+        // The journal is written to the OS on every apply (a killed process
+        // loses nothing) and fsync'd by sync_through (a lost machine loses
+        // nothing acknowledged).
+        let db = fjall::Database::builder(dir).open().map_err(err)?;
+        let mut spaces = Vec::new();
+        for s in Space::ALL {
+            let ks = db
+                .keyspace(s.name(), fjall::KeyspaceCreateOptions::default)
+                .map_err(err)?;
+            spaces.push((s, ks));
+        }
+        Ok(FjallStore {
+            path: dir.to_path_buf(),
+            db,
+            spaces,
+            apply_lock: Mutex::new(()),
+            applied: AtomicU64::new(0),
+            sync_lock: Mutex::new(()),
+            synced: AtomicU64::new(0),
+        })
+    }
+
+    fn ks(&self, s: Space) -> &fjall::Keyspace {
+        // Every Space was opened in `open`, in ALL's order.
+        &self.spaces[Space::ALL.iter().position(|x| *x == s).unwrap_or(0)].1
+    }
+
+    fn err(&self, e: impl std::fmt::Display) -> KvError {
+        KvError::Backend {
+            path: self.path.clone(),
+            msg: e.to_string(),
+        }
+    }
+}
+
+impl KvStore for FjallStore {
+    fn get(&self, s: Space, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
+        Ok(self
+            .ks(s)
+            .get(key)
+            .map_err(|e| self.err(e))?
+            .map(|v| v.to_vec()))
+    }
+
+    fn scan(
+        &self,
+        s: Space,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, KvError> {
+        let mut out = Vec::new();
+        let iter: Box<dyn Iterator<Item = fjall::Guard>> = match after {
+            Some(a) => {
+                let start = std::ops::Bound::Excluded(a.to_vec());
+                Box::new(
+                    self.ks(s)
+                        .range::<Vec<u8>, _>((start, std::ops::Bound::Unbounded)),
+                )
+            }
+            None => Box::new(self.ks(s).prefix(prefix)),
+        };
+        for g in iter {
+            let (k, v) = g.into_inner().map_err(|e| self.err(e))?;
+            if !k.starts_with(prefix) {
+                break;
+            }
+            out.push((k.to_vec(), v.to_vec()));
+            if out.len() >= limit {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    fn apply(&self, b: Batch) -> Result<Ticket, KvError> {
+        let _g = self.apply_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut wb = self.db.batch();
+        for (s, k, v) in b.ops {
+            match v {
+                Some(v) => wb.insert(self.ks(s), k, v),
+                None => wb.remove(self.ks(s), k),
+            }
+        }
+        wb.commit().map_err(|e| self.err(e))?;
+        Ok(self.applied.fetch_add(1, Ordering::AcqRel) + 1)
+    }
+
+    fn sync_through(&self, t: Ticket) -> Result<(), KvError> {
+        if self.synced.load(Ordering::Acquire) >= t {
+            return Ok(());
+        }
+        let _g = self.sync_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if self.synced.load(Ordering::Acquire) >= t {
+            return Ok(());
+        }
+        // Everything applied before this point is in the journal; one fsync
+        // covers all of it.
+        let upto = self.applied.load(Ordering::Acquire);
+        self.db
+            .persist(fjall::PersistMode::SyncData)
+            .map_err(|e| self.err(e))?;
+        self.synced.fetch_max(upto, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn applied_batches_are_visible_and_survive_reopen() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let s = FjallStore::open(dir.path()).expect("open");
+            let mut b = Batch::new();
+            b.put(Space::Inodes, b"a".to_vec(), b"1".to_vec());
+            b.put(Space::Dentries, b"p/x".to_vec(), b"2".to_vec());
+            let t = s.apply(b).expect("apply");
+            s.sync_through(t).expect("sync");
+            assert_eq!(s.get(Space::Inodes, b"a").expect("get"), Some(b"1".to_vec()));
+        }
+        let s = FjallStore::open(dir.path()).expect("reopen");
+        assert_eq!(s.get(Space::Dentries, b"p/x").expect("get"), Some(b"2".to_vec()));
+        assert_eq!(s.get(Space::Inodes, b"p/x").expect("get"), None);
+    }
+
+    #[test]
+    fn scan_resumes_after_a_key_and_stops_at_the_prefix() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = FjallStore::open(dir.path()).expect("open");
+        let mut b = Batch::new();
+        for k in ["a1", "a2", "a3", "b1"] {
+            b.put(Space::Dentries, k.as_bytes().to_vec(), k.as_bytes().to_vec());
+        }
+        s.apply(b).expect("apply");
+        let all = s.scan(Space::Dentries, b"a", None, 10).expect("scan");
+        assert_eq!(all.len(), 3);
+        let rest = s.scan(Space::Dentries, b"a", Some(b"a1"), 10).expect("scan");
+        assert_eq!(rest.iter().map(|x| x.0.clone()).collect::<Vec<_>>(), vec![b"a2".to_vec(), b"a3".to_vec()]);
+        let one = s.scan(Space::Dentries, b"a", None, 1).expect("scan");
+        assert_eq!(one.len(), 1);
+    }
+}
