@@ -1,0 +1,274 @@
+//! The management service: target registry, FID location database (FLDB)
+//! and the cluster configuration that clients and servers fetch.
+//!
+//! State lives in memory and in `DIR/mgs_state`, a TOML file replaced with
+//! `write_atomic` on every change. Every mutation is applied to a copy,
+//! persisted, and only then made visible and acknowledged, so a reply the
+//! caller saw is never lost by a crash and a failed write changes nothing.
+//! Mutations are serialized by one async mutex held across the write.
+//!
+//! Invariants kept by this module:
+//! - at most one registration per `TargetId`; its uuid never changes;
+//! - `targets` is sorted by id;
+//! - sequence 0 belongs to MDT0 implicitly (it holds the root); allocated
+//!   sequences start at 1, never repeat, and never exceed
+//!   `loom_proto::fid::MAX_INO_SEQ`;
+//! - the FLDB ranges are disjoint and sorted, adjacent ranges of the same
+//!   MDT merged;
+//! - `generation` grows by one with every change.
+
+use loom_proto::fid::MAX_INO_SEQ;
+use loom_proto::msg::{
+    ClusterConfig, Reply, ReplyResult, ReqCtx, Request, SeqRange, TargetId, TargetInfo,
+};
+use loom_proto::{Errno, WireError};
+use loom_store::durable::write_atomic;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::sync::Mutex;
+
+/// Name of the state file inside the MGS directory.
+pub const STATE_FILE: &str = "mgs_state";
+/// Version of the state file's format; bump on incompatible changes.
+const STATE_FORMAT: u32 = 1;
+
+/// Everything the MGS remembers. Field order matters for TOML: plain values
+/// before arrays of tables.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct MgsState {
+    format: u32,
+    fsname: String,
+    generation: u64,
+    /// The next sequence to hand out (>= 1).
+    next_seq: u64,
+    targets: Vec<TargetInfo>,
+    fldb: Vec<SeqRange>,
+}
+
+impl MgsState {
+    fn new(fsname: &str) -> MgsState {
+        MgsState {
+            format: STATE_FORMAT,
+            fsname: fsname.to_string(),
+            generation: 1,
+            next_seq: 1,
+            targets: Vec::new(),
+            fldb: Vec::new(),
+        }
+    }
+
+    fn config(&self) -> ClusterConfig {
+        ClusterConfig {
+            fsname: self.fsname.clone(),
+            generation: self.generation,
+            targets: self.targets.clone(),
+            fldb: self.fldb.clone(),
+        }
+    }
+
+    /// Insert or update `t`. `Ok(false)` if nothing changed.
+    fn register(&mut self, t: TargetInfo) -> Result<bool, WireError> {
+        match self.targets.binary_search_by_key(&t.id, |x| x.id) {
+            Ok(i) => {
+                let cur = &mut self.targets[i];
+                if cur.uuid != t.uuid {
+                    return Err(WireError::new(
+                        Errno::EEXIST,
+                        format!(
+                            "{} index {} is already registered with uuid {} but uuid {} asked: \
+                             two targets were formatted with the same index",
+                            t.id.role, t.id.index, cur.uuid, t.uuid
+                        ),
+                    ));
+                }
+                if cur.addr == t.addr {
+                    return Ok(false);
+                }
+                cur.addr = t.addr;
+            }
+            Err(i) => self.targets.insert(i, t),
+        }
+        self.generation += 1;
+        Ok(true)
+    }
+
+    /// Hand the next sequence to `mdt` and record it in the FLDB.
+    fn alloc_seq(&mut self, mdt: u32) -> Result<SeqRange, WireError> {
+        let start = self.next_seq;
+        if start > MAX_INO_SEQ {
+            return Err(WireError::new(
+                Errno::ENOSPC,
+                format!("FID sequences exhausted: all {MAX_INO_SEQ} are allocated"),
+            ));
+        }
+        let range = SeqRange {
+            start,
+            end: start + 1,
+            mdt,
+        };
+        match self.fldb.last_mut() {
+            Some(last) if last.end == start && last.mdt == mdt => last.end = range.end,
+            _ => self.fldb.push(range),
+        }
+        self.next_seq = range.end;
+        self.generation += 1;
+        Ok(range)
+    }
+}
+
+/// The management service.
+#[derive(Debug)]
+pub struct MgsService {
+    dir: PathBuf,
+    state: Mutex<MgsState>,
+}
+
+impl MgsService {
+    /// Open the MGS in `dir` for file system `fsname`, creating its state on
+    /// first use. Refuses a directory that holds another file system.
+    pub fn open(dir: &Path, fsname: &str) -> anyhow::Result<Arc<MgsService>> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("creating MGS directory {}: {e}", dir.display()))?;
+        let path = dir.join(STATE_FILE);
+        let state = match std::fs::read_to_string(&path) {
+            Ok(s) => {
+                let st: MgsState = toml::from_str(&s)
+                    .map_err(|e| anyhow::anyhow!("MGS state {} is corrupt: {e}", path.display()))?;
+                if st.format != STATE_FORMAT {
+                    anyhow::bail!(
+                        "MGS state {} has format {} but this version reads {STATE_FORMAT}",
+                        path.display(),
+                        st.format
+                    );
+                }
+                if st.fsname != fsname {
+                    anyhow::bail!(
+                        "MGS directory {} serves file system {:?}, not {fsname:?}",
+                        dir.display(),
+                        st.fsname
+                    );
+                }
+                st
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let st = MgsState::new(fsname);
+                persist(&path, &st)
+                    .map_err(|e| anyhow::anyhow!("creating MGS state: {}", e.msg))?;
+                st
+            }
+            Err(e) => anyhow::bail!("reading MGS state {}: {e}", path.display()),
+        };
+        tracing::info!(dir = %dir.display(), fsname, generation = state.generation,
+            targets = state.targets.len(), "MGS opened");
+        Ok(Arc::new(MgsService {
+            dir: dir.to_path_buf(),
+            state: Mutex::new(state),
+        }))
+    }
+
+    /// The current configuration.
+    pub async fn config(&self) -> ClusterConfig {
+        self.state.lock().await.config()
+    }
+
+    /// Handle one request.
+    pub async fn handle(
+        self: &Arc<Self>,
+        _ctx: &ReqCtx,
+        req: Request,
+        _bulk: Vec<u8>,
+    ) -> (ReplyResult, Vec<u8>) {
+        let res = match req {
+            Request::Ping => Ok(Reply::Ok),
+            Request::Register { fsname, target } => self.register(fsname, target).await,
+            Request::GetConfig => Ok(Reply::Config(self.config().await)),
+            Request::AllocSeq { mdt } => self.alloc_seq(mdt).await,
+            Request::StatFs => self.statfs().await,
+            other => Err(WireError::new(
+                Errno::EOPNOTSUPP,
+                format!("MGS does not handle {}", other.name()),
+            )),
+        };
+        (res, Vec::new())
+    }
+
+    /// Apply `f` to a copy of the state, persist the copy if `f` says it
+    /// changed something, then install it.
+    async fn mutate<T, F>(&self, f: F) -> Result<T, WireError>
+    where
+        F: FnOnce(&mut MgsState) -> Result<(T, bool), WireError>,
+    {
+        let mut state = self.state.lock().await;
+        let mut next = state.clone();
+        let (out, changed) = f(&mut next)?;
+        if changed {
+            let path = self.dir.join(STATE_FILE);
+            let copy = next.clone();
+            tokio::task::spawn_blocking(move || persist(&path, &copy))
+                .await
+                .map_err(|e| {
+                    WireError::new(Errno::EIO, format!("MGS persist task failed: {e}"))
+                })??;
+            *state = next;
+        }
+        Ok(out)
+    }
+
+    async fn register(&self, fsname: String, target: TargetInfo) -> ReplyResult {
+        let id = target.id;
+        let addr = target.addr.clone();
+        let changed = self
+            .mutate(|st| {
+                if fsname != st.fsname {
+                    return Err(WireError::new(
+                        Errno::EINVAL,
+                        format!(
+                            "target {id} formatted for file system {fsname} but this MGS serves {}",
+                            st.fsname
+                        ),
+                    ));
+                }
+                let changed = st.register(target)?;
+                Ok((changed, changed))
+            })
+            .await?;
+        if changed {
+            tracing::info!(target = %id, addr, "target registered");
+        }
+        Ok(Reply::Ok)
+    }
+
+    async fn alloc_seq(&self, mdt: u32) -> ReplyResult {
+        let range = self.mutate(|st| Ok((st.alloc_seq(mdt)?, true))).await?;
+        tracing::info!(mdt, seq = range.start, "FID sequence allocated");
+        Ok(Reply::Seq(range))
+    }
+
+    async fn statfs(&self) -> ReplyResult {
+        let dir = self.dir.clone();
+        let st = tokio::task::spawn_blocking(move || loom_store::object::statfs_of(&dir))
+            .await
+            .map_err(|e| WireError::new(Errno::EIO, format!("MGS statfs task failed: {e}")))??;
+        Ok(Reply::StatFs(loom_proto::msg::StatFs {
+            target: Some(TargetId::MGS),
+            ..st
+        }))
+    }
+}
+
+/// Write `st` to `path` crash-safely.
+fn persist(path: &Path, st: &MgsState) -> Result<(), WireError> {
+    let text = toml::to_string(st)
+        .map_err(|e| WireError::new(Errno::EIO, format!("encoding MGS state: {e}")))?;
+    write_atomic(path, text.as_bytes()).map_err(|e| {
+        tracing::error!(path = %path.display(), "writing MGS state: {e}");
+        WireError::new(
+            Errno(e.raw_os_error().unwrap_or(Errno::EIO.0)),
+            format!("writing MGS state {}: {e}", path.display()),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests;

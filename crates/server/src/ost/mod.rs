@@ -1,0 +1,394 @@
+//! The object storage target: file data objects on a local directory.
+//!
+//! [`OstService::handle`] decodes nothing itself (the RPC layer has done
+//! that and checked the bulk's crc); it checks that every object named
+//! belongs to this OST, runs the file I/O on tokio's blocking pool through
+//! [`ObjectStore`], and counts every operation and its bytes for metrics.
+//!
+//! Objects are created logically by `Precreate` (a watermark move) and
+//! appear on disk at their first write or truncate; see
+//! `loom_store::object` for the on-disk layout.
+
+mod stats;
+
+use loom_proto::frame::MAX_BULK;
+use loom_proto::msg::{Reply, ReplyResult, ReqCtx, Request, StatFs, TargetId};
+use loom_proto::{Errno, ObjRef, WireError};
+use loom_store::object::{ObjectError, ObjectStore};
+use stats::{Op, OpStats};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Largest read one request may ask for: what fits in one frame's bulk.
+pub const MAX_READ: u32 = MAX_BULK;
+/// Most object ids one precreate request may reserve.
+pub const MAX_PRECREATE: u32 = 100_000;
+
+/// One OST.
+#[derive(Debug)]
+pub struct OstService {
+    index: u32,
+    store: Arc<ObjectStore>,
+    stats: OpStats,
+}
+
+impl OstService {
+    /// Open OST `index` whose target directory is `dir`.
+    pub fn open(index: u32, dir: &Path) -> anyhow::Result<Arc<OstService>> {
+        let store = ObjectStore::open(dir)
+            .map_err(|e| anyhow::anyhow!("opening OST{index:04x} object store: {e}"))?;
+        tracing::info!(index, dir = %dir.display(), "OST opened");
+        Ok(Arc::new(OstService {
+            index,
+            store: Arc::new(store),
+            stats: OpStats::default(),
+        }))
+    }
+
+    /// This OST's index.
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// The object store underneath (for tools and tests).
+    pub fn store(&self) -> &Arc<ObjectStore> {
+        &self.store
+    }
+
+    /// Per-operation counters: `("<op>.count", n)` and `("<op>.bytes", n)`
+    /// for every operation, plus `("<op>.errors", n)`.
+    pub fn stats(&self) -> Vec<(String, u64)> {
+        self.stats.snapshot()
+    }
+
+    /// Handle one request; the returned bulk is the data of a read.
+    pub async fn handle(
+        self: &Arc<Self>,
+        _ctx: &ReqCtx,
+        req: Request,
+        bulk: Vec<u8>,
+    ) -> (ReplyResult, Vec<u8>) {
+        let op = Op::of(&req);
+        let (res, out, bytes) = match req {
+            Request::Ping => (Ok(Reply::Ok), Vec::new(), 0),
+            Request::ObjWrite { obj, offset } => {
+                let n = bulk.len() as u64;
+                (self.write(obj, offset, bulk).await, Vec::new(), n)
+            }
+            Request::ObjRead { obj, offset, len } => match self.read(obj, offset, len).await {
+                Ok(data) => {
+                    let n = data.len() as u64;
+                    (Ok(Reply::Data), data, n)
+                }
+                Err(e) => (Err(e), Vec::new(), 0),
+            },
+            Request::ObjTruncate { obj, size } => (self.truncate(obj, size).await, Vec::new(), 0),
+            Request::ObjPunch { obj, offset, len } => {
+                (self.punch(obj, offset, len).await, Vec::new(), len)
+            }
+            Request::ObjSync { obj } => (self.sync(obj).await, Vec::new(), 0),
+            Request::Precreate { count } => (self.precreate(count).await, Vec::new(), 0),
+            Request::Destroy { objs } => (self.destroy(objs).await, Vec::new(), 0),
+            Request::ObjGetSize { obj } => (self.get_size(obj).await, Vec::new(), 0),
+            Request::StatFs => (self.statfs().await, Vec::new(), 0),
+            other => (
+                Err(WireError::new(
+                    Errno::EOPNOTSUPP,
+                    format!("OST does not handle {}", other.name()),
+                )),
+                Vec::new(),
+                0,
+            ),
+        };
+        self.stats.record(op, bytes, res.is_ok());
+        (res, out)
+    }
+
+    /// Refuse an object that lives on another OST.
+    fn check(&self, obj: ObjRef) -> Result<u64, WireError> {
+        if obj.ost != self.index {
+            return Err(WireError::new(
+                Errno::EINVAL,
+                format!(
+                    "object {} belongs to OST{:04x} but was sent to OST{:04x}",
+                    obj.oid, obj.ost, self.index
+                ),
+            ));
+        }
+        Ok(obj.oid)
+    }
+
+    /// Run `f` on the object store in tokio's blocking pool.
+    async fn blocking<T, F>(&self, f: F) -> Result<T, WireError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&ObjectStore) -> Result<T, ObjectError> + Send + 'static,
+    {
+        let store = self.store.clone();
+        match tokio::task::spawn_blocking(move || f(&store)).await {
+            Ok(r) => r.map_err(WireError::from),
+            Err(e) => {
+                tracing::error!(ost = self.index, "object store task failed: {e}");
+                Err(WireError::new(
+                    Errno::EIO,
+                    format!("OST{:04x} I/O task failed: {e}", self.index),
+                ))
+            }
+        }
+    }
+
+    async fn write(&self, obj: ObjRef, offset: u64, data: Vec<u8>) -> ReplyResult {
+        let oid = self.check(obj)?;
+        self.blocking(move |s| s.write(oid, offset, &data)).await?;
+        Ok(Reply::Ok)
+    }
+
+    async fn read(&self, obj: ObjRef, offset: u64, len: u32) -> Result<Vec<u8>, WireError> {
+        let oid = self.check(obj)?;
+        if len > MAX_READ {
+            return Err(WireError::new(
+                Errno::EINVAL,
+                format!("read of {len} bytes exceeds the limit of {MAX_READ} per request"),
+            ));
+        }
+        self.blocking(move |s| s.read(oid, offset, len)).await
+    }
+
+    async fn truncate(&self, obj: ObjRef, size: u64) -> ReplyResult {
+        let oid = self.check(obj)?;
+        self.blocking(move |s| s.truncate(oid, size)).await?;
+        Ok(Reply::Ok)
+    }
+
+    async fn punch(&self, obj: ObjRef, offset: u64, len: u64) -> ReplyResult {
+        let oid = self.check(obj)?;
+        self.blocking(move |s| s.punch(oid, offset, len)).await?;
+        Ok(Reply::Ok)
+    }
+
+    async fn sync(&self, obj: ObjRef) -> ReplyResult {
+        let oid = self.check(obj)?;
+        self.blocking(move |s| s.sync(oid)).await?;
+        Ok(Reply::Ok)
+    }
+
+    async fn precreate(&self, count: u32) -> ReplyResult {
+        if !(1..=MAX_PRECREATE).contains(&count) {
+            return Err(WireError::new(
+                Errno::EINVAL,
+                format!("precreate count {count} is outside 1..={MAX_PRECREATE}"),
+            ));
+        }
+        let start = self.blocking(move |s| s.precreate(count)).await?;
+        tracing::debug!(ost = self.index, start, count, "precreated objects");
+        Ok(Reply::Precreated { start, count })
+    }
+
+    async fn destroy(&self, objs: Vec<ObjRef>) -> ReplyResult {
+        // Check them all first so a misdirected batch changes nothing.
+        let oids = objs
+            .into_iter()
+            .map(|o| self.check(o))
+            .collect::<Result<Vec<u64>, WireError>>()?;
+        self.blocking(move |s| oids.iter().try_for_each(|&oid| s.destroy(oid)))
+            .await?;
+        Ok(Reply::Ok)
+    }
+
+    async fn get_size(&self, obj: ObjRef) -> ReplyResult {
+        let oid = self.check(obj)?;
+        let size = self.blocking(move |s| s.size(oid)).await?;
+        Ok(Reply::Size(size))
+    }
+
+    async fn statfs(&self) -> ReplyResult {
+        let st: StatFs = self.blocking(|s| s.statfs()).await?;
+        Ok(Reply::StatFs(StatFs {
+            target: Some(TargetId::ost(self.index)),
+            ..st
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ost(index: u32) -> (tempfile::TempDir, Arc<OstService>) {
+        let d = tempfile::tempdir().expect("tempdir");
+        let s = OstService::open(index, d.path()).expect("open");
+        (d, s)
+    }
+
+    async fn call(s: &Arc<OstService>, req: Request, bulk: Vec<u8>) -> (ReplyResult, Vec<u8>) {
+        s.handle(&ReqCtx::default(), req, bulk).await
+    }
+
+    fn obj(ost: u32, oid: u64) -> ObjRef {
+        ObjRef { ost, oid }
+    }
+
+    #[tokio::test]
+    async fn write_then_read_returns_the_data_in_the_bulk() {
+        let (_d, s) = ost(2);
+        let start = match call(&s, Request::Precreate { count: 4 }, vec![]).await.0 {
+            Ok(Reply::Precreated { start, count: 4 }) => start,
+            other => panic!("precreate: {other:?}"),
+        };
+        let o = obj(2, start);
+        let w = call(
+            &s,
+            Request::ObjWrite { obj: o, offset: 5 },
+            b"hello".to_vec(),
+        )
+        .await;
+        assert_eq!(w.0, Ok(Reply::Ok));
+        let (r, data) = call(
+            &s,
+            Request::ObjRead {
+                obj: o,
+                offset: 0,
+                len: 100,
+            },
+            vec![],
+        )
+        .await;
+        assert_eq!(r, Ok(Reply::Data));
+        assert_eq!(data, b"\0\0\0\0\0hello".to_vec());
+        let sz = call(&s, Request::ObjGetSize { obj: o }, vec![]).await.0;
+        assert_eq!(sz, Ok(Reply::Size(10)));
+        assert_eq!(
+            call(&s, Request::ObjSync { obj: o }, vec![]).await.0,
+            Ok(Reply::Ok)
+        );
+        let stats = s.stats();
+        assert!(stats.contains(&("obj_write.count".to_string(), 1)));
+        assert!(stats.contains(&("obj_write.bytes".to_string(), 5)));
+        assert!(stats.contains(&("obj_read.bytes".to_string(), 10)));
+    }
+
+    #[tokio::test]
+    async fn truncate_punch_and_destroy_change_the_object() {
+        let (_d, s) = ost(0);
+        let o = obj(0, 9);
+        let w = call(&s, Request::ObjWrite { obj: o, offset: 0 }, vec![7u8; 100]).await;
+        assert_eq!(w.0, Ok(Reply::Ok));
+        let r = call(&s, Request::ObjTruncate { obj: o, size: 50 }, vec![]).await;
+        assert_eq!(r.0, Ok(Reply::Ok));
+        let r = call(
+            &s,
+            Request::ObjPunch {
+                obj: o,
+                offset: 10,
+                len: 10,
+            },
+            vec![],
+        )
+        .await;
+        assert_eq!(r.0, Ok(Reply::Ok));
+        let (_, data) = call(
+            &s,
+            Request::ObjRead {
+                obj: o,
+                offset: 0,
+                len: 100,
+            },
+            vec![],
+        )
+        .await;
+        let mut want = vec![7u8; 50];
+        want[10..20].fill(0);
+        assert_eq!(data, want);
+        let r = call(&s, Request::Destroy { objs: vec![o] }, vec![]).await;
+        assert_eq!(r.0, Ok(Reply::Ok));
+        let sz = call(&s, Request::ObjGetSize { obj: o }, vec![]).await.0;
+        assert_eq!(sz, Ok(Reply::Size(0)));
+    }
+
+    #[tokio::test]
+    async fn objects_of_another_ost_are_refused_naming_both() {
+        let (_d, s) = ost(1);
+        let (r, _) = call(
+            &s,
+            Request::ObjWrite {
+                obj: obj(3, 1),
+                offset: 0,
+            },
+            b"x".to_vec(),
+        )
+        .await;
+        let e = r.expect_err("wrong OST");
+        assert_eq!(e.errno, Errno::EINVAL);
+        assert!(
+            e.msg.contains("OST0003") && e.msg.contains("OST0001"),
+            "{}",
+            e.msg
+        );
+        let (r, _) = call(
+            &s,
+            Request::Destroy {
+                objs: vec![obj(1, 1), obj(2, 2)],
+            },
+            vec![],
+        )
+        .await;
+        assert_eq!(r.expect_err("wrong OST in batch").errno, Errno::EINVAL);
+    }
+
+    #[tokio::test]
+    async fn oversized_reads_and_precreates_are_invalid() {
+        let (_d, s) = ost(0);
+        let (r, _) = call(
+            &s,
+            Request::ObjRead {
+                obj: obj(0, 1),
+                offset: 0,
+                len: MAX_READ + 1,
+            },
+            vec![],
+        )
+        .await;
+        assert_eq!(r.expect_err("too long").errno, Errno::EINVAL);
+        for count in [0, MAX_PRECREATE + 1] {
+            let (r, _) = call(&s, Request::Precreate { count }, vec![]).await;
+            assert_eq!(r.expect_err("bad count").errno, Errno::EINVAL);
+        }
+        let (r, _) = call(
+            &s,
+            Request::Precreate {
+                count: MAX_PRECREATE,
+            },
+            vec![],
+        )
+        .await;
+        assert!(matches!(
+            r,
+            Ok(Reply::Precreated {
+                start: 1,
+                count: MAX_PRECREATE
+            })
+        ));
+    }
+
+    #[tokio::test]
+    async fn metadata_requests_are_not_supported() {
+        let (_d, s) = ost(0);
+        let (r, _) = call(&s, Request::GetConfig, vec![]).await;
+        let e = r.expect_err("not an OST request");
+        assert_eq!(e.errno, Errno::EOPNOTSUPP);
+        assert!(e.msg.contains("get_config"));
+        assert_eq!(call(&s, Request::Ping, vec![]).await.0, Ok(Reply::Ok));
+    }
+
+    #[tokio::test]
+    async fn statfs_names_this_ost() {
+        let (_d, s) = ost(4);
+        match call(&s, Request::StatFs, vec![]).await.0 {
+            Ok(Reply::StatFs(st)) => {
+                assert_eq!(st.target, Some(TargetId::ost(4)));
+                assert!(st.bytes_total > 0);
+            }
+            other => panic!("statfs: {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,758 @@
+//! The OST's object store: one file per object in a local directory.
+//!
+//! On-disk layout of a target directory `DIR`:
+//!
+//! ```text
+//! DIR/precreate            high watermark: the next object id never handed
+//!                          out, decimal text ending in a newline
+//! DIR/objects/XX/OID       object OID, XX = OID % 256 as two lower-case hex
+//!                          digits, OID in decimal
+//! ```
+//!
+//! Objects are created logically by [`ObjectStore::precreate`], which only
+//! moves the watermark; the file appears on the first write or truncate.
+//! A missing file therefore reads as an empty object. Holes read as zeros.
+//!
+//! Invariants:
+//! - Every id handed out by `precreate` is below the persisted watermark
+//!   before the call returns, so after a crash no id is handed out twice.
+//! - Ids start at 1; 0 is never a valid object id.
+//! - A cached file handle exists only for an object whose file exists;
+//!   `destroy` evicts the handle under the same lock that opens handles, so
+//!   no handle to a destroyed file is cached after `destroy` returns.
+//!
+//! Durability: writes land in the page cache; [`ObjectStore::sync`] makes an
+//! object's data durable, and also its directory entry if the file was
+//! created since the last sync.
+//!
+//! The API is blocking; the OST service calls it through
+//! `tokio::task::spawn_blocking`.
+
+use loom_proto::msg::StatFs;
+use loom_proto::{Errno, WireError};
+use nix::fcntl::FallocateFlags;
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Most open file handles kept in the cache.
+pub const HANDLE_CACHE_CAPACITY: usize = 512;
+
+/// Name of the watermark file inside the target directory.
+const WATERMARK_FILE: &str = "precreate";
+/// Name of the object directory inside the target directory.
+const OBJECTS_DIR: &str = "objects";
+
+/// Why an object store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectError {
+    /// The local file system refused an operation. ENOSPC means the target is
+    /// full: the caller should pick another OST or report it; other errnos
+    /// mean the disk or the directory is damaged.
+    #[error("{op} of object {oid:?} at {}: {source}", path.display())]
+    Io {
+        /// What was being done ("write", "open", ...).
+        op: &'static str,
+        /// The object involved, if any.
+        oid: Option<u64>,
+        /// The file involved.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The byte range does not fit in a file offset: a client bug.
+    #[error("object {oid}: range at {offset} of {len} bytes exceeds the largest file offset")]
+    OutOfRange {
+        /// The object.
+        oid: u64,
+        /// Start of the range.
+        offset: u64,
+        /// Length of the range.
+        len: u64,
+    },
+    /// The watermark file holds something other than a number: the target
+    /// directory is damaged and needs an administrator.
+    #[error("precreate watermark {} is corrupt: {reason}", path.display())]
+    CorruptWatermark {
+        /// The watermark file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Object ids are exhausted (the 64-bit space is used up).
+    #[error("object ids exhausted: {next} + {count} overflows")]
+    IdsExhausted {
+        /// The next free id.
+        next: u64,
+        /// How many were asked for.
+        count: u32,
+    },
+}
+
+impl ObjectError {
+    fn io(op: &'static str, oid: Option<u64>, path: &Path, source: io::Error) -> ObjectError {
+        tracing::error!(op, ?oid, path = %path.display(), "object store I/O error: {source}");
+        ObjectError::Io {
+            op,
+            oid,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// The errno this error carries on the wire.
+    pub fn errno(&self) -> Errno {
+        match self {
+            ObjectError::Io { source, .. } => Errno(source.raw_os_error().unwrap_or(Errno::EIO.0)),
+            ObjectError::OutOfRange { .. } => Errno::EFBIG,
+            ObjectError::CorruptWatermark { .. } => Errno::EIO,
+            ObjectError::IdsExhausted { .. } => Errno::ENOSPC,
+        }
+    }
+}
+
+impl From<ObjectError> for WireError {
+    fn from(e: ObjectError) -> WireError {
+        WireError::new(e.errno(), e.to_string())
+    }
+}
+
+/// One cached open file.
+struct Handle {
+    file: Arc<File>,
+    /// Logical time of the last use, for eviction.
+    last_use: u64,
+}
+
+/// Open handles by object id, plus the objects whose directory entry is not
+/// yet known to be durable.
+#[derive(Default)]
+struct HandleCache {
+    map: HashMap<u64, Handle>,
+    tick: u64,
+    /// Objects created since their directory was last fsynced.
+    unsynced_names: HashSet<u64>,
+}
+
+impl HandleCache {
+    fn get(&mut self, oid: u64) -> Option<Arc<File>> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.map.get_mut(&oid).map(|h| {
+            h.last_use = tick;
+            h.file.clone()
+        })
+    }
+
+    fn insert(&mut self, oid: u64, file: Arc<File>) {
+        if self.map.len() >= HANDLE_CACHE_CAPACITY && !self.map.contains_key(&oid) {
+            // Evict the least recently used handle; a scan of a few hundred
+            // entries costs far less than the open it saves.
+            if let Some(victim) = self
+                .map
+                .iter()
+                .min_by_key(|(_, h)| h.last_use)
+                .map(|(k, _)| *k)
+            {
+                self.map.remove(&victim);
+            }
+        }
+        self.tick += 1;
+        let last_use = self.tick;
+        self.map.insert(oid, Handle { file, last_use });
+    }
+}
+
+/// The objects of one OST. Send + Sync; share it behind an `Arc`.
+pub struct ObjectStore {
+    dir: PathBuf,
+    objects: PathBuf,
+    handles: Mutex<HandleCache>,
+    /// The next id `precreate` hands out; equal to the persisted watermark.
+    next_id: Mutex<u64>,
+}
+
+impl std::fmt::Debug for ObjectStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectStore")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Lock a mutex, ignoring poisoning: the protected state is kept consistent
+/// at every step, so a panic elsewhere leaves it usable.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `offset + len` as a file offset (`off_t`), or an error naming the object.
+fn end_of(oid: u64, offset: u64, len: u64) -> Result<u64, ObjectError> {
+    match offset.checked_add(len) {
+        Some(end) if end <= i64::MAX as u64 => Ok(end),
+        _ => Err(ObjectError::OutOfRange { oid, offset, len }),
+    }
+}
+
+impl ObjectStore {
+    /// Open the object store in target directory `dir`, creating its
+    /// subdirectories if missing.
+    pub fn open(dir: &Path) -> Result<ObjectStore, ObjectError> {
+        let objects = dir.join(OBJECTS_DIR);
+        for i in 0..256u32 {
+            let sub = objects.join(format!("{i:02x}"));
+            fs::create_dir_all(&sub).map_err(|e| ObjectError::io("mkdir", None, &sub, e))?;
+        }
+        let store = ObjectStore {
+            dir: dir.to_path_buf(),
+            objects,
+            handles: Mutex::new(HandleCache::default()),
+            next_id: Mutex::new(1),
+        };
+        let next = store.load_watermark()?;
+        *lock(&store.next_id) = next;
+        tracing::debug!(dir = %dir.display(), next_id = next, "object store opened");
+        Ok(store)
+    }
+
+    /// The target directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The path of object `oid`'s file.
+    pub fn object_path(&self, oid: u64) -> PathBuf {
+        self.objects
+            .join(format!("{:02x}", oid % 256))
+            .join(oid.to_string())
+    }
+
+    fn watermark_path(&self) -> PathBuf {
+        self.dir.join(WATERMARK_FILE)
+    }
+
+    /// Read the watermark; if the file is missing (a fresh target, or one
+    /// whose watermark was lost), start above every object file present so
+    /// that no existing object is handed out again.
+    fn load_watermark(&self) -> Result<u64, ObjectError> {
+        let path = self.watermark_path();
+        match fs::read_to_string(&path) {
+            Ok(s) => {
+                let next: u64 = s
+                    .trim()
+                    .parse()
+                    .map_err(|e| ObjectError::CorruptWatermark {
+                        path: path.clone(),
+                        reason: format!("{e} in {:?}", s.trim()),
+                    })?;
+                if next == 0 {
+                    return Err(ObjectError::CorruptWatermark {
+                        path,
+                        reason: "watermark is 0 but ids start at 1".into(),
+                    });
+                }
+                Ok(next)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let next = self.highest_object_id()?.map_or(1, |m| m.saturating_add(1));
+                if next > 1 {
+                    tracing::warn!(path = %path.display(), next,
+                        "precreate watermark missing; recovered it from the object files");
+                }
+                Ok(next)
+            }
+            Err(e) => Err(ObjectError::io("read", None, &path, e)),
+        }
+    }
+
+    /// The largest object id with a file, if any.
+    fn highest_object_id(&self) -> Result<Option<u64>, ObjectError> {
+        let mut max = None;
+        for i in 0..256u32 {
+            let sub = self.objects.join(format!("{i:02x}"));
+            let entries =
+                fs::read_dir(&sub).map_err(|e| ObjectError::io("readdir", None, &sub, e))?;
+            for ent in entries {
+                let ent = ent.map_err(|e| ObjectError::io("readdir", None, &sub, e))?;
+                if let Some(oid) = ent.file_name().to_str().and_then(|n| n.parse::<u64>().ok()) {
+                    max = max.max(Some(oid));
+                }
+            }
+        }
+        Ok(max)
+    }
+
+    /// The cached or newly opened handle of `oid`. With `create`, a missing
+    /// file is created; without it, a missing file gives `Ok(None)`.
+    fn handle(&self, oid: u64, create: bool) -> Result<Option<Arc<File>>, ObjectError> {
+        let mut cache = lock(&self.handles);
+        if let Some(f) = cache.get(oid) {
+            return Ok(Some(f));
+        }
+        // Open under the lock so that `destroy` (which unlinks under it too)
+        // never races with a handle being cached for the old file.
+        let path = self.object_path(oid);
+        let opened = OpenOptions::new().read(true).write(true).open(&path);
+        let file = match opened {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let f = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(&path)
+                    .map_err(|e| ObjectError::io("create", Some(oid), &path, e))?;
+                // The new name is not durable until its directory is fsynced.
+                cache.unsynced_names.insert(oid);
+                f
+            }
+            Err(e) => return Err(ObjectError::io("open", Some(oid), &path, e)),
+        };
+        let file = Arc::new(file);
+        cache.insert(oid, file.clone());
+        Ok(Some(file))
+    }
+
+    /// Write `data` at `offset` of object `oid`, creating its file if needed.
+    pub fn write(&self, oid: u64, offset: u64, data: &[u8]) -> Result<(), ObjectError> {
+        end_of(oid, offset, data.len() as u64)?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        let Some(f) = self.handle(oid, true)? else {
+            return Ok(());
+        };
+        f.write_all_at(data, offset)
+            .map_err(|e| ObjectError::io("write", Some(oid), &self.object_path(oid), e))
+    }
+
+    /// Read up to `len` bytes at `offset` of object `oid`: short at the
+    /// object's end, empty past it or if the object has no file.
+    pub fn read(&self, oid: u64, offset: u64, len: u32) -> Result<Vec<u8>, ObjectError> {
+        end_of(oid, offset, u64::from(len))?;
+        let Some(f) = self.handle(oid, false)? else {
+            return Ok(Vec::new());
+        };
+        let path = || self.object_path(oid);
+        let size = f
+            .metadata()
+            .map_err(|e| ObjectError::io("stat", Some(oid), &path(), e))?
+            .len();
+        let want = size.saturating_sub(offset).min(u64::from(len)) as usize;
+        let mut buf = vec![0u8; want];
+        let mut done = 0usize;
+        while done < want {
+            match f.read_at(&mut buf[done..], offset + done as u64) {
+                // The object shrank under us (a concurrent truncate).
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ObjectError::io("read", Some(oid), &path(), e)),
+            }
+        }
+        buf.truncate(done);
+        Ok(buf)
+    }
+
+    /// Set object `oid`'s size, creating its file if missing and `size > 0`.
+    pub fn truncate(&self, oid: u64, size: u64) -> Result<(), ObjectError> {
+        end_of(oid, size, 0)?;
+        let Some(f) = self.handle(oid, size > 0)? else {
+            return Ok(());
+        };
+        f.set_len(size)
+            .map_err(|e| ObjectError::io("truncate", Some(oid), &self.object_path(oid), e))
+    }
+
+    /// Deallocate [offset, offset + len) of object `oid`, keeping its size:
+    /// the range reads as zeros afterwards. A missing object is left alone.
+    pub fn punch(&self, oid: u64, offset: u64, len: u64) -> Result<(), ObjectError> {
+        end_of(oid, offset, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let Some(f) = self.handle(oid, false)? else {
+            return Ok(());
+        };
+        let mode = FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE;
+        // Both fit in off_t: checked by end_of above.
+        match nix::fcntl::fallocate(f.as_raw_fd(), mode, offset as i64, len as i64) {
+            Ok(()) => Ok(()),
+            Err(nix::errno::Errno::EOPNOTSUPP) => self.zero_range(oid, &f, offset, len),
+            Err(e) => Err(ObjectError::io(
+                "punch",
+                Some(oid),
+                &self.object_path(oid),
+                io::Error::from_raw_os_error(e as i32),
+            )),
+        }
+    }
+
+    /// Punch for file systems without hole punching: write zeros over the
+    /// part of the range inside the object.
+    fn zero_range(&self, oid: u64, f: &File, offset: u64, len: u64) -> Result<(), ObjectError> {
+        let path = self.object_path(oid);
+        let size = f
+            .metadata()
+            .map_err(|e| ObjectError::io("stat", Some(oid), &path, e))?
+            .len();
+        let end = (offset + len).min(size);
+        let zeros = vec![0u8; 1 << 20];
+        let mut pos = offset;
+        while pos < end {
+            let n = (end - pos).min(zeros.len() as u64) as usize;
+            f.write_all_at(&zeros[..n], pos)
+                .map_err(|e| ObjectError::io("zero", Some(oid), &path, e))?;
+            pos += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Make object `oid`'s data durable (and its name, if it is new). A
+    /// missing object is fine: there is nothing to sync.
+    pub fn sync(&self, oid: u64) -> Result<(), ObjectError> {
+        let Some(f) = self.handle(oid, false)? else {
+            return Ok(());
+        };
+        let path = self.object_path(oid);
+        f.sync_data()
+            .map_err(|e| ObjectError::io("fdatasync", Some(oid), &path, e))?;
+        let new_name = lock(&self.handles).unsynced_names.remove(&oid);
+        if new_name {
+            // fsync the directory: the new object's name must survive a crash.
+            let sub = path.parent().unwrap_or(&self.objects);
+            if let Err(e) = File::open(sub).and_then(|d| d.sync_all()) {
+                lock(&self.handles).unsynced_names.insert(oid);
+                return Err(ObjectError::io("fsync dir", Some(oid), sub, e));
+            }
+        }
+        Ok(())
+    }
+
+    /// The size of object `oid`; 0 if it has no file.
+    pub fn size(&self, oid: u64) -> Result<u64, ObjectError> {
+        let path = self.object_path(oid);
+        match fs::metadata(&path) {
+            Ok(m) => Ok(m.len()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(ObjectError::io("stat", Some(oid), &path, e)),
+        }
+    }
+
+    /// Remove object `oid`. A missing object is fine (destroy is resent
+    /// after reconnects).
+    pub fn destroy(&self, oid: u64) -> Result<(), ObjectError> {
+        let path = self.object_path(oid);
+        let mut cache = lock(&self.handles);
+        cache.map.remove(&oid);
+        cache.unsynced_names.remove(&oid);
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(ObjectError::io("unlink", Some(oid), &path, e)),
+        }
+    }
+
+    /// Reserve `count` fresh object ids and return the first: the caller
+    /// owns [start, start + count). The new watermark is on stable storage
+    /// before this returns.
+    pub fn precreate(&self, count: u32) -> Result<u64, ObjectError> {
+        let mut next = lock(&self.next_id);
+        let start = *next;
+        let end = start
+            .checked_add(u64::from(count))
+            .ok_or(ObjectError::IdsExhausted { next: start, count })?;
+        let path = self.watermark_path();
+        // Persist before handing the range out: after a crash the watermark
+        // is at or above every id anyone was given.
+        crate::durable::write_atomic(&path, format!("{end}\n").as_bytes())
+            .map_err(|e| ObjectError::io("write watermark", None, &path, e))?;
+        *next = end;
+        Ok(start)
+    }
+
+    /// Space and object usage of the file system holding the target.
+    pub fn statfs(&self) -> Result<StatFs, ObjectError> {
+        statfs_of(&self.dir)
+    }
+}
+
+/// Space and inode usage of the file system holding `dir`, from statvfs.
+/// The `target` field is left `None` for the caller to fill.
+pub fn statfs_of(dir: &Path) -> Result<StatFs, ObjectError> {
+    let v = nix::sys::statvfs::statvfs(dir).map_err(|e| {
+        ObjectError::io("statvfs", None, dir, io::Error::from_raw_os_error(e as i32))
+    })?;
+    let frag = v.fragment_size() as u64;
+    Ok(StatFs {
+        target: None,
+        bytes_total: (v.blocks() as u64).saturating_mul(frag),
+        bytes_free: (v.blocks_free() as u64).saturating_mul(frag),
+        bytes_avail: (v.blocks_available() as u64).saturating_mul(frag),
+        files_total: v.files() as u64,
+        files_free: v.files_free() as u64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn tmp() -> tempfile::TempDir {
+        tempfile::tempdir().expect("tempdir")
+    }
+
+    #[test]
+    fn object_files_live_in_hex_subdirectories() {
+        let d = tmp();
+        let s = ObjectStore::open(d.path()).expect("open");
+        s.write(0x1ff, 0, b"x").expect("write");
+        assert!(d.path().join("objects/ff/511").is_file());
+        assert!(d.path().join("objects/00").is_dir());
+    }
+
+    #[test]
+    fn missing_object_reads_empty_and_has_size_zero() {
+        let d = tmp();
+        let s = ObjectStore::open(d.path()).expect("open");
+        assert_eq!(s.read(7, 0, 100).expect("read"), Vec::<u8>::new());
+        assert_eq!(s.size(7).expect("size"), 0);
+        s.sync(7).expect("sync of a missing object");
+        s.destroy(7).expect("destroy of a missing object");
+        s.punch(7, 0, 10).expect("punch of a missing object");
+        s.truncate(7, 0).expect("truncate to 0");
+        assert!(!s.object_path(7).exists());
+    }
+
+    #[test]
+    fn holes_read_as_zeros_and_reads_are_short_at_the_end() {
+        let d = tmp();
+        let s = ObjectStore::open(d.path()).expect("open");
+        s.write(3, 10, b"abc").expect("write");
+        s.sync(3).expect("sync");
+        let mut want = vec![0u8; 10];
+        want.extend_from_slice(b"abc");
+        assert_eq!(s.read(3, 0, 100).expect("read"), want);
+        assert_eq!(s.read(3, 13, 5).expect("read"), Vec::<u8>::new());
+        assert_eq!(s.read(3, 100, 5).expect("read"), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn destroy_evicts_the_cached_handle() {
+        let d = tmp();
+        let s = ObjectStore::open(d.path()).expect("open");
+        s.write(5, 0, b"hello").expect("write");
+        s.destroy(5).expect("destroy");
+        assert!(!s.object_path(5).exists());
+        assert_eq!(s.read(5, 0, 10).expect("read"), Vec::<u8>::new());
+        s.write(5, 0, b"x").expect("write again");
+        assert_eq!(s.read(5, 0, 10).expect("read"), b"x".to_vec());
+    }
+
+    #[test]
+    fn more_objects_than_the_cache_holds_stay_correct() {
+        let d = tmp();
+        let s = ObjectStore::open(d.path()).expect("open");
+        let n = HANDLE_CACHE_CAPACITY as u64 + 50;
+        for oid in 1..=n {
+            s.write(oid, 0, &oid.to_le_bytes()).expect("write");
+        }
+        assert!(lock(&s.handles).map.len() <= HANDLE_CACHE_CAPACITY);
+        for oid in 1..=n {
+            assert_eq!(s.read(oid, 0, 8).expect("read"), oid.to_le_bytes().to_vec());
+        }
+    }
+
+    #[test]
+    fn ranges_beyond_the_largest_offset_are_refused() {
+        let d = tmp();
+        let s = ObjectStore::open(d.path()).expect("open");
+        let e = s.write(1, u64::MAX - 1, b"ab").expect_err("overflow");
+        assert!(matches!(e, ObjectError::OutOfRange { oid: 1, .. }));
+        assert_eq!(WireError::from(e).errno, Errno::EFBIG);
+    }
+
+    #[test]
+    fn precreate_ranges_never_overlap_across_reopen() {
+        let d = tmp();
+        let mut seen: Vec<(u64, u64)> = Vec::new();
+        for _ in 0..4 {
+            let s = ObjectStore::open(d.path()).expect("open");
+            for count in [1u32, 10, 1000, 0, 7] {
+                let start = s.precreate(count).expect("precreate");
+                assert!(start >= 1);
+                seen.push((start, start + u64::from(count)));
+            }
+        }
+        seen.retain(|(a, b)| a < b);
+        seen.sort_unstable();
+        for w in seen.windows(2) {
+            assert!(w[0].1 <= w[1].0, "overlap: {:?} and {:?}", w[0], w[1]);
+        }
+        assert_eq!(seen[0].0, 1);
+    }
+
+    #[test]
+    fn lost_watermark_is_recovered_above_existing_objects() {
+        let d = tmp();
+        let s = ObjectStore::open(d.path()).expect("open");
+        let start = s.precreate(100).expect("precreate");
+        s.write(start + 41, 0, b"data").expect("write");
+        drop(s);
+        fs::remove_file(d.path().join(WATERMARK_FILE)).expect("rm watermark");
+        let s = ObjectStore::open(d.path()).expect("reopen");
+        assert!(s.precreate(1).expect("precreate") > start + 41);
+    }
+
+    #[test]
+    fn corrupt_watermark_is_an_error_naming_the_file() {
+        let d = tmp();
+        fs::write(d.path().join(WATERMARK_FILE), "banana").expect("write");
+        let e = ObjectStore::open(d.path()).expect_err("corrupt");
+        assert!(matches!(e, ObjectError::CorruptWatermark { .. }));
+        assert!(e.to_string().contains("precreate"));
+    }
+
+    #[test]
+    fn statfs_reports_nonzero_space() {
+        let d = tmp();
+        let s = ObjectStore::open(d.path()).expect("open");
+        let st = s.statfs().expect("statfs");
+        assert!(st.bytes_total > 0);
+        assert!(st.bytes_free <= st.bytes_total);
+        assert!(st.bytes_avail <= st.bytes_total);
+    }
+
+    #[test]
+    fn io_errors_keep_their_errno_on_the_wire() {
+        let e = ObjectError::Io {
+            op: "write",
+            oid: Some(1),
+            path: PathBuf::from("/x"),
+            source: io::Error::from_raw_os_error(libc::ENOSPC),
+        };
+        assert_eq!(WireError::from(e).errno, Errno::ENOSPC);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Write {
+            oid: u64,
+            offset: u64,
+            len: usize,
+            byte: u8,
+        },
+        Truncate {
+            oid: u64,
+            size: u64,
+        },
+        Punch {
+            oid: u64,
+            offset: u64,
+            len: u64,
+        },
+        Read {
+            oid: u64,
+            offset: u64,
+            len: u32,
+        },
+        Sync {
+            oid: u64,
+        },
+        Destroy {
+            oid: u64,
+        },
+        Reopen,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let oid = 1u64..4;
+        prop_oneof![
+            4 => (oid.clone(), 0u64..40_000, 0usize..9_000, any::<u8>())
+                .prop_map(|(oid, offset, len, byte)| Op::Write { oid, offset, len, byte }),
+            2 => (oid.clone(), 0u64..50_000).prop_map(|(oid, size)| Op::Truncate { oid, size }),
+            2 => (oid.clone(), 0u64..50_000, 0u64..20_000)
+                .prop_map(|(oid, offset, len)| Op::Punch { oid, offset, len }),
+            4 => (oid.clone(), 0u64..50_000, 0u32..20_000)
+                .prop_map(|(oid, offset, len)| Op::Read { oid, offset, len }),
+            1 => oid.clone().prop_map(|oid| Op::Sync { oid }),
+            1 => oid.prop_map(|oid| Op::Destroy { oid }),
+            1 => Just(Op::Reopen),
+        ]
+    }
+
+    fn model_read(m: &[u8], offset: u64, len: u32) -> Vec<u8> {
+        let start = (offset as usize).min(m.len());
+        let end = (offset as usize + len as usize).min(m.len());
+        m[start..end].to_vec()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn store_matches_an_in_memory_model(ops in proptest::collection::vec(op(), 1..40)) {
+            let d = tmp();
+            let mut s = ObjectStore::open(d.path()).expect("open");
+            let mut model: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+            for op in ops {
+                match op {
+                    Op::Write { oid, offset, len, byte } => {
+                        let data = vec![byte; len];
+                        s.write(oid, offset, &data).expect("write");
+                        if len > 0 {
+                            let m = model.entry(oid).or_default();
+                            let end = offset as usize + len;
+                            if m.len() < end {
+                                m.resize(end, 0);
+                            }
+                            m[offset as usize..end].copy_from_slice(&data);
+                        }
+                    }
+                    Op::Truncate { oid, size } => {
+                        s.truncate(oid, size).expect("truncate");
+                        model.entry(oid).or_default().resize(size as usize, 0);
+                    }
+                    Op::Punch { oid, offset, len } => {
+                        s.punch(oid, offset, len).expect("punch");
+                        if let Some(m) = model.get_mut(&oid) {
+                            let start = (offset as usize).min(m.len());
+                            let end = (offset as usize + len as usize).min(m.len());
+                            m[start..end].fill(0);
+                        }
+                    }
+                    Op::Read { oid, offset, len } => {
+                        let got = s.read(oid, offset, len).expect("read");
+                        let m = model.get(&oid).map(Vec::as_slice).unwrap_or(&[]);
+                        prop_assert_eq!(got, model_read(m, offset, len));
+                    }
+                    Op::Sync { oid } => s.sync(oid).expect("sync"),
+                    Op::Destroy { oid } => {
+                        s.destroy(oid).expect("destroy");
+                        model.remove(&oid);
+                    }
+                    Op::Reopen => {
+                        drop(s);
+                        s = ObjectStore::open(d.path()).expect("reopen");
+                    }
+                }
+                for oid in 1u64..4 {
+                    let want = model.get(&oid).map_or(0, |m| m.len() as u64);
+                    prop_assert_eq!(s.size(oid).expect("size"), want, "size of {}", oid);
+                }
+            }
+            for (oid, m) in &model {
+                let got = s.read(*oid, 0, 100_000).expect("read");
+                prop_assert_eq!(&got, m, "final contents of {}", oid);
+            }
+        }
+    }
+}
