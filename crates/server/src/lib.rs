@@ -4,6 +4,7 @@
 //! - [`mdt`]: metadata target: inodes, directory entries, layouts.
 //! - [`ost`]: object storage target: file data objects.
 //! - [`target`]: a formatted target directory's identity (`loom format`).
+//! - [`peers`]: configuration and RPC clients for reaching other targets.
 //! - [`node`]: one `loom server` process: config file, listener, dispatch.
 #![warn(missing_docs)]
 
@@ -11,4 +12,5 @@ pub mod mdt;
 pub mod mgs;
 pub mod node;
 pub mod ost;
+pub mod peers;
 pub mod target;

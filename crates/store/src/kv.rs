@@ -258,10 +258,16 @@ mod tests {
             b.put(Space::Dentries, b"p/x".to_vec(), b"2".to_vec());
             let t = s.apply(b).expect("apply");
             s.sync_through(t).expect("sync");
-            assert_eq!(s.get(Space::Inodes, b"a").expect("get"), Some(b"1".to_vec()));
+            assert_eq!(
+                s.get(Space::Inodes, b"a").expect("get"),
+                Some(b"1".to_vec())
+            );
         }
         let s = FjallStore::open(dir.path()).expect("reopen");
-        assert_eq!(s.get(Space::Dentries, b"p/x").expect("get"), Some(b"2".to_vec()));
+        assert_eq!(
+            s.get(Space::Dentries, b"p/x").expect("get"),
+            Some(b"2".to_vec())
+        );
         assert_eq!(s.get(Space::Inodes, b"p/x").expect("get"), None);
     }
 
@@ -271,13 +277,22 @@ mod tests {
         let s = FjallStore::open(dir.path()).expect("open");
         let mut b = Batch::new();
         for k in ["a1", "a2", "a3", "b1"] {
-            b.put(Space::Dentries, k.as_bytes().to_vec(), k.as_bytes().to_vec());
+            b.put(
+                Space::Dentries,
+                k.as_bytes().to_vec(),
+                k.as_bytes().to_vec(),
+            );
         }
         s.apply(b).expect("apply");
         let all = s.scan(Space::Dentries, b"a", None, 10).expect("scan");
         assert_eq!(all.len(), 3);
-        let rest = s.scan(Space::Dentries, b"a", Some(b"a1"), 10).expect("scan");
-        assert_eq!(rest.iter().map(|x| x.0.clone()).collect::<Vec<_>>(), vec![b"a2".to_vec(), b"a3".to_vec()]);
+        let rest = s
+            .scan(Space::Dentries, b"a", Some(b"a1"), 10)
+            .expect("scan");
+        assert_eq!(
+            rest.iter().map(|x| x.0.clone()).collect::<Vec<_>>(),
+            vec![b"a2".to_vec(), b"a3".to_vec()]
+        );
         let one = s.scan(Space::Dentries, b"a", None, 1).expect("scan");
         assert_eq!(one.len(), 1);
     }

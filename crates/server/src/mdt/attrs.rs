@@ -1,0 +1,188 @@
+//! Attributes, sizes and extended attributes.
+
+use super::records::xattr_key;
+use super::tx::{read_inode, store_err, Tx};
+use super::MdtService;
+use loom_proto::msg::{xattr_flags, Attr, FileKind, Reply, ReplyResult, SetAttr, Time};
+use loom_proto::{Errno, Fid, WireError};
+use loom_store::kv::Space;
+
+/// Longest xattr name (Linux XATTR_NAME_MAX).
+const XATTR_NAME_MAX: usize = 255;
+/// Largest xattr value (Linux XATTR_SIZE_MAX).
+const XATTR_SIZE_MAX: usize = 64 * 1024;
+/// E2BIG: value too large.
+const E2BIG: Errno = Errno(7);
+
+/// Attributes of a new inode.
+pub fn new_attr(fid: Fid, kind: FileKind, perm: u32, uid: u32, gid: u32, now: Time) -> Attr {
+    Attr {
+        fid,
+        kind,
+        perm: perm & 0o7777,
+        nlink: if kind == FileKind::Dir { 2 } else { 1 },
+        uid,
+        gid,
+        size: 0,
+        atime: now,
+        mtime: now,
+        ctime: now,
+        rdev: 0,
+        projid: 0,
+    }
+}
+
+impl MdtService {
+    pub(super) async fn setattr(&self, fid: Fid, set: SetAttr) -> ReplyResult {
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        let r = t.inode(fid)?;
+        if let Some(size) = set.size {
+            match r.attr.kind {
+                FileKind::File => r.attr.size = size,
+                FileKind::Dir => {
+                    return Err(WireError::new(Errno::EISDIR, "truncate of a directory"))
+                }
+                _ => return Err(WireError::new(Errno::EINVAL, "truncate of a special file")),
+            }
+            r.attr.mtime = set.mtime.unwrap_or_else(Time::now);
+        }
+        if let Some(p) = set.perm {
+            r.attr.perm = p & 0o7777;
+        }
+        if let Some(u) = set.uid {
+            r.attr.uid = u;
+        }
+        if let Some(gid) = set.gid {
+            r.attr.gid = gid;
+        }
+        if let Some(a) = set.atime {
+            r.attr.atime = a;
+        }
+        if let Some(m) = set.mtime {
+            r.attr.mtime = m;
+        }
+        r.attr.ctime = Time::now();
+        let attr = r.attr.clone();
+        let ticket = self.apply(t)?;
+        drop(g);
+        self.sync(ticket).await?;
+        Ok(Reply::Attr(attr))
+    }
+
+    /// The writer reports data written: the size only grows here (truncate
+    /// goes through setattr), so reports arriving out of order are harmless.
+    pub(super) async fn update_size(&self, fid: Fid, size: u64, mtime: Time) -> ReplyResult {
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        let r = t.inode(fid)?;
+        if r.attr.kind != FileKind::File {
+            return Err(WireError::new(
+                Errno::EINVAL,
+                format!("{fid} is not a regular file"),
+            ));
+        }
+        r.attr.size = r.attr.size.max(size);
+        r.attr.mtime = mtime;
+        r.attr.ctime = mtime;
+        let ticket = self.apply(t)?;
+        drop(g);
+        self.sync(ticket).await?;
+        Ok(Reply::Ok)
+    }
+
+    pub(super) async fn setxattr(
+        &self,
+        fid: Fid,
+        name: &str,
+        value: Vec<u8>,
+        flags: u32,
+    ) -> ReplyResult {
+        if name.is_empty() || name.len() > XATTR_NAME_MAX {
+            return Err(WireError::new(
+                Errno::ERANGE,
+                format!("xattr name of {} bytes", name.len()),
+            ));
+        }
+        if value.len() > XATTR_SIZE_MAX {
+            return Err(WireError::new(
+                E2BIG,
+                format!("xattr value of {} bytes", value.len()),
+            ));
+        }
+        let g = self.ns.lock().await;
+        let key = xattr_key(fid, name);
+        let exists = self
+            .store
+            .get(Space::Xattrs, &key)
+            .map_err(store_err)?
+            .is_some();
+        if flags & xattr_flags::CREATE != 0 && exists {
+            return Err(WireError::new(
+                Errno::EEXIST,
+                format!("xattr {name} exists"),
+            ));
+        }
+        if flags & xattr_flags::REPLACE != 0 && !exists {
+            return Err(WireError::new(Errno::ENODATA, format!("no xattr {name}")));
+        }
+        let mut t = Tx::new(&*self.store);
+        t.inode(fid)?.attr.ctime = Time::now();
+        t.batch.put(Space::Xattrs, key, value);
+        let ticket = self.apply(t)?;
+        drop(g);
+        self.sync(ticket).await?;
+        Ok(Reply::Ok)
+    }
+
+    pub(super) fn getxattr(&self, fid: Fid, name: &str) -> ReplyResult {
+        read_inode(&*self.store, fid)?;
+        self.store
+            .get(Space::Xattrs, &xattr_key(fid, name))
+            .map_err(store_err)?
+            .map(Reply::Xattr)
+            .ok_or_else(|| WireError::new(Errno::ENODATA, format!("no xattr {name}")))
+    }
+
+    pub(super) fn listxattr(&self, fid: Fid) -> ReplyResult {
+        read_inode(&*self.store, fid)?;
+        let prefix = fid.to_key();
+        let mut names = Vec::new();
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let page = self
+                .store
+                .scan(Space::Xattrs, &prefix, after.as_deref(), 256)
+                .map_err(store_err)?;
+            for (k, _) in &page {
+                if let Some(n) = k.get(16..) {
+                    names.push(String::from_utf8_lossy(n).into_owned());
+                }
+            }
+            if page.len() < 256 {
+                return Ok(Reply::XattrNames(names));
+            }
+            after = page.last().map(|(k, _)| k.clone());
+        }
+    }
+
+    pub(super) async fn removexattr(&self, fid: Fid, name: &str) -> ReplyResult {
+        let g = self.ns.lock().await;
+        let key = xattr_key(fid, name);
+        if self
+            .store
+            .get(Space::Xattrs, &key)
+            .map_err(store_err)?
+            .is_none()
+        {
+            return Err(WireError::new(Errno::ENODATA, format!("no xattr {name}")));
+        }
+        let mut t = Tx::new(&*self.store);
+        t.inode(fid)?.attr.ctime = Time::now();
+        t.batch.delete(Space::Xattrs, key);
+        let ticket = self.apply(t)?;
+        drop(g);
+        self.sync(ticket).await?;
+        Ok(Reply::Ok)
+    }
+}

@@ -1,0 +1,243 @@
+//! The metadata target: one shard of the namespace.
+//!
+//! Inodes, directory entries, xattrs and layouts live in the MDT's
+//! key-value store (see [`records`]). Every change runs under one namespace
+//! lock, is applied as one atomic batch, and is made durable by a grouped
+//! fsync before the reply leaves: an acknowledged change survives a crash.
+//! Files get their layout at create from objects the MDT precreated on
+//! the OSTs ([`objects`]), so a create is one client round trip.
+
+mod attrs;
+mod namespace;
+mod objects;
+pub mod records;
+mod tx;
+
+use loom_proto::msg::{FileKind, Reply, ReplyResult, ReqCtx, Request, Time};
+use loom_proto::{Errno, Fid, WireError};
+use loom_store::kv::{FjallStore, KvStore, Ticket};
+use records::{meta, InodeRec, INODE_REC_VERSION};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tx::{read_meta, store_err, Tx};
+
+use crate::peers::Peers;
+
+/// Counters of one MDT, by operation name.
+#[derive(Default)]
+pub struct MdtStats {
+    ops: Mutex<HashMap<&'static str, u64>>,
+}
+
+impl MdtStats {
+    fn count(&self, op: &'static str) {
+        let mut m = self.ops.lock().unwrap_or_else(|p| p.into_inner());
+        *m.entry(op).or_insert(0) += 1;
+    }
+    /// Snapshot of the counters.
+    pub fn snapshot(&self) -> Vec<(String, u64)> {
+        let m = self.ops.lock().unwrap_or_else(|p| p.into_inner());
+        let mut v: Vec<_> = m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        v.sort();
+        v
+    }
+}
+
+/// One metadata target.
+pub struct MdtService {
+    index: u32,
+    dir: PathBuf,
+    store: Arc<dyn KvStore>,
+    peers: Arc<Peers>,
+    /// Serialises namespace changes (not reads).
+    ns: tokio::sync::Mutex<()>,
+    /// (sequence, next oid) for new FIDs.
+    fid_alloc: Mutex<Option<(u64, u32)>>,
+    /// Precreated objects per OST: (next, end).
+    pools: Mutex<HashMap<u32, (u64, u64)>>,
+    /// Round-robin start for new files' stripes.
+    rr: AtomicU32,
+    inode_count: AtomicU64,
+    /// Operation counters.
+    pub stats: MdtStats,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl MdtService {
+    /// Open MDT `index` whose target directory is `dir`; MDT0 creates the
+    /// root directory on first start.
+    pub fn open(index: u32, dir: &Path, peers: Arc<Peers>) -> anyhow::Result<Arc<MdtService>> {
+        let store: Arc<dyn KvStore> = Arc::new(FjallStore::open(&dir.join("db"))?);
+        let fid_alloc = read_meta::<(u64, u32)>(&*store, meta::FID_ALLOC)?;
+        let inode_count = read_meta::<u64>(&*store, meta::INODE_COUNT)?.unwrap_or(0);
+        let mdt = Arc::new(MdtService {
+            index,
+            dir: dir.to_path_buf(),
+            store,
+            peers,
+            ns: tokio::sync::Mutex::new(()),
+            fid_alloc: Mutex::new(fid_alloc),
+            pools: Mutex::new(HashMap::new()),
+            rr: AtomicU32::new(rand::random::<u32>() % 1024),
+            inode_count: AtomicU64::new(inode_count),
+            stats: MdtStats::default(),
+        });
+        if index == 0 && tx::read_inode(&*mdt.store, Fid::ROOT).is_err() {
+            mdt.create_root()?;
+        }
+        Ok(mdt)
+    }
+
+    fn create_root(&self) -> anyhow::Result<()> {
+        let now = Time::now();
+        let mut t = Tx::new(&*self.store);
+        t.create_inode(InodeRec {
+            version: INODE_REC_VERSION,
+            attr: attrs::new_attr(Fid::ROOT, FileKind::Dir, 0o755, 0, 0, now),
+            parent: Fid::ROOT,
+            layout: None,
+            symlink: None,
+            default_stripe: None,
+        });
+        let ticket = self.apply(t)?;
+        self.store.sync_through(ticket)?;
+        tracing::info!("MDT{:04x}: created the root directory", self.index);
+        Ok(())
+    }
+
+    /// Apply a transaction (visible now, durable after [`Self::sync`]).
+    fn apply(&self, t: Tx<'_>) -> Result<Ticket, WireError> {
+        let (batch, delta) = t.into_batch()?;
+        let mut batch = batch;
+        let count = if delta != 0 {
+            let c = (self.inode_count.load(Ordering::Acquire) as i64 + delta).max(0) as u64;
+            batch.put(
+                loom_store::kv::Space::Meta,
+                meta::INODE_COUNT.as_bytes().to_vec(),
+                loom_proto::msg::encode(&c)?,
+            );
+            Some(c)
+        } else {
+            None
+        };
+        let ticket = self.store.apply(batch).map_err(store_err)?;
+        if let Some(c) = count {
+            self.inode_count.store(c, Ordering::Release);
+        }
+        Ok(ticket)
+    }
+
+    /// Wait until `ticket` is on stable storage: the reply may leave then.
+    async fn sync(&self, ticket: Ticket) -> Result<(), WireError> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || store.sync_through(ticket))
+            .await
+            .map_err(|e| store_err(format!("sync task: {e}")))?
+            .map_err(store_err)
+    }
+
+    /// Start background work: destroy objects of files unlinked before a
+    /// restart.
+    pub fn start(self: &Arc<Self>) {
+        let me = self.clone();
+        tokio::spawn(async move { me.resume_destroys().await });
+    }
+
+    /// Handle one request.
+    pub async fn handle(self: &Arc<Self>, ctx: &ReqCtx, req: Request) -> ReplyResult {
+        self.stats.count(req.name());
+        match req {
+            Request::Ping => Ok(Reply::Ok),
+            Request::Lookup { parent, name } => self.lookup(parent, &name),
+            Request::GetAttr { fid } => Ok(Reply::Attr(tx::read_inode(&*self.store, fid)?.attr)),
+            Request::SetAttr { fid, set } => self.setattr(fid, set).await,
+            Request::Create {
+                parent,
+                name,
+                kind,
+                perm,
+                rdev,
+                stripe,
+            } => {
+                self.create(ctx, parent, &name, kind, perm, rdev, stripe)
+                    .await
+            }
+            Request::Mkdir { parent, name, perm } => self.mkdir(ctx, parent, &name, perm).await,
+            Request::Unlink { parent, name } => self.unlink(parent, &name).await,
+            Request::Rmdir { parent, name } => self.rmdir(parent, &name).await,
+            Request::Rename {
+                parent,
+                name,
+                new_parent,
+                new_name,
+                flags,
+            } => {
+                self.rename(parent, &name, new_parent, &new_name, flags)
+                    .await
+            }
+            Request::Link { fid, parent, name } => self.link(fid, parent, &name).await,
+            Request::Symlink {
+                parent,
+                name,
+                target,
+            } => self.symlink(ctx, parent, &name, &target).await,
+            Request::Readlink { fid } => {
+                let r = tx::read_inode(&*self.store, fid)?;
+                r.symlink
+                    .map(Reply::Link)
+                    .ok_or_else(|| WireError::new(Errno::EINVAL, format!("{fid} is not a symlink")))
+            }
+            Request::Readdir { fid, cookie, max } => self.readdir(fid, cookie, max),
+            Request::GetLayout { fid } => {
+                let r = tx::read_inode(&*self.store, fid)?;
+                r.layout
+                    .map(Reply::Layout)
+                    .ok_or_else(|| WireError::new(Errno::ENODATA, format!("{fid} has no layout")))
+            }
+            Request::SetDefaultStripe { fid, spec } => self.set_default_stripe(fid, spec).await,
+            Request::GetDefaultStripe { fid } => Ok(Reply::Stripe(self.default_stripe(fid)?)),
+            Request::SetXattr {
+                fid,
+                name,
+                value,
+                flags,
+            } => self.setxattr(fid, &name, value, flags).await,
+            Request::GetXattr { fid, name } => self.getxattr(fid, &name),
+            Request::ListXattr { fid } => self.listxattr(fid),
+            Request::RemoveXattr { fid, name } => self.removexattr(fid, &name).await,
+            Request::StatFs => self.statfs(),
+            Request::UpdateSize { fid, size, mtime } => self.update_size(fid, size, mtime).await,
+            other => Err(WireError::new(
+                Errno::EOPNOTSUPP,
+                format!("MDT does not handle {}", other.name()),
+            )),
+        }
+    }
+
+    fn statfs(&self) -> ReplyResult {
+        let v = nix::sys::statvfs::statvfs(&self.dir).map_err(|e| {
+            WireError::new(
+                Errno(e as i32),
+                format!("statvfs {}: {e}", self.dir.display()),
+            )
+        })?;
+        let frsize = v.fragment_size() as u64;
+        let avail = v.blocks_available() as u64 * frsize;
+        // An inode costs about 1 KiB in the store: free inodes follow free space.
+        let used = self.inode_count.load(Ordering::Acquire);
+        let free = avail / 1024;
+        Ok(Reply::StatFs(loom_proto::msg::StatFs {
+            target: Some(loom_proto::msg::TargetId::mdt(self.index)),
+            bytes_total: v.blocks() as u64 * frsize,
+            bytes_free: v.blocks_free() as u64 * frsize,
+            bytes_avail: avail,
+            files_total: used + free,
+            files_free: free,
+        }))
+    }
+}

@@ -1,0 +1,503 @@
+//! Names: lookup, create, mkdir, unlink, rmdir, rename, link, symlink,
+//! readdir and directory default striping.
+
+use super::attrs::new_attr;
+use super::records::{
+    dentry_prefix, dentry_resume_key, parse_dentry_key, DentryRec, InodeRec, INODE_REC_VERSION,
+};
+use super::tx::{read_dentry, read_inode, store_err, Tx};
+use super::MdtService;
+use loom_proto::msg::{self, rename_flags, DirEntry, FileKind, Reply, ReplyResult, ReqCtx, Time};
+use loom_proto::{Errno, Fid, ObjRef, StripeSpec, WireError};
+use loom_store::kv::Space;
+use std::sync::Arc;
+
+/// Longest name (Linux NAME_MAX).
+const NAME_MAX: usize = 255;
+/// Most entries one readdir reply carries.
+const READDIR_MAX: u32 = 1024;
+/// Most hard links to one inode.
+const LINK_MAX: u32 = 65000;
+
+fn check_name(name: &str) -> Result<(), WireError> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+        return Err(WireError::new(
+            Errno::EINVAL,
+            format!("invalid name {name:?}"),
+        ));
+    }
+    if name.len() > NAME_MAX {
+        return Err(WireError::new(
+            Errno::ENAMETOOLONG,
+            format!("name of {} bytes", name.len()),
+        ));
+    }
+    Ok(())
+}
+
+fn exists(name: &str) -> WireError {
+    WireError::new(Errno::EEXIST, format!("{name} exists"))
+}
+
+fn not_found(name: &str) -> WireError {
+    WireError::new(Errno::ENOENT, format!("no entry {name}"))
+}
+
+/// Objects a removal freed, to destroy once the removal is durable.
+type Freed = Option<(Fid, Vec<ObjRef>)>;
+
+impl MdtService {
+    pub(super) fn lookup(&self, parent: Fid, name: &str) -> ReplyResult {
+        let d = read_dentry(&*self.store, parent, name)?.ok_or_else(|| not_found(name))?;
+        let r = read_inode(&*self.store, d.fid)?;
+        Ok(Reply::Entry {
+            attr: r.attr,
+            layout: r.layout,
+        })
+    }
+
+    /// Owner and group of a new inode: the caller's, but the parent's group
+    /// when the parent is set-group-ID (and new directories keep the bit).
+    fn owner(ctx: &ReqCtx, parent: &InodeRec, kind: FileKind, perm: u32) -> (u32, u32, u32) {
+        if parent.attr.perm & 0o2000 != 0 {
+            let perm = if kind == FileKind::Dir {
+                perm | 0o2000
+            } else {
+                perm
+            };
+            (ctx.uid, parent.attr.gid, perm)
+        } else {
+            (ctx.uid, ctx.gid, perm)
+        }
+    }
+
+    /// Shared tail of every operation that makes a new name.
+    async fn add_inode(
+        self: &Arc<Self>,
+        ctx: &ReqCtx,
+        parent: Fid,
+        name: &str,
+        kind: FileKind,
+        perm: u32,
+        fill: impl FnOnce(&mut InodeRec),
+        stripe: Option<StripeSpec>,
+    ) -> ReplyResult {
+        check_name(name)?;
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        let p = t.dir(parent)?.clone();
+        if t.dentry(parent, name)?.is_some() {
+            return Err(exists(name));
+        }
+        let fid = self.alloc_fid(&mut t).await?;
+        let layout = if kind == FileKind::File {
+            let inherited = self.default_stripe(parent)?.unwrap_or_default();
+            let spec = stripe.unwrap_or_default().inherit(&inherited);
+            Some(self.make_layout(&spec, &mut t).await?)
+        } else {
+            None
+        };
+        let now = Time::now();
+        let (uid, gid, perm) = Self::owner(ctx, &p, kind, perm);
+        let mut rec = InodeRec {
+            version: INODE_REC_VERSION,
+            attr: new_attr(fid, kind, perm, uid, gid, now),
+            parent,
+            layout,
+            symlink: None,
+            // New directories inherit the parent's explicit default.
+            default_stripe: if kind == FileKind::Dir {
+                p.default_stripe.clone()
+            } else {
+                None
+            },
+        };
+        fill(&mut rec);
+        t.put_dentry(parent, name, &DentryRec { fid, kind })?;
+        let pr = t.inode(parent)?;
+        pr.attr.mtime = now;
+        pr.attr.ctime = now;
+        if kind == FileKind::Dir {
+            pr.attr.nlink += 1;
+        }
+        let reply = Reply::Entry {
+            attr: rec.attr.clone(),
+            layout: rec.layout.clone(),
+        };
+        t.create_inode(rec);
+        let ticket = self.apply(t)?;
+        drop(g);
+        self.sync(ticket).await?;
+        Ok(reply)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn create(
+        self: &Arc<Self>,
+        ctx: &ReqCtx,
+        parent: Fid,
+        name: &str,
+        kind: FileKind,
+        perm: u32,
+        rdev: u32,
+        stripe: Option<StripeSpec>,
+    ) -> ReplyResult {
+        if matches!(kind, FileKind::Dir | FileKind::Symlink) {
+            return Err(WireError::new(
+                Errno::EINVAL,
+                "create makes files, FIFOs, devices and sockets",
+            ));
+        }
+        self.add_inode(
+            ctx,
+            parent,
+            name,
+            kind,
+            perm,
+            |r| r.attr.rdev = rdev,
+            stripe,
+        )
+        .await
+    }
+
+    pub(super) async fn mkdir(
+        self: &Arc<Self>,
+        ctx: &ReqCtx,
+        parent: Fid,
+        name: &str,
+        perm: u32,
+    ) -> ReplyResult {
+        self.add_inode(ctx, parent, name, FileKind::Dir, perm, |_| {}, None)
+            .await
+    }
+
+    pub(super) async fn symlink(
+        self: &Arc<Self>,
+        ctx: &ReqCtx,
+        parent: Fid,
+        name: &str,
+        target: &str,
+    ) -> ReplyResult {
+        if target.is_empty() || target.len() > 4095 {
+            return Err(WireError::new(
+                Errno::ENAMETOOLONG,
+                "symlink target must be 1 to 4095 bytes",
+            ));
+        }
+        let target = target.to_string();
+        self.add_inode(
+            ctx,
+            parent,
+            name,
+            FileKind::Symlink,
+            0o777,
+            |r| {
+                r.attr.size = target.len() as u64;
+                r.symlink = Some(target);
+            },
+            None,
+        )
+        .await
+    }
+
+    /// Drop one link of `fid` (a non-directory), deleting it at zero.
+    fn drop_link(&self, t: &mut Tx<'_>, fid: Fid, now: Time) -> Result<Freed, WireError> {
+        let r = t.inode(fid)?;
+        r.attr.nlink = r.attr.nlink.saturating_sub(1);
+        r.attr.ctime = now;
+        if r.attr.nlink > 0 {
+            return Ok(None);
+        }
+        let layout = r.layout.clone();
+        t.delete_inode(fid)?;
+        match layout {
+            Some(l) => {
+                self.record_destroy(t, fid, &l)?;
+                Ok(Some((fid, l.objects())))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Remove the empty directory `fid` whose entry is in `parent`.
+    fn drop_dir(&self, t: &mut Tx<'_>, parent: Fid, fid: Fid) -> Result<(), WireError> {
+        if !t.dir_is_empty(fid)? {
+            return Err(WireError::new(
+                Errno::ENOTEMPTY,
+                format!("directory {fid} is not empty"),
+            ));
+        }
+        t.delete_inode(fid)?;
+        let p = t.inode(parent)?;
+        p.attr.nlink = p.attr.nlink.saturating_sub(1);
+        Ok(())
+    }
+
+    async fn finish(
+        self: &Arc<Self>,
+        t: Tx<'_>,
+        g: tokio::sync::MutexGuard<'_, ()>,
+        freed: Freed,
+    ) -> ReplyResult {
+        let ticket = self.apply(t)?;
+        drop(g);
+        self.sync(ticket).await?;
+        if let Some((fid, objs)) = freed {
+            self.spawn_destroy(fid, objs);
+        }
+        Ok(Reply::Ok)
+    }
+
+    pub(super) async fn unlink(self: &Arc<Self>, parent: Fid, name: &str) -> ReplyResult {
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        t.dir(parent)?;
+        let d = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
+        if d.kind == FileKind::Dir {
+            return Err(WireError::new(
+                Errno::EISDIR,
+                format!("{name} is a directory"),
+            ));
+        }
+        let now = Time::now();
+        t.delete_dentry(parent, name);
+        let freed = self.drop_link(&mut t, d.fid, now)?;
+        let p = t.inode(parent)?;
+        p.attr.mtime = now;
+        p.attr.ctime = now;
+        self.finish(t, g, freed).await
+    }
+
+    pub(super) async fn rmdir(self: &Arc<Self>, parent: Fid, name: &str) -> ReplyResult {
+        if name == "." {
+            return Err(WireError::new(Errno::EINVAL, "rmdir of ."));
+        }
+        if name == ".." {
+            return Err(WireError::new(Errno::ENOTEMPTY, "rmdir of .."));
+        }
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        t.dir(parent)?;
+        let d = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
+        if d.kind != FileKind::Dir {
+            return Err(WireError::new(
+                Errno::ENOTDIR,
+                format!("{name} is not a directory"),
+            ));
+        }
+        let now = Time::now();
+        self.drop_dir(&mut t, parent, d.fid)?;
+        t.delete_dentry(parent, name);
+        let p = t.inode(parent)?;
+        p.attr.mtime = now;
+        p.attr.ctime = now;
+        self.finish(t, g, None).await
+    }
+
+    /// Whether `dir` is `ancestor` or lies below it.
+    fn is_within(&self, t: &mut Tx<'_>, mut dir: Fid, ancestor: Fid) -> Result<bool, WireError> {
+        for _ in 0..4096 {
+            if dir == ancestor {
+                return Ok(true);
+            }
+            if dir == Fid::ROOT {
+                return Ok(false);
+            }
+            dir = t.inode(dir)?.parent;
+        }
+        Err(WireError::new(
+            Errno::EIO,
+            "directory tree too deep or looped",
+        ))
+    }
+
+    pub(super) async fn rename(
+        self: &Arc<Self>,
+        parent: Fid,
+        name: &str,
+        new_parent: Fid,
+        new_name: &str,
+        flags: u32,
+    ) -> ReplyResult {
+        let known = rename_flags::NOREPLACE | rename_flags::EXCHANGE;
+        if flags & !known != 0 || flags == known {
+            return Err(WireError::new(
+                Errno::EINVAL,
+                format!("unsupported rename flags {flags:#x}"),
+            ));
+        }
+        check_name(new_name)?;
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        t.dir(parent)?;
+        t.dir(new_parent)?;
+        let src = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
+        if parent == new_parent && name == new_name {
+            return Ok(Reply::Ok);
+        }
+        let dst = t.dentry(new_parent, new_name)?;
+        let now = Time::now();
+        let src_dir = src.kind == FileKind::Dir;
+        if src_dir && parent != new_parent && self.is_within(&mut t, new_parent, src.fid)? {
+            return Err(WireError::new(
+                Errno::EINVAL,
+                "cannot move a directory into itself",
+            ));
+        }
+        let mut freed = None;
+        if flags & rename_flags::EXCHANGE != 0 {
+            let dst = dst.ok_or_else(|| not_found(new_name))?;
+            let dst_dir = dst.kind == FileKind::Dir;
+            if dst_dir && parent != new_parent && self.is_within(&mut t, parent, dst.fid)? {
+                return Err(WireError::new(
+                    Errno::EINVAL,
+                    "cannot move a directory into itself",
+                ));
+            }
+            t.put_dentry(parent, name, &dst)?;
+            t.put_dentry(new_parent, new_name, &src)?;
+            if parent != new_parent {
+                if src_dir {
+                    t.inode(src.fid)?.parent = new_parent;
+                    t.inode(parent)?.attr.nlink -= 1;
+                    t.inode(new_parent)?.attr.nlink += 1;
+                }
+                if dst_dir {
+                    t.inode(dst.fid)?.parent = parent;
+                    t.inode(new_parent)?.attr.nlink -= 1;
+                    t.inode(parent)?.attr.nlink += 1;
+                }
+            }
+            t.inode(dst.fid)?.attr.ctime = now;
+        } else {
+            if let Some(dst) = dst {
+                if flags & rename_flags::NOREPLACE != 0 {
+                    return Err(exists(new_name));
+                }
+                if dst.fid == src.fid {
+                    // Two names of one inode: POSIX says do nothing.
+                    return Ok(Reply::Ok);
+                }
+                match (src_dir, dst.kind == FileKind::Dir) {
+                    (true, false) => {
+                        return Err(WireError::new(
+                            Errno::ENOTDIR,
+                            format!("{new_name} is not a directory"),
+                        ))
+                    }
+                    (false, true) => {
+                        return Err(WireError::new(
+                            Errno::EISDIR,
+                            format!("{new_name} is a directory"),
+                        ))
+                    }
+                    (true, true) => self.drop_dir(&mut t, new_parent, dst.fid)?,
+                    (false, false) => freed = self.drop_link(&mut t, dst.fid, now)?,
+                }
+            }
+            t.delete_dentry(parent, name);
+            t.put_dentry(new_parent, new_name, &src)?;
+            if src_dir && parent != new_parent {
+                t.inode(src.fid)?.parent = new_parent;
+                t.inode(parent)?.attr.nlink -= 1;
+                t.inode(new_parent)?.attr.nlink += 1;
+            }
+        }
+        t.inode(src.fid)?.attr.ctime = now;
+        for p in [parent, new_parent] {
+            let r = t.inode(p)?;
+            r.attr.mtime = now;
+            r.attr.ctime = now;
+        }
+        self.finish(t, g, freed).await
+    }
+
+    pub(super) async fn link(self: &Arc<Self>, fid: Fid, parent: Fid, name: &str) -> ReplyResult {
+        check_name(name)?;
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        t.dir(parent)?;
+        if t.dentry(parent, name)?.is_some() {
+            return Err(exists(name));
+        }
+        let now = Time::now();
+        let r = t.inode(fid)?;
+        if r.attr.kind == FileKind::Dir {
+            return Err(WireError::new(
+                Errno::EPERM,
+                "hard links to directories are not allowed",
+            ));
+        }
+        if r.attr.nlink >= LINK_MAX {
+            return Err(WireError::new(
+                Errno::EMLINK,
+                format!("{fid} has {} links", r.attr.nlink),
+            ));
+        }
+        r.attr.nlink += 1;
+        r.attr.ctime = now;
+        let kind = r.attr.kind;
+        let reply = Reply::Entry {
+            attr: r.attr.clone(),
+            layout: r.layout.clone(),
+        };
+        t.put_dentry(parent, name, &DentryRec { fid, kind })?;
+        let p = t.inode(parent)?;
+        p.attr.mtime = now;
+        p.attr.ctime = now;
+        let ticket = self.apply(t)?;
+        drop(g);
+        self.sync(ticket).await?;
+        Ok(reply)
+    }
+
+    pub(super) fn readdir(&self, dir: Fid, cookie: u64, max: u32) -> ReplyResult {
+        let r = read_inode(&*self.store, dir)?;
+        if r.attr.kind != FileKind::Dir {
+            return Err(WireError::new(
+                Errno::ENOTDIR,
+                format!("{dir} is not a directory"),
+            ));
+        }
+        let limit = max.clamp(1, READDIR_MAX) as usize;
+        let prefix = dentry_prefix(dir);
+        let resume = (cookie != 0).then(|| dentry_resume_key(dir, cookie));
+        let page = self
+            .store
+            .scan(Space::Dentries, &prefix, resume.as_deref(), limit)
+            .map_err(store_err)?;
+        let eof = page.len() < limit;
+        let mut entries = Vec::with_capacity(page.len());
+        for (k, v) in page {
+            let Some((hash, name)) = parse_dentry_key(&k) else {
+                continue;
+            };
+            let d: DentryRec = msg::decode(&v)?;
+            // An entry removed since the scan is simply not listed.
+            if let Ok(r) = read_inode(&*self.store, d.fid) {
+                entries.push(DirEntry {
+                    name,
+                    attr: r.attr,
+                    cookie: hash,
+                });
+            }
+        }
+        Ok(Reply::Dir { entries, eof })
+    }
+
+    pub(super) async fn set_default_stripe(
+        self: &Arc<Self>,
+        dir: Fid,
+        spec: Option<StripeSpec>,
+    ) -> ReplyResult {
+        if let Some(s) = &spec {
+            s.validate().map_err(|m| WireError::new(Errno::EINVAL, m))?;
+        }
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        let r = t.dir(dir)?;
+        r.default_stripe = spec;
+        r.attr.ctime = Time::now();
+        self.finish(t, g, None).await
+    }
+}

@@ -1,0 +1,100 @@
+//! The MDT's on-disk records and key encodings (see docs/ARCHITECTURE.md).
+//!
+//! | keyspace | key | value |
+//! | --- | --- | --- |
+//! | inodes | FID (16 bytes, big-endian) | postcard [`InodeRec`] |
+//! | dentries | parent FID (16) \| name_hash (8, BE) \| name | postcard [`DentryRec`] |
+//! | xattrs | FID (16) \| name | raw value |
+//! | meta | ASCII name | postcard value |
+//! | destroy | FID (16) | postcard `Vec<ObjRef>` |
+
+use loom_proto::fid::name_hash;
+use loom_proto::msg::{Attr, FileKind};
+use loom_proto::{Fid, Layout, StripeSpec};
+use serde::{Deserialize, Serialize};
+
+/// Version of the inode record; stored in each record so later formats can
+/// read old ones.
+pub const INODE_REC_VERSION: u8 = 1;
+
+/// Everything the MDT keeps about one inode.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct InodeRec {
+    /// Record format version.
+    pub version: u8,
+    /// Attributes (size and mtime included).
+    pub attr: Attr,
+    /// Parent directory, for directories (rename loop checks, "..").
+    pub parent: Fid,
+    /// File layout, for regular files.
+    pub layout: Option<Layout>,
+    /// Link target, for symlinks.
+    pub symlink: Option<String>,
+    /// Default striping for new files, for directories.
+    pub default_stripe: Option<StripeSpec>,
+}
+
+/// One directory entry's value.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DentryRec {
+    /// The inode named.
+    pub fid: Fid,
+    /// Its type, so listing need not read it.
+    pub kind: FileKind,
+}
+
+/// Key of `fid` in the inodes keyspace.
+pub fn inode_key(fid: Fid) -> Vec<u8> {
+    fid.to_key().to_vec()
+}
+
+/// Prefix of every entry of directory `dir`.
+pub fn dentry_prefix(dir: Fid) -> Vec<u8> {
+    dir.to_key().to_vec()
+}
+
+/// Key of entry `name` in `dir`.
+pub fn dentry_key(dir: Fid, name: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(24 + name.len());
+    k.extend_from_slice(&dir.to_key());
+    k.extend_from_slice(&name_hash(name.as_bytes()).to_be_bytes());
+    k.extend_from_slice(name.as_bytes());
+    k
+}
+
+/// A key that sorts before every entry of `dir` with a hash above
+/// `cookie` and after every other: readdir resumes after it. Real keys are
+/// longer than 24 bytes, so none equals it.
+pub fn dentry_resume_key(dir: Fid, cookie: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(24);
+    k.extend_from_slice(&dir.to_key());
+    // Hashes are below 2^63, so cookie + 1 cannot overflow.
+    k.extend_from_slice(&cookie.saturating_add(1).to_be_bytes());
+    k
+}
+
+/// Split a dentry key into (hash, name).
+pub fn parse_dentry_key(k: &[u8]) -> Option<(u64, String)> {
+    let h = u64::from_be_bytes(k.get(16..24)?.try_into().ok()?);
+    let name = String::from_utf8(k.get(24..)?.to_vec()).ok()?;
+    Some((h, name))
+}
+
+/// Key of xattr `name` of `fid`.
+pub fn xattr_key(fid: Fid, name: &str) -> Vec<u8> {
+    let mut k = fid.to_key().to_vec();
+    k.extend_from_slice(name.as_bytes());
+    k
+}
+
+/// Meta keys.
+pub mod meta {
+    /// Current FID sequence and next oid: `(seq, next_oid)`.
+    pub const FID_ALLOC: &str = "fid_alloc";
+    /// Inodes in use: `u64`.
+    pub const INODE_COUNT: &str = "inode_count";
+    /// Precreated object pool of OST `i`: `(next, end)`.
+    pub fn pool(ost: u32) -> String {
+        format!("pool/{ost:08x}")
+    }
+}

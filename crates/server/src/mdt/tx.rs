@@ -1,0 +1,183 @@
+//! A namespace transaction: the inodes an operation reads and changes,
+//! gathered into one atomic batch.
+//!
+//! Operations run one at a time under the MDT's namespace lock, so a
+//! transaction sees a stable store; it caches each inode it touches so that
+//! one record changed twice (the same parent as source and target of a
+//! rename) is written once, with both changes.
+
+use super::records::{dentry_key, inode_key, DentryRec, InodeRec};
+use loom_proto::msg::{self, FileKind};
+use loom_proto::{Errno, Fid, WireError};
+use loom_store::kv::{Batch, KvStore, Space};
+use std::collections::BTreeMap;
+
+/// Turn a store error into the wire's EIO, keeping the reason.
+pub fn store_err(e: impl std::fmt::Display) -> WireError {
+    tracing::error!("MDT store error: {e}");
+    WireError::new(Errno::EIO, format!("metadata store: {e}"))
+}
+
+/// Read an inode outside a transaction.
+pub fn read_inode(store: &dyn KvStore, fid: Fid) -> Result<InodeRec, WireError> {
+    let v = store
+        .get(Space::Inodes, &inode_key(fid))
+        .map_err(store_err)?
+        .ok_or_else(|| WireError::new(Errno::ENOENT, format!("no inode {fid}")))?;
+    msg::decode(&v).map_err(|e| store_err(format!("inode {fid}: {e}")))
+}
+
+/// Read a directory entry outside a transaction.
+pub fn read_dentry(
+    store: &dyn KvStore,
+    dir: Fid,
+    name: &str,
+) -> Result<Option<DentryRec>, WireError> {
+    match store
+        .get(Space::Dentries, &dentry_key(dir, name))
+        .map_err(store_err)?
+    {
+        None => Ok(None),
+        Some(v) => {
+            Ok(Some(msg::decode(&v).map_err(|e| {
+                store_err(format!("entry {dir}/{name}: {e}"))
+            })?))
+        }
+    }
+}
+
+/// The changes of one operation, not yet applied.
+pub struct Tx<'a> {
+    store: &'a dyn KvStore,
+    /// Writes that are not inode records.
+    pub batch: Batch,
+    inodes: BTreeMap<Fid, Option<InodeRec>>,
+    /// Change in the number of inodes.
+    pub inode_delta: i64,
+}
+
+impl<'a> Tx<'a> {
+    /// A new transaction on `store`.
+    pub fn new(store: &'a dyn KvStore) -> Tx<'a> {
+        Tx {
+            store,
+            batch: Batch::new(),
+            inodes: BTreeMap::new(),
+            inode_delta: 0,
+        }
+    }
+
+    /// The inode `fid`, as changed so far by this transaction.
+    pub fn inode(&mut self, fid: Fid) -> Result<&mut InodeRec, WireError> {
+        if !self.inodes.contains_key(&fid) {
+            let rec = read_inode(self.store, fid)?;
+            self.inodes.insert(fid, Some(rec));
+        }
+        match self.inodes.get_mut(&fid) {
+            Some(Some(r)) => Ok(r),
+            _ => Err(WireError::new(
+                Errno::ENOENT,
+                format!("inode {fid} was removed"),
+            )),
+        }
+    }
+
+    /// The directory `fid`, or ENOTDIR.
+    pub fn dir(&mut self, fid: Fid) -> Result<&mut InodeRec, WireError> {
+        let r = self.inode(fid)?;
+        if r.attr.kind != FileKind::Dir {
+            return Err(WireError::new(
+                Errno::ENOTDIR,
+                format!("{fid} is not a directory"),
+            ));
+        }
+        Ok(r)
+    }
+
+    /// A new inode.
+    pub fn create_inode(&mut self, rec: InodeRec) {
+        self.inode_delta += 1;
+        self.inodes.insert(rec.attr.fid, Some(rec));
+    }
+
+    /// Remove inode `fid` (its xattrs go with it).
+    pub fn delete_inode(&mut self, fid: Fid) -> Result<(), WireError> {
+        self.inode_delta -= 1;
+        self.inodes.insert(fid, None);
+        let prefix = fid.to_key();
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let page = self
+                .store
+                .scan(Space::Xattrs, &prefix, after.as_deref(), 256)
+                .map_err(store_err)?;
+            let done = page.len() < 256;
+            for (k, _) in &page {
+                self.batch.delete(Space::Xattrs, k.clone());
+            }
+            after = page.last().map(|(k, _)| k.clone());
+            if done {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The entry `name` in `dir`.
+    pub fn dentry(&self, dir: Fid, name: &str) -> Result<Option<DentryRec>, WireError> {
+        read_dentry(self.store, dir, name)
+    }
+
+    /// Set entry `name` in `dir`.
+    pub fn put_dentry(&mut self, dir: Fid, name: &str, d: &DentryRec) -> Result<(), WireError> {
+        self.batch
+            .put(Space::Dentries, dentry_key(dir, name), msg::encode(d)?);
+        Ok(())
+    }
+
+    /// Remove entry `name` from `dir`.
+    pub fn delete_dentry(&mut self, dir: Fid, name: &str) {
+        self.batch.delete(Space::Dentries, dentry_key(dir, name));
+    }
+
+    /// Whether directory `dir` has no entries.
+    pub fn dir_is_empty(&self, dir: Fid) -> Result<bool, WireError> {
+        Ok(self
+            .store
+            .scan(Space::Dentries, &dir.to_key(), None, 1)
+            .map_err(store_err)?
+            .is_empty())
+    }
+
+    /// The batch with every inode change added.
+    pub fn into_batch(mut self) -> Result<(Batch, i64), WireError> {
+        for (fid, rec) in std::mem::take(&mut self.inodes) {
+            match rec {
+                Some(r) => self
+                    .batch
+                    .put(Space::Inodes, inode_key(fid), msg::encode(&r)?),
+                None => self.batch.delete(Space::Inodes, inode_key(fid)),
+            }
+        }
+        Ok((self.batch, self.inode_delta))
+    }
+
+    /// Record a meta value in the batch.
+    pub fn put_meta<T: serde::Serialize>(&mut self, key: &str, v: &T) -> Result<(), WireError> {
+        self.batch
+            .put(Space::Meta, key.as_bytes().to_vec(), msg::encode(v)?);
+        Ok(())
+    }
+}
+
+/// Read a meta value.
+pub fn read_meta<T: serde::de::DeserializeOwned>(
+    store: &dyn KvStore,
+    key: &str,
+) -> Result<Option<T>, WireError> {
+    match store.get(Space::Meta, key.as_bytes()).map_err(store_err)? {
+        None => Ok(None),
+        Some(v) => Ok(Some(
+            msg::decode(&v).map_err(|e| store_err(format!("meta {key}: {e}")))?,
+        )),
+    }
+}

@@ -1,0 +1,189 @@
+//! One `loom server` process: reads its config file, opens the targets it
+//! hosts, serves them on one TCP address and registers them with the MGS.
+
+use crate::mdt::MdtService;
+use crate::mgs::MgsService;
+use crate::ost::OstService;
+use crate::peers::Peers;
+use crate::target;
+use anyhow::{bail, Context};
+use loom_proto::msg::{Envelope, ReplyResult, Request, Role, TargetInfo};
+use loom_proto::{Errno, WireError};
+use loom_rpc::{ClientOptions, ClusterKey, Service};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The server's config file (`node.toml`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// File system name; every target must be formatted for it.
+    pub fsname: String,
+    /// Address to listen on, e.g. "127.0.0.1:7001".
+    pub listen: String,
+    /// Address other nodes and clients use to reach this one (default: listen).
+    #[serde(default)]
+    pub advertise: Option<String>,
+    /// Address of the MGS (this node's own if it hosts the MGS).
+    pub mgs: String,
+    /// File holding the cluster key in hex (relative to the config file).
+    pub key_file: PathBuf,
+    /// Target directories made by `loom format` (relative to the config file).
+    pub targets: Vec<PathBuf>,
+    /// Seconds a request to another server may take before it fails.
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+}
+
+fn default_timeout() -> u64 {
+    300
+}
+
+impl NodeConfig {
+    /// Read and check a config file.
+    pub fn load(path: &Path) -> anyhow::Result<NodeConfig> {
+        let s =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let mut c: NodeConfig =
+            toml::from_str(&s).with_context(|| format!("parsing {}", path.display()))?;
+        target::check_fsname(&c.fsname).with_context(|| format!("in {}", path.display()))?;
+        if c.targets.is_empty() {
+            bail!("{}: `targets` lists no target directories", path.display());
+        }
+        let base = path.parent().unwrap_or(Path::new("."));
+        c.key_file = base.join(&c.key_file);
+        c.targets = c.targets.iter().map(|t| base.join(t)).collect();
+        Ok(c)
+    }
+}
+
+/// Read a cluster key file.
+pub fn load_key(path: &Path) -> anyhow::Result<ClusterKey> {
+    let s = std::fs::read_to_string(path)
+        .with_context(|| format!("reading cluster key {}", path.display()))?;
+    ClusterKey::from_hex(&s).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// The targets one process hosts, answering requests by target id.
+pub struct Node {
+    mgs: Option<Arc<MgsService>>,
+    mdts: HashMap<u32, Arc<MdtService>>,
+    osts: HashMap<u32, Arc<OstService>>,
+}
+
+impl Service for Node {
+    async fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>) -> (ReplyResult, Vec<u8>) {
+        let t = env.target;
+        let missing = || {
+            (
+                Err(WireError::new(
+                    Errno::EINVAL,
+                    format!("this server does not host {t}"),
+                )),
+                Vec::new(),
+            )
+        };
+        match t.role {
+            Role::Mgs => match &self.mgs {
+                Some(m) => m.handle(&env.ctx, env.req, bulk).await,
+                None => missing(),
+            },
+            Role::Mdt => match self.mdts.get(&t.index) {
+                Some(m) => (m.handle(&env.ctx, env.req).await, Vec::new()),
+                None => missing(),
+            },
+            Role::Ost => match self.osts.get(&t.index) {
+                Some(o) => o.handle(&env.ctx, env.req, bulk).await,
+                None => missing(),
+            },
+        }
+    }
+}
+
+/// Run a server until SIGINT or SIGTERM.
+pub async fn run(config_path: &Path) -> anyhow::Result<()> {
+    let cfg = NodeConfig::load(config_path)?;
+    let key = load_key(&cfg.key_file)?;
+    let opts = ClientOptions {
+        call_timeout: Duration::from_secs(cfg.timeout_secs),
+        ..ClientOptions::default()
+    };
+    let peers = Arc::new(Peers::new(&cfg.mgs, key.clone(), opts));
+    let mut node = Node {
+        mgs: None,
+        mdts: HashMap::new(),
+        osts: HashMap::new(),
+    };
+    let mut infos = Vec::new();
+    for dir in &cfg.targets {
+        let id = target::load(dir)?;
+        if id.fsname != cfg.fsname {
+            bail!(
+                "{} is formatted for file system '{}' but {} serves '{}'",
+                dir.display(),
+                id.fsname,
+                config_path.display(),
+                cfg.fsname
+            );
+        }
+        match id.role {
+            Role::Mgs => node.mgs = Some(MgsService::open(dir, &cfg.fsname)?),
+            Role::Mdt => {
+                node.mdts
+                    .insert(id.index, MdtService::open(id.index, dir, peers.clone())?);
+            }
+            Role::Ost => {
+                node.osts.insert(id.index, OstService::open(id.index, dir)?);
+            }
+        }
+        infos.push(id);
+    }
+    let listener = tokio::net::TcpListener::bind(&cfg.listen)
+        .await
+        .with_context(|| format!("listening on {}", cfg.listen))?;
+    let addr = match &cfg.advertise {
+        Some(a) => a.clone(),
+        None => listener.local_addr()?.to_string(),
+    };
+    let node = Arc::new(node);
+    let mdts: Vec<_> = node.mdts.values().cloned().collect();
+    let server = tokio::spawn(loom_rpc::serve(listener, key, node));
+    for id in &infos {
+        let req = Request::Register {
+            fsname: cfg.fsname.clone(),
+            target: TargetInfo {
+                id: id.id(),
+                uuid: id.uuid.clone(),
+                addr: addr.clone(),
+            },
+        };
+        peers.call_mgs(req).await.map_err(|e| {
+            anyhow::anyhow!("registering {} with the MGS at {}: {e}", id.id(), cfg.mgs)
+        })?;
+    }
+    for m in &mdts {
+        m.start();
+    }
+    let names: Vec<String> = infos.iter().map(|i| i.id().to_string()).collect();
+    // Scripts and `loom up` wait for this line.
+    println!("loom server: serving {} on {addr}", names.join(", "));
+    tracing::info!("serving {} on {addr}", names.join(", "));
+    wait_for_signal().await?;
+    tracing::info!("stopping");
+    server.abort();
+    Ok(())
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing SIGINT handler")?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}
