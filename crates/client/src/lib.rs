@@ -1,1 +1,32 @@
-//! placeholder
+//! The loomfs client library: everything a client does to the file system,
+//! so that the FUSE adapter, the `loom` tools and the benchmarks share one
+//! implementation.
+//!
+//! Layout of the crate:
+//! - [`error`]: [`ClientError`] for connecting; every file-system operation
+//!   returns a POSIX [`Errno`] that the FUSE layer hands to the kernel.
+//! - [`ctx`]: [`Caller`] (who asks) and the [`loom_proto::msg::ReqCtx`] built
+//!   from it: client id, request sequence, uid/gid/groups, jobid.
+//! - [`routing`]: the cluster configuration from the MGS, one RPC client per
+//!   server address, target and FID routing, refresh on failure.
+//! - [`meta`]: metadata operations (lookup, create, rename, xattrs, statfs...).
+//! - [`io`]: striped file data: pure request planning in [`io::plan`] and
+//!   [`OpenFile`] in [`io::file`].
+//!
+//! Every operation is async and needs a tokio runtime.
+#![warn(missing_docs)]
+
+pub mod ctx;
+pub mod error;
+pub mod io;
+pub mod meta;
+pub mod routing;
+
+mod client;
+
+pub use client::{Client, ClientOptions};
+pub use ctx::Caller;
+pub use error::ClientError;
+pub use io::file::OpenFile;
+pub use loom_proto::Errno;
+pub use loom_rpc::ClusterKey;

@@ -1,1 +1,73 @@
-//! placeholder
+//! The FUSE adapter: mounts a [`loom_client::Client`] with fuser.
+//!
+//! It holds no file-system logic. Each callback converts the kernel's
+//! arguments, runs one client operation to completion on the tokio runtime
+//! (`Handle::block_on`: fuser's workers are plain threads), and maps the
+//! `Result<T, Errno>` onto the reply. The helpers in [`fs`] return results;
+//! the trait methods only reply.
+//!
+//! - [`attr`]: proto attributes to `fuser::FileAttr`, times both ways.
+//! - [`fs`]: the `Filesystem` implementation and its open-file table.
+//!
+//! Inode numbers are FIDs ([`loom_proto::Fid::ino`]); the root is inode 1.
+//! No per-inode state is kept, so `forget` has nothing to do.
+#![warn(missing_docs)]
+
+pub mod attr;
+pub mod fs;
+
+use loom_client::Client;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How to mount.
+#[derive(Clone, Debug)]
+pub struct MountOptions {
+    /// FUSE worker threads (each with its own cloned /dev/fuse fd).
+    pub threads: usize,
+    /// How long the kernel may trust attributes and entries it was given.
+    /// 0 (the default) makes every stat ask the MDT: close-to-open across
+    /// mounts needs fresh sizes until leases let the server recall caches.
+    pub attr_timeout: Duration,
+    /// Let other users than the mounter use the mount (`allow_other`).
+    pub allow_other: bool,
+    /// Source name shown in /proc/mounts (e.g. `mgs:port:/fsname`).
+    pub fsname: String,
+}
+
+impl Default for MountOptions {
+    fn default() -> Self {
+        MountOptions {
+            threads: 4,
+            attr_timeout: Duration::ZERO,
+            allow_other: false,
+            fsname: "loomfs".to_string(),
+        }
+    }
+}
+
+/// Mount `client`'s file system on `mountpoint` and serve it from
+/// background threads until the returned session is dropped or unmounted.
+pub fn mount(
+    client: Arc<Client>,
+    rt: tokio::runtime::Handle,
+    mountpoint: &Path,
+    opts: MountOptions,
+) -> std::io::Result<fuser::BackgroundSession> {
+    let mut cfg = fuser::Config::default();
+    cfg.n_threads = Some(opts.threads.max(1));
+    cfg.clone_fd = true;
+    cfg.mount_options = vec![
+        fuser::MountOption::FSName(opts.fsname.clone()),
+        fuser::MountOption::Subtype("loom".to_string()),
+        // The kernel checks mode bits and ownership itself, from the
+        // attributes we return: the servers need not be asked per access.
+        fuser::MountOption::DefaultPermissions,
+    ];
+    if opts.allow_other {
+        cfg.acl = fuser::SessionACL::All;
+    }
+    let fs = fs::LoomFs::new(client, rt, opts.attr_timeout);
+    fuser::spawn_mount(fs, mountpoint, &cfg)
+}

@@ -1,0 +1,216 @@
+//! [`Client`]: one mounted (or tool-connected) loomfs file system.
+
+use crate::ctx::{Caller, CtxFactory};
+use crate::error::ClientError;
+use crate::io::file::OpenFile;
+use crate::routing::Router;
+use loom_proto::msg::{Reply, ReqCtx, Request, TargetId};
+use loom_proto::{Errno, Fid, Layout};
+use loom_rpc::{ClusterKey, RpcError};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+/// Tunables of a client.
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    /// How long an operation may wait for a server in all, across
+    /// reconnects and resends: an operation issued during an outage
+    /// completes once the server is back, or fails with EIO after this.
+    pub call_timeout: Duration,
+    /// Environment variable that names a caller's job (per-job statistics).
+    /// Empty: no job ids.
+    pub jobid_var: String,
+    /// How long [`Client::connect`] waits for the MGS before giving up.
+    pub connect_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            call_timeout: Duration::from_secs(300),
+            jobid_var: "SLURM_JOB_ID".to_string(),
+            connect_timeout: Duration::from_secs(15),
+        }
+    }
+}
+
+/// A client of one loomfs file system. Cheap to share (`Arc`); every method
+/// may be called from many tasks at once.
+#[derive(Debug)]
+pub struct Client {
+    pub(crate) router: Arc<Router>,
+    pub(crate) ctxs: CtxFactory,
+    fsname: String,
+    opts: ClientOptions,
+    /// Files open on this client, by FID: a truncate must shrink what they
+    /// believe the size is, and a stat must see their unflushed writes.
+    open_files: Mutex<HashMap<Fid, Vec<Weak<OpenFile>>>>,
+}
+
+impl Client {
+    /// Connect to file system `fsname` through the MGS at `mgs_addr`:
+    /// fetch the cluster configuration and check the name. Data servers are
+    /// connected lazily, on first use.
+    pub async fn connect(
+        mgs_addr: &str,
+        fsname: &str,
+        key: ClusterKey,
+        opts: ClientOptions,
+    ) -> Result<Arc<Client>, ClientError> {
+        let router = Router::new(mgs_addr, key, opts.call_timeout);
+        let wait = opts.connect_timeout.min(opts.call_timeout);
+        let config = router.fetch_config(wait).await.map_err(|e| match e {
+            RpcError::Remote(w) => ClientError::BadConfig {
+                addr: mgs_addr.to_string(),
+                reason: w.to_string(),
+            },
+            RpcError::Timeout { last, .. } => ClientError::MgsUnreachable {
+                addr: mgs_addr.to_string(),
+                reason: last,
+            },
+            other => ClientError::MgsUnreachable {
+                addr: mgs_addr.to_string(),
+                reason: other.to_string(),
+            },
+        })?;
+        if config.fsname != fsname {
+            return Err(ClientError::WrongFsname {
+                addr: mgs_addr.to_string(),
+                asked: fsname.to_string(),
+                serves: config.fsname.clone(),
+            });
+        }
+        let ctxs = CtxFactory::new(&opts.jobid_var);
+        tracing::info!(
+            mgs = mgs_addr,
+            fsname,
+            client_id = format_args!("{:#x}", ctxs.client_id()),
+            targets = config.targets.len(),
+            "connected"
+        );
+        Ok(Arc::new(Client {
+            router: Arc::new(router),
+            ctxs,
+            fsname: fsname.to_string(),
+            opts,
+            open_files: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// The file system's name.
+    pub fn fsname(&self) -> &str {
+        &self.fsname
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &ClientOptions {
+        &self.opts
+    }
+
+    /// The router (cluster configuration and connections), for tools.
+    pub fn router(&self) -> &Router {
+        &self.router
+    }
+
+    /// A shared handle on the router, for tasks spawned per request.
+    pub(crate) fn router_handle(&self) -> Arc<Router> {
+        self.router.clone()
+    }
+
+    /// The request context of one new request by `c`.
+    pub(crate) fn ctx(&self, c: &Caller) -> ReqCtx {
+        self.ctxs.ctx(c)
+    }
+
+    /// Send `req` to the MDT that owns `fid`.
+    pub(crate) async fn mdt_call(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        req: Request,
+    ) -> Result<Reply, Errno> {
+        let target = self.router.mdt_of(fid).await?;
+        self.router
+            .call(target, self.ctx(c), req, &[])
+            .await
+            .map(|(r, _)| r)
+    }
+
+    /// Send `req` with `bulk` to OST `ost`; the reply and its bulk.
+    pub(crate) async fn ost_call(
+        &self,
+        c: &Caller,
+        ost: u32,
+        req: Request,
+        bulk: &[u8],
+    ) -> Result<(Reply, Vec<u8>), Errno> {
+        self.router
+            .call(TargetId::ost(ost), self.ctx(c), req, bulk)
+            .await
+    }
+
+    /// Open file `fid` with `layout`, whose size the caller last saw as
+    /// `size`, for I/O as the current process. See [`OpenFile`].
+    pub fn open(self: &Arc<Self>, fid: Fid, layout: Layout, size: u64) -> Arc<OpenFile> {
+        self.open_as(&Caller::current(), fid, layout, size)
+    }
+
+    /// As [`Client::open`], with I/O requests carrying `caller`'s
+    /// credentials and job id.
+    pub fn open_as(
+        self: &Arc<Self>,
+        caller: &Caller,
+        fid: Fid,
+        layout: Layout,
+        size: u64,
+    ) -> Arc<OpenFile> {
+        let f = Arc::new(OpenFile::new(
+            self.clone(),
+            caller.clone(),
+            fid,
+            layout,
+            size,
+        ));
+        let mut open = self.lock_open();
+        let v = open.entry(fid).or_default();
+        v.retain(|w| w.strong_count() > 0);
+        v.push(Arc::downgrade(&f));
+        f
+    }
+
+    fn lock_open(&self) -> std::sync::MutexGuard<'_, HashMap<Fid, Vec<Weak<OpenFile>>>> {
+        self.open_files.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Forget dropped handles of `fid` (called when an [`OpenFile`] drops).
+    pub(crate) fn forget_closed(&self, fid: Fid) {
+        let mut open = self.lock_open();
+        if let Some(v) = open.get_mut(&fid) {
+            v.retain(|w| w.strong_count() > 0);
+            if v.is_empty() {
+                open.remove(&fid);
+            }
+        }
+    }
+
+    fn open_handles(&self, fid: Fid) -> Vec<Arc<OpenFile>> {
+        self.lock_open()
+            .get(&fid)
+            .map(|v| v.iter().filter_map(Weak::upgrade).collect())
+            .unwrap_or_default()
+    }
+
+    /// The end of data written through this client's open handles of `fid`
+    /// (acknowledged by the OSTs, maybe not yet reported to the MDT).
+    pub(crate) fn local_size(&self, fid: Fid) -> Option<u64> {
+        self.open_handles(fid).iter().map(|f| f.written_end()).max()
+    }
+
+    /// Tell this client's open handles of `fid` that it was truncated.
+    pub(crate) fn note_truncate(&self, fid: Fid, size: u64) {
+        for f in self.open_handles(fid) {
+            f.note_truncate(size);
+        }
+    }
+}

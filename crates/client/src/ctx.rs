@@ -1,0 +1,179 @@
+//! Who is asking: [`Caller`], and the request context built from it.
+//!
+//! Every request carries a [`ReqCtx`]: the client's random id and a
+//! per-client sequence number (so a server can recognise a resend), the
+//! caller's credentials (for permission checks) and the caller's job id (for
+//! per-job statistics). The job id is read from the calling process's
+//! environment, `/proc/PID/environ`, under the variable named by
+//! [`ClientOptions::jobid_var`](crate::ClientOptions::jobid_var), and cached
+//! per pid because a process's environment is fixed at exec.
+
+use loom_proto::msg::ReqCtx;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// The process on whose behalf an operation runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Caller {
+    /// User id.
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+    /// Supplementary groups.
+    pub groups: Vec<u32>,
+    /// Process id (0 = none: no job id is looked up).
+    pub pid: u32,
+}
+
+impl Caller {
+    /// The current process, with its real uid/gid and groups: what tools
+    /// that use the library directly act as.
+    pub fn current() -> Caller {
+        Caller {
+            uid: nix::unistd::getuid().as_raw(),
+            gid: nix::unistd::getgid().as_raw(),
+            groups: nix::unistd::getgroups()
+                .map(|g| g.into_iter().map(|g| g.as_raw()).collect())
+                .unwrap_or_default(),
+            pid: std::process::id(),
+        }
+    }
+}
+
+/// The value of `var` in a `/proc/PID/environ` image (NUL-separated
+/// `NAME=value` strings); `None` if it is not set.
+pub fn parse_environ(environ: &[u8], var: &str) -> Option<String> {
+    environ
+        .split(|b| *b == 0)
+        .filter_map(|kv| kv.strip_prefix(var.as_bytes()))
+        .find_map(|rest| rest.strip_prefix(b"="))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
+/// Cached pids past this many are forgotten at once: pids are reused, and a
+/// long-running mount sees many short processes.
+const JOBID_CACHE_MAX: usize = 4096;
+
+/// Builds the [`ReqCtx`] of each request.
+#[derive(Debug)]
+pub struct CtxFactory {
+    client_id: u64,
+    seq: AtomicU64,
+    jobid_var: String,
+    jobids: Mutex<HashMap<u32, String>>,
+}
+
+impl CtxFactory {
+    /// A factory with a random client id.
+    pub fn new(jobid_var: &str) -> CtxFactory {
+        CtxFactory {
+            client_id: rand::random(),
+            seq: AtomicU64::new(1),
+            jobid_var: jobid_var.to_string(),
+            jobids: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// This client's id.
+    pub fn client_id(&self) -> u64 {
+        self.client_id
+    }
+
+    /// A context for one new request by `c` (each call takes a new sequence
+    /// number; a resend reuses the context it was first sent with).
+    pub fn ctx(&self, c: &Caller) -> ReqCtx {
+        ReqCtx {
+            client_id: self.client_id,
+            seq: self.seq.fetch_add(1, Ordering::Relaxed),
+            jobid: self.jobid(c.pid),
+            uid: c.uid,
+            gid: c.gid,
+            groups: c.groups.clone(),
+        }
+    }
+
+    /// The job id of process `pid`, empty when it has none or its
+    /// environment cannot be read (exited, or another user's process when
+    /// not running as root).
+    pub fn jobid(&self, pid: u32) -> String {
+        if pid == 0 || self.jobid_var.is_empty() {
+            return String::new();
+        }
+        {
+            let cache = self.jobids.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(j) = cache.get(&pid) {
+                return j.clone();
+            }
+        }
+        let j = std::fs::read(format!("/proc/{pid}/environ"))
+            .ok()
+            .and_then(|env| parse_environ(&env, &self.jobid_var))
+            .unwrap_or_default();
+        let mut cache = self.jobids.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= JOBID_CACHE_MAX {
+            cache.clear();
+        }
+        cache.insert(pid, j.clone());
+        j
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobid_is_found_among_other_variables() {
+        let env = b"PATH=/bin\0SLURM_JOB_ID=4242\0HOME=/root\0";
+        assert_eq!(parse_environ(env, "SLURM_JOB_ID").as_deref(), Some("4242"));
+    }
+
+    #[test]
+    fn a_variable_whose_name_only_starts_alike_does_not_match() {
+        let env = b"SLURM_JOB_ID_X=1\0SLURM_JOB=2\0";
+        assert_eq!(parse_environ(env, "SLURM_JOB_ID"), None);
+        assert_eq!(parse_environ(env, "SLURM_JOB").as_deref(), Some("2"));
+    }
+
+    #[test]
+    fn empty_value_and_missing_trailing_nul_are_handled() {
+        assert_eq!(parse_environ(b"A=\0B=x", "A").as_deref(), Some(""));
+        assert_eq!(parse_environ(b"A=\0B=x", "B").as_deref(), Some("x"));
+        assert_eq!(parse_environ(b"", "A"), None);
+    }
+
+    #[test]
+    fn contexts_carry_the_caller_and_increasing_sequence_numbers() {
+        let f = CtxFactory::new("SLURM_JOB_ID");
+        let c = Caller {
+            uid: 1000,
+            gid: 100,
+            groups: vec![4, 24],
+            pid: 0,
+        };
+        let a = f.ctx(&c);
+        let b = f.ctx(&c);
+        assert_eq!(a.client_id, f.client_id());
+        assert_eq!(b.client_id, a.client_id);
+        assert!(b.seq > a.seq);
+        assert_eq!((a.uid, a.gid, a.groups.clone()), (1000, 100, vec![4, 24]));
+        assert_eq!(a.jobid, "");
+    }
+
+    #[test]
+    fn jobid_of_this_process_comes_from_its_environment() {
+        // Read our own environ with a variable that is surely set.
+        let f = CtxFactory::new("PATH");
+        let want = std::env::var("PATH").unwrap_or_default();
+        assert_eq!(f.jobid(std::process::id()), want);
+        let none = CtxFactory::new("LOOM_SURELY_UNSET_VARIABLE_X");
+        assert_eq!(none.jobid(std::process::id()), "");
+    }
+
+    #[test]
+    fn unreadable_process_gives_an_empty_jobid() {
+        let f = CtxFactory::new("PATH");
+        assert_eq!(f.jobid(u32::MAX - 1), "");
+    }
+}

@@ -1,0 +1,243 @@
+//! [`OpenFile`]: striped reads and writes of one open file.
+//!
+//! Data goes straight to the OSTs: a read or write is planned with
+//! [`plan`](super::plan::plan) into one request per object per
+//! [`MAX_RPC`] bytes, and the requests are sent in parallel. The MDT holds
+//! the size and mtime, so a writer reports what it wrote: [`OpenFile::flush`]
+//! (at every close) sends `UpdateSize` with the end of the data written.
+//! That is what gives close-to-open consistency: the size another client
+//! sees after our close includes our writes.
+//!
+//! Size as this handle knows it: the size at open, grown by its own writes
+//! and set by truncates made through this client. Reads are clamped to it;
+//! holes and objects shorter than the file read as zeros.
+
+use super::plan::{clamp_read, gather, plan, scatter, ObjExtent, MAX_RPC};
+use crate::ctx::Caller;
+use crate::Client;
+use loom_proto::msg::{Reply, Request, Time};
+use loom_proto::{Errno, Fid, Layout, ObjRef};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::task::JoinSet;
+
+/// One open regular file. Cheap to share; reads and writes may run
+/// concurrently from many tasks.
+#[derive(Debug)]
+pub struct OpenFile {
+    client: Arc<Client>,
+    caller: Caller,
+    fid: Fid,
+    layout: Layout,
+    /// Size when opened, or as set by a truncate through this client.
+    known_size: AtomicU64,
+    /// Largest end of data written through this handle and acknowledged.
+    written_end: AtomicU64,
+    /// Written since the last successful report to the MDT.
+    dirty: AtomicBool,
+}
+
+impl OpenFile {
+    pub(crate) fn new(
+        client: Arc<Client>,
+        caller: Caller,
+        fid: Fid,
+        layout: Layout,
+        size: u64,
+    ) -> OpenFile {
+        OpenFile {
+            client,
+            caller,
+            fid,
+            layout,
+            known_size: AtomicU64::new(size),
+            written_end: AtomicU64::new(0),
+            dirty: AtomicBool::new(false),
+        }
+    }
+
+    /// The file's FID.
+    pub fn fid(&self) -> Fid {
+        self.fid
+    }
+
+    /// The file's layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The size this handle knows: the larger of the size at open (or last
+    /// truncate) and the end of its own writes.
+    pub fn size(&self) -> u64 {
+        self.known_size
+            .load(Ordering::Acquire)
+            .max(self.written_end.load(Ordering::Acquire))
+    }
+
+    /// End of the data written through this handle.
+    pub fn written_end(&self) -> u64 {
+        self.written_end.load(Ordering::Acquire)
+    }
+
+    /// Whether writes have not been reported to the MDT yet.
+    pub fn is_dirty(&self) -> bool {
+        self.dirty.load(Ordering::Acquire)
+    }
+
+    /// The file was truncated to `size` through this client.
+    pub(crate) fn note_truncate(&self, size: u64) {
+        self.known_size.store(size, Ordering::Release);
+        self.written_end.fetch_min(size, Ordering::AcqRel);
+    }
+
+    fn raid0(&self) -> Result<(u32, Vec<ObjRef>), Errno> {
+        match self.layout.raid0_params() {
+            Some((ss, objs)) if !objs.is_empty() => Ok((ss, objs.to_vec())),
+            _ => {
+                tracing::warn!(fid = %self.fid, "layout has no RAID-0 objects: {:?}", self.layout);
+                Err(Errno::EIO)
+            }
+        }
+    }
+
+    /// Read up to `len` bytes at `offset`: fewer at the end of the file,
+    /// none past it.
+    pub async fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>, Errno> {
+        let n = clamp_read(offset, len, self.size());
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let (ss, objs) = self.raid0()?;
+        let exts = plan(ss, objs.len(), offset, n, MAX_RPC);
+        let mut set = JoinSet::new();
+        for (i, ext) in exts.iter().enumerate() {
+            let obj = objs[ext.stripe];
+            let req = Request::ObjRead {
+                obj,
+                offset: ext.obj_offset,
+                len: ext.len as u32,
+            };
+            let (client, caller) = (self.client.clone(), self.caller.clone());
+            set.spawn(async move {
+                let r = client.ost_call(&caller, obj.ost, req, &[]).await;
+                (i, r)
+            });
+        }
+        // Zero-filled: holes and short objects stay zeros.
+        let mut out = vec![0u8; n];
+        while let Some(res) = set.join_next().await {
+            let (i, r) = res.map_err(join_error)?;
+            match r? {
+                (Reply::Data, bulk) => scatter(&mut out, &exts[i], &bulk),
+                (other, _) => return Err(unexpected("ObjRead", &other)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Write `data` at `offset`; returns when every OST has acknowledged
+    /// its part. The size reaches the MDT at the next [`OpenFile::flush`].
+    pub async fn write(&self, offset: u64, data: &[u8]) -> Result<(), Errno> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
+        let (ss, objs) = self.raid0()?;
+        let exts = plan(ss, objs.len(), offset, data.len(), MAX_RPC);
+        let mut set = JoinSet::new();
+        for ext in &exts {
+            let obj = objs[ext.stripe];
+            let bulk = gather(data, ext);
+            let req = Request::ObjWrite {
+                obj,
+                offset: ext.obj_offset,
+            };
+            let (client, caller) = (self.client.clone(), self.caller.clone());
+            set.spawn(async move { client.ost_call(&caller, obj.ost, req, &bulk).await });
+        }
+        join_ok(set, "ObjWrite").await?;
+        // Order matters for flush: the end first, then the dirty flag.
+        self.written_end.fetch_max(end, Ordering::AcqRel);
+        self.dirty.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Report written data to the MDT (size = at least the end written,
+    /// mtime = now) if there is any not reported yet. Called at close.
+    pub async fn flush(&self) -> Result<(), Errno> {
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let req = Request::UpdateSize {
+            fid: self.fid,
+            size: self.written_end.load(Ordering::Acquire),
+            mtime: Time::now(),
+        };
+        match self.client.mdt_call(&self.caller, self.fid, req).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                // Still to report: the next flush tries again.
+                self.dirty.store(true, Ordering::Release);
+                Err(e)
+            }
+        }
+    }
+
+    /// Make the data durable on every object of the layout, then flush.
+    pub async fn fsync(&self) -> Result<(), Errno> {
+        let mut set = JoinSet::new();
+        for obj in self.layout.objects() {
+            let (client, caller) = (self.client.clone(), self.caller.clone());
+            set.spawn(async move {
+                client
+                    .ost_call(&caller, obj.ost, Request::ObjSync { obj }, &[])
+                    .await
+            });
+        }
+        join_ok(set, "ObjSync").await?;
+        self.flush().await
+    }
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        if self.is_dirty() {
+            tracing::warn!(fid = %self.fid, "open file dropped with unreported writes: size not updated on the MDT");
+        }
+        self.client.forget_closed(self.fid);
+    }
+}
+
+/// Wait for every request of `set`; the first error wins (the others are
+/// aborted when the set drops).
+async fn join_ok(mut set: JoinSet<Result<(Reply, Vec<u8>), Errno>>, op: &str) -> Result<(), Errno> {
+    while let Some(res) = set.join_next().await {
+        match res.map_err(join_error)?? {
+            (Reply::Ok, _) => {}
+            (other, _) => return Err(unexpected(op, &other)),
+        }
+    }
+    Ok(())
+}
+
+fn join_error(e: tokio::task::JoinError) -> Errno {
+    tracing::error!("I/O task failed: {e}");
+    Errno::EIO
+}
+
+pub(crate) fn unexpected(op: &str, r: &Reply) -> Errno {
+    tracing::warn!("unexpected reply to {op}: {r:?}");
+    Errno::EIO
+}
+
+/// What [`ObjExtent`]s a read or write of this file would send: for tools
+/// and tests that show how I/O is split.
+pub fn extents_of(layout: &Layout, offset: u64, len: usize) -> Vec<(ObjRef, ObjExtent)> {
+    match layout.raid0_params() {
+        Some((ss, objs)) if !objs.is_empty() => plan(ss, objs.len(), offset, len, MAX_RPC)
+            .into_iter()
+            .map(|e| (objs[e.stripe], e))
+            .collect(),
+        _ => Vec::new(),
+    }
+}

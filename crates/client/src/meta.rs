@@ -1,0 +1,505 @@
+//! Metadata operations.
+//!
+//! Each is one request to the MDT that owns the FID involved (found through
+//! the FLDB), except where noted: `setattr` with a size first resizes the
+//! file's objects on the OSTs, `statfs` asks every target, `resolve_path`
+//! looks up each component. Attributes returned for a file this client has
+//! open include its writes not yet reported to the MDT, so a `stat` after a
+//! `write` sees the new size before `close`.
+
+use crate::ctx::Caller;
+use crate::io::file::unexpected;
+use crate::Client;
+use loom_proto::layout::object_size_for;
+use loom_proto::msg::{
+    rename_flags, Attr, DirEntry, FileKind, Reply, Request, Role, SetAttr, StatFs, TargetId,
+};
+use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec};
+use tokio::task::JoinSet;
+
+/// Longest name a directory entry may have.
+pub const NAME_MAX: usize = 255;
+
+/// Check a single path component.
+pub fn check_name(name: &str) -> Result<(), Errno> {
+    if name.len() > NAME_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+impl Client {
+    /// Include this client's unreported writes in `attr`'s size.
+    fn with_local_size(&self, mut attr: Attr) -> Attr {
+        if attr.kind == FileKind::File {
+            if let Some(s) = self.local_size(attr.fid) {
+                attr.size = attr.size.max(s);
+            }
+        }
+        attr
+    }
+
+    fn entry(&self, r: Reply, op: &str) -> Result<(Attr, Option<Layout>), Errno> {
+        match r {
+            Reply::Entry { attr, layout } => Ok((self.with_local_size(attr), layout)),
+            other => Err(unexpected(op, &other)),
+        }
+    }
+
+    fn ok(r: Reply, op: &str) -> Result<(), Errno> {
+        match r {
+            Reply::Ok => Ok(()),
+            other => Err(unexpected(op, &other)),
+        }
+    }
+
+    /// Find `name` in directory `parent`: its attributes, and its layout if
+    /// it is a regular file.
+    pub async fn lookup(
+        &self,
+        c: &Caller,
+        parent: Fid,
+        name: &str,
+    ) -> Result<(Attr, Option<Layout>), Errno> {
+        if name.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let r = self
+            .mdt_call(
+                c,
+                parent,
+                Request::Lookup {
+                    parent,
+                    name: name.to_string(),
+                },
+            )
+            .await?;
+        self.entry(r, "Lookup")
+    }
+
+    /// Attributes of `fid`.
+    pub async fn getattr(&self, c: &Caller, fid: Fid) -> Result<Attr, Errno> {
+        match self.mdt_call(c, fid, Request::GetAttr { fid }).await? {
+            Reply::Attr(a) => Ok(self.with_local_size(a)),
+            other => Err(unexpected("GetAttr", &other)),
+        }
+    }
+
+    /// Change attributes. With a size on a regular file (truncate), every
+    /// stripe object is resized on its OST first, then the MDT records the
+    /// size; this client's open handles of the file learn the new size.
+    pub async fn setattr(&self, c: &Caller, fid: Fid, set: SetAttr) -> Result<Attr, Errno> {
+        if let Some(size) = set.size {
+            let attr = self.getattr(c, fid).await?;
+            match attr.kind {
+                FileKind::File => {
+                    let layout = self.get_layout_as(c, fid).await?;
+                    self.truncate_objects(c, &layout, size).await?;
+                }
+                FileKind::Dir => return Err(Errno::EISDIR),
+                _ => return Err(Errno::EINVAL),
+            }
+        }
+        let size = set.size;
+        let r = self.mdt_call(c, fid, Request::SetAttr { fid, set }).await?;
+        if let Some(s) = size {
+            self.note_truncate(fid, s);
+        }
+        match r {
+            Reply::Attr(a) => Ok(self.with_local_size(a)),
+            other => Err(unexpected("SetAttr", &other)),
+        }
+    }
+
+    /// Resize every object of `layout` for a file of `size` bytes, in
+    /// parallel.
+    async fn truncate_objects(&self, c: &Caller, layout: &Layout, size: u64) -> Result<(), Errno> {
+        let Some((ss, objs)) = layout.raid0_params() else {
+            return Ok(());
+        };
+        let mut set = JoinSet::new();
+        for (i, obj) in objs.iter().enumerate() {
+            let req = Request::ObjTruncate {
+                obj: *obj,
+                size: object_size_for(ss, objs.len(), i, size),
+            };
+            let (ctx, ost) = (self.ctx(c), obj.ost);
+            let router = self.router_handle();
+            set.spawn(async move { router.call(TargetId::ost(ost), ctx, req, &[]).await });
+        }
+        while let Some(r) = set.join_next().await {
+            let (reply, _) = r.map_err(|e| {
+                tracing::error!("truncate task failed: {e}");
+                Errno::EIO
+            })??;
+            Self::ok(reply, "ObjTruncate")?;
+        }
+        Ok(())
+    }
+
+    /// Create a non-directory `name` in `parent`: a regular file (which
+    /// gets a layout, from `stripe` or the directory's default), FIFO,
+    /// device (`rdev`) or socket. `perm` is after the umask.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn create(
+        &self,
+        c: &Caller,
+        parent: Fid,
+        name: &str,
+        kind: FileKind,
+        perm: u32,
+        rdev: u32,
+        stripe: Option<StripeSpec>,
+    ) -> Result<(Attr, Option<Layout>), Errno> {
+        check_name(name)?;
+        if kind == FileKind::Dir {
+            return Err(Errno::EINVAL);
+        }
+        let req = Request::Create {
+            parent,
+            name: name.to_string(),
+            kind,
+            perm: perm & 0o7777,
+            rdev,
+            stripe,
+        };
+        let r = self.mdt_call(c, parent, req).await?;
+        self.entry(r, "Create")
+    }
+
+    /// Make directory `name` in `parent`; `perm` is after the umask.
+    pub async fn mkdir(
+        &self,
+        c: &Caller,
+        parent: Fid,
+        name: &str,
+        perm: u32,
+    ) -> Result<Attr, Errno> {
+        check_name(name)?;
+        let req = Request::Mkdir {
+            parent,
+            name: name.to_string(),
+            perm: perm & 0o7777,
+        };
+        let r = self.mdt_call(c, parent, req).await?;
+        self.entry(r, "Mkdir").map(|(a, _)| a)
+    }
+
+    /// Remove non-directory `name` from `parent` (the MDT destroys the
+    /// objects when the last link goes).
+    pub async fn unlink(&self, c: &Caller, parent: Fid, name: &str) -> Result<(), Errno> {
+        check_name(name)?;
+        let req = Request::Unlink {
+            parent,
+            name: name.to_string(),
+        };
+        Self::ok(self.mdt_call(c, parent, req).await?, "Unlink")
+    }
+
+    /// Remove empty directory `name` from `parent`.
+    pub async fn rmdir(&self, c: &Caller, parent: Fid, name: &str) -> Result<(), Errno> {
+        check_name(name)?;
+        let req = Request::Rmdir {
+            parent,
+            name: name.to_string(),
+        };
+        Self::ok(self.mdt_call(c, parent, req).await?, "Rmdir")
+    }
+
+    /// Rename `parent/name` to `new_parent/new_name` with
+    /// [`rename_flags`] NOREPLACE or EXCHANGE; other flag bits are EINVAL.
+    pub async fn rename(
+        &self,
+        c: &Caller,
+        parent: Fid,
+        name: &str,
+        new_parent: Fid,
+        new_name: &str,
+        flags: u32,
+    ) -> Result<(), Errno> {
+        check_name(name)?;
+        check_name(new_name)?;
+        let known = rename_flags::NOREPLACE | rename_flags::EXCHANGE;
+        if flags & !known != 0 || flags == known {
+            return Err(Errno::EINVAL);
+        }
+        let req = Request::Rename {
+            parent,
+            name: name.to_string(),
+            new_parent,
+            new_name: new_name.to_string(),
+            flags,
+        };
+        Self::ok(self.mdt_call(c, parent, req).await?, "Rename")
+    }
+
+    /// New hard link `parent/name` to `fid`.
+    pub async fn link(&self, c: &Caller, fid: Fid, parent: Fid, name: &str) -> Result<Attr, Errno> {
+        check_name(name)?;
+        let req = Request::Link {
+            fid,
+            parent,
+            name: name.to_string(),
+        };
+        let r = self.mdt_call(c, parent, req).await?;
+        self.entry(r, "Link").map(|(a, _)| a)
+    }
+
+    /// Make symbolic link `parent/name` pointing to `target`.
+    pub async fn symlink(
+        &self,
+        c: &Caller,
+        parent: Fid,
+        name: &str,
+        target: &str,
+    ) -> Result<Attr, Errno> {
+        check_name(name)?;
+        if target.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let req = Request::Symlink {
+            parent,
+            name: name.to_string(),
+            target: target.to_string(),
+        };
+        let r = self.mdt_call(c, parent, req).await?;
+        self.entry(r, "Symlink").map(|(a, _)| a)
+    }
+
+    /// The target of symbolic link `fid`.
+    pub async fn readlink(&self, c: &Caller, fid: Fid) -> Result<String, Errno> {
+        match self.mdt_call(c, fid, Request::Readlink { fid }).await? {
+            Reply::Link(t) => Ok(t),
+            other => Err(unexpected("Readlink", &other)),
+        }
+    }
+
+    /// Up to `max` entries of directory `fid` after `cookie` (0 = from the
+    /// start), and whether the listing is complete. No "." or "..": resume
+    /// with the last entry's cookie.
+    pub async fn readdir(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        cookie: u64,
+        max: u32,
+    ) -> Result<(Vec<DirEntry>, bool), Errno> {
+        match self
+            .mdt_call(c, fid, Request::Readdir { fid, cookie, max })
+            .await?
+        {
+            Reply::Dir { mut entries, eof } => {
+                for e in &mut entries {
+                    e.attr = self.with_local_size(e.attr.clone());
+                }
+                Ok((entries, eof))
+            }
+            other => Err(unexpected("Readdir", &other)),
+        }
+    }
+
+    /// The layout of regular file `fid`, asked as the current process.
+    pub async fn get_layout(&self, fid: Fid) -> Result<Layout, Errno> {
+        self.get_layout_as(&Caller::current(), fid).await
+    }
+
+    /// The layout of regular file `fid`.
+    pub async fn get_layout_as(&self, c: &Caller, fid: Fid) -> Result<Layout, Errno> {
+        match self.mdt_call(c, fid, Request::GetLayout { fid }).await? {
+            Reply::Layout(l) => Ok(l),
+            other => Err(unexpected("GetLayout", &other)),
+        }
+    }
+
+    /// Set (or with `None` remove) directory `fid`'s default striping, as
+    /// the current process.
+    pub async fn set_default_stripe(
+        &self,
+        fid: Fid,
+        spec: Option<StripeSpec>,
+    ) -> Result<(), Errno> {
+        self.set_default_stripe_as(&Caller::current(), fid, spec)
+            .await
+    }
+
+    /// As [`Client::set_default_stripe`], as `c`.
+    pub async fn set_default_stripe_as(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        spec: Option<StripeSpec>,
+    ) -> Result<(), Errno> {
+        if let Some(s) = &spec {
+            s.validate().map_err(|_| Errno::EINVAL)?;
+        }
+        let r = self
+            .mdt_call(c, fid, Request::SetDefaultStripe { fid, spec })
+            .await?;
+        Self::ok(r, "SetDefaultStripe")
+    }
+
+    /// Directory `fid`'s default striping, explicit or inherited; `None` if
+    /// none is set anywhere up the tree. Asked as the current process.
+    pub async fn get_default_stripe(&self, fid: Fid) -> Result<Option<StripeSpec>, Errno> {
+        let c = Caller::current();
+        match self
+            .mdt_call(&c, fid, Request::GetDefaultStripe { fid })
+            .await?
+        {
+            Reply::Stripe(s) => Ok(s),
+            other => Err(unexpected("GetDefaultStripe", &other)),
+        }
+    }
+
+    /// Set extended attribute `name` of `fid` with
+    /// [`xattr_flags`](loom_proto::msg::xattr_flags) CREATE / REPLACE.
+    pub async fn setxattr(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        name: &str,
+        value: &[u8],
+        flags: u32,
+    ) -> Result<(), Errno> {
+        let req = Request::SetXattr {
+            fid,
+            name: name.to_string(),
+            value: value.to_vec(),
+            flags,
+        };
+        Self::ok(self.mdt_call(c, fid, req).await?, "SetXattr")
+    }
+
+    /// Extended attribute `name` of `fid`; ENODATA if it has none.
+    pub async fn getxattr(&self, c: &Caller, fid: Fid, name: &str) -> Result<Vec<u8>, Errno> {
+        let req = Request::GetXattr {
+            fid,
+            name: name.to_string(),
+        };
+        match self.mdt_call(c, fid, req).await? {
+            Reply::Xattr(v) => Ok(v),
+            other => Err(unexpected("GetXattr", &other)),
+        }
+    }
+
+    /// Names of `fid`'s extended attributes.
+    pub async fn listxattr(&self, c: &Caller, fid: Fid) -> Result<Vec<String>, Errno> {
+        match self.mdt_call(c, fid, Request::ListXattr { fid }).await? {
+            Reply::XattrNames(v) => Ok(v),
+            other => Err(unexpected("ListXattr", &other)),
+        }
+    }
+
+    /// Remove extended attribute `name` of `fid`; ENODATA if it has none.
+    pub async fn removexattr(&self, c: &Caller, fid: Fid, name: &str) -> Result<(), Errno> {
+        let req = Request::RemoveXattr {
+            fid,
+            name: name.to_string(),
+        };
+        Self::ok(self.mdt_call(c, fid, req).await?, "RemoveXattr")
+    }
+
+    /// Usage of the file system: bytes summed over the OSTs, files over the
+    /// MDTs (`target` is `None`).
+    pub async fn statfs(&self) -> Result<StatFs, Errno> {
+        let mut sum = StatFs::default();
+        for s in self.target_statfs().await? {
+            match s.target.map(|t| t.role) {
+                Some(Role::Ost) => {
+                    sum.bytes_total += s.bytes_total;
+                    sum.bytes_free += s.bytes_free;
+                    sum.bytes_avail += s.bytes_avail;
+                }
+                Some(Role::Mdt) => {
+                    sum.files_total += s.files_total;
+                    sum.files_free += s.files_free;
+                }
+                _ => {}
+            }
+        }
+        Ok(sum)
+    }
+
+    /// Usage of every MDT and OST in the configuration, each with its
+    /// `target` set, MDTs first, in index order. Asked in parallel.
+    pub async fn target_statfs(&self) -> Result<Vec<StatFs>, Errno> {
+        let config = self.router.config();
+        let mut ids: Vec<TargetId> = config
+            .targets
+            .iter()
+            .map(|t| t.id)
+            .filter(|id| id.role == Role::Mdt || id.role == Role::Ost)
+            .collect();
+        ids.sort();
+        let c = Caller::current();
+        let mut set = JoinSet::new();
+        for (i, id) in ids.iter().enumerate() {
+            let (router, ctx, id) = (self.router_handle(), self.ctx(&c), *id);
+            set.spawn(async move { (i, id, router.call(id, ctx, Request::StatFs, &[]).await) });
+        }
+        let mut out: Vec<Option<StatFs>> = vec![None; ids.len()];
+        while let Some(r) = set.join_next().await {
+            let (i, id, r) = r.map_err(|e| {
+                tracing::error!("statfs task failed: {e}");
+                Errno::EIO
+            })?;
+            match r? {
+                (Reply::StatFs(mut s), _) => {
+                    s.target = Some(id);
+                    out[i] = Some(s);
+                }
+                (other, _) => return Err(unexpected("StatFs", &other)),
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    /// Attributes of the file at `path`, relative to the file system's root
+    /// ("" or "/" is the root), by looking up each component as the current
+    /// process. Symbolic links are not followed; ".." goes up the path as
+    /// written.
+    pub async fn resolve_path(&self, path: &str) -> Result<Attr, Errno> {
+        self.resolve_path_as(&Caller::current(), path).await
+    }
+
+    /// As [`Client::resolve_path`], as `c`.
+    pub async fn resolve_path_as(&self, c: &Caller, path: &str) -> Result<Attr, Errno> {
+        let mut stack: Vec<Attr> = vec![self.getattr(c, Fid::ROOT).await?];
+        for comp in path.split('/') {
+            match comp {
+                "" | "." => {}
+                ".." => {
+                    if stack.len() > 1 {
+                        stack.pop();
+                    }
+                }
+                name => {
+                    let Some(dir) = stack.last() else {
+                        return Err(Errno::ENOENT);
+                    };
+                    if dir.kind != FileKind::Dir {
+                        return Err(Errno::ENOTDIR);
+                    }
+                    let (attr, _) = self.lookup(c, dir.fid, name).await?;
+                    stack.push(attr);
+                }
+            }
+        }
+        stack.pop().ok_or(Errno::ENOENT)
+    }
+
+    /// Size of one object, as its OST reports it (for tools and checks).
+    pub async fn object_size(&self, obj: ObjRef) -> Result<u64, Errno> {
+        let c = Caller::current();
+        match self
+            .ost_call(&c, obj.ost, Request::ObjGetSize { obj }, &[])
+            .await?
+        {
+            (Reply::Size(s), _) => Ok(s),
+            (other, _) => Err(unexpected("ObjGetSize", &other)),
+        }
+    }
+}

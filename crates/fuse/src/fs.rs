@@ -1,0 +1,846 @@
+//! The `fuser::Filesystem` implementation.
+//!
+//! Kernel caches, and what our replies do to them:
+//! - Entry and attribute TTLs are `attr_timeout` (0 by default): with 0 the
+//!   kernel asks again (lookup, getattr) on every path walk and stat, so a
+//!   size written and closed on another mount is seen at once.
+//! - Opens reply without `FOPEN_KEEP_CACHE`, so the kernel drops a file's
+//!   cached pages at each open: data written elsewhere before our open is
+//!   read fresh (close-to-open).
+//! - Writes are write-through (no writeback cache): each write reaches the
+//!   OSTs before it returns, and the size reaches the MDT at close (flush).
+//! - Negative lookups are not cached (plain ENOENT), so a name created on
+//!   another mount appears at once.
+
+use crate::attr::{file_attr, file_type, wire_time};
+use fuser::{
+    AccessFlags, BsdFileFlags, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
+    InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
+};
+use loom_client::{Caller, Client, OpenFile};
+use loom_proto::msg::{Attr, DirEntry, FileKind, SetAttr, StatFs, Time};
+use loom_proto::{Errno, Fid};
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::future::Future;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+/// Largest write the kernel sends in one request.
+pub const MAX_WRITE: u32 = 1 << 20;
+/// Readahead we ask for (the kernel may cap it lower).
+pub const MAX_READAHEAD: u32 = 4 << 20;
+/// Entries fetched from the MDT per readdir request.
+const READDIR_BATCH: u32 = 128;
+/// Entries per readdirplus request (each carries attributes, so fewer fit
+/// in the kernel's buffer).
+const READDIRPLUS_BATCH: u32 = 32;
+/// Offsets of "." and ".." in a listing; entries' offsets are their MDT
+/// cookies, which are never below 3 (`loom_proto::fid::name_hash`).
+const OFF_DOT: u64 = 1;
+const OFF_DOTDOT: u64 = 2;
+/// Inodes are FIDs, never reused with another meaning: generation 0.
+const GEN: Generation = Generation(0);
+/// Block size reported by statfs (the unit of `df`'s counts).
+const STATFS_FRSIZE: u32 = 4096;
+
+/// loomfs as a FUSE file system.
+#[derive(Debug)]
+pub struct LoomFs {
+    client: Arc<Client>,
+    rt: tokio::runtime::Handle,
+    ttl: Duration,
+    files: Mutex<HashMap<u64, Arc<OpenFile>>>,
+    next_fh: AtomicU64,
+}
+
+type R<T> = Result<T, Errno>;
+
+fn fe(e: Errno) -> fuser::Errno {
+    fuser::Errno::from_i32(e.raw())
+}
+
+fn caller(req: &Request) -> Caller {
+    Caller {
+        uid: req.uid(),
+        gid: req.gid(),
+        groups: Vec::new(),
+        pid: req.pid(),
+    }
+}
+
+fn fid(ino: INodeNo) -> Fid {
+    Fid::from_ino(ino.0)
+}
+
+/// Names are UTF-8 on the wire; others are refused.
+fn utf8(name: &OsStr) -> R<&str> {
+    name.to_str().ok_or(Errno::EINVAL)
+}
+
+fn kind_of_mode(mode: u32) -> R<FileKind> {
+    FileKind::from_mode(mode).ok_or(Errno::EINVAL)
+}
+
+fn time_or_now(t: TimeOrNow) -> Time {
+    match t {
+        TimeOrNow::SpecificTime(t) => wire_time(t),
+        TimeOrNow::Now => Time::now(),
+    }
+}
+
+/// The attribute reply for the ".." entry of readdirplus: the kernel does
+/// not link "." or ".." from readdirplus, so this only needs to be valid.
+fn parent_placeholder(dir: &Attr) -> Attr {
+    dir.clone()
+}
+
+impl LoomFs {
+    /// A file system over `client`, running operations on `rt`, telling
+    /// the kernel to trust attributes and entries for `ttl`.
+    pub fn new(client: Arc<Client>, rt: tokio::runtime::Handle, ttl: Duration) -> LoomFs {
+        LoomFs {
+            client,
+            rt,
+            ttl,
+            files: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+        }
+    }
+
+    fn run<T>(&self, f: impl Future<Output = T>) -> T {
+        self.rt.block_on(f)
+    }
+
+    fn lock_files(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<OpenFile>>> {
+        self.files.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn insert_file(&self, f: Arc<OpenFile>) -> FileHandle {
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        self.lock_files().insert(fh, f);
+        FileHandle(fh)
+    }
+
+    fn file(&self, fh: FileHandle) -> R<Arc<OpenFile>> {
+        self.lock_files().get(&fh.0).cloned().ok_or(Errno::EBADF)
+    }
+
+    // ---- helpers: each returns a result, the trait methods reply ----
+
+    fn do_lookup(&self, req: &Request, parent: INodeNo, name: &OsStr) -> R<Attr> {
+        let name = utf8(name)?;
+        let (attr, _) = self.run(self.client.lookup(&caller(req), fid(parent), name))?;
+        Ok(attr)
+    }
+
+    fn do_getattr(&self, req: &Request, ino: INodeNo) -> R<Attr> {
+        self.run(self.client.getattr(&caller(req), fid(ino)))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn do_setattr(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+    ) -> R<Attr> {
+        let set = SetAttr {
+            perm: mode.map(|m| m & 0o7777),
+            uid,
+            gid,
+            size,
+            atime: atime.map(time_or_now),
+            mtime: mtime.map(time_or_now),
+        };
+        self.run(self.client.setattr(&caller(req), fid(ino), set))
+    }
+
+    fn do_create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+    ) -> R<(Attr, FileHandle)> {
+        let name = utf8(name)?;
+        let c = caller(req);
+        let perm = mode & 0o7777 & !umask;
+        let (attr, layout) =
+            self.run(
+                self.client
+                    .create(&c, fid(parent), name, FileKind::File, perm, 0, None),
+            )?;
+        let layout = match layout {
+            Some(l) => l,
+            None => self.run(self.client.get_layout_as(&c, attr.fid))?,
+        };
+        let f = self.client.open_as(&c, attr.fid, layout, attr.size);
+        Ok((attr, self.insert_file(f)))
+    }
+
+    fn do_mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+    ) -> R<Attr> {
+        let name = utf8(name)?;
+        let kind = kind_of_mode(mode)?;
+        let perm = mode & 0o7777 & !umask;
+        let (attr, _) =
+            self.run(
+                self.client
+                    .create(&caller(req), fid(parent), name, kind, perm, rdev, None),
+            )?;
+        Ok(attr)
+    }
+
+    fn do_open(&self, req: &Request, ino: INodeNo) -> R<FileHandle> {
+        let c = caller(req);
+        let f = fid(ino);
+        let (layout, attr) = self.run(async {
+            tokio::join!(self.client.get_layout_as(&c, f), self.client.getattr(&c, f))
+        });
+        let (layout, attr) = (layout?, attr?);
+        if attr.kind != FileKind::File {
+            return Err(Errno::EINVAL);
+        }
+        Ok(self.insert_file(self.client.open_as(&c, f, layout, attr.size)))
+    }
+
+    fn do_read(&self, fh: FileHandle, offset: u64, size: u32) -> R<Vec<u8>> {
+        let f = self.file(fh)?;
+        self.run(f.read(offset, size as usize))
+    }
+
+    fn do_write(&self, fh: FileHandle, offset: u64, data: &[u8]) -> R<u32> {
+        let f = self.file(fh)?;
+        self.run(f.write(offset, data))?;
+        Ok(data.len() as u32)
+    }
+
+    fn do_flush(&self, fh: FileHandle) -> R<()> {
+        let f = self.file(fh)?;
+        self.run(f.flush())
+    }
+
+    fn do_fsync(&self, fh: FileHandle) -> R<()> {
+        let f = self.file(fh)?;
+        self.run(f.fsync())
+    }
+
+    fn do_release(&self, fh: FileHandle) -> R<()> {
+        let Some(f) = self.lock_files().remove(&fh.0) else {
+            return Err(Errno::EBADF);
+        };
+        // close(2) already flushed; this catches writes after the last
+        // flush (e.g. through mmap, or when the flush failed).
+        self.run(f.flush())
+    }
+
+    fn do_mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+    ) -> R<Attr> {
+        let name = utf8(name)?;
+        self.run(
+            self.client
+                .mkdir(&caller(req), fid(parent), name, mode & 0o7777 & !umask),
+        )
+    }
+
+    fn do_unlink(&self, req: &Request, parent: INodeNo, name: &OsStr) -> R<()> {
+        self.run(self.client.unlink(&caller(req), fid(parent), utf8(name)?))
+    }
+
+    fn do_rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr) -> R<()> {
+        self.run(self.client.rmdir(&caller(req), fid(parent), utf8(name)?))
+    }
+
+    fn do_rename(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+    ) -> R<()> {
+        // Bits pass through as Linux numbers them; the client refuses
+        // unknown ones (RENAME_WHITEOUT) with EINVAL.
+        self.run(self.client.rename(
+            &caller(req),
+            fid(parent),
+            utf8(name)?,
+            fid(newparent),
+            utf8(newname)?,
+            flags.bits(),
+        ))
+    }
+
+    fn do_link(&self, req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr) -> R<Attr> {
+        self.run(
+            self.client
+                .link(&caller(req), fid(ino), fid(newparent), utf8(newname)?),
+        )
+    }
+
+    fn do_symlink(&self, req: &Request, parent: INodeNo, name: &OsStr, target: &Path) -> R<Attr> {
+        let target = target.to_str().ok_or(Errno::EINVAL)?;
+        self.run(
+            self.client
+                .symlink(&caller(req), fid(parent), utf8(name)?, target),
+        )
+    }
+
+    fn do_readlink(&self, req: &Request, ino: INodeNo) -> R<String> {
+        self.run(self.client.readlink(&caller(req), fid(ino)))
+    }
+
+    /// Where a listing resumes on the MDT for a kernel offset, and whether
+    /// "." and ".." are still to be given.
+    fn listing_start(offset: u64) -> (bool, bool, u64) {
+        match offset {
+            0 => (true, true, 0),
+            OFF_DOT => (false, true, 0),
+            OFF_DOTDOT => (false, false, 0),
+            cookie => (false, false, cookie),
+        }
+    }
+
+    /// One page of directory `ino` from kernel offset `offset`.
+    fn do_readdir(&self, req: &Request, ino: INodeNo, offset: u64, max: u32) -> R<Vec<DirEntry>> {
+        let (_, _, cookie) = Self::listing_start(offset);
+        let (entries, _eof) = self.run(self.client.readdir(&caller(req), fid(ino), cookie, max))?;
+        Ok(entries)
+    }
+
+    fn do_statfs(&self) -> R<StatFs> {
+        self.run(self.client.statfs())
+    }
+
+    fn do_setxattr(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+    ) -> R<()> {
+        self.run(
+            self.client
+                .setxattr(&caller(req), fid(ino), utf8(name)?, value, flags as u32),
+        )
+    }
+
+    fn do_getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr) -> R<Vec<u8>> {
+        self.run(self.client.getxattr(&caller(req), fid(ino), utf8(name)?))
+    }
+
+    fn do_listxattr(&self, req: &Request, ino: INodeNo) -> R<Vec<u8>> {
+        let names = self.run(self.client.listxattr(&caller(req), fid(ino)))?;
+        // The kernel's format: each name NUL-terminated, back to back.
+        let mut out = Vec::new();
+        for n in names {
+            out.extend_from_slice(n.as_bytes());
+            out.push(0);
+        }
+        Ok(out)
+    }
+
+    fn do_removexattr(&self, req: &Request, ino: INodeNo, name: &OsStr) -> R<()> {
+        self.run(self.client.removexattr(&caller(req), fid(ino), utf8(name)?))
+    }
+}
+
+/// Reply to a getxattr/listxattr with the size-probe protocol: a 0-byte
+/// buffer asks for the size; a too-small one is ERANGE.
+fn reply_xattr(reply: ReplyXattr, size: u32, value: R<Vec<u8>>) {
+    match value {
+        Ok(v) if size == 0 => reply.size(v.len() as u32),
+        Ok(v) if v.len() > size as usize => reply.error(fuser::Errno::from_i32(libc::ERANGE)),
+        Ok(v) => reply.data(&v),
+        Err(e) => reply.error(fe(e)),
+    }
+}
+
+fn reply_entry(reply: ReplyEntry, ttl: &Duration, r: R<Attr>) {
+    match r {
+        Ok(a) => reply.entry(ttl, &file_attr(&a), GEN),
+        Err(e) => reply.error(fe(e)),
+    }
+}
+
+fn reply_attr(reply: ReplyAttr, ttl: &Duration, r: R<Attr>) {
+    match r {
+        Ok(a) => reply.attr(ttl, &file_attr(&a)),
+        Err(e) => reply.error(fe(e)),
+    }
+}
+
+fn reply_empty(reply: ReplyEmpty, r: R<()>) {
+    match r {
+        Ok(()) => reply.ok(),
+        Err(e) => reply.error(fe(e)),
+    }
+}
+
+impl Filesystem for LoomFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // 1 MiB writes: one kernel request per default stripe unit.
+        if let Err(max) = config.set_max_write(MAX_WRITE) {
+            let _ = config.set_max_write(max);
+        }
+        if let Err(max) = config.set_max_readahead(MAX_READAHEAD) {
+            let _ = config.set_max_readahead(max);
+        }
+        // More readahead and async reads in flight to the OSTs at once.
+        let _ = config.set_max_background(64);
+        // readdirplus when the kernel thinks it pays (ls -l); lookups and
+        // creates in one directory may run in parallel (the MDT orders them).
+        for cap in [
+            InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO,
+            InitFlags::FUSE_PARALLEL_DIROPS,
+        ] {
+            if let Err(missing) = config.add_capabilities(cap) {
+                tracing::debug!("kernel lacks FUSE capabilities {missing:?}");
+            }
+        }
+        Ok(())
+    }
+
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        reply_entry(reply, &self.ttl, self.do_lookup(req, parent, name));
+    }
+
+    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        reply_attr(reply, &self.ttl, self.do_getattr(req, ino));
+    }
+
+    fn setattr(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let r = self.do_setattr(req, ino, mode, uid, gid, size, atime, mtime);
+        reply_attr(reply, &self.ttl, r);
+    }
+
+    fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
+        match self.do_readlink(req, ino) {
+            Ok(t) => reply.data(t.as_bytes()),
+            Err(e) => reply.error(fe(e)),
+        }
+    }
+
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        reply_entry(
+            reply,
+            &self.ttl,
+            self.do_mknod(req, parent, name, mode, umask, rdev),
+        );
+    }
+
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        reply_entry(
+            reply,
+            &self.ttl,
+            self.do_mkdir(req, parent, name, mode, umask),
+        );
+    }
+
+    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        reply_empty(reply, self.do_unlink(req, parent, name));
+    }
+
+    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        reply_empty(reply, self.do_rmdir(req, parent, name));
+    }
+
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        reply_entry(
+            reply,
+            &self.ttl,
+            self.do_symlink(req, parent, link_name, target),
+        );
+    }
+
+    fn rename(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        reply_empty(
+            reply,
+            self.do_rename(req, parent, name, newparent, newname, flags),
+        );
+    }
+
+    fn link(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        reply_entry(reply, &self.ttl, self.do_link(req, ino, newparent, newname));
+    }
+
+    fn open(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        // No FOPEN_KEEP_CACHE: the kernel drops cached pages at open.
+        match self.do_open(req, ino) {
+            Ok(fh) => reply.opened(fh, FopenFlags::empty()),
+            Err(e) => reply.error(fe(e)),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        match self.do_read(fh, offset, size) {
+            Ok(d) => reply.data(&d),
+            Err(e) => reply.error(fe(e)),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        match self.do_write(fh, offset, data) {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(fe(e)),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        // Every close(2): the size reaches the MDT before close returns.
+        reply_empty(reply, self.do_flush(fh));
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        reply_empty(reply, self.do_release(fh));
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        reply_empty(reply, self.do_fsync(fh));
+    }
+
+    fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        // Listings are stateless (offsets are MDT cookies): no handle.
+        reply.opened(FileHandle(0), FopenFlags::empty());
+    }
+
+    fn readdir(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let (dot, dotdot, _) = Self::listing_start(offset);
+        let entries = match self.do_readdir(req, ino, offset, READDIR_BATCH) {
+            Ok(e) => e,
+            Err(e) => return reply.error(fe(e)),
+        };
+        // ".." carries the directory's own inode: the parent is not known
+        // here. The kernel resolves ".." by its dcache, never by d_ino;
+        // only tools that print d_ino (ls -ai) see the difference.
+        if dot && reply.add(ino, OFF_DOT, FileType::Directory, ".") {
+            return reply.ok();
+        }
+        if dotdot && reply.add(ino, OFF_DOTDOT, FileType::Directory, "..") {
+            return reply.ok();
+        }
+        for e in entries {
+            // A full buffer: the kernel asks again from the last offset added.
+            if reply.add(
+                INodeNo(e.attr.fid.ino()),
+                e.cookie,
+                file_type(e.attr.kind),
+                &e.name,
+            ) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn readdirplus(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let (dot, dotdot, _) = Self::listing_start(offset);
+        let dir = if dot || dotdot {
+            match self.do_getattr(req, ino) {
+                Ok(a) => Some(a),
+                Err(e) => return reply.error(fe(e)),
+            }
+        } else {
+            None
+        };
+        let entries = match self.do_readdir(req, ino, offset, READDIRPLUS_BATCH) {
+            Ok(e) => e,
+            Err(e) => return reply.error(fe(e)),
+        };
+        if let Some(d) = &dir {
+            if dot && reply.add(ino, OFF_DOT, ".", &self.ttl, &file_attr(d), GEN) {
+                return reply.ok();
+            }
+            if dotdot
+                && reply.add(
+                    ino,
+                    OFF_DOTDOT,
+                    "..",
+                    &self.ttl,
+                    &file_attr(&parent_placeholder(d)),
+                    GEN,
+                )
+            {
+                return reply.ok();
+            }
+        }
+        // Each entry added here counts as a lookup for the kernel, which is
+        // free for us: inodes are FIDs and hold no state to forget.
+        for e in entries {
+            if reply.add(
+                INodeNo(e.attr.fid.ino()),
+                e.cookie,
+                &e.name,
+                &self.ttl,
+                &file_attr(&e.attr),
+                GEN,
+            ) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        reply.ok();
+    }
+
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        // Every metadata change is durable when its reply arrives.
+        reply.ok();
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        match self.do_statfs() {
+            Ok(s) => {
+                let f = u64::from(STATFS_FRSIZE);
+                reply.statfs(
+                    s.bytes_total / f,
+                    s.bytes_free / f,
+                    s.bytes_avail / f,
+                    s.files_total,
+                    s.files_free,
+                    loom_proto::layout::DEFAULT_STRIPE_SIZE,
+                    loom_client::meta::NAME_MAX as u32,
+                    STATFS_FRSIZE,
+                )
+            }
+            Err(e) => reply.error(fe(e)),
+        }
+    }
+
+    fn setxattr(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        reply_empty(reply, self.do_setxattr(req, ino, name, value, flags));
+    }
+
+    fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        reply_xattr(reply, size, self.do_getxattr(req, ino, name));
+    }
+
+    fn listxattr(&self, req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        reply_xattr(reply, size, self.do_listxattr(req, ino));
+    }
+
+    fn removexattr(&self, req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        reply_empty(reply, self.do_removexattr(req, ino, name));
+    }
+
+    fn access(&self, _req: &Request, _ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
+        // default_permissions: the kernel has checked the mode bits.
+        reply.ok();
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        match self.do_create(req, parent, name, mode, umask) {
+            Ok((a, fh)) => reply.created(&self.ttl, &file_attr(&a), GEN, fh, FopenFlags::empty()),
+            Err(e) => reply.error(fe(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listing_offsets_resume_after_dot_entries_and_at_cookies() {
+        assert_eq!(LoomFs::listing_start(0), (true, true, 0));
+        assert_eq!(LoomFs::listing_start(OFF_DOT), (false, true, 0));
+        assert_eq!(LoomFs::listing_start(OFF_DOTDOT), (false, false, 0));
+        assert_eq!(LoomFs::listing_start(12345), (false, false, 12345));
+    }
+
+    #[test]
+    fn entry_cookies_never_collide_with_dot_offsets() {
+        for name in ["a", "b", "", "x".repeat(255).as_str()] {
+            assert!(loom_proto::fid::name_hash(name.as_bytes()) > OFF_DOTDOT);
+        }
+    }
+
+    #[test]
+    fn proto_errnos_become_the_same_kernel_errnos() {
+        assert_eq!(fe(Errno::ENOENT).code(), libc::ENOENT);
+        assert_eq!(fe(Errno::ENODATA).code(), libc::ENODATA);
+        assert_eq!(fe(Errno::ENOTEMPTY).code(), libc::ENOTEMPTY);
+    }
+
+    #[test]
+    fn file_kinds_come_from_mode_type_bits() {
+        assert_eq!(kind_of_mode(libc::S_IFIFO | 0o644), Ok(FileKind::Fifo));
+        assert_eq!(kind_of_mode(libc::S_IFCHR | 0o600), Ok(FileKind::CharDev));
+        assert_eq!(kind_of_mode(0o644), Err(Errno::EINVAL));
+    }
+}
