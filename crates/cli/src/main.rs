@@ -1,1 +1,104 @@
-fn main() {}
+//! `loom`: the one binary of loomfs.
+//!
+//! Servers (`server`, `format`), a whole local cluster (`up`, `down`),
+//! client mounts (`mount`, `umount`), lfs-style tools (`setstripe`,
+//! `getstripe`, `df`) and the benchmark suite (`bench`).
+
+mod cluster;
+mod mount;
+mod registry;
+mod tools;
+mod up;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// loomfs: a parallel file system in user space.
+#[derive(Parser)]
+#[command(name = "loom", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Start a whole cluster on this machine (MGS, MDTs, OSTs as separate
+    /// server processes on loopback) and mount it; Ctrl-C stops it all.
+    Up(up::UpArgs),
+    /// Stop a cluster started by `loom up --dir STATE`.
+    Down(up::DownArgs),
+    /// Run a server hosting the targets listed in its config file.
+    Server {
+        /// The node's config file (see docs/OPERATIONS.md).
+        #[arg(long, short)]
+        config: PathBuf,
+    },
+    /// Initialise a target directory (MGS, MDT or OST) for a file system.
+    Format(cluster::FormatArgs),
+    /// Write a new random cluster key file.
+    Keygen {
+        /// Where to write the key (refuses to overwrite).
+        path: PathBuf,
+    },
+    /// Mount a file system: `loom mount MGS_ADDR:/FSNAME DIR`.
+    Mount(mount::MountArgs),
+    /// Unmount a loomfs mount.
+    Umount {
+        /// The mount point.
+        dir: PathBuf,
+    },
+    /// Set the striping of a new file, or the default of a directory.
+    Setstripe(tools::SetstripeArgs),
+    /// Show the striping of a file (and where every stripe lives) or the
+    /// default striping of a directory.
+    Getstripe(tools::GetstripeArgs),
+    /// Show space (or inode) usage per target and in total, like `lfs df`.
+    Df(tools::DfArgs),
+    // BENCH-STUB-DOC
+    // BENCH-STUB Bench(loom_bench::BenchArgs),
+}
+
+fn init_logs() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("LOOM_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.cmd {
+        Cmd::Up(a) => up::up(a),
+        Cmd::Down(a) => up::down(a),
+        Cmd::Server { config } => runtime()?.block_on(loom_server::node::run(&config)),
+        Cmd::Format(a) => cluster::format(a),
+        Cmd::Keygen { path } => cluster::keygen(&path),
+        Cmd::Mount(a) => mount::mount(a),
+        Cmd::Umount { dir } => mount::umount(&dir),
+        Cmd::Setstripe(a) => tools::setstripe(a),
+        Cmd::Getstripe(a) => tools::getstripe(a),
+        Cmd::Df(a) => tools::df(a),
+        // BENCH-STUB Cmd::Bench(a) => loom_bench::run(a),
+    }
+}
+
+fn main() -> ExitCode {
+    init_logs();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("loom: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

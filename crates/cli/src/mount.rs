@@ -1,0 +1,259 @@
+//! `loom mount` and `loom umount`, and the mount loop `loom up` shares.
+
+use crate::registry;
+use anyhow::{bail, Context};
+use clap::Args;
+use loom_client::{Client, ClientOptions};
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Options of `loom mount`.
+#[derive(Args)]
+pub struct MountArgs {
+    /// What to mount: MGS_ADDR:/FSNAME, e.g. 10.0.0.1:7000:/scratch.
+    pub source: String,
+    /// Where to mount it.
+    pub dir: PathBuf,
+    /// Cluster key file [default: /etc/loom/FSNAME.key].
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
+    /// Seconds an operation waits for an unreachable server before it fails with EIO.
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
+    /// Stay in the foreground (otherwise `mount` returns once mounted and a
+    /// background process serves the mount).
+    #[arg(long, short)]
+    pub foreground: bool,
+    /// Log file of the background process [default: /var/log/loom/mount-<dir>.log].
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+}
+
+/// Everything needed to serve one mount.
+pub struct MountPlan {
+    /// MGS address.
+    pub mgs: String,
+    /// File system name.
+    pub fsname: String,
+    /// Cluster key file.
+    pub key_file: PathBuf,
+    /// Mount point.
+    pub mountpoint: PathBuf,
+    /// RPC deadline.
+    pub timeout: Duration,
+}
+
+/// Split "ADDR:/FSNAME" (the address may itself hold colons).
+pub fn parse_source(s: &str) -> anyhow::Result<(String, String)> {
+    let Some((addr, fs)) = s.rsplit_once(":/") else {
+        bail!("mount source {s:?} must look like MGS_ADDR:/FSNAME, e.g. 127.0.0.1:7000:/loom");
+    };
+    if addr.is_empty() || fs.is_empty() || fs.contains('/') {
+        bail!("mount source {s:?} must look like MGS_ADDR:/FSNAME, e.g. 127.0.0.1:7000:/loom");
+    }
+    Ok((addr.to_string(), fs.to_string()))
+}
+
+enum Event {
+    Signal,
+    Ended,
+}
+
+/// Mount, call `ready`, and serve until SIGINT/SIGTERM or an external
+/// unmount; then unmount and return.
+pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let key = loom_server::node::load_key(&plan.key_file)?;
+    let opts = ClientOptions {
+        call_timeout: plan.timeout,
+        ..ClientOptions::default()
+    };
+    let client = rt
+        .block_on(Client::connect(&plan.mgs, &plan.fsname, key, opts))
+        .with_context(|| format!("connecting to {}:/{}", plan.mgs, plan.fsname))?;
+    std::fs::create_dir_all(&plan.mountpoint)
+        .with_context(|| format!("creating mount point {}", plan.mountpoint.display()))?;
+    let mountpoint = plan.mountpoint.canonicalize()?;
+    let fopts = loom_fuse::MountOptions {
+        fsname: format!("{}:/{}", plan.mgs, plan.fsname),
+        ..loom_fuse::MountOptions::default()
+    };
+    let session = loom_fuse::mount(client, rt.handle().clone(), &mountpoint, fopts)
+        .with_context(|| format!("mounting on {}", mountpoint.display()))?;
+    registry::add(&registry::Entry {
+        mountpoint: mountpoint.clone(),
+        mgs: plan.mgs.clone(),
+        fsname: plan.fsname.clone(),
+        key_file: plan
+            .key_file
+            .canonicalize()
+            .unwrap_or_else(|_| plan.key_file.clone()),
+        pid: std::process::id(),
+    })?;
+    let (tx, rx) = mpsc::channel();
+    let tx2 = tx.clone();
+    rt.spawn(async move {
+        if wait_for_signal().await.is_ok() {
+            let _ = tx.send(Event::Signal);
+        }
+    });
+    let joiner = std::thread::spawn(move || {
+        let _ = session.join();
+        let _ = tx2.send(Event::Ended);
+    });
+    ready();
+    let first = rx.recv();
+    if matches!(first, Ok(Event::Signal)) {
+        unmount(&mountpoint)?;
+        // The session ends once the kernel lets go of the mount.
+        let _ = rx.recv_timeout(Duration::from_secs(30));
+    }
+    let _ = joiner.join();
+    registry::remove(&mountpoint);
+    rt.shutdown_timeout(Duration::from_secs(2));
+    Ok(())
+}
+
+fn unmount(dir: &Path) -> anyhow::Result<()> {
+    match nix::mount::umount2(dir, nix::mount::MntFlags::empty()) {
+        Ok(()) => Ok(()),
+        // Busy (a shell sits in it): detach now, the kernel finishes when
+        // the last user leaves.
+        Err(nix::errno::Errno::EBUSY) => nix::mount::umount2(dir, nix::mount::MntFlags::MNT_DETACH)
+            .with_context(|| format!("unmounting {}", dir.display())),
+        Err(e) => Err(e).with_context(|| format!("unmounting {}", dir.display())),
+    }
+}
+
+async fn wait_for_signal() -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}
+
+/// Block until SIGINT or SIGTERM.
+pub fn wait_for_signal_blocking() -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(wait_for_signal())?;
+    Ok(())
+}
+
+pub fn mount(a: MountArgs) -> anyhow::Result<()> {
+    let (mgs, fsname) = parse_source(&a.source)?;
+    let key_file = a
+        .key_file
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("/etc/loom/{fsname}.key")));
+    if !key_file.exists() {
+        bail!(
+            "cluster key file {} does not exist (give it with --key-file)",
+            key_file.display()
+        );
+    }
+    if a.foreground {
+        let plan = MountPlan {
+            mgs,
+            fsname,
+            key_file,
+            mountpoint: a.dir.clone(),
+            timeout: Duration::from_secs(a.timeout),
+        };
+        return mount_and_serve(&plan, || println!("mounted at {}", a.dir.display()));
+    }
+    // Background: run ourselves in the foreground as a child, in its own
+    // process group, and return once it reports the mount is up.
+    let log = a.log.clone().unwrap_or_else(|| {
+        let name: String = a
+            .dir
+            .to_string_lossy()
+            .chars()
+            .map(|c| if c == '/' { '_' } else { c })
+            .collect();
+        PathBuf::from(format!("/var/log/loom/mount{name}.log"))
+    });
+    if let Some(d) = log.parent() {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    let logf = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)?;
+    let mut child = Command::new(std::env::current_exe()?)
+        .arg("mount")
+        .arg(&a.source)
+        .arg(&a.dir)
+        .arg("--key-file")
+        .arg(&key_file)
+        .arg("--timeout")
+        .arg(a.timeout.to_string())
+        .arg("--foreground")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(logf)
+        .process_group(0)
+        .spawn()?;
+    let out = child.stdout.take().context("child stdout")?;
+    let mut lines = BufReader::new(out).lines();
+    match lines.next() {
+        Some(Ok(l)) if l.starts_with("mounted at") => {
+            println!("{l} (served by pid {}, log {})", child.id(), log.display());
+            Ok(())
+        }
+        _ => {
+            let _ = child.wait();
+            let tail = std::fs::read_to_string(&log).unwrap_or_default();
+            let tail: Vec<&str> = tail.lines().rev().take(5).collect();
+            bail!(
+                "mount failed: {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            )
+        }
+    }
+}
+
+pub fn umount(dir: &Path) -> anyhow::Result<()> {
+    let canon = dir
+        .canonicalize()
+        .with_context(|| format!("{}", dir.display()))?;
+    let entry = registry::all().into_iter().find(|e| e.mountpoint == canon);
+    unmount(&canon)?;
+    if let Some(e) = entry {
+        // Wait for the serving process to finish so that a following
+        // command sees everything settled.
+        let pid = nix::unistd::Pid::from_raw(e.pid as i32);
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while nix::sys::signal::kill(pid, None).is_ok() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_split_at_the_last_colon_slash() {
+        assert_eq!(
+            parse_source("127.0.0.1:7000:/loom").expect("ok"),
+            ("127.0.0.1:7000".to_string(), "loom".to_string())
+        );
+        assert!(parse_source("127.0.0.1:7000").is_err());
+        assert!(parse_source(":/x").is_err());
+        assert!(parse_source("a:/b/c").is_err());
+    }
+}

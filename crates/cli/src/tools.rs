@@ -1,0 +1,381 @@
+//! lfs-style tools: `setstripe`, `getstripe`, `df`.
+//!
+//! They find the mount that holds the path in the mount registry and talk
+//! to the cluster through the client library, as `lfs` does through ioctls.
+
+use crate::registry::{self, Entry};
+use anyhow::{bail, Context};
+use clap::Args;
+use loom_client::{Caller, Client, ClientOptions};
+use loom_proto::msg::{FileKind, Role, StatFs};
+use loom_proto::{Errno, StripeSpec};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Options of `loom setstripe`.
+#[derive(Args)]
+pub struct SetstripeArgs {
+    /// Stripe count: -1 for all OSTs.
+    #[arg(short = 'c', long = "stripe-count", allow_negative_numbers = true)]
+    pub count: Option<i32>,
+    /// Stripe size, e.g. 1M, 4M, 65536 (multiple of 64K).
+    #[arg(short = 'S', long = "stripe-size", value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// Index of the first OST.
+    #[arg(short = 'i', long = "stripe-index", allow_negative_numbers = true)]
+    pub index: Option<i32>,
+    /// OST pool.
+    #[arg(short = 'p', long)]
+    pub pool: Option<String>,
+    /// Remove a directory's default striping.
+    #[arg(short = 'd', long)]
+    pub delete: bool,
+    /// A new file to create with this striping, or a directory whose
+    /// default striping to set.
+    pub path: PathBuf,
+}
+
+/// Options of `loom getstripe`.
+#[derive(Args)]
+pub struct GetstripeArgs {
+    /// Print only the stripe count.
+    #[arg(short = 'c', long = "stripe-count")]
+    pub count: bool,
+    /// Print only the stripe size.
+    #[arg(short = 'S', long = "stripe-size")]
+    pub size: bool,
+    /// Print only the first OST index.
+    #[arg(short = 'i', long = "stripe-index")]
+    pub index: bool,
+    /// Files or directories.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+}
+
+/// Options of `loom df`.
+#[derive(Args)]
+pub struct DfArgs {
+    /// Show inodes instead of space.
+    #[arg(short = 'i', long)]
+    pub inodes: bool,
+    /// Human-readable sizes.
+    #[arg(short = 'H', long = "human-readable")]
+    pub human: bool,
+    /// A path on a loomfs mount (default: every loomfs mount).
+    pub path: Option<PathBuf>,
+}
+
+/// Parse "4M", "64k", "1048576".
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last() {
+        Some('k' | 'K') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('m' | 'M') => (&s[..s.len() - 1], 1 << 20),
+        Some('g' | 'G') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (e.g. 1M, 64K, 65536)"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("{s:?} is too large"))
+}
+
+fn caller() -> Caller {
+    Caller {
+        uid: nix::unistd::getuid().as_raw(),
+        gid: nix::unistd::getgid().as_raw(),
+        groups: Vec::new(),
+        pid: std::process::id(),
+    }
+}
+
+struct Session {
+    rt: tokio::runtime::Runtime,
+    client: Arc<Client>,
+    entry: Entry,
+}
+
+fn connect(entry: Entry) -> anyhow::Result<Session> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let key = loom_server::node::load_key(&entry.key_file)?;
+    let opts = ClientOptions {
+        call_timeout: Duration::from_secs(30),
+        ..ClientOptions::default()
+    };
+    let client = rt
+        .block_on(Client::connect(&entry.mgs, &entry.fsname, key, opts))
+        .with_context(|| format!("connecting to {}:/{}", entry.mgs, entry.fsname))?;
+    Ok(Session { rt, client, entry })
+}
+
+fn errno(e: Errno, what: &str) -> anyhow::Error {
+    anyhow::anyhow!("{what}: {}", std::io::Error::from_raw_os_error(e.raw()))
+}
+
+pub fn setstripe(a: SetstripeArgs) -> anyhow::Result<()> {
+    let size = match a.size {
+        Some(s) if s > u64::from(u32::MAX) => {
+            bail!("stripe size {s} is too large (at most 4G - 64K)")
+        }
+        Some(s) => s as u32,
+        None => 0,
+    };
+    let spec = StripeSpec {
+        count: a.count.unwrap_or(0),
+        size,
+        start_ost: a.index.unwrap_or(-1),
+        pool: a.pool.clone(),
+    };
+    spec.validate().map_err(|m| anyhow::anyhow!(m))?;
+    let (entry, rel) = registry::find(&a.path)?;
+    let s = connect(entry)?;
+    let c = caller();
+    let shown = a.path.display();
+    s.rt.block_on(async {
+        match s.client.resolve_path(&rel).await {
+            Ok(attr) if attr.kind == FileKind::Dir => {
+                let spec = if a.delete { None } else { Some(spec) };
+                s.client
+                    .set_default_stripe(attr.fid, spec)
+                    .await
+                    .map_err(|e| errno(e, &format!("{shown}")))
+            }
+            Ok(_) => bail!(
+                "{shown} exists: the striping of an existing file cannot be changed; setstripe creates new files"
+            ),
+            Err(e) if e == Errno::ENOENT => {
+                if a.delete {
+                    bail!("{shown}: no such directory");
+                }
+                let (dir, name) = match rel.rsplit_once('/') {
+                    Some((d, n)) => (d.to_string(), n.to_string()),
+                    None => (String::new(), rel.clone()),
+                };
+                let parent = s.client.resolve_path(&dir).await.map_err(|e| errno(e, &format!("{shown}")))?;
+                let umask = nix::sys::stat::umask(nix::sys::stat::Mode::empty());
+                nix::sys::stat::umask(umask);
+                let perm = 0o666 & !umask.bits();
+                s.client
+                    .create(&c, parent.fid, &name, FileKind::File, perm, 0, Some(spec))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| errno(e, &format!("{shown}")))
+            }
+            Err(e) => Err(errno(e, &format!("{shown}"))),
+        }
+    })
+}
+
+pub fn getstripe(a: GetstripeArgs) -> anyhow::Result<()> {
+    let mut failed = false;
+    for p in &a.paths {
+        if let Err(e) = getstripe_one(&a, p) {
+            eprintln!("loom getstripe: {e:#}");
+            failed = true;
+        }
+    }
+    if failed {
+        bail!("some paths could not be shown");
+    }
+    Ok(())
+}
+
+fn getstripe_one(a: &GetstripeArgs, path: &Path) -> anyhow::Result<()> {
+    let (entry, rel) = registry::find(path)?;
+    let s = connect(entry)?;
+    let shown = path.display();
+    s.rt.block_on(async {
+        let attr = s.client.resolve_path(&rel).await.map_err(|e| errno(e, &format!("{shown}")))?;
+        let only = a.count || a.size || a.index;
+        match attr.kind {
+            FileKind::Dir => {
+                let spec = s
+                    .client
+                    .get_default_stripe(attr.fid)
+                    .await
+                    .map_err(|e| errno(e, &format!("{shown}")))?;
+                let spec = spec.unwrap_or_default();
+                let count = if spec.count == 0 { 1 } else { spec.count };
+                let size = if spec.size == 0 { loom_proto::layout::DEFAULT_STRIPE_SIZE } else { spec.size };
+                if only {
+                    print_only(a, count as i64, u64::from(size), spec.start_ost as i64);
+                } else {
+                    println!("{shown}");
+                    println!("stripe_count:  {count} stripe_size:   {size} pattern:       raid0 stripe_offset: {}", spec.start_ost);
+                    if let Some(p) = spec.pool {
+                        println!("pool:          {p}");
+                    }
+                }
+            }
+            FileKind::File => {
+                let layout = s.client.get_layout(attr.fid).await.map_err(|e| errno(e, &format!("{shown}")))?;
+                let (size, objs) = layout.raid0_params().context("layout has no RAID-0 component")?;
+                let first = objs.first().map(|o| o.ost as i64).unwrap_or(-1);
+                if only {
+                    print_only(a, objs.len() as i64, u64::from(size), first);
+                } else {
+                    println!("{shown}");
+                    println!("lmm_stripe_count:  {}", objs.len());
+                    println!("lmm_stripe_size:   {size}");
+                    println!("lmm_pattern:       raid0");
+                    println!("lmm_layout_gen:    {}", layout.generation);
+                    println!("lmm_stripe_offset: {first}");
+                    if let Some(p) = layout.components.first().and_then(|c| c.pool.clone()) {
+                        println!("lmm_pool:          {p}");
+                    }
+                    println!("\tobdidx\t\t objid\t\t objid\t\t group");
+                    for o in objs {
+                        println!("\t{:>6}\t{:>14}\t{:>#14x}\t{:>14}", o.ost, o.oid, o.oid, 0);
+                    }
+                }
+            }
+            _ => bail!("{shown} has no layout (not a regular file or directory)"),
+        }
+        Ok(())
+    })
+}
+
+fn print_only(a: &GetstripeArgs, count: i64, size: u64, index: i64) {
+    if a.count {
+        println!("{count}");
+    }
+    if a.size {
+        println!("{size}");
+    }
+    if a.index {
+        println!("{index}");
+    }
+}
+
+fn human(kib: u64) -> String {
+    let units = ["K", "M", "G", "T", "P"];
+    let mut v = kib as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < units.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    format!("{v:.1}{}", units[i])
+}
+
+fn pct(used: u64, total: u64) -> String {
+    if total == 0 {
+        "-".into()
+    } else {
+        format!("{}%", (used * 100).div_ceil(total))
+    }
+}
+
+pub fn df(a: DfArgs) -> anyhow::Result<()> {
+    let entries = match &a.path {
+        Some(p) => vec![registry::find(p)?.0],
+        None => registry::all(),
+    };
+    if entries.is_empty() {
+        bail!("no loomfs mounts (mount one with `loom mount` or `loom up`)");
+    }
+    for e in entries {
+        let s = connect(e)?;
+        let mut st =
+            s.rt.block_on(s.client.target_statfs())
+                .map_err(|e| errno(e, "statfs"))?;
+        st.sort_by_key(|x| x.target.map(|t| (t.role != Role::Mdt, t.index)));
+        print_df(&a, &s.entry, &st);
+    }
+    Ok(())
+}
+
+fn print_df(a: &DfArgs, e: &Entry, st: &[StatFs]) {
+    let fmt = |v: u64| if a.human { human(v) } else { v.to_string() };
+    if a.inodes {
+        println!(
+            "{:<22}{:>12}{:>12}{:>12}{:>6} Mounted on",
+            "UUID", "Inodes", "IUsed", "IFree", "IUse%"
+        );
+    } else {
+        println!(
+            "{:<22}{:>14}{:>14}{:>14}{:>6} Mounted on",
+            "UUID", "1K-blocks", "Used", "Available", "Use%"
+        );
+    }
+    let (mut tb, mut tu, mut ta) = (0u64, 0u64, 0u64);
+    let (mut ti, mut tiu, mut tif) = (0u64, 0u64, 0u64);
+    for s in st {
+        let Some(t) = s.target else { continue };
+        let uuid = format!("{}-{}_UUID", e.fsname, t);
+        let mnt = format!("{}[{}:{}]", e.mountpoint.display(), t.role, t.index);
+        if a.inodes {
+            let used = s.files_total.saturating_sub(s.files_free);
+            println!(
+                "{uuid:<22}{:>12}{:>12}{:>12}{:>6} {mnt}",
+                s.files_total,
+                used,
+                s.files_free,
+                pct(used, s.files_total)
+            );
+            if t.role == Role::Mdt {
+                ti += s.files_total;
+                tiu += used;
+                tif += s.files_free;
+            }
+        } else {
+            let total = s.bytes_total / 1024;
+            let used = s.bytes_total.saturating_sub(s.bytes_free) / 1024;
+            let avail = s.bytes_avail / 1024;
+            println!(
+                "{uuid:<22}{:>14}{:>14}{:>14}{:>6} {mnt}",
+                fmt(total),
+                fmt(used),
+                fmt(avail),
+                pct(used, used + avail)
+            );
+            if t.role == Role::Ost {
+                tb += total;
+                tu += used;
+                ta += avail;
+            }
+        }
+    }
+    println!();
+    if a.inodes {
+        println!(
+            "{:<22}{:>12}{:>12}{:>12}{:>6} {}",
+            "filesystem_summary:",
+            ti,
+            tiu,
+            tif,
+            pct(tiu, ti),
+            e.mountpoint.display()
+        );
+    } else {
+        println!(
+            "{:<22}{:>14}{:>14}{:>14}{:>6} {}",
+            "filesystem_summary:",
+            fmt(tb),
+            fmt(tu),
+            fmt(ta),
+            pct(tu, tu + ta),
+            e.mountpoint.display()
+        );
+    }
+    println!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_suffixes() {
+        assert_eq!(parse_size("4M"), Ok(4 << 20));
+        assert_eq!(parse_size("64k"), Ok(64 << 10));
+        assert_eq!(parse_size("65536"), Ok(65536));
+        assert!(parse_size("4X").is_err());
+        assert!(parse_size("").is_err());
+    }
+}

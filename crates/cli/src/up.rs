@@ -1,0 +1,356 @@
+//! `loom up` and `loom down`: a whole cluster on one machine.
+//!
+//! State directory layout:
+//!
+//! ```text
+//! STATE/cluster.toml        shape and ports, reused when `up` runs again
+//! STATE/cluster.key         the cluster's shared key (made on first run)
+//! STATE/nodes/NAME.toml     one server config per target (mgs, mdt0, ost0, ...)
+//! STATE/targets/NAME/       the formatted target directories
+//! STATE/logs/NAME.log       each server's log
+//! STATE/pids/NAME.pid       each server's pid; STATE/up.pid is `loom up` itself
+//! ```
+
+use crate::mount::{self, MountPlan};
+use anyhow::{bail, Context};
+use clap::Args;
+use loom_proto::msg::Role;
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How long a server may take to start serving.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a server may take to stop after SIGTERM before it is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Options of `loom up`.
+#[derive(Args)]
+pub struct UpArgs {
+    /// Number of metadata targets (one server process each).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub mdts: u32,
+    /// Number of object storage targets (one server process each).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub osts: u32,
+    /// State directory: targets, configs, key, logs. Running `up` again on
+    /// the same directory brings back the same file system with its data.
+    #[arg(long, default_value = "/var/tmp/loom-up")]
+    pub dir: PathBuf,
+    /// Where to mount the file system.
+    #[arg(long, default_value = "/mnt/loom")]
+    pub mount: PathBuf,
+    /// Start the servers only, without mounting.
+    #[arg(long)]
+    pub no_mount: bool,
+    /// File system name (first run only).
+    #[arg(long, default_value = "loom")]
+    pub fsname: String,
+    /// Seconds an operation waits for an unreachable server before failing with EIO.
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
+}
+
+/// Options of `loom down`.
+#[derive(Args)]
+pub struct DownArgs {
+    /// The state directory given to `loom up`.
+    #[arg(long, default_value = "/var/tmp/loom-up")]
+    pub dir: PathBuf,
+}
+
+/// What `cluster.toml` records.
+#[derive(Serialize, Deserialize)]
+struct Shape {
+    fsname: String,
+    mdts: u32,
+    osts: u32,
+    /// Port of each server, by name.
+    ports: std::collections::BTreeMap<String, u16>,
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free loopback port")?;
+    Ok(l.local_addr()?.port())
+}
+
+struct Server {
+    name: String,
+    child: Child,
+}
+
+fn names(shape: &Shape) -> Vec<(String, Role, u32)> {
+    let mut v = vec![("mgs".to_string(), Role::Mgs, 0)];
+    v.extend((0..shape.mdts).map(|i| (format!("mdt{i}"), Role::Mdt, i)));
+    v.extend((0..shape.osts).map(|i| (format!("ost{i}"), Role::Ost, i)));
+    v
+}
+
+/// Create or extend the state directory; returns the shape to run.
+fn prepare(a: &UpArgs) -> anyhow::Result<Shape> {
+    let dir = &a.dir;
+    for sub in ["nodes", "targets", "logs", "pids"] {
+        std::fs::create_dir_all(dir.join(sub))
+            .with_context(|| format!("creating {}", dir.join(sub).display()))?;
+    }
+    let shape_path = dir.join("cluster.toml");
+    let mut shape = if shape_path.exists() {
+        let s: Shape = toml::from_str(&std::fs::read_to_string(&shape_path)?)
+            .with_context(|| format!("reading {}", shape_path.display()))?;
+        if s.fsname != a.fsname && a.fsname != "loom" {
+            bail!(
+                "{} holds file system '{}', not '{}'",
+                dir.display(),
+                s.fsname,
+                a.fsname
+            );
+        }
+        if a.mdts < s.mdts || a.osts < s.osts {
+            eprintln!(
+                "loom up: {} already has {} MDTs and {} OSTs; keeping them all",
+                dir.display(),
+                s.mdts,
+                s.osts
+            );
+        }
+        Shape {
+            mdts: s.mdts.max(a.mdts),
+            osts: s.osts.max(a.osts),
+            ..s
+        }
+    } else {
+        loom_server::target::check_fsname(&a.fsname)?;
+        Shape {
+            fsname: a.fsname.clone(),
+            mdts: a.mdts,
+            osts: a.osts,
+            ports: Default::default(),
+        }
+    };
+    let key = dir.join("cluster.key");
+    if !key.exists() {
+        crate::cluster::keygen(&key)?;
+    }
+    for (name, role, index) in names(&shape) {
+        if !shape.ports.contains_key(&name) {
+            shape.ports.insert(name.clone(), free_port()?);
+        }
+        loom_server::target::format(
+            &dir.join("targets").join(&name),
+            &shape.fsname,
+            role,
+            index,
+            false,
+        )?;
+    }
+    let mgs_port = shape.ports.get("mgs").copied().unwrap_or_default();
+    for (name, _, _) in names(&shape) {
+        let port = shape.ports.get(&name).copied().unwrap_or_default();
+        let cfg = loom_server::node::NodeConfig {
+            fsname: shape.fsname.clone(),
+            listen: format!("127.0.0.1:{port}"),
+            advertise: None,
+            mgs: format!("127.0.0.1:{mgs_port}"),
+            key_file: PathBuf::from("../cluster.key"),
+            targets: vec![PathBuf::from("../targets").join(&name)],
+            timeout_secs: a.timeout,
+        };
+        std::fs::write(
+            dir.join("nodes").join(format!("{name}.toml")),
+            toml::to_string(&cfg)?,
+        )?;
+    }
+    std::fs::write(&shape_path, toml::to_string(&shape)?)?;
+    Ok(shape)
+}
+
+/// Start `loom server` for node `name`; returns once it serves.
+fn start_server(dir: &Path, name: &str) -> anyhow::Result<Server> {
+    let exe = std::env::current_exe().context("finding the loom binary")?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("logs").join(format!("{name}.log")))?;
+    let mut child = Command::new(exe)
+        .arg("server")
+        .arg("--config")
+        .arg(dir.join("nodes").join(format!("{name}.toml")))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log)
+        // Own process group: Ctrl-C reaches `loom up` only, which then
+        // unmounts before it stops the servers.
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("starting server {name}"))?;
+    std::fs::write(
+        dir.join("pids").join(format!("{name}.pid")),
+        child.id().to_string(),
+    )?;
+    let out = child.stdout.take().context("server stdout")?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if line.starts_with("loom server: serving") {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    match rx.recv_timeout(START_TIMEOUT) {
+        Ok(line) => {
+            println!("{name}: {}", line.trim_start_matches("loom server: "));
+            Ok(Server {
+                name: name.to_string(),
+                child,
+            })
+        }
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "server {name} did not start; see {}",
+                dir.join("logs").join(format!("{name}.log")).display()
+            )
+        }
+    }
+}
+
+fn stop_servers(servers: &mut [Server]) {
+    for s in servers.iter() {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(s.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    let deadline = Instant::now() + STOP_TIMEOUT;
+    for s in servers.iter_mut() {
+        loop {
+            match s.child.try_wait() {
+                Ok(Some(_)) | Err(_) => break,
+                Ok(None) if Instant::now() > deadline => {
+                    eprintln!("loom up: {} did not stop; killing it", s.name);
+                    let _ = s.child.kill();
+                    let _ = s.child.wait();
+                    break;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+}
+
+pub fn up(a: UpArgs) -> anyhow::Result<()> {
+    if let Some(pid) = read_pid(&a.dir.join("up.pid")) {
+        if alive(pid) {
+            bail!("a `loom up` (pid {pid}) is already running on {}; stop it with `loom down --dir {}`", a.dir.display(), a.dir.display());
+        }
+    }
+    let shape = prepare(&a)?;
+    std::fs::write(a.dir.join("up.pid"), std::process::id().to_string())?;
+    let mut servers = Vec::new();
+    let result = (|| -> anyhow::Result<()> {
+        for (name, _, _) in names(&shape) {
+            servers.push(start_server(&a.dir, &name)?);
+        }
+        let mgs = format!(
+            "127.0.0.1:{}",
+            shape.ports.get("mgs").copied().unwrap_or_default()
+        );
+        println!(
+            "file system '{}' is up: MGS at {mgs}, {} MDTs, {} OSTs (state in {})",
+            shape.fsname,
+            shape.mdts,
+            shape.osts,
+            a.dir.display()
+        );
+        let plan = MountPlan {
+            mgs,
+            fsname: shape.fsname.clone(),
+            key_file: a.dir.join("cluster.key"),
+            mountpoint: a.mount.clone(),
+            timeout: Duration::from_secs(a.timeout),
+        };
+        if a.no_mount {
+            println!(
+                "servers running; stop with Ctrl-C or `loom down --dir {}`",
+                a.dir.display()
+            );
+            mount::wait_for_signal_blocking()
+        } else {
+            mount::mount_and_serve(&plan, || {
+                println!("mounted at {}", a.mount.display());
+                println!("stop with Ctrl-C or `loom down --dir {}`", a.dir.display());
+            })
+        }
+    })();
+    stop_servers(&mut servers);
+    let _ = std::fs::remove_file(a.dir.join("up.pid"));
+    for s in &servers {
+        let _ = std::fs::remove_file(a.dir.join("pids").join(format!("{}.pid", s.name)));
+    }
+    result
+}
+
+fn read_pid(p: &Path) -> Option<i32> {
+    std::fs::read_to_string(p).ok()?.trim().parse().ok()
+}
+
+fn alive(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}
+
+fn wait_gone(pid: i32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while alive(pid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+pub fn down(a: DownArgs) -> anyhow::Result<()> {
+    if !a.dir.join("cluster.toml").exists() {
+        bail!("{} is not a `loom up` state directory", a.dir.display());
+    }
+    let term = |pid: i32| {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    };
+    if let Some(pid) = read_pid(&a.dir.join("up.pid")).filter(|p| alive(*p)) {
+        term(pid);
+        if !wait_gone(pid, STOP_TIMEOUT * 2) {
+            bail!(
+                "`loom up` (pid {pid}) did not stop within {:?}",
+                STOP_TIMEOUT * 2
+            );
+        }
+        println!("stopped");
+        return Ok(());
+    }
+    // `loom up` is gone (killed?): stop whatever it left behind.
+    let mut n = 0;
+    for e in std::fs::read_dir(a.dir.join("pids"))?.flatten() {
+        if let Some(pid) = read_pid(&e.path()).filter(|p| alive(*p)) {
+            term(pid);
+            if !wait_gone(pid, STOP_TIMEOUT) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            n += 1;
+        }
+        let _ = std::fs::remove_file(e.path());
+    }
+    crate::registry::unmount_stale_for_state(&a.dir);
+    println!("stopped {n} leftover server(s)");
+    Ok(())
+}

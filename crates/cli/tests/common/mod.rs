@@ -1,0 +1,246 @@
+//! Test harness: real `loom up` clusters, real mounts, real processes.
+//!
+//! Every resource a test makes is released in `Drop`, so a failing test
+//! leaves no mount, process or directory behind.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub fn loom_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_loom"))
+}
+
+/// Run `loom ARGS`, returning its output.
+pub fn loom(args: &[&str]) -> Output {
+    Command::new(loom_bin())
+        .args(args)
+        .output()
+        .expect("running loom")
+}
+
+/// Run `loom ARGS` and insist it succeeds; returns stdout.
+pub fn loom_ok(args: &[&str]) -> String {
+    let o = loom(args);
+    assert!(
+        o.status.success(),
+        "loom {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Run a shell command and insist it succeeds; returns stdout.
+pub fn sh(cmd: &str) -> String {
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(cmd)
+        .output()
+        .expect("bash");
+    assert!(
+        o.status.success(),
+        "`{cmd}` failed ({}):\n{}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Spawn `cmd` and wait (bounded) for a stdout line starting with `ready`.
+pub fn spawn_until(mut cmd: Command, ready: &str, what: &str, log: &Path) -> Child {
+    let logf = std::fs::File::create(log).expect("log file");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(logf)
+        .spawn()
+        .expect("spawn");
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    let ready = ready.to_string();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if line.starts_with(&ready) {
+                let _ = tx.send(());
+            }
+        }
+    });
+    if rx.recv_timeout(Duration::from_secs(120)).is_err() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!(
+            "{what} did not become ready:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+    }
+    child
+}
+
+fn terminate(child: &mut Child) {
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A cluster from `loom up`, mounted.
+pub struct Cluster {
+    pub tmp: tempfile::TempDir,
+    pub state: PathBuf,
+    pub mnt: PathBuf,
+    up: Option<Child>,
+    /// Extra processes (restarted servers, second mounts) to stop at the end.
+    pub extra: Vec<(Child, Option<PathBuf>)>,
+}
+
+impl Cluster {
+    /// `loom up --mdts M --osts N` with extra arguments.
+    pub fn up(mdts: u32, osts: u32, extra: &[&str]) -> Cluster {
+        let tmp = tempfile::Builder::new()
+            .prefix("loomtest")
+            .tempdir_in("/var/tmp")
+            .expect("tempdir");
+        let state = tmp.path().join("state");
+        let mnt = tmp.path().join("mnt");
+        let mut cmd = Command::new(loom_bin());
+        cmd.arg("up")
+            .arg("--mdts")
+            .arg(mdts.to_string())
+            .arg("--osts")
+            .arg(osts.to_string())
+            .arg("--dir")
+            .arg(&state)
+            .arg("--mount")
+            .arg(&mnt)
+            .args(extra);
+        let up = spawn_until(cmd, "mounted at", "loom up", &tmp.path().join("up.log"));
+        Cluster {
+            tmp,
+            state,
+            mnt,
+            up: Some(up),
+            extra: Vec::new(),
+        }
+    }
+
+    /// Path on the mount.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.mnt.join(rel)
+    }
+
+    /// The MGS address.
+    pub fn mgs(&self) -> String {
+        let s = std::fs::read_to_string(self.state.join("cluster.toml")).expect("cluster.toml");
+        let port = s
+            .lines()
+            .find(|l| l.trim_start().starts_with("mgs ="))
+            .and_then(|l| l.split('=').nth(1))
+            .map(|p| p.trim().to_string())
+            .expect("mgs port");
+        format!("127.0.0.1:{port}")
+    }
+
+    /// Every server port, by name.
+    pub fn ports(&self) -> Vec<(String, u16)> {
+        let s = std::fs::read_to_string(self.state.join("cluster.toml")).expect("cluster.toml");
+        let mut in_ports = false;
+        let mut v = Vec::new();
+        for l in s.lines() {
+            if l.trim() == "[ports]" {
+                in_ports = true;
+                continue;
+            }
+            if in_ports {
+                if let Some((k, p)) = l.split_once('=') {
+                    v.push((k.trim().to_string(), p.trim().parse().expect("port")));
+                }
+            }
+        }
+        v
+    }
+
+    /// Pid of server `name` (e.g. "ost1").
+    pub fn pid(&self, name: &str) -> i32 {
+        std::fs::read_to_string(self.state.join("pids").join(format!("{name}.pid")))
+            .expect("pid file")
+            .trim()
+            .parse()
+            .expect("pid")
+    }
+
+    /// kill -9 server `name` and wait until it is gone.
+    pub fn kill9(&self, name: &str) {
+        let pid = nix::unistd::Pid::from_raw(self.pid(name));
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // The server is a child of `loom up`, which reaps it; wait for that.
+        while nix::sys::signal::kill(pid, None).is_ok() {
+            assert!(Instant::now() < deadline, "server {name} did not die");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Start server `name` again from its config (stopped with the cluster).
+    pub fn restart(&mut self, name: &str) {
+        let mut cmd = Command::new(loom_bin());
+        cmd.arg("server")
+            .arg("--config")
+            .arg(self.state.join("nodes").join(format!("{name}.toml")));
+        let log = self.tmp.path().join(format!("{name}-restart.log"));
+        let child = spawn_until(cmd, "loom server: serving", name, &log);
+        self.extra.push((child, None));
+    }
+
+    /// Mount the same file system a second time at `rel` under the temp dir.
+    pub fn second_mount(&mut self, rel: &str) -> PathBuf {
+        let dir = self.tmp.path().join(rel);
+        let mut cmd = Command::new(loom_bin());
+        cmd.arg("mount")
+            .arg(format!("{}:/loom", self.mgs()))
+            .arg(&dir)
+            .arg("--key-file")
+            .arg(self.state.join("cluster.key"))
+            .arg("--foreground");
+        let log = self.tmp.path().join(format!("{rel}.log"));
+        let child = spawn_until(cmd, "mounted at", "second mount", &log);
+        self.extra.push((child, Some(dir.clone())));
+        dir
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for (child, _) in self.extra.iter_mut().rev() {
+            terminate(child);
+        }
+        if let Some(mut up) = self.up.take() {
+            terminate(&mut up);
+        }
+        // Whatever survived (a test that panicked mid-way): detach mounts,
+        // stop leftover servers.
+        let _ = nix::mount::umount2(&self.mnt, nix::mount::MntFlags::MNT_DETACH);
+        for (_, dir) in &self.extra {
+            if let Some(d) = dir {
+                let _ = nix::mount::umount2(d, nix::mount::MntFlags::MNT_DETACH);
+            }
+        }
+        let _ = Command::new(loom_bin())
+            .arg("down")
+            .arg("--dir")
+            .arg(&self.state)
+            .output();
+    }
+}
