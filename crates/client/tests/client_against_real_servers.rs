@@ -4,7 +4,7 @@
 use loom_client::{Caller, Client, ClientError, ClientOptions, ClusterKey};
 use loom_proto::layout::object_size_for;
 use loom_proto::msg::{rename_flags, FileKind, SetAttr, Time};
-use loom_proto::{Errno, Fid, StripeSpec};
+use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec};
 use loom_server::node;
 use loom_server::target;
 use std::sync::Arc;
@@ -62,8 +62,12 @@ async fn start_cluster(fsname: &str) -> Cluster {
 }
 
 async fn connect(c: &Cluster, fsname: &str) -> Arc<Client> {
+    connect_with_timeout(c, fsname, Duration::from_secs(20)).await
+}
+
+async fn connect_with_timeout(c: &Cluster, fsname: &str, call_timeout: Duration) -> Arc<Client> {
     let opts = ClientOptions {
-        call_timeout: Duration::from_secs(20),
+        call_timeout,
         ..ClientOptions::default()
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -445,4 +449,19 @@ async fn connecting_to_nothing_fails_quickly_with_the_address() {
         .expect_err("nothing listens there");
     assert!(matches!(e, ClientError::MgsUnreachable { .. }), "{e}");
     assert!(e.to_string().contains(&addr), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn io_to_a_target_that_never_appears_fails_with_eio_after_the_call_timeout() {
+    let cluster = start_cluster("eiotest").await;
+    let client = connect_with_timeout(&cluster, "eiotest", Duration::from_secs(2)).await;
+    let layout = Layout::raid0(64 << 10, vec![ObjRef { ost: 77, oid: 1 }]);
+    let f = client.open(Fid::new(0x400, 1), layout, 10);
+    let t = std::time::Instant::now();
+    assert_eq!(f.read(0, 10).await, Err(Errno::EIO));
+    let waited = t.elapsed();
+    assert!(
+        waited >= Duration::from_secs(2) && waited < Duration::from_secs(10),
+        "{waited:?}"
+    );
 }
