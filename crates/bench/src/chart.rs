@@ -191,6 +191,15 @@ fn panel_areas<DB: DrawingBackend>(
         .collect())
 }
 
+/// Axis labels: whole numbers without decimals, others as in tables.
+fn fmt_axis(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e9 {
+        format!("{v:.0}")
+    } else {
+        fmt_sig(v)
+    }
+}
+
 fn y_top(values: impl Iterator<Item = f64>) -> f64 {
     let m = values.fold(0.0f64, f64::max);
     if m > 0.0 && m.is_finite() {
@@ -205,7 +214,9 @@ fn bars_on<DB: DrawingBackend>(
     chart: &BarChart,
 ) -> std::result::Result<(), String> {
     let areas = panel_areas(&root, &chart.title, chart.panels.len())?;
-    let n = chart.series.len().max(1) as i32;
+    // A segmented 0..=last range has one slot per series (a degenerate
+    // 0..=0 range would not draw, so a lone series gets an empty neighbour).
+    let last = (chart.series.len() as i32 - 1).max(1);
     for (area, panel) in areas.iter().zip(&chart.panels) {
         let top = y_top(panel.values.iter().flatten().map(|s| s.max.max(s.mean)));
         let mut c = ChartBuilder::on(area)
@@ -213,13 +224,14 @@ fn bars_on<DB: DrawingBackend>(
             .caption(&panel.title, ("sans-serif", 16))
             .x_label_area_size(28)
             .y_label_area_size(62)
-            .build_cartesian_2d((0..n).into_segmented(), 0.0..top)
+            .build_cartesian_2d((0..last).into_segmented(), 0.0..top)
             .map_err(err)?;
         let series = &chart.series;
         c.configure_mesh()
             .disable_x_mesh()
+            .light_line_style(WHITE)
             .y_desc(&panel.unit)
-            .y_label_formatter(&|v| fmt_sig(*v))
+            .y_label_formatter(&|v| fmt_axis(*v))
             .x_labels(series.len().max(1))
             .x_label_formatter(&|x| match x {
                 SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
@@ -234,14 +246,15 @@ fn bars_on<DB: DrawingBackend>(
             let Some(s) = v else { continue };
             let i = i as i32;
             let color = Palette99::pick(i as usize);
-            c.draw_series(std::iter::once(Rectangle::new(
+            let mut bar = Rectangle::new(
                 [
                     (SegmentValue::Exact(i), 0.0),
                     (SegmentValue::Exact(i + 1), s.mean),
                 ],
                 color.mix(0.8).filled(),
-            )))
-            .map_err(err)?;
+            );
+            bar.set_margin(0, 0, 10, 10);
+            c.draw_series(std::iter::once(bar)).map_err(err)?;
             if s.max > s.min {
                 c.draw_series(std::iter::once(PathElement::new(
                     vec![
@@ -252,16 +265,16 @@ fn bars_on<DB: DrawingBackend>(
                 )))
                 .map_err(err)?;
             }
-            c.draw_series(std::iter::once(Text::new(
-                fmt_sig(s.mean),
-                (SegmentValue::CenterOf(i), s.max.max(s.mean)),
-                ("sans-serif", 12).into_font().color(&BLACK).pos(
-                    plotters::style::text_anchor::Pos::new(
-                        plotters::style::text_anchor::HPos::Center,
-                        plotters::style::text_anchor::VPos::Bottom,
-                    ),
+            let label_style = ("sans-serif", 12).into_font().color(&BLACK).pos(
+                plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Center,
+                    plotters::style::text_anchor::VPos::Bottom,
                 ),
-            )))
+            );
+            c.draw_series(std::iter::once(
+                EmptyElement::at((SegmentValue::CenterOf(i), s.max.max(s.mean)))
+                    + Text::new(fmt_sig(s.mean), (0, -4), label_style),
+            ))
             .map_err(err)?;
         }
     }
@@ -291,9 +304,11 @@ fn lines_on<DB: DrawingBackend>(
             .build_cartesian_2d(x0..x1, 0.0..top)
             .map_err(err)?;
         c.configure_mesh()
+            .light_line_style(WHITE)
             .x_desc(&chart.x_label)
             .y_desc(&panel.unit)
-            .y_label_formatter(&|v| fmt_sig(*v))
+            .x_label_formatter(&|v| fmt_axis(*v))
+            .y_label_formatter(&|v| fmt_axis(*v))
             .label_style(("sans-serif", 12))
             .draw()
             .map_err(err)?;

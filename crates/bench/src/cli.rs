@@ -119,7 +119,7 @@ pub struct CompareOutput {
     #[command(flatten)]
     pub out: OutputArgs,
     /// Targets as NAME=PATH (at least two; the first is the reference of the ratios).
-    #[arg(value_name = "NAME=PATH", required = true, num_args = 1..)]
+    #[arg(value_name = "NAME=PATH", required = true, num_args = 2..)]
     pub targets: Vec<TargetSpec>,
 }
 

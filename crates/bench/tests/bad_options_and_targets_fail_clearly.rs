@@ -95,7 +95,8 @@ fn contradictory_or_malformed_options_are_parse_errors() {
         vec!["io", "-t", "4x", "/tmp"],
         vec!["io", "-i", "0", "/tmp"],
         vec!["compare", "md", "-n", "10"],
-        vec!["compare", "md", "-n", "10", "=/tmp"],
+        vec!["compare", "md", "-n", "10", "=/tmp", "b=/tmp"],
+        vec!["compare", "md", "-n", "10", "a=/tmp"],
         vec!["suite", "--reps", "1", "/tmp"],
         vec![
             "sweep", "--param", "servers", "--values", "1", "md", "-n", "1",

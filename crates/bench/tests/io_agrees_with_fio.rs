@@ -20,6 +20,7 @@ const BLOCK: u64 = 32 << 20;
 const RUNS: u32 = 3;
 
 /// A scratch directory on tmpfs if it has room for both runs, else on /var/tmp.
+#[allow(clippy::unnecessary_cast)] // statvfs field widths differ between targets
 fn scratch() -> tempfile::TempDir {
     let roomy = nix::sys::statvfs::statvfs("/dev/shm")
         .map(|s| {
