@@ -289,7 +289,7 @@ fn lines_on<DB: DrawingBackend>(
     let x_min = chart.xs.iter().copied().fold(f64::INFINITY, f64::min);
     let x_max = chart.xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let (x0, x1) = if x_min.is_finite() && x_max > x_min {
-        let pad = (x_max - x_min) * 0.08;
+        let pad = (x_max - x_min) * 0.15;
         (x_min - pad, x_max + pad)
     } else {
         (x_min.min(0.0) - 1.0, x_max.max(0.0) + 1.0)
@@ -305,9 +305,18 @@ fn lines_on<DB: DrawingBackend>(
             .map_err(err)?;
         c.configure_mesh()
             .light_line_style(WHITE)
+            .disable_x_mesh()
             .x_desc(&chart.x_label)
             .y_desc(&panel.unit)
-            .x_label_formatter(&|v| fmt_axis(*v))
+            .x_labels(64)
+            // Label only the swept values, not the axis's own ticks.
+            .x_label_formatter(&|v| {
+                let tolerance = (x1 - x0) / 200.0;
+                match chart.xs.iter().find(|x| (*x - v).abs() < tolerance) {
+                    Some(x) => fmt_axis(*x),
+                    None => String::new(),
+                }
+            })
             .y_label_formatter(&|v| fmt_axis(*v))
             .label_style(("sans-serif", 12))
             .draw()
@@ -338,11 +347,14 @@ fn lines_on<DB: DrawingBackend>(
                 )))
                 .map_err(err)?;
             }
-            c.draw_series(std::iter::once(Text::new(
-                fmt_sig(s.mean),
-                (*x, s.max.max(s.mean)),
-                ("sans-serif", 11).into_font().color(&BLACK),
-            )))
+            c.draw_series(std::iter::once(
+                EmptyElement::at((*x, s.max.max(s.mean)))
+                    + Text::new(
+                        fmt_sig(s.mean),
+                        (6, -16),
+                        ("sans-serif", 11).into_font().color(&BLACK),
+                    ),
+            ))
             .map_err(err)?;
         }
     }

@@ -242,10 +242,13 @@ impl Cluster {
     }
 
     /// Stops the cluster: `loom down --dir STATE`, then waits for `loom up`
-    /// to exit, sending SIGTERM and at last SIGKILL if it lingers.
-    pub fn stop(&mut self) -> Result<(), BenchError> {
+    /// to exit, sending SIGTERM and at last SIGKILL if it lingers. The
+    /// figures measured before are valid whatever happens here, so a stop
+    /// that needed more than `loom down` returns `Ok` with a warning to
+    /// print; `Err` only when `loom up` could not be ended at all.
+    pub fn stop(&mut self) -> Result<Option<String>, BenchError> {
         let Some(mut child) = self.child.take() else {
-            return Ok(());
+            return Ok(None);
         };
         let down = Command::new(&self.spec.loom)
             .arg("down")
@@ -263,19 +266,21 @@ impl Cluster {
             Err(e) => Some(format!("loom down: {e}")),
         };
         if wait_exit(&mut child, Duration::from_secs(30)) {
-            return match down_note {
-                Some(n) => Err(BenchError::Cluster(n)),
-                None => Ok(()),
-            };
+            return Ok(down_note.map(|n| format!("{n}; loom up exited after it")));
         }
         let pid = nix::unistd::Pid::from_raw(child.id() as i32);
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        if !wait_exit(&mut child, Duration::from_secs(10)) {
-            let _ = child.kill();
+        let how = if wait_exit(&mut child, Duration::from_secs(10)) {
+            "stopped by SIGTERM"
+        } else {
+            child.kill().map_err(|e| {
+                BenchError::Cluster(format!("cannot kill loom up (pid {pid}): {e}"))
+            })?;
             let _ = child.wait();
-        }
-        Err(BenchError::Cluster(format!(
-            "loom up did not exit after loom down{}; it was killed",
+            "killed"
+        };
+        Ok(Some(format!(
+            "loom up did not exit after loom down{}; {how}",
             down_note.map(|n| format!(" ({n})")).unwrap_or_default()
         )))
     }
@@ -296,8 +301,10 @@ fn wait_exit(child: &mut Child, limit: Duration) -> bool {
 impl Drop for Cluster {
     fn drop(&mut self) {
         if self.child.is_some() {
-            if let Err(e) = self.stop() {
-                tracing::warn!("stopping cluster: {e}");
+            match self.stop() {
+                Ok(None) => {}
+                Ok(Some(w)) => tracing::warn!("stopping cluster: {w}"),
+                Err(e) => tracing::warn!("stopping cluster: {e}"),
             }
         }
     }
@@ -373,16 +380,18 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
         let mut cluster =
             Cluster::start(spec, &ctx.cancel).with_context(|| format!("sweep {label}"))?;
         let outcome = run_on_cluster(&cluster, &loom, a.param, *v, &label, w.as_ref(), &ctx);
+        ctx.progress
+            .set_message(format!("stopping cluster {label}"));
         let stopped = cluster.stop();
         let mut r = outcome.with_context(|| format!("sweep {label}"))?;
-        stopped.with_context(|| format!("stopping cluster {label}"))?;
+        if let Some(w) = stopped.with_context(|| format!("stopping cluster {label}"))? {
+            eprintln!("warning: cluster {label}: {w}");
+        }
         r.name = label;
+        println!("{}", summary_table(&r));
         results.push(r);
     }
     ctx.progress.finish();
-    for r in &results {
-        println!("{}", summary_table(r));
-    }
     println!("{}", compare_table(&results));
     let kind = workloads.first().map_or("md", |w| w.kind());
     let chart = LineChart {
