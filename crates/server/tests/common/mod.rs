@@ -1,0 +1,531 @@
+//! An in-process loomfs cluster for integration tests: one MGS, one MDT and
+//! a few OSTs behind a single RPC listener on 127.0.0.1:0, driven through a
+//! real [`RpcClient`] so every request takes the wire path.
+//!
+//! Services sit in swappable slots, so a test can drop any of them and
+//! reopen it on the same directory (a clean restart) while the listener,
+//! its address and the MGS registrations stay put.
+
+#![allow(dead_code)]
+
+use loom_proto::msg::{
+    Attr, DirEntry, Envelope, FileKind, Reply, ReqCtx, Request, Role, TargetId, TargetInfo,
+};
+use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec, WireError};
+use loom_rpc::{ClientOptions, ClusterKey, RpcClient, Service};
+use loom_server::mdt::MdtService;
+use loom_server::mgs::MgsService;
+use loom_server::ost::OstService;
+use loom_server::peers::Peers;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+/// File system name every target is registered for.
+pub const FSNAME: &str = "t";
+
+/// The uid and gid requests are sent with.
+pub const UID: u32 = 1000;
+/// See [`UID`].
+pub const GID: u32 = 100;
+
+fn read<T: Clone>(l: &RwLock<T>) -> T {
+    l.read().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// The services one listener answers for, by target id.
+#[derive(Default)]
+pub struct Slots {
+    mgs: RwLock<Option<Arc<MgsService>>>,
+    mdt: RwLock<Option<Arc<MdtService>>>,
+    osts: RwLock<HashMap<u32, Arc<OstService>>>,
+}
+
+fn not_hosted(t: TargetId) -> (Result<Reply, WireError>, Vec<u8>) {
+    (
+        Err(WireError::new(Errno::EAGAIN, format!("{t} is not open"))),
+        Vec::new(),
+    )
+}
+
+impl Service for Slots {
+    async fn handle(
+        self: Arc<Self>,
+        env: Envelope,
+        bulk: Vec<u8>,
+    ) -> (Result<Reply, WireError>, Vec<u8>) {
+        let t = env.target;
+        match t.role {
+            Role::Mgs => match read(&self.mgs) {
+                Some(m) => m.handle(&env.ctx, env.req, bulk).await,
+                None => not_hosted(t),
+            },
+            Role::Mdt if t.index == 0 => match read(&self.mdt) {
+                Some(m) => (m.handle(&env.ctx, env.req).await, Vec::new()),
+                None => not_hosted(t),
+            },
+            Role::Mdt => not_hosted(t),
+            Role::Ost => {
+                let o = self
+                    .osts
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&t.index)
+                    .cloned();
+                match o {
+                    Some(o) => o.handle(&env.ctx, env.req, bulk).await,
+                    None => not_hosted(t),
+                }
+            }
+        }
+    }
+}
+
+/// A running in-process cluster.
+pub struct Cluster {
+    /// Directory holding every target directory.
+    pub root: PathBuf,
+    /// Removes `root` when the cluster is dropped, if the cluster made it.
+    _tmp: Option<tempfile::TempDir>,
+    /// Where the listener is.
+    pub addr: String,
+    /// The cluster key.
+    pub key: ClusterKey,
+    /// The services.
+    pub slots: Arc<Slots>,
+    /// Indices of the OSTs.
+    pub ost_indices: Vec<u32>,
+    client: Arc<RpcClient>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+fn opts() -> ClientOptions {
+    ClientOptions {
+        call_timeout: Duration::from_secs(5),
+        ..ClientOptions::default()
+    }
+}
+
+/// Wait (bounded) until `a` is the only reference left, then drop it, so
+/// that its store is closed before the directory is opened again.
+async fn drop_last<T>(a: Arc<T>, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Arc::strong_count(&a) > 1 {
+        assert!(
+            Instant::now() < deadline,
+            "{what} still has {} references after 10 s",
+            Arc::strong_count(&a)
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(a);
+}
+
+impl Cluster {
+    /// A cluster with one MGS, MDT0 and OSTs 0, 1 and 2.
+    pub async fn start() -> Cluster {
+        Cluster::with_osts(&[0, 1, 2]).await
+    }
+
+    /// A cluster with one MGS, MDT0 and the OSTs `osts`.
+    pub async fn with_osts(osts: &[u32]) -> Cluster {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().to_path_buf();
+        Cluster::open_at(root, Some(tmp), ClusterKey::generate(), osts).await
+    }
+
+    /// A cluster on the target directories under `root`, made on first use
+    /// and reopened otherwise; every target registers (again) with the MGS
+    /// at this cluster's address.
+    pub async fn open_at(
+        root: PathBuf,
+        tmp: Option<tempfile::TempDir>,
+        key: ClusterKey,
+        osts: &[u32],
+    ) -> Cluster {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local_addr").to_string();
+        let slots = Arc::new(Slots::default());
+        let server = tokio::spawn(loom_rpc::serve(listener, key.clone(), slots.clone()));
+        let c = Cluster {
+            client: Arc::new(RpcClient::new(addr.clone(), key.clone(), opts())),
+            root,
+            _tmp: tmp,
+            addr,
+            key,
+            slots,
+            ost_indices: osts.to_vec(),
+            server,
+        };
+        c.open_mgs();
+        c.open_osts();
+        // Register every OST before the MDT first asks for the configuration
+        // (Peers caches it for two seconds).
+        for &i in osts {
+            c.register(TargetId::ost(i)).await;
+        }
+        c.register(TargetId::mdt(0)).await;
+        c.open_mdt();
+        c
+    }
+
+    fn mgs_dir(&self) -> PathBuf {
+        self.root.join("mgs")
+    }
+
+    /// Target directory of MDT0.
+    pub fn mdt_dir(&self) -> PathBuf {
+        self.root.join("mdt0")
+    }
+
+    /// Target directory of OST `i`.
+    pub fn ost_dir(&self, i: u32) -> PathBuf {
+        self.root.join(format!("ost{i}"))
+    }
+
+    fn open_mgs(&self) {
+        let m = MgsService::open(&self.mgs_dir(), FSNAME).expect("open MGS");
+        *self.slots.mgs.write().unwrap_or_else(|p| p.into_inner()) = Some(m);
+    }
+
+    fn open_osts(&self) {
+        for &i in &self.ost_indices {
+            let d = self.ost_dir(i);
+            std::fs::create_dir_all(&d).expect("create OST dir");
+            let o = OstService::open(i, &d).expect("open OST");
+            self.slots
+                .osts
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(i, o);
+        }
+    }
+
+    fn open_mdt(&self) {
+        let d = self.mdt_dir();
+        std::fs::create_dir_all(&d).expect("create MDT dir");
+        let peers = Arc::new(Peers::new(&self.addr, self.key.clone(), opts()));
+        let m = MdtService::open(0, &d, peers).expect("open MDT");
+        m.start();
+        *self.slots.mdt.write().unwrap_or_else(|p| p.into_inner()) = Some(m);
+    }
+
+    async fn register(&self, id: TargetId) {
+        let req = Request::Register {
+            fsname: FSNAME.into(),
+            target: TargetInfo {
+                id,
+                uuid: format!("uuid-{id}"),
+                addr: self.addr.clone(),
+            },
+        };
+        let env = Envelope {
+            target: TargetId::MGS,
+            ctx: ReqCtx::default(),
+            req,
+        };
+        let r = self.client.call(&env, &[]).await.expect("register");
+        assert_eq!(r.0, Reply::Ok, "registering {id}");
+    }
+
+    /// The open MDT service.
+    pub fn mdt(&self) -> Arc<MdtService> {
+        read(&self.slots.mdt).expect("MDT is open")
+    }
+
+    /// The open OST `i`.
+    pub fn ost(&self, i: u32) -> Arc<OstService> {
+        self.slots
+            .osts
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&i)
+            .cloned()
+            .expect("OST is open")
+    }
+
+    /// Take OST `i` out of service (requests to it fail with EAGAIN).
+    pub fn slots_take_ost(&self, i: u32) -> Option<Arc<OstService>> {
+        self.slots
+            .osts
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&i)
+    }
+
+    /// Put OST `i` back in service.
+    pub fn slots_put_ost(&self, i: u32, o: Arc<OstService>) {
+        self.slots
+            .osts
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(i, o);
+    }
+
+    async fn close_mdt(&self) {
+        let m = self
+            .slots
+            .mdt
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(m) = m {
+            drop_last(m, "MDT0").await;
+        }
+    }
+
+    /// Drop the MDT service and open it again on the same directory.
+    pub async fn restart_mdt(&self) {
+        self.close_mdt().await;
+        self.open_mdt();
+    }
+
+    /// Drop every service, then open them all again on the same directories.
+    pub async fn restart_all(&self) {
+        self.close_mdt().await;
+        let osts: Vec<_> = self
+            .slots
+            .osts
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .collect();
+        for (i, o) in osts {
+            drop_last(o, &format!("OST{i}")).await;
+        }
+        let m = self
+            .slots
+            .mgs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(m) = m {
+            drop_last(m, "MGS").await;
+        }
+        self.open_mgs();
+        self.open_osts();
+        self.open_mdt();
+    }
+
+    /// Send `req` to `target` with bulk `bulk` as uid [`UID`].
+    pub async fn call_to(
+        &self,
+        target: TargetId,
+        req: Request,
+        bulk: &[u8],
+    ) -> Result<(Reply, Vec<u8>), WireError> {
+        let env = Envelope {
+            target,
+            ctx: ReqCtx {
+                client_id: 1,
+                jobid: "test".into(),
+                uid: UID,
+                gid: GID,
+                ..ReqCtx::default()
+            },
+            req,
+        };
+        Ok(self.client.call(&env, bulk).await?)
+    }
+
+    /// Send `req` to MDT0.
+    pub async fn call(&self, req: Request) -> Result<Reply, WireError> {
+        Ok(self.call_to(TargetId::mdt(0), req, &[]).await?.0)
+    }
+
+    /// Send `req` to MDT0 and expect it to fail; its errno.
+    pub async fn errno(&self, req: Request) -> Errno {
+        let what = format!("{req:?}");
+        match self.call(req).await {
+            Ok(r) => panic!("{what} succeeded with {r:?}, expected an error"),
+            Err(e) => e.errno,
+        }
+    }
+
+    /// Send `req` to MDT0 and expect `Reply::Ok`.
+    pub async fn ok(&self, req: Request) {
+        let what = format!("{req:?}");
+        match self.call(req).await {
+            Ok(Reply::Ok) => {}
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+
+    /// Send a request expected to answer with an entry.
+    pub async fn entry(&self, req: Request) -> (Attr, Option<Layout>) {
+        let what = format!("{req:?}");
+        match self.call(req).await {
+            Ok(Reply::Entry { attr, layout }) => (attr, layout),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+
+    /// Create regular file `name` in `parent` with mode 0644.
+    pub async fn create(&self, parent: Fid, name: &str) -> Attr {
+        self.create_striped(parent, name, None).await.0
+    }
+
+    /// Create regular file `name` with an explicit striping.
+    pub async fn create_striped(
+        &self,
+        parent: Fid,
+        name: &str,
+        stripe: Option<StripeSpec>,
+    ) -> (Attr, Option<Layout>) {
+        self.entry(Request::Create {
+            parent,
+            name: name.into(),
+            kind: FileKind::File,
+            perm: 0o644,
+            rdev: 0,
+            stripe,
+        })
+        .await
+    }
+
+    /// Make directory `name` in `parent` with mode 0755.
+    pub async fn mkdir(&self, parent: Fid, name: &str) -> Attr {
+        self.entry(Request::Mkdir {
+            parent,
+            name: name.into(),
+            perm: 0o755,
+        })
+        .await
+        .0
+    }
+
+    /// Look `name` up in `parent`.
+    pub async fn lookup(&self, parent: Fid, name: &str) -> Attr {
+        self.entry(Request::Lookup {
+            parent,
+            name: name.into(),
+        })
+        .await
+        .0
+    }
+
+    /// The errno of looking `name` up in `parent`.
+    pub async fn lookup_errno(&self, parent: Fid, name: &str) -> Errno {
+        self.errno(Request::Lookup {
+            parent,
+            name: name.into(),
+        })
+        .await
+    }
+
+    /// Attributes of `fid`.
+    pub async fn getattr(&self, fid: Fid) -> Attr {
+        match self.call(Request::GetAttr { fid }).await {
+            Ok(Reply::Attr(a)) => a,
+            other => panic!("getattr {fid}: {other:?}"),
+        }
+    }
+
+    /// The layout of `fid`.
+    pub async fn layout(&self, fid: Fid) -> Layout {
+        match self.call(Request::GetLayout { fid }).await {
+            Ok(Reply::Layout(l)) => l,
+            other => panic!("getlayout {fid}: {other:?}"),
+        }
+    }
+
+    /// Rename with `flags`.
+    pub async fn rename(
+        &self,
+        parent: Fid,
+        name: &str,
+        new_parent: Fid,
+        new_name: &str,
+        flags: u32,
+    ) -> Result<Reply, WireError> {
+        self.call(Request::Rename {
+            parent,
+            name: name.into(),
+            new_parent,
+            new_name: new_name.into(),
+            flags,
+        })
+        .await
+    }
+
+    /// One page of directory `fid` after `cookie`.
+    pub async fn readdir_page(&self, fid: Fid, cookie: u64, max: u32) -> (Vec<DirEntry>, bool) {
+        match self.call(Request::Readdir { fid, cookie, max }).await {
+            Ok(Reply::Dir { entries, eof }) => (entries, eof),
+            other => panic!("readdir {fid}: {other:?}"),
+        }
+    }
+
+    /// Every entry of directory `fid`, listed in pages of 100.
+    pub async fn readdir_all(&self, fid: Fid) -> Vec<DirEntry> {
+        let mut out = Vec::new();
+        let mut cookie = 0;
+        for _ in 0..100_000 {
+            let (page, eof) = self.readdir_page(fid, cookie, 100).await;
+            if let Some(last) = page.last() {
+                cookie = last.cookie;
+            }
+            let empty = page.is_empty();
+            out.extend(page);
+            if eof {
+                return out;
+            }
+            assert!(
+                !empty,
+                "readdir of {fid} returned an empty page without eof"
+            );
+        }
+        panic!("readdir of {fid} never reached eof");
+    }
+
+    /// Write `data` at offset 0 of object `obj` on its OST.
+    pub async fn write_object(&self, obj: ObjRef, data: &[u8]) {
+        let r = self
+            .call_to(
+                TargetId::ost(obj.ost),
+                Request::ObjWrite { obj, offset: 0 },
+                data,
+            )
+            .await
+            .expect("ObjWrite");
+        assert_eq!(r.0, Reply::Ok);
+    }
+
+    /// Path of object `obj`'s file on its OST.
+    pub fn object_path(&self, obj: ObjRef) -> PathBuf {
+        self.ost(obj.ost).store().object_path(obj.oid)
+    }
+}
+
+/// Poll `cond` every 20 ms for up to `secs` seconds; whether it came true.
+pub async fn eventually(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Whether a file exists at `p`.
+pub fn exists(p: &Path) -> bool {
+    p.exists()
+}
+
+/// The OST objects of a layout.
+pub fn objects(l: &Option<Layout>) -> Vec<ObjRef> {
+    l.as_ref().map(|l| l.objects()).unwrap_or_default()
+}
