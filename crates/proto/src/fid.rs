@@ -80,6 +80,24 @@ impl fmt::Debug for Fid {
     }
 }
 
+/// The hash of a directory entry name: orders entries on disk, serves as
+/// the readdir cookie, and (with striped directories) picks a name's shard.
+/// FNV-1a 64, top bit cleared and values below 3 moved up, so cookies 0, 1
+/// and 2 stay free for "start", "." and "..". Part of the on-disk format.
+pub fn name_hash(name: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let h = h >> 1;
+    if h < 3 {
+        h + 3
+    } else {
+        h
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,23 +123,5 @@ mod tests {
             prop_assert_eq!(Fid::from_key(&fa.to_key()), Some(fa));
             prop_assert_eq!(fa.cmp(&fb), fa.to_key().cmp(&fb.to_key()));
         }
-    }
-}
-
-/// The hash of a directory entry name: orders entries on disk, serves as
-/// the readdir cookie, and (with striped directories) picks a name's shard.
-/// FNV-1a 64, top bit cleared and values below 3 moved up, so cookies 0, 1
-/// and 2 stay free for "start", "." and "..". Part of the on-disk format.
-pub fn name_hash(name: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    let h = h >> 1;
-    if h < 3 {
-        h + 3
-    } else {
-        h
     }
 }

@@ -114,7 +114,7 @@ impl StripeSpec {
                 self.count
             ));
         }
-        if self.size != 0 && self.size % STRIPE_ALIGN != 0 {
+        if self.size != 0 && !self.size.is_multiple_of(STRIPE_ALIGN) {
             return Err(format!(
                 "stripe size {} is not a multiple of {} (64 KiB)",
                 self.size, STRIPE_ALIGN
@@ -182,7 +182,12 @@ impl Layout {
 
 /// Split the file range [offset, offset + len) into per-stripe chunks of a
 /// RAID-0 component, in file order.
-pub fn split_raid0(stripe_size: u32, stripe_count: usize, offset: u64, len: usize) -> Vec<StripeChunk> {
+pub fn split_raid0(
+    stripe_size: u32,
+    stripe_count: usize,
+    offset: u64,
+    len: usize,
+) -> Vec<StripeChunk> {
     let s = u64::from(stripe_size.max(1));
     let c = stripe_count.max(1) as u64;
     let mut out = Vec::new();
@@ -205,7 +210,12 @@ pub fn split_raid0(stripe_size: u32, stripe_count: usize, offset: u64, len: usiz
 
 /// The size an object must have for the file to have `file_size` bytes:
 /// what truncate sends to each stripe.
-pub fn object_size_for(stripe_size: u32, stripe_count: usize, stripe: usize, file_size: u64) -> u64 {
+pub fn object_size_for(
+    stripe_size: u32,
+    stripe_count: usize,
+    stripe: usize,
+    file_size: u64,
+) -> u64 {
     let s = u64::from(stripe_size.max(1));
     let c = stripe_count.max(1) as u64;
     let full_rows = file_size / (s * c);

@@ -51,7 +51,10 @@ impl ClusterKey {
     /// A key from raw bytes (at least 16).
     pub fn from_bytes(b: Vec<u8>) -> Result<ClusterKey, String> {
         if b.len() < 16 {
-            return Err(format!("cluster key is {} bytes; at least 16 are needed", b.len()));
+            return Err(format!(
+                "cluster key is {} bytes; at least 16 are needed",
+                b.len()
+            ));
         }
         Ok(ClusterKey(b))
     }
@@ -71,7 +74,7 @@ impl ClusterKey {
     /// Parse a key file's hex contents (whitespace ignored).
     pub fn from_hex(s: &str) -> Result<ClusterKey, String> {
         let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-        if s.len() % 2 != 0 {
+        if !s.len().is_multiple_of(2) {
             return Err("cluster key: odd number of hex digits".into());
         }
         let mut b = Vec::with_capacity(s.len() / 2);

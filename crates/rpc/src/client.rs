@@ -181,7 +181,9 @@ impl RpcClient {
                         }
                     }
                     Ok(_) => {
-                        tracing::warn!("server sent a request frame to a client; dropping connection");
+                        tracing::warn!(
+                            "server sent a request frame to a client; dropping connection"
+                        );
                         break;
                     }
                     Err(e) => {
@@ -237,7 +239,8 @@ impl RpcClient {
     /// Send `env` with `bulk`; returns the reply and its bulk. Resends on
     /// a fresh connection after a failure until `call_timeout` has passed.
     pub async fn call(&self, env: &Envelope, bulk: &[u8]) -> Result<(Reply, Vec<u8>), RpcError> {
-        self.call_with_timeout(env, bulk, self.opts.call_timeout).await
+        self.call_with_timeout(env, bulk, self.opts.call_timeout)
+            .await
     }
 
     /// As [`RpcClient::call`] with an explicit deadline.

@@ -93,6 +93,9 @@ impl Batch {
     }
 }
 
+/// Key-value pairs in key order, as [`KvStore::scan`] returns them.
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Identifies an applied batch for [`KvStore::sync_through`].
 pub type Ticket = u64;
 
@@ -108,7 +111,7 @@ pub trait KvStore: Send + Sync {
         prefix: &[u8],
         after: Option<&[u8]>,
         limit: usize,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, KvError>;
+    ) -> Result<Pairs, KvError>;
     /// Apply a batch atomically; visible to readers on return, durable only
     /// after `sync_through` of the returned ticket.
     fn apply(&self, b: Batch) -> Result<Ticket, KvError>;

@@ -19,6 +19,14 @@ const READDIR_MAX: u32 = 1024;
 /// Most hard links to one inode.
 const LINK_MAX: u32 = 65000;
 
+/// What a new inode is made as.
+struct NewInode {
+    kind: FileKind,
+    perm: u32,
+    /// An explicit layout request (files only); else the parent's default.
+    stripe: Option<StripeSpec>,
+}
+
 fn check_name(name: &str) -> Result<(), WireError> {
     if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
         return Err(WireError::new(
@@ -77,11 +85,10 @@ impl MdtService {
         ctx: &ReqCtx,
         parent: Fid,
         name: &str,
-        kind: FileKind,
-        perm: u32,
+        new: NewInode,
         fill: impl FnOnce(&mut InodeRec),
-        stripe: Option<StripeSpec>,
     ) -> ReplyResult {
+        let NewInode { kind, perm, stripe } = new;
         check_name(name)?;
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
@@ -148,16 +155,9 @@ impl MdtService {
                 "create makes files, FIFOs, devices and sockets",
             ));
         }
-        self.add_inode(
-            ctx,
-            parent,
-            name,
-            kind,
-            perm,
-            |r| r.attr.rdev = rdev,
-            stripe,
-        )
-        .await
+        let new = NewInode { kind, perm, stripe };
+        self.add_inode(ctx, parent, name, new, |r| r.attr.rdev = rdev)
+            .await
     }
 
     pub(super) async fn mkdir(
@@ -167,8 +167,12 @@ impl MdtService {
         name: &str,
         perm: u32,
     ) -> ReplyResult {
-        self.add_inode(ctx, parent, name, FileKind::Dir, perm, |_| {}, None)
-            .await
+        let new = NewInode {
+            kind: FileKind::Dir,
+            perm,
+            stripe: None,
+        };
+        self.add_inode(ctx, parent, name, new, |_| {}).await
     }
 
     pub(super) async fn symlink(
@@ -185,18 +189,15 @@ impl MdtService {
             ));
         }
         let target = target.to_string();
-        self.add_inode(
-            ctx,
-            parent,
-            name,
-            FileKind::Symlink,
-            0o777,
-            |r| {
-                r.attr.size = target.len() as u64;
-                r.symlink = Some(target);
-            },
-            None,
-        )
+        let new = NewInode {
+            kind: FileKind::Symlink,
+            perm: 0o777,
+            stripe: None,
+        };
+        self.add_inode(ctx, parent, name, new, |r| {
+            r.attr.size = target.len() as u64;
+            r.symlink = Some(target);
+        })
         .await
     }
 
