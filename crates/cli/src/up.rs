@@ -19,8 +19,9 @@ use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// How long a server may take to start serving.
@@ -78,9 +79,52 @@ fn free_port() -> anyhow::Result<u16> {
     Ok(l.local_addr()?.port())
 }
 
+/// A server process of this `loom up`. A watcher thread waits on it, so a
+/// server that dies (a crash, a `kill -9` in a test) is reaped at once and
+/// reported, instead of lingering as a zombie until the cluster stops.
 struct Server {
     name: String,
-    child: Child,
+    pid: nix::unistd::Pid,
+    /// Gets the exit status once the process has ended and been reaped.
+    exited: mpsc::Receiver<ExitStatus>,
+}
+
+impl Server {
+    /// Wait for the process to end, up to `deadline`; true if it did.
+    fn wait_until(&self, deadline: Instant) -> bool {
+        let left = deadline.saturating_duration_since(Instant::now());
+        !matches!(
+            self.exited.recv_timeout(left),
+            Err(mpsc::RecvTimeoutError::Timeout)
+        )
+    }
+}
+
+/// Reap `child` from a thread of its own; report an exit that `loom up`
+/// did not ask for (`stopping` is set before the servers are stopped).
+fn watch(name: &str, dir: &Path, mut child: Child, stopping: Arc<AtomicBool>) -> Server {
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (tx, rx) = mpsc::channel();
+    let (name2, cfg) = (
+        name.to_string(),
+        dir.join("nodes").join(format!("{name}.toml")),
+    );
+    std::thread::spawn(move || {
+        if let Ok(status) = child.wait() {
+            if !stopping.load(Ordering::SeqCst) {
+                eprintln!(
+                    "loom up: server {name2} exited ({status}); start it again with `loom server --config {}`",
+                    cfg.display()
+                );
+            }
+            let _ = tx.send(status);
+        }
+    });
+    Server {
+        name: name.to_string(),
+        pid,
+        exited: rx,
+    }
 }
 
 fn names(shape: &Shape) -> Vec<(String, Role, u32)> {
@@ -169,7 +213,7 @@ fn prepare(a: &UpArgs) -> anyhow::Result<Shape> {
 }
 
 /// Start `loom server` for node `name`; returns once it serves.
-fn start_server(dir: &Path, name: &str) -> anyhow::Result<Server> {
+fn start_server(dir: &Path, name: &str, stopping: &Arc<AtomicBool>) -> anyhow::Result<Server> {
     let exe = std::env::current_exe().context("finding the loom binary")?;
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -203,10 +247,7 @@ fn start_server(dir: &Path, name: &str) -> anyhow::Result<Server> {
     match rx.recv_timeout(START_TIMEOUT) {
         Ok(line) => {
             println!("{name}: {}", line.trim_start_matches("loom server: "));
-            Ok(Server {
-                name: name.to_string(),
-                child,
-            })
+            Ok(watch(name, dir, child, stopping.clone()))
         }
         Err(_) => {
             let _ = child.kill();
@@ -219,26 +260,20 @@ fn start_server(dir: &Path, name: &str) -> anyhow::Result<Server> {
     }
 }
 
-fn stop_servers(servers: &mut [Server]) {
-    for s in servers.iter() {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(s.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
+fn stop_servers(servers: &[Server], stopping: &AtomicBool) {
+    stopping.store(true, Ordering::SeqCst);
+    let ended = |s: &Server| !matches!(s.exited.try_recv(), Err(mpsc::TryRecvError::Empty));
+    // Signal only processes not yet reaped: a reaped pid may be reused.
+    let running: Vec<&Server> = servers.iter().filter(|s| !ended(s)).collect();
+    for s in &running {
+        let _ = nix::sys::signal::kill(s.pid, nix::sys::signal::Signal::SIGTERM);
     }
     let deadline = Instant::now() + STOP_TIMEOUT;
-    for s in servers.iter_mut() {
-        loop {
-            match s.child.try_wait() {
-                Ok(Some(_)) | Err(_) => break,
-                Ok(None) if Instant::now() > deadline => {
-                    eprintln!("loom up: {} did not stop; killing it", s.name);
-                    let _ = s.child.kill();
-                    let _ = s.child.wait();
-                    break;
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            }
+    for s in running {
+        if !s.wait_until(deadline) {
+            eprintln!("loom up: {} did not stop; killing it", s.name);
+            let _ = nix::sys::signal::kill(s.pid, nix::sys::signal::Signal::SIGKILL);
+            s.wait_until(Instant::now() + STOP_TIMEOUT);
         }
     }
 }
@@ -252,9 +287,10 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
     let shape = prepare(&a)?;
     std::fs::write(a.dir.join("up.pid"), std::process::id().to_string())?;
     let mut servers = Vec::new();
+    let stopping = Arc::new(AtomicBool::new(false));
     let result = (|| -> anyhow::Result<()> {
         for (name, _, _) in names(&shape) {
-            servers.push(start_server(&a.dir, &name)?);
+            servers.push(start_server(&a.dir, &name, &stopping)?);
         }
         let mgs = format!(
             "127.0.0.1:{}",
@@ -287,7 +323,7 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
             })
         }
     })();
-    stop_servers(&mut servers);
+    stop_servers(&servers, &stopping);
     let _ = std::fs::remove_file(a.dir.join("up.pid"));
     for s in &servers {
         let _ = std::fs::remove_file(a.dir.join("pids").join(format!("{}.pid", s.name)));

@@ -20,7 +20,7 @@ fn fio_verify_on_four_stripes() {
     let fio = |extra: &str| {
         sh(&format!(
             "fio --name=v --filename={} --size=24m --bs=128k --rw=randwrite --ioengine=psync \
-             --verify=crc32c --verify_fatal=1 --do_verify=1 --randrepeat=1 {extra} --output-format=terse",
+             --verify=crc32c --verify_fatal=1 --do_verify=1 --randrepeat=1 --verify_state_save=0 {extra} --output-format=terse",
             f.display()
         ))
     };

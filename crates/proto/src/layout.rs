@@ -65,7 +65,7 @@ pub struct Layout {
 
 /// What a user asks for with `setstripe`; zero or negative fields mean
 /// "inherit or use the default".
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StripeSpec {
     /// Stripe count; 0 = default, -1 = all OSTs.
     pub count: i32,
@@ -75,6 +75,18 @@ pub struct StripeSpec {
     pub start_ost: i32,
     /// OST pool name.
     pub pool: Option<String>,
+}
+
+/// Everything unset: inherit, or the MDT's choice (not "OST 0").
+impl Default for StripeSpec {
+    fn default() -> Self {
+        StripeSpec {
+            count: 0,
+            size: 0,
+            start_ost: -1,
+            pool: None,
+        }
+    }
 }
 
 impl StripeSpec {

@@ -56,7 +56,24 @@ type Freed = Option<(Fid, Vec<ObjRef>)>;
 
 impl MdtService {
     pub(super) fn lookup(&self, parent: Fid, name: &str) -> ReplyResult {
-        let d = read_dentry(&*self.store, parent, name)?.ok_or_else(|| not_found(name))?;
+        if name.len() > NAME_MAX {
+            return Err(WireError::new(
+                Errno::ENAMETOOLONG,
+                format!("name of {} bytes; at most {NAME_MAX}", name.len()),
+            ));
+        }
+        let Some(d) = read_dentry(&*self.store, parent, name)? else {
+            // A path walk must tell "no such entry" from "not a directory":
+            // only a miss pays for reading the parent.
+            let p = read_inode(&*self.store, parent)?;
+            if p.attr.kind != FileKind::Dir {
+                return Err(WireError::new(
+                    Errno::ENOTDIR,
+                    format!("{parent} is not a directory"),
+                ));
+            }
+            return Err(not_found(name));
+        };
         let r = read_inode(&*self.store, d.fid)?;
         Ok(Reply::Entry {
             attr: r.attr,
@@ -90,6 +107,11 @@ impl MdtService {
     ) -> ReplyResult {
         let NewInode { kind, perm, stripe } = new;
         check_name(name)?;
+        // Check what the caller asked for before it is merged with the
+        // directory's default, which would hide a bad field.
+        if let Some(s) = &stripe {
+            s.validate().map_err(|m| WireError::new(Errno::EINVAL, m))?;
+        }
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let p = t.dir(parent)?.clone();
