@@ -56,8 +56,10 @@ enum Cmd {
     Getstripe(tools::GetstripeArgs),
     /// Show space (or inode) usage per target and in total, like `lfs df`.
     Df(tools::DfArgs),
-    // BENCH-STUB-DOC
-    // BENCH-STUB Bench(loom_bench::BenchArgs),
+    /// Benchmarks: mdtest-, IOR- and IO500-style workloads on any directory,
+    /// a loomfs mount, or loomfs through its client library (no FUSE);
+    /// comparisons, cluster sweeps, a regression suite, charts.
+    Bench(loom_bench::BenchArgs),
 }
 
 fn init_logs() {
@@ -87,7 +89,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Setstripe(a) => tools::setstripe(a),
         Cmd::Getstripe(a) => tools::getstripe(a),
         Cmd::Df(a) => tools::df(a),
-        // BENCH-STUB Cmd::Bench(a) => loom_bench::run(a),
+        Cmd::Bench(a) => loom_bench::run(a),
     }
 }
 
