@@ -12,6 +12,8 @@
 //! - [`meta`]: metadata operations (lookup, create, rename, xattrs, statfs...).
 //! - [`io`]: striped file data: pure request planning in [`io::plan`] and
 //!   [`OpenFile`] in [`io::file`].
+//! - [`registry`]: the live mounts of this machine (`/run/loom/mounts`), so
+//!   tools given a path on a mount can reach its cluster.
 //!
 //! Every operation is async and needs a tokio runtime.
 #![warn(missing_docs)]
@@ -20,6 +22,7 @@ pub mod ctx;
 pub mod error;
 pub mod io;
 pub mod meta;
+pub mod registry;
 pub mod routing;
 
 mod client;
