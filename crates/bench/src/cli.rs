@@ -1,7 +1,7 @@
 //! The `loom bench` command line: [`BenchArgs`] (clap) and [`run`], which
 //! dispatches to the workloads, prints the tables, writes JSON and charts.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::SystemTime;
 
 use anyhow::Context as _;
@@ -12,18 +12,42 @@ use crate::chart::{write_bars, BarChart};
 use crate::io::IoPlan;
 use crate::io500::{Io500Options, Io500Plan, NOT_OFFICIAL};
 use crate::md::MdPlan;
-use crate::options::{IoOptions, MdOptions, TargetSpec};
-use crate::posix::PosixFs;
+use crate::options::{IoOptions, MdOptions};
 use crate::progress::Progress;
 use crate::report::{compare_table, summary_table, Report, TargetResult};
 use crate::runner::{run_interleaved, Ctx, Target, Workload};
 use crate::suite::SuiteArgs;
 use crate::sweep::SweepArgs;
+use crate::target::{TargetAddr, TargetSpec, TARGET_HELP};
+
+const BENCH_LONG_ABOUT: &str = "\
+mdtest-, IOR- and IO500-style benchmarks against any directory, side by side, with charts.
+
+Processes (-p) are threads of this one process: no MPI is needed. Every phase starts its
+processes together and is timed from the first one's start to the last one's end, as mdtest
+and IOR time their ranks.
+
+  md       mdtest: -n items per process, -I items per directory, -z tree depth, -b branching,
+           -u unique directory per process, -F files only, -D directories only, -w bytes
+           written at create, -e bytes read, -N stride (stat/read/remove what another process
+           made), -i iterations, -p processes, --stonewall SECONDS
+  io       IOR: -t transfer size, -b block size, -s segments, -F file per process (else one
+           shared file laid out by segment), -w/-r write/read, -C read another process's data,
+           -e fsync, -v verify every byte, -i iterations, -p processes
+  io500    IO500's twelve phases and score, sized by options (not an official IO500 run)
+  compare  one workload on several NAME=TARGET targets, interleaved; table, SVG and PNG charts
+  sweep    starts `loom up` clusters of several shapes and charts a workload against the shape
+  suite    24 fixed patterns written as JSON and compared with a baseline beyond measured noise
+
+Every result can be written as JSON (--json): machine, versions, command line, per-iteration
+figures. Ctrl-C stops cleanly and removes the run's files. See docs/BENCH.md.";
 
 /// `loom bench`: metadata and bandwidth workloads against any directory.
 #[derive(Args, Debug, Clone)]
 #[command(
-    about = "mdtest-, IOR- and IO500-style benchmarks against any directory, side by side, with charts"
+    about = "mdtest-, IOR- and IO500-style benchmarks against any directory, side by side, with charts",
+    long_about = BENCH_LONG_ABOUT,
+    after_help = TARGET_HELP,
 )]
 pub struct BenchArgs {
     /// What to run.
@@ -34,17 +58,23 @@ pub struct BenchArgs {
 /// The subcommands of `loom bench`.
 #[derive(Subcommand, Debug, Clone)]
 pub enum BenchCommand {
-    /// mdtest-style metadata workload (create, stat, read, remove of files and directories).
+    /// mdtest-style metadata workload: create, stat, read and remove files and
+    /// directories in mdtest's tree (-n -I -z -b -u -F -D -w -e -N -i -p).
+    #[command(after_help = TARGET_HELP)]
     Md(MdArgs),
-    /// IOR-style bandwidth workload (shared file or file per process).
+    /// IOR-style bandwidth workload: one shared file laid out by segment, or a
+    /// file per process (-t -b -s -F -w -r -C -e -v -i -p).
+    #[command(after_help = TARGET_HELP)]
     Io(IoArgs),
     /// IO500-style run sized for one machine (not an official IO500 run).
+    #[command(after_help = TARGET_HELP)]
     Io500(Io500Args),
     /// The same workload on several targets, interleaved per iteration; table and charts.
     Compare(CompareArgs),
     /// Start `loom up` clusters of several shapes and run one workload on each; chart.
     Sweep(SweepArgs),
     /// A fixed regression suite of 24 patterns, compared with a baseline.
+    #[command(after_help = TARGET_HELP)]
     Suite(SuiteArgs),
 }
 
@@ -59,7 +89,7 @@ pub struct OutputArgs {
     pub no_progress: bool,
 }
 
-/// `loom bench md [OPTIONS] DIR`
+/// `loom bench md [OPTIONS] TARGET`
 #[derive(Args, Debug, Clone)]
 pub struct MdArgs {
     /// mdtest options.
@@ -68,12 +98,13 @@ pub struct MdArgs {
     /// Output.
     #[command(flatten)]
     pub out: OutputArgs,
-    /// Directory to run in (any mount: local disk, tmpfs, loomfs, NFS, …).
-    #[arg(value_name = "DIR")]
-    pub target: PathBuf,
+    /// Where to run: a directory (POSIX), loom:DIR (a loomfs mount's
+    /// directory through the client library) or loom://HOST:PORT/FSNAME/DIR.
+    #[arg(value_name = "TARGET")]
+    pub target: TargetAddr,
 }
 
-/// `loom bench io [OPTIONS] DIR`
+/// `loom bench io [OPTIONS] TARGET`
 #[derive(Args, Debug, Clone)]
 pub struct IoArgs {
     /// IOR options.
@@ -82,12 +113,12 @@ pub struct IoArgs {
     /// Output.
     #[command(flatten)]
     pub out: OutputArgs,
-    /// Directory to run in.
-    #[arg(value_name = "DIR")]
-    pub target: PathBuf,
+    /// Where to run (see TARGETS below).
+    #[arg(value_name = "TARGET")]
+    pub target: TargetAddr,
 }
 
-/// `loom bench io500 [OPTIONS] DIR`
+/// `loom bench io500 [OPTIONS] TARGET`
 #[derive(Args, Debug, Clone)]
 pub struct Io500Args {
     /// Sizes.
@@ -96,12 +127,12 @@ pub struct Io500Args {
     /// Output.
     #[command(flatten)]
     pub out: OutputArgs,
-    /// Directory to run in.
-    #[arg(value_name = "DIR")]
-    pub target: PathBuf,
+    /// Where to run (see TARGETS below).
+    #[arg(value_name = "TARGET")]
+    pub target: TargetAddr,
 }
 
-/// `loom bench compare <md|io|io500> [OPTIONS] NAME=PATH...`
+/// `loom bench compare <md|io|io500> [OPTIONS] NAME=TARGET...`
 #[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
     /// The workload to run on every target.
@@ -112,14 +143,15 @@ pub struct CompareArgs {
 /// Options of a comparison besides the workload's.
 #[derive(Args, Debug, Clone)]
 pub struct CompareOutput {
-    /// Chart file name without extension; `.svg` and `.png` are written.
+    /// Chart file name without extension; `<PATH>.svg` and `<PATH>.png` are written.
     #[arg(long, value_name = "PATH")]
     pub chart: Option<PathBuf>,
     /// Output.
     #[command(flatten)]
     pub out: OutputArgs,
-    /// Targets as NAME=PATH (at least two; the first is the reference of the ratios).
-    #[arg(value_name = "NAME=PATH", required = true, num_args = 2..)]
+    /// Targets as NAME=TARGET (at least two; the first is the reference of
+    /// the ratios). TARGET is a directory, loom:DIR or loom://HOST:PORT/FSNAME/DIR.
+    #[arg(value_name = "NAME=TARGET", required = true, num_args = 2..)]
     pub targets: Vec<TargetSpec>,
 }
 
@@ -127,6 +159,7 @@ pub struct CompareOutput {
 #[derive(Subcommand, Debug, Clone)]
 pub enum CompareWorkload {
     /// mdtest-style workload on every target.
+    #[command(after_help = TARGET_HELP)]
     Md {
         /// mdtest options.
         #[command(flatten)]
@@ -136,6 +169,7 @@ pub enum CompareWorkload {
         cmp: CompareOutput,
     },
     /// IOR-style workload on every target.
+    #[command(after_help = TARGET_HELP)]
     Io {
         /// IOR options.
         #[command(flatten)]
@@ -145,6 +179,7 @@ pub enum CompareWorkload {
         cmp: CompareOutput,
     },
     /// IO500-style run on every target.
+    #[command(after_help = TARGET_HELP)]
     Io500 {
         /// Sizes.
         #[command(flatten)]
@@ -190,15 +225,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
 }
 
-/// A POSIX target named `name` at `path`, checked for use.
-pub fn posix_target(name: &str, path: &Path) -> anyhow::Result<Target> {
-    let fs = PosixFs::new(path)?;
-    Ok(Target {
-        name: name.to_string(),
-        location: path.display().to_string(),
-        fs_type: fs.fs_type().to_string(),
-        fs: Box::new(fs),
-    })
+/// Opens `addr` as a target named `name`, checked for use.
+pub fn open_target(name: &str, addr: &TargetAddr) -> anyhow::Result<Target> {
+    Ok(addr.open(name)?)
 }
 
 /// The context of a command-line run: Ctrl-C handler and progress bar.
@@ -212,20 +241,16 @@ pub fn cli_ctx(total_ops: u64, out: &OutputArgs) -> Ctx {
 fn run_single(
     kind: &str,
     w: &dyn Workload,
-    path: &Path,
+    addr: &TargetAddr,
     out: &OutputArgs,
     notes: &[&str],
 ) -> anyhow::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string());
-    let target = posix_target(&name, path)?;
+    let target = open_target(&addr.default_name(), addr)?;
     let started = SystemTime::now();
     let ctx = cli_ctx(w.ops_per_iteration() * u64::from(w.iterations()), out);
     let results = run_interleaved(std::slice::from_ref(&target), w, &ctx);
     ctx.progress.finish();
-    let results = results.with_context(|| format!("loom bench {kind} on {}", path.display()))?;
+    let results = results.with_context(|| format!("loom bench {kind} on {addr}"))?;
     for t in &results {
         println!("{}", summary_table(t));
     }
@@ -262,7 +287,7 @@ pub fn run_compare(
     for t in &cmp.targets {
         if !names.insert(t.name.as_str()) {
             anyhow::bail!(
-                "bad option: two targets are named {:?}; name them NAME=PATH",
+                "bad option: two targets are named {:?}; name them NAME=TARGET",
                 t.name
             );
         }
@@ -270,7 +295,7 @@ pub fn run_compare(
     let targets = cmp
         .targets
         .iter()
-        .map(|t| posix_target(&t.name, &t.path))
+        .map(|t| open_target(&t.name, &t.addr))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let started = SystemTime::now();
     let total = w.ops_per_iteration() * u64::from(w.iterations()) * targets.len() as u64;

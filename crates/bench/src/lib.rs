@@ -6,7 +6,10 @@
 //! Layout of the crate:
 //!
 //! - [`fs`]: the backend trait ([`BenchFs`], [`BenchFile`]); [`posix`]: its
-//!   POSIX implementation ([`PosixFs`]).
+//!   POSIX implementation ([`PosixFs`]); [`loomfs`]: loomfs through its
+//!   client library with no FUSE ([`LoomFs`]).
+//! - [`target`]: the target syntax (`DIR`, `loom:DIR`,
+//!   `loom://HOST:PORT/FSNAME/DIR`) and opening a target as a backend.
 //! - [`options`]: mdtest's and IOR's options and the size parser.
 //! - [`md`], [`io`], [`io500`]: the workloads; [`pattern`]: IOR's
 //!   verifiable data pattern.
@@ -30,6 +33,7 @@ pub mod error;
 pub mod fs;
 pub mod io;
 pub mod io500;
+pub mod loomfs;
 pub mod machine;
 pub mod md;
 pub mod options;
@@ -41,8 +45,11 @@ pub mod runner;
 pub mod stats;
 pub mod suite;
 pub mod sweep;
+pub mod target;
 
 pub use cli::{run, BenchArgs, BenchCommand};
 pub use error::BenchError;
 pub use fs::{remove_tree, BenchFile, BenchFs, DirEntry, FileStat, OpenMode};
+pub use loomfs::LoomFs;
 pub use posix::PosixFs;
+pub use target::{TargetAddr, TargetSpec};

@@ -1,9 +1,7 @@
 //! Command-line options of the workloads, with mdtest's and IOR's letters and
-//! meanings, and the parsers for sizes (`4k`, `1m`, `2g`) and targets
-//! (`NAME=PATH`). Checks that need several options at once live in
+//! meanings, and the parser for sizes (`4k`, `1m`, `2g`); targets are in
+//! [`crate::target`]. Checks that need several options at once live in
 //! [`crate::md::MdPlan::new`] and [`crate::io::IoPlan::new`].
-
-use std::path::PathBuf;
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -11,49 +9,54 @@ use serde::{Deserialize, Serialize};
 /// mdtest's options (`loom bench md`).
 #[derive(Args, Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MdOptions {
-    /// Items (files and/or directories) per process, spread over the tree.
+    /// mdtest -n: items (files and/or directories) per process, spread over
+    /// the tree's directories (rounded down to a whole number per directory).
     #[arg(short = 'n', long = "items")]
     pub items: Option<u64>,
-    /// Items per tree directory (with -n, -n must equal -I times the tree's directories).
+    /// mdtest -I: items per tree directory, per process (with -n too, -n must
+    /// equal -I times the tree's directories).
     #[arg(short = 'I', long = "items-per-dir")]
     pub items_per_dir: Option<u64>,
-    /// Depth of the directory tree below its root (0 = the root only).
+    /// mdtest -z: depth of the directory tree below its root (0 = the root only).
     #[arg(short = 'z', long = "depth", default_value_t = 0)]
     pub depth: u32,
-    /// Branching factor of the tree: subdirectories per tree directory.
+    /// mdtest -b: branching factor, subdirectories per tree directory.
     #[arg(short = 'b', long = "branch", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub branch: u32,
-    /// A unique working directory (own tree) per process.
+    /// mdtest -u: a unique working directory (own tree) per process instead
+    /// of one tree shared by all.
     #[arg(short = 'u', long = "unique-dir")]
     pub unique_dir: bool,
-    /// Files only (no directory phases).
+    /// mdtest -F: files only (no directory phases).
     #[arg(short = 'F', long = "files-only", conflicts_with = "dirs_only")]
     pub files_only: bool,
-    /// Directories only (no file phases).
+    /// mdtest -D: directories only (no file phases).
     #[arg(short = 'D', long = "dirs-only")]
     pub dirs_only: bool,
-    /// Bytes written to each file at create (e.g. 3901, 4k).
+    /// mdtest -w: bytes written to each file at create (e.g. 3901, 4k).
     #[arg(short = 'w', long = "write-bytes", default_value = "0", value_parser = parse_size)]
     pub write_bytes: u64,
-    /// Bytes read from each file in the read phase.
+    /// mdtest -e: bytes read from each file in the read phase.
     #[arg(short = 'e', long = "read-bytes", default_value = "0", value_parser = parse_size)]
     pub read_bytes: u64,
-    /// Stride between processes: stat, read and remove what process (rank + N) mod p created.
+    /// mdtest -N: stride between processes; process r stats what process
+    /// (r+N) mod p created, reads (r+2N)'s and removes (r+3N)'s, as mdtest does.
     #[arg(short = 'N', long = "stride", default_value_t = 0)]
     pub stride: u32,
-    /// Iterations.
+    /// -i: iterations (repetitions of every phase).
     #[arg(short = 'i', long = "iterations", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub iterations: u32,
-    /// Processes (threads), each doing its share of the work.
+    /// mdtest -p / MPI ranks: processes (threads), each doing its share.
     #[arg(short = 'p', long = "procs", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub procs: u32,
-    /// Stop the create phase after SECONDS; later phases handle what was created.
+    /// mdtest -W: stonewall; each process stops creating after SECONDS, and
+    /// stat, read and remove handle exactly what was created.
     #[arg(long = "stonewall", value_name = "SECONDS", value_parser = parse_seconds)]
     pub stonewall: Option<f64>,
-    /// fsync each file after writing it at create.
+    /// mdtest -y: fsync each file after writing it at create.
     #[arg(long = "fsync")]
     pub fsync: bool,
     /// Keep the files: skip the remove phases (inspect the tree afterwards).
@@ -90,44 +93,48 @@ impl Default for MdOptions {
 /// IOR's options (`loom bench io`).
 #[derive(Args, Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IoOptions {
-    /// Transfer size: bytes per read or write call.
+    /// IOR -t: transfer size, bytes per read or write call.
     #[arg(short = 't', long = "transfer", default_value = "256k", value_parser = parse_size)]
     pub transfer: u64,
-    /// Block size: contiguous bytes per process per segment (a multiple of -t).
+    /// IOR -b: block size, contiguous bytes per process per segment (a
+    /// multiple of -t).
     #[arg(short = 'b', long = "block", default_value = "1m", value_parser = parse_size)]
     pub block: u64,
-    /// Segments: a shared file holds, per segment, one block of each process in rank order.
+    /// IOR -s: segments; a shared file holds, per segment, one block of each
+    /// process in rank order.
     #[arg(short = 's', long = "segments", default_value_t = 1,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub segments: u64,
-    /// File per process instead of one shared file.
+    /// IOR -F: file per process instead of one shared file.
     #[arg(short = 'F', long = "file-per-proc")]
     pub file_per_proc: bool,
-    /// Write phase (with neither -w nor -r, both run).
+    /// IOR -w: write phase (with neither -w nor -r, both run).
     #[arg(short = 'w', long = "write")]
     pub write: bool,
-    /// Read phase (alone, an untimed write prepares the data first).
+    /// IOR -r: read phase. Alone, it reads the files an earlier
+    /// `-w --keep` run with the same -t -b -s -p -F left (an error if
+    /// they are missing), and never removes them.
     #[arg(short = 'r', long = "read")]
     pub read: bool,
-    /// Reorder tasks: process r reads what process (r + 1) mod p wrote.
+    /// IOR -C: reorder tasks, process r reads what process (r+1) mod p wrote.
     #[arg(short = 'C', long = "reorder")]
     pub reorder: bool,
-    /// fsync after the write phase, inside its time.
+    /// IOR -e: fsync at the end of the write phase, inside its time.
     #[arg(short = 'e', long = "fsync")]
     pub fsync: bool,
-    /// Verify: check every byte read against the writer and offset pattern
-    /// (with -w alone, an untimed read-back checks the written data).
+    /// IOR -R/-W: verify every byte read against the writer-and-offset
+    /// pattern (with -w alone, an untimed read-back checks what was written).
     #[arg(short = 'v', long = "verify")]
     pub verify: bool,
-    /// Iterations.
+    /// -i: iterations (repetitions of every phase).
     #[arg(short = 'i', long = "iterations", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub iterations: u32,
-    /// Processes (threads).
+    /// IOR -N / MPI ranks: processes (threads).
     #[arg(short = 'p', long = "procs", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub procs: u32,
-    /// Keep the data files after the last iteration.
+    /// IOR -k: keep the data files after the run.
     #[arg(long = "keep")]
     pub keep: bool,
     /// Name of the working directory created in the target.
@@ -152,43 +159,6 @@ impl Default for IoOptions {
             keep: false,
             name: "loom-io".to_string(),
         }
-    }
-}
-
-/// A named target of `compare`: `NAME=PATH`, or a bare `PATH` (named by its
-/// last component).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TargetSpec {
-    /// The name shown in tables and charts.
-    pub name: String,
-    /// The directory to run in.
-    pub path: PathBuf,
-}
-
-impl std::str::FromStr for TargetSpec {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (name, path) = match s.split_once('=') {
-            Some((n, p)) => (n.trim().to_string(), p.to_string()),
-            None => {
-                let name = std::path::Path::new(s)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| s.to_string());
-                (name, s.to_string())
-            }
-        };
-        if name.is_empty() {
-            return Err(format!("target {s:?}: empty name (use NAME=PATH)"));
-        }
-        if path.is_empty() {
-            return Err(format!("target {s:?}: empty path (use NAME=PATH)"));
-        }
-        Ok(TargetSpec {
-            name,
-            path: PathBuf::from(path),
-        })
     }
 }
 
@@ -289,17 +259,6 @@ mod tests {
         assert!(parse_seconds("0").is_err());
         assert!(parse_seconds("-1").is_err());
         assert!(parse_seconds("soon").is_err());
-    }
-
-    #[test]
-    fn targets_parse_as_name_equals_path() {
-        let t: TargetSpec = "ext4=/var/tmp/a".parse().expect("spec");
-        assert_eq!(t.name, "ext4");
-        assert_eq!(t.path, PathBuf::from("/var/tmp/a"));
-        let bare: TargetSpec = "/dev/shm/b".parse().expect("spec");
-        assert_eq!(bare.name, "b");
-        assert!("=/x".parse::<TargetSpec>().is_err());
-        assert!("x=".parse::<TargetSpec>().is_err());
     }
 
     proptest::proptest! {

@@ -17,7 +17,7 @@ use anyhow::Context as _;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{posix_target, OutputArgs};
+use crate::cli::{open_target, OutputArgs};
 use crate::io::IoPlan;
 use crate::machine::{Machine, Versions};
 use crate::md::MdPlan;
@@ -25,13 +25,15 @@ use crate::options::{IoOptions, MdOptions};
 use crate::report::{fmt_sig, write_json};
 use crate::runner::{run_interleaved, Ctx, Workload};
 use crate::stats::sample_stddev;
+use crate::target::TargetAddr;
 
-/// `loom bench suite [OPTIONS] DIR`
+/// `loom bench suite [OPTIONS] TARGET`
 #[derive(Args, Debug, Clone)]
 pub struct SuiteArgs {
-    /// Directory to run in (not needed with --list).
-    #[arg(value_name = "DIR", required_unless_present = "list")]
-    pub target: Option<PathBuf>,
+    /// Where to run (not needed with --list): a directory, loom:DIR or
+    /// loom://HOST:PORT/FSNAME/DIR (see TARGETS below).
+    #[arg(value_name = "TARGET", required_unless_present = "list")]
+    pub target: Option<TargetAddr>,
     /// Where to write this run's JSON.
     #[arg(long, value_name = "FILE", default_value = "loom-suite.json")]
     pub out: PathBuf,
@@ -444,21 +446,21 @@ fn workload_of(spec: &Spec, reps: u32) -> anyhow::Result<Box<dyn Workload>> {
 
 /// Runs the suite on `target` and returns its report (no printing).
 pub fn run_patterns(
-    target: &Path,
+    target: &TargetAddr,
     pats: &[Pattern],
     reps: u32,
     scale: f64,
     procs: u32,
     ctx: &Ctx,
 ) -> anyhow::Result<SuiteReport> {
-    let t = posix_target("suite", target)?;
+    let t = open_target("suite", target)?;
     let started = SystemTime::now();
     let mut metrics = Vec::new();
     for p in pats {
         let w = workload_of(&p.spec, reps).with_context(|| format!("pattern {}", p.name))?;
         ctx.progress.set_message(p.name.to_string());
         let results = run_interleaved(std::slice::from_ref(&t), w.as_ref(), ctx)
-            .with_context(|| format!("pattern {} on {}", p.name, target.display()))?;
+            .with_context(|| format!("pattern {} on {target}", p.name))?;
         for phase in results.iter().flat_map(|r| &r.phases) {
             let values = phase.values();
             metrics.push(Metric {

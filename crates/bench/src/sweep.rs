@@ -23,7 +23,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::cancel::Cancel;
 use crate::chart::{write_lines, LineChart, Panel};
-use crate::cli::{cli_ctx, posix_target, OutputArgs};
+use crate::cli::{cli_ctx, open_target, OutputArgs};
 use crate::error::BenchError;
 use crate::io::IoPlan;
 use crate::md::MdPlan;
@@ -471,7 +471,7 @@ fn run_on_cluster(
             );
         }
     }
-    let target = posix_target(label, &dir)?;
+    let target = open_target(label, &crate::target::TargetAddr::Posix(dir.clone()))?;
     ctx.progress.set_message(label.to_string());
     let r = run_interleaved(std::slice::from_ref(&target), w, ctx)?;
     if striped {
