@@ -43,6 +43,10 @@ pub enum BenchError {
         /// What went wrong.
         reason: String,
     },
+    /// The threads of a phase could not all be started (too many -p for
+    /// this machine's limits); use fewer processes.
+    #[error("cannot start the benchmark threads: {0}")]
+    Threads(String),
     /// Starting, using or stopping a `loom up` cluster failed (sweep).
     #[error("cluster: {0}")]
     Cluster(String),

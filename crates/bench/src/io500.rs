@@ -21,9 +21,10 @@
 //!
 //! Scoring as IO500: BW = geometric mean of the four ior phases in GiB/s,
 //! MD = geometric mean of the eight metadata phases (find included) in
-//! kIOPS, score = sqrt(BW × MD). The metadata phases read, stat and remove
-//! what the next process created (stride 1), so that no process is served
-//! from its own creations.
+//! kIOPS, score = sqrt(BW × MD). The metadata phases run with mdtest's
+//! `-N 1`, as IO500 runs mdtest: process r stats what process r+1 created,
+//! reads r+2's and removes r+3's (mod p), so that with more than one
+//! process no process is served from its own creations.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};

@@ -19,6 +19,9 @@
 //! and `n` is rounded down to a multiple of the tree's directories, as
 //! mdtest does.
 //!
+//! With a stride `-N n`, process r stats the items of process (r+n) mod p,
+//! reads those of (r+2n) and removes those of (r+3n), as mdtest does.
+//!
 //! Phases per iteration, each timed from the first process's start to the
 //! last's end: Tree creation; Directory creation, stat, removal (unless -F);
 //! File creation, stat, read, removal (unless -D); Tree removal. `--keep`
@@ -63,6 +66,19 @@ impl ItemKind {
 /// How many items each process created in a create phase (all of them,
 /// unless a stonewall stopped it early).
 pub type Counts = Vec<u64>;
+
+/// The item phases, numbered as mdtest numbers them for the stride (-N).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Create: a process's own items.
+    Create = 0,
+    /// Stat: the items of process (rank + N) mod p.
+    Stat = 1,
+    /// Read: the items of process (rank + 2N) mod p.
+    Read = 2,
+    /// Remove: the items of process (rank + 3N) mod p.
+    Remove = 3,
+}
 
 /// A checked mdtest configuration: tree shape and item placement.
 #[derive(Debug, Clone)]
@@ -205,9 +221,15 @@ impl MdPlan {
             .join(format!("{}.mdtest.{owner}.{j}", kind.prefix()))
     }
 
-    /// The process whose items `rank` stats, reads and removes (-N).
-    pub fn peer(&self, rank: u32) -> u32 {
-        ((u64::from(rank) + u64::from(self.opts.stride)) % u64::from(self.opts.procs)) as u32
+    /// The process whose items `rank` works on in `step`, as mdtest's -N
+    /// does: `(rank + k*N) mod p` with k = 0 to create, 1 to stat, 2 to
+    /// read and 3 to remove (mdtest.c's mk_name, stat_name, read_name and
+    /// rm_name), so with a stride no phase works on what the process itself
+    /// just touched.
+    pub fn owner(&self, rank: u32, step: Step) -> u32 {
+        let k = step as u64;
+        let (p, n) = (u64::from(self.opts.procs), u64::from(self.opts.stride));
+        ((u64::from(rank) + k * n) % p) as u32
     }
 
     /// Ranks that build a tree: rank 0 for the shared tree, all with -u.
@@ -286,7 +308,7 @@ impl MdPlan {
                             break;
                         }
                     }
-                    let p = dir.join(self.item_path(kind, rank, j));
+                    let p = dir.join(self.item_path(kind, self.owner(rank, Step::Create), j));
                     match kind {
                         ItemKind::File => fs.create_file(&p, &data, self.opts.fsync),
                         ItemKind::Dir => fs.mkdir(&p),
@@ -314,12 +336,13 @@ impl MdPlan {
         ))
     }
 
-    /// Runs `op` on every item of each process's peer (-N), as many as the
-    /// peer created.
+    /// Runs `op` on every item of the process whose items each process
+    /// handles in `step` (-N), as many as that process created.
     fn for_peer_items<F>(
         &self,
         dir: &Path,
         kind: ItemKind,
+        step: Step,
         counts: &Counts,
         ctx: &Ctx,
         op: F,
@@ -328,7 +351,7 @@ impl MdPlan {
         F: Fn(&Path, &mut Vec<u8>) -> Result<u64> + Sync,
     {
         run_ranks(self.opts.procs, &ctx.cancel, |rank, stop, _| {
-            let owner = self.peer(rank);
+            let owner = self.owner(rank, step);
             let n = counts.get(owner as usize).copied().unwrap_or(0);
             let mut buf = vec![0u8; self.opts.read_bytes as usize];
             let mut bytes = 0u64;
@@ -350,7 +373,7 @@ impl MdPlan {
         counts: &Counts,
         ctx: &Ctx,
     ) -> Result<Measurement> {
-        let (seconds, r) = self.for_peer_items(dir, kind, counts, ctx, |p, _| {
+        let (seconds, r) = self.for_peer_items(dir, kind, Step::Stat, counts, ctx, |p, _| {
             let st = fs.stat(p).map_err(|e| BenchError::io("stat", p, e))?;
             if st.is_dir != (kind == ItemKind::Dir) {
                 return Err(BenchError::Verify(format!(
@@ -376,18 +399,19 @@ impl MdPlan {
         ctx: &Ctx,
     ) -> Result<Measurement> {
         let expect = self.opts.read_bytes.min(self.opts.write_bytes) as usize;
-        let (seconds, r) = self.for_peer_items(dir, ItemKind::File, counts, ctx, |p, buf| {
-            let n = fs
-                .read_file(p, buf)
-                .map_err(|e| BenchError::io("read", p, e))?;
-            if n != expect {
-                return Err(BenchError::Verify(format!(
-                    "{}: read {n} bytes, expected {expect}",
-                    p.display()
-                )));
-            }
-            Ok(n as u64)
-        })?;
+        let (seconds, r) =
+            self.for_peer_items(dir, ItemKind::File, Step::Read, counts, ctx, |p, buf| {
+                let n = fs
+                    .read_file(p, buf)
+                    .map_err(|e| BenchError::io("read", p, e))?;
+                if n != expect {
+                    return Err(BenchError::Verify(format!(
+                        "{}: read {n} bytes, expected {expect}",
+                        p.display()
+                    )));
+                }
+                Ok(n as u64)
+            })?;
         Ok(Measurement {
             ops: r.iter().map(|x| x.0).sum(),
             bytes: r.iter().map(|x| x.1).sum(),
@@ -404,7 +428,7 @@ impl MdPlan {
         counts: &Counts,
         ctx: &Ctx,
     ) -> Result<Measurement> {
-        let (seconds, r) = self.for_peer_items(dir, kind, counts, ctx, |p, _| {
+        let (seconds, r) = self.for_peer_items(dir, kind, Step::Remove, counts, ctx, |p, _| {
             match kind {
                 ItemKind::File => fs.unlink(p),
                 ItemKind::Dir => fs.rmdir(p),
@@ -643,16 +667,17 @@ mod tests {
     }
 
     #[test]
-    fn stride_picks_the_neighbour() {
+    fn stride_moves_one_more_step_per_phase_like_mdtest() {
         let p = MdPlan::new(opts(|o| {
             o.items = Some(1);
-            o.procs = 4;
-            o.stride = 1;
+            o.procs = 5;
+            o.stride = 2;
         }))
         .expect("plan");
-        assert_eq!(
-            (0..4).map(|r| p.peer(r)).collect::<Vec<_>>(),
-            vec![1, 2, 3, 0]
-        );
+        let row = |step| (0..5).map(|r| p.owner(r, step)).collect::<Vec<_>>();
+        assert_eq!(row(Step::Create), [0, 1, 2, 3, 4]);
+        assert_eq!(row(Step::Stat), [2, 3, 4, 0, 1]);
+        assert_eq!(row(Step::Read), [4, 0, 1, 2, 3]);
+        assert_eq!(row(Step::Remove), [1, 2, 3, 4, 0]);
     }
 }

@@ -7,7 +7,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Barrier;
+use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
 use crate::cancel::Cancel;
@@ -98,24 +98,77 @@ impl Stop<'_> {
     }
 }
 
-/// Runs `work(rank, stop, start)` on `procs` threads released together by a
-/// barrier; returns the phase's wall time (latest end minus earliest start)
-/// and each rank's result in rank order. `start` is the rank's own start
-/// time, for stonewalling. The first real error wins over the
-/// `Interrupted` of the ranks it stopped.
+/// Prefix of the name of the thread that runs a process (rank) of a phase:
+/// `loom-bench-rank-<rank>`.
+pub const RANK_THREAD_PREFIX: &str = "loom-bench-rank-";
+
+fn rank_thread_name(rank: u32) -> String {
+    format!("{RANK_THREAD_PREFIX}{rank}")
+}
+
+/// The benchmark process (rank) the calling thread runs, if it is one of
+/// [`run_ranks`]'s threads. Lets a backend wrapper attribute each call to a
+/// process (tests record who touched what with it).
+pub fn current_rank() -> Option<u32> {
+    std::thread::current()
+        .name()?
+        .strip_prefix(RANK_THREAD_PREFIX)?
+        .parse()
+        .ok()
+}
+
+/// Opens once: every rank waits for it, so that they start together, and
+/// none starts if not all of them could be spawned.
+#[derive(Default)]
+struct StartGate {
+    /// `None` until decided; `Some(true)` = go, `Some(false)` = give up.
+    state: Mutex<Option<bool>>,
+    opened: Condvar,
+}
+
+impl StartGate {
+    fn open(&self, go: bool) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        *st = Some(go);
+        self.opened.notify_all();
+    }
+
+    fn wait(&self) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(go) = *st {
+                return go;
+            }
+            st = self.opened.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// Runs `work(rank, stop, start)` on `procs` threads (named by
+/// [`RANK_THREAD_PREFIX`]) released together once all exist; returns the
+/// phase's wall time (latest end minus earliest start) and each rank's
+/// result in rank order. `start` is the rank's own start time, for
+/// stonewalling. The first real error wins over the `Interrupted` of the
+/// ranks it stopped.
 pub fn run_ranks<T, F>(procs: u32, cancel: &Cancel, work: F) -> Result<(f64, Vec<T>)>
 where
     T: Send,
     F: Fn(u32, &Stop<'_>, Instant) -> Result<T> + Sync,
 {
-    let barrier = Barrier::new(procs as usize);
+    let gate = StartGate::default();
     let failed = AtomicBool::new(false);
     let outcomes: Vec<(Instant, Instant, Result<T>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..procs)
-            .map(|rank| {
-                let (barrier, failed, work) = (&barrier, &failed, &work);
-                s.spawn(move || {
-                    barrier.wait();
+        let mut handles = Vec::with_capacity(procs as usize);
+        let mut spawn_error = None;
+        for rank in 0..procs {
+            let (gate, failed, work) = (&gate, &failed, &work);
+            let spawned = std::thread::Builder::new()
+                .name(rank_thread_name(rank))
+                .spawn_scoped(s, move || {
+                    if !gate.wait() {
+                        let now = Instant::now();
+                        return (now, now, Err(BenchError::Interrupted));
+                    }
                     let stop = Stop { cancel, failed };
                     let start = Instant::now();
                     let r = work(rank, &stop, start);
@@ -123,10 +176,17 @@ where
                         failed.store(true, Ordering::SeqCst);
                     }
                     (start, Instant::now(), r)
-                })
-            })
-            .collect();
-        handles
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    spawn_error = Some(e);
+                    break;
+                }
+            }
+        }
+        gate.open(spawn_error.is_none());
+        let mut outcomes: Vec<_> = handles
             .into_iter()
             .map(|h| match h.join() {
                 Ok(o) => o,
@@ -139,7 +199,12 @@ where
                     )
                 }
             })
-            .collect()
+            .collect();
+        if let Some(e) = spawn_error {
+            let now = Instant::now();
+            outcomes.push((now, now, Err(BenchError::Threads(e.to_string()))));
+        }
+        outcomes
     });
     let start = outcomes.iter().map(|o| o.0).min();
     let end = outcomes.iter().map(|o| o.1).max();
