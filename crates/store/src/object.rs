@@ -23,7 +23,9 @@
 //!
 //! Durability: writes land in the page cache; [`ObjectStore::sync`] makes an
 //! object's data durable, and also its directory entry if the file was
-//! created since the last sync.
+//! created since the last sync (or is the first synced in its directory
+//! since the store was opened, which covers names made before a crash of
+//! the process). Truncate and punch are durable when they return.
 //!
 //! The API is blocking; the OST service calls it through
 //! `tokio::task::spawn_blocking`.
@@ -137,6 +139,11 @@ struct HandleCache {
     tick: u64,
     /// Objects created since their directory was last fsynced.
     unsynced_names: HashSet<u64>,
+    /// Object directories fsynced since the store was opened, one bit per
+    /// directory: names created before a crash of the process are in the
+    /// page cache but not in `unsynced_names`, so the first sync in each
+    /// directory after a restart fsyncs the directory too.
+    dirs_synced: [u64; 4],
 }
 
 impl HandleCache {
@@ -368,7 +375,10 @@ impl ObjectStore {
             return Ok(());
         };
         f.set_len(size)
-            .map_err(|e| ObjectError::io("truncate", Some(oid), &self.object_path(oid), e))
+            .map_err(|e| ObjectError::io("truncate", Some(oid), &self.object_path(oid), e))?;
+        // Durable before the reply: the MDT records the new size next, and
+        // a lost truncate would let old bytes reappear when the file grows.
+        self.sync(oid)
     }
 
     /// Deallocate [offset, offset + len) of object `oid`, keeping its size:
@@ -384,15 +394,19 @@ impl ObjectStore {
         let mode = FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE;
         // Both fit in off_t: checked by end_of above.
         match nix::fcntl::fallocate(f.as_raw_fd(), mode, offset as i64, len as i64) {
-            Ok(()) => Ok(()),
-            Err(nix::errno::Errno::EOPNOTSUPP) => self.zero_range(oid, &f, offset, len),
-            Err(e) => Err(ObjectError::io(
-                "punch",
-                Some(oid),
-                &self.object_path(oid),
-                io::Error::from_raw_os_error(e as i32),
-            )),
+            Ok(()) => {}
+            Err(nix::errno::Errno::EOPNOTSUPP) => self.zero_range(oid, &f, offset, len)?,
+            Err(e) => {
+                return Err(ObjectError::io(
+                    "punch",
+                    Some(oid),
+                    &self.object_path(oid),
+                    io::Error::from_raw_os_error(e as i32),
+                ))
+            }
         }
+        // Durable before the reply, as truncate.
+        self.sync(oid)
     }
 
     /// Punch for file systems without hole punching: write zeros over the
@@ -424,14 +438,20 @@ impl ObjectStore {
         let path = self.object_path(oid);
         f.sync_data()
             .map_err(|e| ObjectError::io("fdatasync", Some(oid), &path, e))?;
-        let new_name = lock(&self.handles).unsynced_names.remove(&oid);
-        if new_name {
+        let (word, bit) = ((oid % 256 / 64) as usize, 1u64 << (oid % 64));
+        let need_dir = {
+            let mut h = lock(&self.handles);
+            let first_in_dir = h.dirs_synced[word] & bit == 0;
+            h.unsynced_names.remove(&oid) || first_in_dir
+        };
+        if need_dir {
             // fsync the directory: the new object's name must survive a crash.
             let sub = path.parent().unwrap_or(&self.objects);
             if let Err(e) = File::open(sub).and_then(|d| d.sync_all()) {
                 lock(&self.handles).unsynced_names.insert(oid);
                 return Err(ObjectError::io("fsync dir", Some(oid), sub, e));
             }
+            lock(&self.handles).dirs_synced[word] |= bit;
         }
         Ok(())
     }
