@@ -6,8 +6,9 @@
 use crate::registry::{self, Entry};
 use anyhow::{bail, Context};
 use clap::Args;
+use loom_client::meta::TargetUsage;
 use loom_client::{Caller, Client, ClientOptions};
-use loom_proto::msg::{FileKind, Role, StatFs};
+use loom_proto::msg::{FileKind, Role};
 use loom_proto::{Errno, StripeSpec};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -281,16 +282,14 @@ pub fn df(a: DfArgs) -> anyhow::Result<()> {
     }
     for e in entries {
         let s = connect(e)?;
-        let mut st =
-            s.rt.block_on(s.client.target_statfs())
-                .map_err(|e| errno(e, "statfs"))?;
-        st.sort_by_key(|x| x.target.map(|t| (t.role != Role::Mdt, t.index)));
+        let mut st = s.rt.block_on(s.client.target_statfs());
+        st.sort_by_key(|x| (x.target.role != Role::Mdt, x.target.index));
         print_df(&a, &s.entry, &st);
     }
     Ok(())
 }
 
-fn print_df(a: &DfArgs, e: &Entry, st: &[StatFs]) {
+fn print_df(a: &DfArgs, e: &Entry, st: &[TargetUsage]) {
     let fmt = |v: u64| if a.human { human(v) } else { v.to_string() };
     if a.inodes {
         println!(
@@ -305,10 +304,19 @@ fn print_df(a: &DfArgs, e: &Entry, st: &[StatFs]) {
     }
     let (mut tb, mut tu, mut ta) = (0u64, 0u64, 0u64);
     let (mut ti, mut tiu, mut tif) = (0u64, 0u64, 0u64);
-    for s in st {
-        let Some(t) = s.target else { continue };
+    for u in st {
+        let t = u.target;
         let uuid = format!("{}-{}_UUID", e.fsname, t);
         let mnt = format!("{}[{}:{}]", e.mountpoint.display(), t.role, t.index);
+        let s = match &u.usage {
+            Ok(s) => s,
+            Err(errno) => {
+                // As `lfs df` shows a target that does not answer; the
+                // summary counts only those that did.
+                println!("{uuid:<22} : inactive device ({errno})");
+                continue;
+            }
+        };
         if a.inodes {
             let used = s.files_total.saturating_sub(s.files_free);
             println!(

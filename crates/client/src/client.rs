@@ -4,6 +4,7 @@ use crate::ctx::{Caller, CtxFactory};
 use crate::error::ClientError;
 use crate::io::file::OpenFile;
 use crate::routing::Router;
+use bytes::Bytes;
 use loom_proto::msg::{Reply, ReqCtx, Request, TargetId};
 use loom_proto::{Errno, Fid, Layout};
 use loom_rpc::{ClusterKey, RpcError};
@@ -132,7 +133,7 @@ impl Client {
     ) -> Result<Reply, Errno> {
         let target = self.router.mdt_of(fid).await?;
         self.router
-            .call(target, self.ctx(c), req, &[])
+            .call(target, self.ctx(c), req, Bytes::new())
             .await
             .map(|(r, _)| r)
     }
@@ -143,7 +144,7 @@ impl Client {
         c: &Caller,
         ost: u32,
         req: Request,
-        bulk: &[u8],
+        bulk: Bytes,
     ) -> Result<(Reply, Vec<u8>), Errno> {
         self.router
             .call(TargetId::ost(ost), self.ctx(c), req, bulk)
@@ -194,7 +195,7 @@ impl Client {
         }
     }
 
-    fn open_handles(&self, fid: Fid) -> Vec<Arc<OpenFile>> {
+    pub(crate) fn open_handles(&self, fid: Fid) -> Vec<Arc<OpenFile>> {
         self.lock_open()
             .get(&fid)
             .map(|v| v.iter().filter_map(Weak::upgrade).collect())

@@ -1,7 +1,8 @@
 //! Who is asking: [`Caller`], and the request context built from it.
 //!
 //! Every request carries a [`ReqCtx`]: the client's random id and a
-//! per-client sequence number (so a server can recognise a resend), the
+//! per-client sequence number (set by the router as the request leaves,
+//! so a server can recognise a resend), the
 //! caller's credentials (for permission checks) and the caller's job id (for
 //! per-job statistics). The job id is read from the calling process's
 //! environment, `/proc/PID/environ`, under the variable named by
@@ -10,7 +11,6 @@
 
 use loom_proto::msg::ReqCtx;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// The process on whose behalf an operation runs.
@@ -59,7 +59,6 @@ const JOBID_CACHE_MAX: usize = 4096;
 #[derive(Debug)]
 pub struct CtxFactory {
     client_id: u64,
-    seq: AtomicU64,
     jobid_var: String,
     jobids: Mutex<HashMap<u32, String>>,
 }
@@ -69,7 +68,6 @@ impl CtxFactory {
     pub fn new(jobid_var: &str) -> CtxFactory {
         CtxFactory {
             client_id: rand::random(),
-            seq: AtomicU64::new(1),
             jobid_var: jobid_var.to_string(),
             jobids: Mutex::new(HashMap::new()),
         }
@@ -80,12 +78,14 @@ impl CtxFactory {
         self.client_id
     }
 
-    /// A context for one new request by `c` (each call takes a new sequence
+    /// A context for one new request by `c` (the router gives each call a new sequence
     /// number; a resend reuses the context it was first sent with).
     pub fn ctx(&self, c: &Caller) -> ReqCtx {
         ReqCtx {
             client_id: self.client_id,
-            seq: self.seq.fetch_add(1, Ordering::Relaxed),
+            // Set by the router when the request is sent.
+            seq: 0,
+            acked_below: 0,
             jobid: self.jobid(c.pid),
             uid: c.uid,
             gid: c.gid,
@@ -144,7 +144,7 @@ mod tests {
     }
 
     #[test]
-    fn contexts_carry_the_caller_and_increasing_sequence_numbers() {
+    fn contexts_carry_the_caller_and_the_client_id() {
         let f = CtxFactory::new("SLURM_JOB_ID");
         let c = Caller {
             uid: 1000,
@@ -156,7 +156,6 @@ mod tests {
         let b = f.ctx(&c);
         assert_eq!(a.client_id, f.client_id());
         assert_eq!(b.client_id, a.client_id);
-        assert!(b.seq > a.seq);
         assert_eq!((a.uid, a.gid, a.groups.clone()), (1000, 100, vec![4, 24]));
         assert_eq!(a.jobid, "");
     }

@@ -10,12 +10,26 @@
 use crate::ctx::Caller;
 use crate::io::file::unexpected;
 use crate::Client;
+use bytes::Bytes;
 use loom_proto::layout::object_size_for;
 use loom_proto::msg::{
     rename_flags, Attr, DirEntry, FileKind, Reply, Request, Role, SetAttr, StatFs, TargetId,
 };
 use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec};
+use std::time::Duration;
 use tokio::task::JoinSet;
+
+/// How long statfs waits for one target before leaving it out.
+pub const STATFS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One target's answer to statfs.
+#[derive(Clone, Debug)]
+pub struct TargetUsage {
+    /// The MDT or OST.
+    pub target: TargetId,
+    /// Its usage, or why it has none (EIO: did not answer in time).
+    pub usage: Result<StatFs, Errno>,
+}
 
 /// Longest name a directory entry may have.
 pub const NAME_MAX: usize = 255;
@@ -92,6 +106,14 @@ impl Client {
     /// stripe object is resized on its OST first, then the MDT records the
     /// size; this client's open handles of the file learn the new size.
     pub async fn setattr(&self, c: &Caller, fid: Fid, set: SetAttr) -> Result<Attr, Errno> {
+        if set.mtime.is_some() {
+            // Writes not yet reported would bring their own mtime at the
+            // next flush and undo this one (`cp -p`, `touch -r`): report
+            // them first.
+            for f in self.open_handles(fid) {
+                f.flush().await?;
+            }
+        }
         if let Some(size) = set.size {
             let attr = self.getattr(c, fid).await?;
             match attr.kind {
@@ -128,7 +150,11 @@ impl Client {
             };
             let (ctx, ost) = (self.ctx(c), obj.ost);
             let router = self.router_handle();
-            set.spawn(async move { router.call(TargetId::ost(ost), ctx, req, &[]).await });
+            set.spawn(async move {
+                router
+                    .call(TargetId::ost(ost), ctx, req, Bytes::new())
+                    .await
+            });
         }
         while let Some(r) = set.join_next().await {
             let (reply, _) = r.map_err(|e| {
@@ -403,29 +429,38 @@ impl Client {
     }
 
     /// Usage of the file system: bytes summed over the OSTs, files over the
-    /// MDTs (`target` is `None`).
+    /// MDTs (`target` is `None`). Targets that do not answer within
+    /// [`STATFS_TIMEOUT`] are left out (as `df` on Lustre skips an inactive
+    /// OST); EIO only if none answers.
     pub async fn statfs(&self) -> Result<StatFs, Errno> {
         let mut sum = StatFs::default();
-        for s in self.target_statfs().await? {
-            match s.target.map(|t| t.role) {
-                Some(Role::Ost) => {
+        let mut answered = 0;
+        for u in self.target_statfs().await {
+            let Ok(s) = u.usage else { continue };
+            answered += 1;
+            match u.target.role {
+                Role::Ost => {
                     sum.bytes_total += s.bytes_total;
                     sum.bytes_free += s.bytes_free;
                     sum.bytes_avail += s.bytes_avail;
                 }
-                Some(Role::Mdt) => {
+                Role::Mdt => {
                     sum.files_total += s.files_total;
                     sum.files_free += s.files_free;
                 }
-                _ => {}
+                Role::Mgs => {}
             }
+        }
+        if answered == 0 {
+            return Err(Errno::EIO);
         }
         Ok(sum)
     }
 
-    /// Usage of every MDT and OST in the configuration, each with its
-    /// `target` set, MDTs first, in index order. Asked in parallel.
-    pub async fn target_statfs(&self) -> Result<Vec<StatFs>, Errno> {
+    /// Usage of every MDT and OST in the configuration, MDTs first, in
+    /// index order, asked in parallel; a target that does not answer
+    /// within [`STATFS_TIMEOUT`] has an error as its usage.
+    pub async fn target_statfs(&self) -> Vec<TargetUsage> {
         let config = self.router.config();
         let mut ids: Vec<TargetId> = config
             .targets
@@ -438,23 +473,34 @@ impl Client {
         let mut set = JoinSet::new();
         for (i, id) in ids.iter().enumerate() {
             let (router, ctx, id) = (self.router_handle(), self.ctx(&c), *id);
-            set.spawn(async move { (i, id, router.call(id, ctx, Request::StatFs, &[]).await) });
+            set.spawn(async move {
+                let r = router
+                    .call_within(id, ctx, Request::StatFs, Bytes::new(), STATFS_TIMEOUT)
+                    .await;
+                (i, r)
+            });
         }
-        let mut out: Vec<Option<StatFs>> = vec![None; ids.len()];
+        let mut out: Vec<TargetUsage> = ids
+            .iter()
+            .map(|id| TargetUsage {
+                target: *id,
+                usage: Err(Errno::EIO),
+            })
+            .collect();
         while let Some(r) = set.join_next().await {
-            let (i, id, r) = r.map_err(|e| {
-                tracing::error!("statfs task failed: {e}");
-                Errno::EIO
-            })?;
-            match r? {
-                (Reply::StatFs(mut s), _) => {
-                    s.target = Some(id);
-                    out[i] = Some(s);
+            let Ok((i, r)) = r else {
+                continue;
+            };
+            out[i].usage = match r {
+                Ok((Reply::StatFs(mut s), _)) => {
+                    s.target = Some(out[i].target);
+                    Ok(s)
                 }
-                (other, _) => return Err(unexpected("StatFs", &other)),
-            }
+                Ok((other, _)) => Err(unexpected("StatFs", &other)),
+                Err(e) => Err(e),
+            };
         }
-        Ok(out.into_iter().flatten().collect())
+        out
     }
 
     /// Attributes of the file at `path`, relative to the file system's root
@@ -495,7 +541,7 @@ impl Client {
     pub async fn object_size(&self, obj: ObjRef) -> Result<u64, Errno> {
         let c = Caller::current();
         match self
-            .ost_call(&c, obj.ost, Request::ObjGetSize { obj }, &[])
+            .ost_call(&c, obj.ost, Request::ObjGetSize { obj }, Bytes::new())
             .await?
         {
             (Reply::Size(s), _) => Ok(s),

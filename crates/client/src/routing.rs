@@ -9,20 +9,27 @@
 //! case its server came back on another address, when a target is not in
 //! the configuration yet, and when a FID's sequence is not in the FLDB.
 //!
-//! Deadlines: a call is resent by the RPC layer until the client's
-//! `call_timeout` has passed, then fails with EIO. The deadline is cut into
-//! slices of [`RETRY_SLICE`]; after each failed slice the configuration is
-//! refreshed and the call goes on, to the new address if the target moved.
+//! Deadlines: a call waits for its reply until the client's `call_timeout`,
+//! then fails with EIO. It is sent again only on a new connection after its
+//! connection died (the MDTs' reply caches recognise such a resend by the
+//! request's client id and sequence number). When a target's server cannot
+//! be reached for [`RETRY_SLICE`], the configuration is fetched again and
+//! the call goes on, to the new address if the target moved.
+//!
+//! Sequence numbers: every call takes the next number of this client and
+//! carries the lowest number still waiting for a reply (`acked_below`), so
+//! servers can forget cached replies that can no longer be asked for.
 
+use bytes::Bytes;
 use loom_proto::msg::{ClusterConfig, Envelope, Reply, ReqCtx, Request, TargetId};
 use loom_proto::{Errno, Fid};
 use loom_rpc::{ClientOptions as RpcOptions, ClusterKey, RpcClient, RpcError};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-/// How long one attempt at a call lasts before the router refreshes the
-/// configuration and goes on.
+/// How long a server may stay unreachable before the router fetches the
+/// configuration again, in case its targets moved.
 pub const RETRY_SLICE: Duration = Duration::from_secs(15);
 /// Configuration fetches are at least this far apart.
 pub const REFRESH_MIN_INTERVAL: Duration = Duration::from_millis(500);
@@ -39,6 +46,23 @@ pub struct Router {
     conns: Mutex<HashMap<String, Arc<RpcClient>>>,
     /// Serialises refreshes; holds when the last one finished.
     refreshing: tokio::sync::Mutex<Option<Instant>>,
+    inflight: Mutex<Inflight>,
+}
+
+/// This client's request sequence numbers and those still waiting.
+#[derive(Default)]
+struct Inflight {
+    next: u64,
+    waiting: BTreeSet<u64>,
+}
+
+/// A call's sequence number, released when the call ends however it ends.
+struct SeqGuard<'a>(&'a Router, u64);
+
+impl Drop for SeqGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.inflight).waiting.remove(&self.1);
+    }
 }
 
 impl std::fmt::Debug for Router {
@@ -66,7 +90,24 @@ impl Router {
             config: RwLock::new(Arc::new(ClusterConfig::default())),
             conns: Mutex::new(HashMap::new()),
             refreshing: tokio::sync::Mutex::new(None),
+            inflight: Mutex::new(Inflight {
+                next: 1,
+                waiting: BTreeSet::new(),
+            }),
         }
+    }
+
+    /// Take the next sequence number; returns it with the lowest number
+    /// still waiting (itself included). A number taken later is always
+    /// higher, so no request at or above the mark can be one a server
+    /// still has to answer from its cache.
+    fn begin(&self) -> (SeqGuard<'_>, u64) {
+        let mut f = lock(&self.inflight);
+        let seq = f.next;
+        f.next += 1;
+        f.waiting.insert(seq);
+        let low = f.waiting.first().copied().unwrap_or(seq);
+        (SeqGuard(self, seq), low)
     }
 
     /// The MGS address.
@@ -114,7 +155,7 @@ impl Router {
         };
         let (reply, _) = self
             .rpc(&self.mgs_addr)
-            .call_with_timeout(&env, &[], timeout)
+            .call_with_timeout(&env, Bytes::new(), timeout)
             .await?;
         match reply {
             Reply::Config(c) => {
@@ -165,16 +206,33 @@ impl Router {
 
     /// Send `req` to `target` as `ctx` with `bulk`; the reply and its bulk.
     /// Fails with the server's errno, or EIO once `call_timeout` has passed
-    /// without an answer.
+    /// without an answer. The call's sequence number is set here.
     pub async fn call(
         &self,
         target: TargetId,
         ctx: ReqCtx,
         req: Request,
-        bulk: &[u8],
+        bulk: Bytes,
     ) -> Result<(Reply, Vec<u8>), Errno> {
+        self.call_within(target, ctx, req, bulk, self.call_timeout)
+            .await
+    }
+
+    /// As [`Router::call`], giving up after `timeout` (for questions such
+    /// as statfs that must not wait the full call timeout for one target).
+    pub async fn call_within(
+        &self,
+        target: TargetId,
+        mut ctx: ReqCtx,
+        req: Request,
+        bulk: Bytes,
+        timeout: Duration,
+    ) -> Result<(Reply, Vec<u8>), Errno> {
+        let (seq, low) = self.begin();
+        ctx.seq = seq.1;
+        ctx.acked_below = low;
         let env = Envelope { target, ctx, req };
-        let deadline = Instant::now() + self.call_timeout;
+        let deadline = Instant::now() + timeout;
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
             let addr = self.config().target(target).map(|t| t.addr.clone());
@@ -191,24 +249,26 @@ impl Router {
                 continue;
             };
             let rpc = self.rpc(&addr);
-            let slice = remaining.min(RETRY_SLICE);
-            match rpc.call_with_timeout(&env, bulk, slice).await {
+            match rpc
+                .call_until(&env, bulk.clone(), deadline, RETRY_SLICE)
+                .await
+            {
                 Ok(r) => return Ok(r),
                 Err(RpcError::Remote(e)) => {
                     tracing::debug!(%target, op = env.req.name(), "{e}");
                     return Err(e.errno);
                 }
-                Err(e @ RpcError::Timeout { .. }) => {
+                Err(e @ RpcError::Unreachable { .. }) => {
                     if Instant::now() >= deadline {
                         tracing::warn!(%target, op = env.req.name(), "giving up: {e}");
                         return Err(Errno::EIO);
                     }
                     // The server may have moved: ask the MGS, then go on.
-                    tracing::info!(%target, op = env.req.name(), "still no answer, checking the configuration: {e}");
+                    tracing::info!(%target, op = env.req.name(), "{e}; checking the configuration");
                     self.refresh().await;
                 }
                 Err(e) => {
-                    tracing::warn!(%target, op = env.req.name(), "{e}");
+                    tracing::warn!(%target, op = env.req.name(), "giving up: {e}");
                     return Err(e.errno());
                 }
             }

@@ -76,8 +76,13 @@ impl std::fmt::Display for TargetId {
 pub struct ReqCtx {
     /// Random per client instance.
     pub client_id: u64,
-    /// Per-client request sequence, for recognising resends.
+    /// Per-client request sequence, for recognising resends: a resend
+    /// carries the sequence of its first sending. 0: not resendable (a
+    /// server's own requests), never cached.
     pub seq: u64,
+    /// Every request of this client with a lower sequence has had its
+    /// reply: servers may forget their cached replies below it.
+    pub acked_below: u64,
     /// The job this request belongs to (SLURM_JOB_ID by default).
     pub jobid: String,
     /// Caller's uid.
@@ -563,7 +568,7 @@ pub enum Request {
 
 impl Request {
     /// The explicit opcode of this request, carried in the frame header.
-    pub fn opcode(&self) -> u16 {
+    pub const fn opcode(&self) -> u16 {
         match self {
             Request::Ping => 1,
             Request::Register { .. } => 10,
@@ -741,6 +746,7 @@ mod tests {
             ctx: ReqCtx {
                 client_id: 7,
                 seq: 9,
+                acked_below: 3,
                 jobid: "job42".into(),
                 uid: 1000,
                 gid: 100,

@@ -1,38 +1,65 @@
 //! The client side: one connection per server, many requests in flight.
 //!
-//! A call is resent on a new connection when its connection breaks, with
-//! backoff, until the call's deadline; then it fails with
-//! [`RpcError::Timeout`], which callers turn into EIO. So an operation issued
-//! while a server is down completes once the server is back, or fails after
-//! the configured timeout, and never hangs forever.
+//! Each connection has a reader task (replies to waiting callers, matched
+//! by request id) and a writer task that owns the socket's write half.
+//! Callers queue whole frames to the writer, so a caller that gives up (or
+//! is cancelled) mid-call never leaves half a frame on the stream.
+//!
+//! When is a request sent again? Only when its connection is gone: closed,
+//! broken, or found dead by a liveness probe (a transport ping that gets no
+//! answer). A slow reply on a live connection is waited for, never resent,
+//! because the server may be executing it; a resend of a request the server
+//! already applied is recognised by the server's reply cache, keyed by the
+//! request's client id and sequence number, which a resend keeps.
+//!
+//! A call fails with [`RpcError::Timeout`] at its deadline, or with
+//! [`RpcError::Unreachable`] when no connection could be made for the
+//! `unreachable_after` the caller gave (so that it can look the server up
+//! again, in case it moved); callers turn both into EIO eventually. An
+//! operation issued while a server is down completes once it is back, or
+//! fails after the configured timeout, and never hangs forever.
 
 use crate::auth::{self, ClusterKey};
 use crate::conn::{read_frame, write_frame};
-use loom_proto::frame::{flags, FrameHeader};
-use loom_proto::msg::{self, Envelope, Reply};
+use bytes::Bytes;
+use loom_proto::frame::{flags, FrameHeader, HEADER_LEN};
+use loom_proto::msg::{self, Envelope, Reply, Request, TargetId};
 use loom_proto::{Errno, WireError};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
 
 /// Tunables of a client.
 #[derive(Clone, Debug)]
 pub struct ClientOptions {
-    /// How long one connection attempt may take.
+    /// How long one connection attempt (TCP connect plus handshake) may take.
     pub connect_timeout: Duration,
     /// How long a call may take in all, across resends, before it fails.
     pub call_timeout: Duration,
+    /// How long a request may wait for its reply before the connection is
+    /// probed with a ping.
+    pub probe_after: Duration,
+    /// How long a probe may take before the connection is declared dead
+    /// (and its requests are resent on a new one).
+    pub probe_timeout: Duration,
+    /// How long one frame may take to write before the connection is
+    /// declared dead (a peer that stopped reading).
+    pub write_timeout: Duration,
 }
 
 impl Default for ClientOptions {
     fn default() -> Self {
         ClientOptions {
-            connect_timeout: Duration::from_secs(3),
+            connect_timeout: Duration::from_secs(5),
             call_timeout: Duration::from_secs(300),
+            probe_after: Duration::from_secs(10),
+            probe_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -43,13 +70,24 @@ pub enum RpcError {
     /// The server answered with an error.
     #[error("{0}")]
     Remote(WireError),
-    /// No answer before the call's deadline (server down or unreachable).
+    /// No answer before the call's deadline (server down, stuck or
+    /// unreachable).
     #[error("no reply from {addr} within {timeout:?}: {last}")]
     Timeout {
         /// Server address.
         addr: String,
         /// The deadline.
         timeout: Duration,
+        /// The last failure seen.
+        last: String,
+    },
+    /// No connection could be made for the caller's `unreachable_after`;
+    /// the request is not outstanding anywhere. The caller may look the
+    /// target's address up again and call again.
+    #[error("cannot reach {addr}: {last}")]
+    Unreachable {
+        /// Server address.
+        addr: String,
         /// The last failure seen.
         last: String,
     },
@@ -68,7 +106,7 @@ impl RpcError {
     pub fn errno(&self) -> Errno {
         match self {
             RpcError::Remote(e) => e.errno,
-            RpcError::Timeout { .. } => Errno::EIO,
+            RpcError::Timeout { .. } | RpcError::Unreachable { .. } => Errno::EIO,
             RpcError::Protocol { .. } => Errno::EIO,
         }
     }
@@ -83,19 +121,98 @@ impl From<RpcError> for WireError {
     }
 }
 
-type Pending = Mutex<HashMap<u64, oneshot::Sender<(FrameHeader, Vec<u8>, Vec<u8>)>>>;
+/// A reply as the reader hands it to its caller.
+type Incoming = (FrameHeader, Vec<u8>, Vec<u8>);
+type Pending = Mutex<HashMap<u64, oneshot::Sender<Incoming>>>;
 
+/// A frame queued for the writer.
+struct Outgoing {
+    header: FrameHeader,
+    body: Vec<u8>,
+    bulk: Bytes,
+}
+
+/// Frames the writer may hold queued: callers wait (with their deadline)
+/// when the socket is slower than they are.
+const WRITE_QUEUE: usize = 256;
+/// Small frames queued together are written with one system call, up to
+/// this many bytes.
+const COALESCE_MAX: usize = 64 * 1024;
+
+/// One live connection.
 struct Conn {
-    wr: tokio::sync::Mutex<OwnedWriteHalf>,
-    pending: Arc<Pending>,
-    dead: Arc<AtomicBool>,
-    reader: tokio::task::JoinHandle<()>,
+    /// Serial number, for logs.
+    serial: u64,
+    tx: mpsc::Sender<Outgoing>,
+    state: Arc<ConnState>,
+}
+
+/// What the reader, the writer and the callers share.
+struct ConnState {
+    pending: Pending,
+    dead: AtomicBool,
+    /// When a frame last arrived, as ms since `born`.
+    last_rx_ms: AtomicU64,
+    born: Instant,
+    /// Serialises probes: one ping at a time per connection.
+    probing: tokio::sync::Mutex<()>,
+    tasks: OnceLock<[AbortHandle; 2]>,
+}
+
+impl ConnState {
+    /// Mark the connection dead, stop its tasks and wake every caller
+    /// still waiting on it (they resend on a new connection).
+    fn kill(&self) {
+        if self.dead.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(tasks) = self.tasks.get() {
+            for t in tasks {
+                t.abort();
+            }
+        }
+        // Dropping the senders wakes the callers.
+        lock(&self.pending).clear();
+    }
+
+    fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::Acquire)
+    }
+
+    fn touch(&self) {
+        self.last_rx_ms
+            .store(self.born.elapsed().as_millis() as u64, Ordering::Release);
+    }
+
+    fn quiet_for(&self) -> Duration {
+        let last = Duration::from_millis(self.last_rx_ms.load(Ordering::Acquire));
+        self.born.elapsed().saturating_sub(last)
+    }
 }
 
 impl Drop for Conn {
     fn drop(&mut self) {
-        self.reader.abort();
+        self.state.kill();
     }
+}
+
+/// Why one exchange on one connection did not produce a reply.
+enum ExchangeError {
+    /// The connection died; the request may or may not have been applied.
+    Lost(String),
+    /// The call's deadline passed.
+    Deadline(String),
+}
+
+/// Counters of one [`RpcClient`], for statistics and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RpcStats {
+    /// Connections made (the first one included).
+    pub connects: u64,
+    /// Liveness probes sent on quiet connections.
+    pub probes: u64,
+    /// Requests sent again after their connection died.
+    pub resends: u64,
 }
 
 /// A client of one server address.
@@ -105,6 +222,9 @@ pub struct RpcClient {
     opts: ClientOptions,
     conn: tokio::sync::Mutex<Option<Arc<Conn>>>,
     next_id: AtomicU64,
+    next_serial: AtomicU64,
+    probes: AtomicU64,
+    resends: AtomicU64,
 }
 
 impl std::fmt::Debug for RpcClient {
@@ -119,6 +239,57 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Write queued frames until the queue closes or a write fails; small
+/// frames that are queued together leave in one write.
+async fn writer(
+    mut wr: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Outgoing>,
+    state: Arc<ConnState>,
+    write_timeout: Duration,
+    addr: String,
+) {
+    let mut buf: Vec<u8> = Vec::with_capacity(COALESCE_MAX);
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        let mut size = frame_len(&batch[0]);
+        while size < COALESCE_MAX {
+            match rx.try_recv() {
+                Ok(o) => {
+                    size += frame_len(&o);
+                    batch.push(o);
+                }
+                Err(_) => break,
+            }
+        }
+        let res = tokio::time::timeout(write_timeout, async {
+            if batch.len() == 1 {
+                let o = &batch[0];
+                return write_frame(&mut wr, &o.header, &o.body, &o.bulk).await;
+            }
+            buf.clear();
+            for o in &batch {
+                buf.extend_from_slice(&o.header.encode());
+                buf.extend_from_slice(&o.body);
+                buf.extend_from_slice(&o.bulk);
+            }
+            tokio::io::AsyncWriteExt::write_all(&mut wr, &buf).await
+        })
+        .await;
+        let failure = match res {
+            Ok(Ok(())) => continue,
+            Ok(Err(e)) => format!("write: {e}"),
+            Err(_) => format!("write stalled for {write_timeout:?}"),
+        };
+        tracing::info!(%addr, "connection dropped: {failure}");
+        break;
+    }
+    state.kill();
+}
+
+fn frame_len(o: &Outgoing) -> usize {
+    HEADER_LEN + o.body.len() + o.bulk.len()
+}
+
 impl RpcClient {
     /// A client for `addr`; connects lazily on the first call.
     pub fn new(addr: impl Into<String>, key: ClusterKey, opts: ClientOptions) -> RpcClient {
@@ -128,6 +299,18 @@ impl RpcClient {
             opts,
             conn: tokio::sync::Mutex::new(None),
             next_id: AtomicU64::new(1),
+            next_serial: AtomicU64::new(1),
+            probes: AtomicU64::new(0),
+            resends: AtomicU64::new(0),
+        }
+    }
+
+    /// What this client has done so far.
+    pub fn stats(&self) -> RpcStats {
+        RpcStats {
+            connects: self.next_serial.load(Ordering::Relaxed) - 1,
+            probes: self.probes.load(Ordering::Relaxed),
+            resends: self.resends.load(Ordering::Relaxed),
         }
     }
 
@@ -150,128 +333,269 @@ impl RpcClient {
         &self.opts
     }
 
+    /// The live connection, or a new one.
     async fn connection(&self) -> Result<Arc<Conn>, String> {
         let mut slot = self.conn.lock().await;
         if let Some(c) = slot.as_ref() {
-            if !c.dead.load(Ordering::Acquire) {
+            if !c.state.is_dead() {
                 return Ok(c.clone());
             }
         }
         *slot = None;
         let addr = self.addr();
-        let mut stream = tokio::time::timeout(self.opts.connect_timeout, TcpStream::connect(&addr))
-            .await
-            .map_err(|_| format!("connect to {addr} timed out"))?
-            .map_err(|e| format!("connect to {addr}: {e}"))?;
+        let stream = tokio::time::timeout(self.opts.connect_timeout, async {
+            let mut s = TcpStream::connect(&addr)
+                .await
+                .map_err(|e| format!("connect to {addr}: {e}"))?;
+            auth::connect(&mut s, &self.key)
+                .await
+                .map_err(|e| format!("handshake with {addr}: {e}"))?;
+            Ok::<_, String>(s)
+        })
+        .await
+        .map_err(|_| format!("connect to {addr} timed out"))??;
         let _ = stream.set_nodelay(true);
-        auth::connect(&mut stream, &self.key)
-            .await
-            .map_err(|e| format!("handshake with {addr}: {e}"))?;
         let (mut rd, wr) = stream.into_split();
-        let pending: Arc<Pending> = Arc::new(Mutex::new(HashMap::new()));
-        let dead = Arc::new(AtomicBool::new(false));
-        let (p2, d2) = (pending.clone(), dead.clone());
+        let state = Arc::new(ConnState {
+            pending: Mutex::new(HashMap::new()),
+            dead: AtomicBool::new(false),
+            last_rx_ms: AtomicU64::new(0),
+            born: Instant::now(),
+            probing: tokio::sync::Mutex::new(()),
+            tasks: OnceLock::new(),
+        });
+        let (tx, rx) = mpsc::channel(WRITE_QUEUE);
+        let st = state.clone();
+        let raddr = addr.clone();
         let reader = tokio::spawn(async move {
             loop {
                 match read_frame(&mut rd).await {
                     Ok(f) if f.header.is_reply() => {
-                        let tx = lock(&p2).remove(&f.header.request_id);
+                        st.touch();
+                        let tx = lock(&st.pending).remove(&f.header.request_id);
                         if let Some(tx) = tx {
                             let _ = tx.send((f.header, f.body, f.bulk));
                         }
                     }
                     Ok(_) => {
-                        tracing::warn!(
-                            "server sent a request frame to a client; dropping connection"
-                        );
+                        tracing::warn!(addr = %raddr, "server sent a request frame to a client; dropping the connection");
                         break;
                     }
                     Err(e) => {
-                        tracing::debug!("connection lost: {e}");
+                        tracing::debug!(addr = %raddr, "connection lost: {e}");
                         break;
                     }
                 }
             }
-            d2.store(true, Ordering::Release);
-            // Dropping the senders wakes every caller still waiting.
-            lock(&p2).clear();
+            st.kill();
         });
-        let c = Arc::new(Conn {
-            wr: tokio::sync::Mutex::new(wr),
-            pending,
-            dead,
-            reader,
-        });
+        let w = tokio::spawn(writer(
+            wr,
+            rx,
+            state.clone(),
+            self.opts.write_timeout,
+            addr.clone(),
+        ));
+        let _ = state.tasks.set([reader.abort_handle(), w.abort_handle()]);
+        let serial = self.next_serial.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(%addr, serial, "connected");
+        let c = Arc::new(Conn { serial, tx, state });
         *slot = Some(c.clone());
         Ok(c)
     }
 
-    async fn try_once(
+    /// Queue one request on `c` and wait for its reply until `deadline`,
+    /// probing the connection when the reply is slow.
+    async fn exchange(
         &self,
-        body: &[u8],
+        c: &Conn,
         opcode: u16,
-        bulk: &[u8],
-        remaining: Duration,
-    ) -> Result<(FrameHeader, Vec<u8>, Vec<u8>), String> {
-        let c = self.connection().await?;
+        body: &[u8],
+        bulk: &Bytes,
+        deadline: Instant,
+    ) -> Result<Incoming, ExchangeError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        lock(&c.pending).insert(id, tx);
-        let h = FrameHeader::new(0, opcode, id, body, bulk);
-        {
-            let mut wr = c.wr.lock().await;
-            if let Err(e) = write_frame(&mut *wr, &h, body, bulk).await {
-                c.dead.store(true, Ordering::Release);
-                lock(&c.pending).remove(&id);
-                return Err(format!("send: {e}"));
+        let (tx, mut rx) = oneshot::channel();
+        lock(&c.state.pending).insert(id, tx);
+        // Removes our slot however this function ends (reply, deadline,
+        // or the caller dropping the future).
+        struct Slot<'a>(&'a ConnState, u64);
+        impl Drop for Slot<'_> {
+            fn drop(&mut self) {
+                lock(&self.0.pending).remove(&self.1);
             }
         }
-        match tokio::time::timeout(remaining, rx).await {
-            Ok(Ok(r)) => Ok(r),
-            Ok(Err(_)) => Err("connection lost before the reply".into()),
-            Err(_) => {
-                lock(&c.pending).remove(&id);
-                Err("timed out waiting for the reply".into())
+        let _slot = Slot(&c.state, id);
+        let out = Outgoing {
+            header: FrameHeader::new(0, opcode, id, body, bulk),
+            body: body.to_vec(),
+            bulk: bulk.clone(),
+        };
+        match tokio::time::timeout_at(deadline.into(), c.tx.send(out)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return Err(ExchangeError::Lost("connection closed".into())),
+            Err(_) => return Err(ExchangeError::Deadline("send queue full".into())),
+        }
+        loop {
+            let wake = (Instant::now() + self.opts.probe_after).min(deadline);
+            match tokio::time::timeout_at(wake.into(), &mut rx).await {
+                Ok(Ok(r)) => return Ok(r),
+                Ok(Err(_)) => {
+                    return Err(ExchangeError::Lost(
+                        "connection lost before the reply".into(),
+                    ))
+                }
+                Err(_) if Instant::now() >= deadline => {
+                    return Err(ExchangeError::Deadline(
+                        "timed out waiting for the reply".into(),
+                    ))
+                }
+                Err(_) => self.probe(c).await,
             }
         }
     }
 
-    /// Send `env` with `bulk`; returns the reply and its bulk. Resends on
-    /// a fresh connection after a failure until `call_timeout` has passed.
-    pub async fn call(&self, env: &Envelope, bulk: &[u8]) -> Result<(Reply, Vec<u8>), RpcError> {
+    /// Check that a quiet connection still has a live server behind it: a
+    /// transport ping must come back within `probe_timeout`, else the
+    /// connection is killed and its callers resend on a new one. A server
+    /// busy with a long request still answers pings at once.
+    async fn probe(&self, c: &Conn) {
+        let _one = c.state.probing.lock().await;
+        if c.state.is_dead() || c.state.quiet_for() < self.opts.probe_after {
+            return;
+        }
+        let body = match msg::encode(&Envelope {
+            target: TargetId::MGS,
+            ctx: Default::default(),
+            req: Request::Ping,
+        }) {
+            Ok(b) => b,
+            Err(_) => return,
+        };
+        let deadline = Instant::now() + self.opts.probe_timeout;
+        let opcode = Request::Ping.opcode();
+        self.probes.fetch_add(1, Ordering::Relaxed);
+        // A ping is never resent: it only asks whether this connection lives.
+        let alive = self.exchange_once(c, opcode, &body, deadline).await.is_ok();
+        if !alive {
+            tracing::warn!(
+                addr = %self.addr(),
+                serial = c.serial,
+                "no answer to a ping within {:?}; reconnecting",
+                self.opts.probe_timeout
+            );
+            c.state.kill();
+        }
+    }
+
+    /// One exchange with no probing (the probe's own ping).
+    async fn exchange_once(
+        &self,
+        c: &Conn,
+        opcode: u16,
+        body: &[u8],
+        deadline: Instant,
+    ) -> Result<Incoming, String> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        lock(&c.state.pending).insert(id, tx);
+        let out = Outgoing {
+            header: FrameHeader::new(0, opcode, id, body, &[]),
+            body: body.to_vec(),
+            bulk: Bytes::new(),
+        };
+        let res = tokio::time::timeout_at(deadline.into(), async {
+            c.tx.send(out).await.map_err(|_| "closed".to_string())?;
+            rx.await.map_err(|_| "lost".to_string())
+        })
+        .await;
+        lock(&c.state.pending).remove(&id);
+        res.map_err(|_| "timed out".to_string())?
+    }
+
+    /// Send `env` with `bulk`; returns the reply and its bulk. See
+    /// [`RpcClient::call_until`]; the deadline is the client's
+    /// `call_timeout`.
+    pub async fn call(&self, env: &Envelope, bulk: Bytes) -> Result<(Reply, Vec<u8>), RpcError> {
         self.call_with_timeout(env, bulk, self.opts.call_timeout)
             .await
     }
 
-    /// As [`RpcClient::call`] with an explicit deadline.
+    /// As [`RpcClient::call`] with an explicit timeout.
     pub async fn call_with_timeout(
         &self,
         env: &Envelope,
-        bulk: &[u8],
+        bulk: Bytes,
         timeout: Duration,
+    ) -> Result<(Reply, Vec<u8>), RpcError> {
+        self.call_until(env, bulk, Instant::now() + timeout, timeout)
+            .await
+    }
+
+    /// Send `env` with `bulk` and wait for the reply until `deadline`.
+    /// The request is sent again only on a new connection after its
+    /// connection died. Fails with [`RpcError::Unreachable`] once no
+    /// connection could be made for `unreachable_after` (nothing of this
+    /// call is then outstanding), or [`RpcError::Timeout`] at the deadline.
+    pub async fn call_until(
+        &self,
+        env: &Envelope,
+        bulk: Bytes,
+        deadline: Instant,
+        unreachable_after: Duration,
     ) -> Result<(Reply, Vec<u8>), RpcError> {
         let body = msg::encode(env).map_err(RpcError::Remote)?;
         let opcode = env.req.opcode();
         let start = Instant::now();
+        let timeout = deadline.saturating_duration_since(start);
         let mut backoff = Duration::from_millis(20);
+        let mut down_since: Option<Instant> = None;
         loop {
-            let remaining = timeout.saturating_sub(start.elapsed());
-            let last = match self.try_once(&body, opcode, bulk, remaining).await {
-                Ok((h, rbody, rbulk)) => return self.decode_reply(h, &rbody, rbulk),
+            let last = match self.connection().await {
+                Ok(c) => {
+                    down_since = None;
+                    match self.exchange(&c, opcode, &body, &bulk, deadline).await {
+                        Ok((h, rbody, rbulk)) => return self.decode_reply(h, &rbody, rbulk),
+                        Err(ExchangeError::Deadline(last)) => {
+                            return Err(RpcError::Timeout {
+                                addr: self.addr(),
+                                timeout,
+                                last,
+                            })
+                        }
+                        Err(ExchangeError::Lost(last)) => {
+                            // Resend at once on a new connection: the
+                            // server's reply cache answers a resend of
+                            // something it already did.
+                            backoff = Duration::from_millis(20);
+                            self.resends.fetch_add(1, Ordering::Relaxed);
+                            tracing::debug!(addr = %self.addr(), "{}: {last}; resending", env.req.name());
+                            continue;
+                        }
+                    }
+                }
                 Err(e) => e,
             };
-            let remaining = timeout.saturating_sub(start.elapsed());
-            if remaining.is_zero() {
+            let now = Instant::now();
+            let since = *down_since.get_or_insert(now);
+            if now >= deadline {
                 return Err(RpcError::Timeout {
                     addr: self.addr(),
                     timeout,
                     last,
                 });
             }
-            tracing::debug!(addr = %self.addr(), "{} failed ({last}); retrying", env.req.name());
+            if now.duration_since(since) >= unreachable_after {
+                return Err(RpcError::Unreachable {
+                    addr: self.addr(),
+                    last,
+                });
+            }
+            tracing::debug!(addr = %self.addr(), "{} waits for the server ({last})", env.req.name());
             // Back off between reconnect attempts so a down server is not
             // hammered; capped so recovery is noticed within a second.
-            tokio::time::sleep(backoff.min(remaining)).await;
+            let pause = backoff.min(deadline.saturating_duration_since(now));
+            tokio::time::sleep(pause).await;
             backoff = (backoff * 2).min(Duration::from_secs(1));
         }
     }

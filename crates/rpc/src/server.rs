@@ -8,17 +8,27 @@
 use crate::auth::{self, ClusterKey};
 use crate::conn::{read_frame, write_frame, ReadError};
 use loom_proto::frame::{flags, FrameHeader};
-use loom_proto::msg::{self, Envelope, ReplyResult};
+use loom_proto::msg::{self, Envelope, Reply, ReplyResult, Request};
 use loom_proto::{Errno, WireError};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 
 /// Requests one connection may have in flight at once: bounds the memory a
 /// single peer can pin (each may carry up to 8 MiB of bulk).
 pub const MAX_IN_FLIGHT_PER_CONN: usize = 64;
+/// Connections served at once (authenticated or not); more wait in the
+/// kernel's accept queue. Keeps a flood of connections from using up the
+/// process's file descriptors, which the targets need too.
+pub const MAX_CONNECTIONS: usize = 4096;
+/// How long one reply may take to write: a peer that stops reading is
+/// dropped rather than pinning its replies' memory forever.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+
+const PING: u16 = Request::Ping.opcode();
 
 /// A service that answers requests. The bulk returned goes out after the
 /// reply body (file data for reads).
@@ -33,7 +43,11 @@ pub trait Service: Send + Sync + 'static {
 
 /// Accept connections on `listener` until the task is dropped.
 pub async fn serve<S: Service>(listener: TcpListener, key: ClusterKey, svc: Arc<S>) {
+    let conns = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
+        let Ok(slot) = conns.clone().acquire_owned().await else {
+            return;
+        };
         let (stream, peer) = match listener.accept().await {
             Ok(x) => x,
             Err(e) => {
@@ -51,6 +65,7 @@ pub async fn serve<S: Service>(listener: TcpListener, key: ClusterKey, svc: Arc<
                 Ok(()) => tracing::debug!(%peer, "connection closed"),
                 Err(reason) => tracing::warn!(%peer, "connection dropped: {reason}"),
             }
+            drop(slot);
         });
     }
 }
@@ -68,9 +83,17 @@ async fn connection<S: Service>(
     let (tx, mut rx) = mpsc::channel::<(FrameHeader, Vec<u8>, Vec<u8>)>(MAX_IN_FLIGHT_PER_CONN);
     let writer = tokio::spawn(async move {
         while let Some((h, body, bulk)) = rx.recv().await {
-            if let Err(e) = write_frame(&mut wr, &h, &body, &bulk).await {
-                tracing::debug!(%peer, "write failed: {e}");
-                break;
+            match tokio::time::timeout(WRITE_TIMEOUT, write_frame(&mut wr, &h, &body, &bulk)).await
+            {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::debug!(%peer, "write failed: {e}");
+                    break;
+                }
+                Err(_) => {
+                    tracing::warn!(%peer, "peer stopped reading replies for {WRITE_TIMEOUT:?}; dropping the connection");
+                    break;
+                }
             }
         }
     });
@@ -89,6 +112,17 @@ async fn connection<S: Service>(
         }
         let opcode = frame.header.opcode;
         let id = frame.header.request_id;
+        if opcode == PING {
+            // A transport-level liveness probe: answered here, at once,
+            // whatever the services are busy with.
+            let body = msg::encode(&Reply::Ok).unwrap_or_default();
+            let h = FrameHeader::new(flags::REPLY, opcode, id, &body, &[]);
+            drop(permit);
+            if tx.send((h, body, Vec::new())).await.is_err() {
+                break Ok(());
+            }
+            continue;
+        }
         let tx = tx.clone();
         let svc = svc.clone();
         tokio::spawn(async move {

@@ -106,6 +106,7 @@ impl Service for Node {
 /// Run a server until SIGINT or SIGTERM.
 pub async fn run(config_path: &Path) -> anyhow::Result<()> {
     let cfg = NodeConfig::load(config_path)?;
+    raise_fd_limit();
     let key = load_key(&cfg.key_file)?;
     let opts = ClientOptions {
         call_timeout: Duration::from_secs(cfg.timeout_secs),
@@ -175,6 +176,21 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
     tracing::info!("stopping");
     server.abort();
     Ok(())
+}
+
+/// Raise the soft limit on open files to the hard limit: a server holds a
+/// socket per client connection and, on an OST, cached object files.
+fn raise_fd_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => {
+            if let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+                tracing::warn!("raising the open-file limit from {soft} to {hard}: {e}");
+            }
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!("reading the open-file limit: {e}"),
+    }
 }
 
 async fn wait_for_signal() -> anyhow::Result<()> {

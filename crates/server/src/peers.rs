@@ -1,15 +1,19 @@
 //! How a service reaches other targets: the cluster configuration from the
 //! MGS and one RPC client per server address.
 
+use bytes::Bytes;
 use loom_proto::msg::{ClusterConfig, Envelope, Reply, ReqCtx, Request, TargetId};
 use loom_proto::{Errno, WireError};
 use loom_rpc::{ClientOptions, ClusterKey, RpcClient};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Configuration older than this is fetched again before use.
+/// Configuration older than this is fetched again, in the background.
 const CONFIG_MAX_AGE: Duration = Duration::from_secs(2);
+/// How long the first fetch of the configuration (none cached yet) waits.
+const FIRST_FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A service's view of the rest of the cluster.
 pub struct Peers {
@@ -17,7 +21,10 @@ pub struct Peers {
     key: ClusterKey,
     opts: ClientOptions,
     clients: Mutex<HashMap<String, Arc<RpcClient>>>,
-    config: Mutex<(ClusterConfig, Option<Instant>)>,
+    /// The configuration and when it was fetched.
+    config: Mutex<Option<(ClusterConfig, Instant)>>,
+    /// Set while a background refresh runs: at most one at a time.
+    refreshing: Arc<AtomicBool>,
     ctx: ReqCtx,
 }
 
@@ -33,7 +40,8 @@ impl Peers {
             key,
             opts,
             clients: Mutex::new(HashMap::new()),
-            config: Mutex::new((ClusterConfig::default(), None)),
+            config: Mutex::new(None),
+            refreshing: Arc::new(AtomicBool::new(false)),
             ctx: ReqCtx {
                 client_id: rand::random(),
                 ..ReqCtx::default()
@@ -48,27 +56,51 @@ impl Peers {
             ctx: self.ctx.clone(),
             req,
         };
-        Ok(self.mgs.call(&env, &[]).await?.0)
+        Ok(self.mgs.call(&env, Bytes::new()).await?.0)
     }
 
-    /// The configuration, fetched again if older than a couple of seconds.
-    pub async fn config(&self) -> Result<ClusterConfig, WireError> {
-        {
-            let g = lock(&self.config);
-            if let Some(t) = g.1 {
-                if t.elapsed() < CONFIG_MAX_AGE {
-                    return Ok(g.0.clone());
+    /// The configuration. Once one has been fetched this never waits for
+    /// the MGS: a stale copy is answered at once and a fresh one fetched in
+    /// the background, so an MGS outage does not stall the services (the
+    /// configuration changes only when targets register).
+    pub async fn config(self: &Arc<Self>) -> Result<ClusterConfig, WireError> {
+        let cached = lock(&self.config).clone();
+        match cached {
+            Some((c, at)) => {
+                if at.elapsed() >= CONFIG_MAX_AGE && !self.refreshing.swap(true, Ordering::AcqRel) {
+                    let me = self.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = me.refresh_within(CONFIG_MAX_AGE * 5).await {
+                            tracing::debug!("configuration refresh: {e}");
+                        }
+                        me.refreshing.store(false, Ordering::Release);
+                    });
                 }
+                Ok(c)
             }
+            None => self.refresh_within(FIRST_FETCH_TIMEOUT).await,
         }
-        self.refresh().await
     }
 
     /// Fetch the configuration from the MGS now.
     pub async fn refresh(&self) -> Result<ClusterConfig, WireError> {
-        match self.call_mgs(Request::GetConfig).await? {
+        self.refresh_within(self.opts.call_timeout).await
+    }
+
+    async fn refresh_within(&self, timeout: Duration) -> Result<ClusterConfig, WireError> {
+        let env = Envelope {
+            target: TargetId::MGS,
+            ctx: self.ctx.clone(),
+            req: Request::GetConfig,
+        };
+        match self
+            .mgs
+            .call_with_timeout(&env, Bytes::new(), timeout)
+            .await?
+            .0
+        {
             Reply::Config(c) => {
-                *lock(&self.config) = (c.clone(), Some(Instant::now()));
+                *lock(&self.config) = Some((c.clone(), Instant::now()));
                 Ok(c)
             }
             other => Err(WireError::new(
@@ -80,10 +112,10 @@ impl Peers {
 
     /// Send a request (with bulk) to `target`, with a deadline.
     pub async fn call(
-        &self,
+        self: &Arc<Self>,
         target: TargetId,
         req: Request,
-        bulk: &[u8],
+        bulk: Bytes,
         timeout: Duration,
     ) -> Result<(Reply, Vec<u8>), WireError> {
         let cfg = self.config().await?;

@@ -1936,7 +1936,7 @@ async fn every_acknowledged_create_survives_a_sigkill_of_the_server() {
                     },
                     req: create_req(ROOT, &name, Some(spec(-1, 0, -1))),
                 };
-                match client.call(&env, &[]).await {
+                match client.call(&env, bytes::Bytes::new()).await {
                     Ok((Reply::Entry { attr, layout }, _)) => acked
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())

@@ -27,11 +27,13 @@ pub enum Space {
     Intents,
     /// Ordered namespace change records (reserved for the changelog).
     Changelog,
+    /// client id | sequence -> the reply to that request (the reply cache).
+    Replies,
 }
 
 impl Space {
     /// Every keyspace, in a fixed order.
-    pub const ALL: [Space; 7] = [
+    pub const ALL: [Space; 8] = [
         Space::Inodes,
         Space::Dentries,
         Space::Xattrs,
@@ -39,6 +41,7 @@ impl Space {
         Space::Destroy,
         Space::Intents,
         Space::Changelog,
+        Space::Replies,
     ];
 
     /// On-disk keyspace name.
@@ -51,6 +54,7 @@ impl Space {
             Space::Destroy => "destroy",
             Space::Intents => "intents",
             Space::Changelog => "changelog",
+            Space::Replies => "replies",
         }
     }
 }

@@ -15,10 +15,11 @@
 use super::plan::{clamp_read, gather, plan, scatter, ObjExtent, MAX_RPC};
 use crate::ctx::Caller;
 use crate::Client;
+use bytes::Bytes;
 use loom_proto::msg::{Reply, Request, Time};
 use loom_proto::{Errno, Fid, Layout, ObjRef};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio::task::JoinSet;
 
 /// One open regular file. Cheap to share; reads and writes may run
@@ -35,6 +36,10 @@ pub struct OpenFile {
     written_end: AtomicU64,
     /// Written since the last successful report to the MDT.
     dirty: AtomicBool,
+    /// When the last write through this handle completed: the mtime the
+    /// MDT gets at flush (not the flush's own time, which may follow an
+    /// explicit utimens).
+    last_write: Mutex<Time>,
 }
 
 impl OpenFile {
@@ -53,6 +58,7 @@ impl OpenFile {
             known_size: AtomicU64::new(size),
             written_end: AtomicU64::new(0),
             dirty: AtomicBool::new(false),
+            last_write: Mutex::new(Time::default()),
         }
     }
 
@@ -103,7 +109,13 @@ impl OpenFile {
     /// Read up to `len` bytes at `offset`: fewer at the end of the file,
     /// none past it.
     pub async fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>, Errno> {
-        let n = clamp_read(offset, len, self.size());
+        // Writes through other handles of this client count too: a reader
+        // opened before them must not stop short (and make the kernel
+        // believe the file shrank, which would misplace O_APPEND writes).
+        let size = self
+            .size()
+            .max(self.client.local_size(self.fid).unwrap_or(0));
+        let n = clamp_read(offset, len, size);
         if n == 0 {
             return Ok(Vec::new());
         }
@@ -119,7 +131,7 @@ impl OpenFile {
             };
             let (client, caller) = (self.client.clone(), self.caller.clone());
             set.spawn(async move {
-                let r = client.ost_call(&caller, obj.ost, req, &[]).await;
+                let r = client.ost_call(&caller, obj.ost, req, Bytes::new()).await;
                 (i, r)
             });
         }
@@ -147,23 +159,29 @@ impl OpenFile {
         let mut set = JoinSet::new();
         for ext in &exts {
             let obj = objs[ext.stripe];
-            let bulk = gather(data, ext);
+            let bulk = Bytes::from(gather(data, ext));
             let req = Request::ObjWrite {
                 obj,
                 offset: ext.obj_offset,
             };
             let (client, caller) = (self.client.clone(), self.caller.clone());
-            set.spawn(async move { client.ost_call(&caller, obj.ost, req, &bulk).await });
+            set.spawn(async move { client.ost_call(&caller, obj.ost, req, bulk).await });
         }
         join_ok(set, "ObjWrite").await?;
-        // Order matters for flush: the end first, then the dirty flag.
+        // Order matters for flush: the end and time first, then the flag.
         self.written_end.fetch_max(end, Ordering::AcqRel);
+        *self.lock_last_write() = Time::now();
         self.dirty.store(true, Ordering::Release);
         Ok(())
     }
 
+    fn lock_last_write(&self) -> std::sync::MutexGuard<'_, Time> {
+        self.last_write.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Report written data to the MDT (size = at least the end written,
-    /// mtime = now) if there is any not reported yet. Called at close.
+    /// mtime = when the last write completed) if there is any not reported
+    /// yet. Called at close, and before an explicit mtime is set.
     pub async fn flush(&self) -> Result<(), Errno> {
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
@@ -171,7 +189,7 @@ impl OpenFile {
         let req = Request::UpdateSize {
             fid: self.fid,
             size: self.written_end.load(Ordering::Acquire),
-            mtime: Time::now(),
+            mtime: *self.lock_last_write(),
         };
         match self.client.mdt_call(&self.caller, self.fid, req).await {
             Ok(_) => Ok(()),
@@ -190,7 +208,7 @@ impl OpenFile {
             let (client, caller) = (self.client.clone(), self.caller.clone());
             set.spawn(async move {
                 client
-                    .ost_call(&caller, obj.ost, Request::ObjSync { obj }, &[])
+                    .ost_call(&caller, obj.ost, Request::ObjSync { obj }, Bytes::new())
                     .await
             });
         }

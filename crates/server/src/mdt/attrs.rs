@@ -64,10 +64,11 @@ impl MdtService {
         }
         r.attr.ctime = Time::now();
         let attr = r.attr.clone();
-        let ticket = self.apply(t)?;
+        let reply = Reply::Attr(attr);
+        let ticket = self.apply(t, &reply)?;
         drop(g);
         self.sync(ticket).await?;
-        Ok(Reply::Attr(attr))
+        Ok(reply)
     }
 
     /// The writer reports data written: the size only grows here (truncate
@@ -85,7 +86,7 @@ impl MdtService {
         r.attr.size = r.attr.size.max(size);
         r.attr.mtime = mtime;
         r.attr.ctime = mtime;
-        let ticket = self.apply(t)?;
+        let ticket = self.apply(t, &Reply::Ok)?;
         drop(g);
         self.sync(ticket).await?;
         Ok(Reply::Ok)
@@ -129,7 +130,7 @@ impl MdtService {
         let mut t = Tx::new(&*self.store);
         t.inode(fid)?.attr.ctime = Time::now();
         t.batch.put(Space::Xattrs, key, value);
-        let ticket = self.apply(t)?;
+        let ticket = self.apply(t, &Reply::Ok)?;
         drop(g);
         self.sync(ticket).await?;
         Ok(Reply::Ok)
@@ -180,7 +181,7 @@ impl MdtService {
         let mut t = Tx::new(&*self.store);
         t.inode(fid)?.attr.ctime = Time::now();
         t.batch.delete(Space::Xattrs, key);
-        let ticket = self.apply(t)?;
+        let ticket = self.apply(t, &Reply::Ok)?;
         drop(g);
         self.sync(ticket).await?;
         Ok(Reply::Ok)

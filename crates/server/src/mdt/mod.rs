@@ -11,12 +11,14 @@ mod attrs;
 mod namespace;
 mod objects;
 pub mod records;
+pub mod replies;
 mod tx;
 
 use loom_proto::msg::{FileKind, Reply, ReplyResult, ReqCtx, Request, Time};
 use loom_proto::{Errno, Fid, WireError};
 use loom_store::kv::{FjallStore, KvStore, Ticket};
 use records::{meta, InodeRec, INODE_REC_VERSION};
+use replies::{ReplyCache, ReplyKey};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -24,6 +26,10 @@ use std::sync::{Arc, Mutex};
 use tx::{read_meta, store_err, Tx};
 
 use crate::peers::Peers;
+
+/// How far the FID allocator skips ahead at start (see [`MdtService::open`]):
+/// more than the creates that can be applied but not yet synced at once.
+const FID_SKIP_AT_START: u32 = 1 << 16;
 
 /// Counters of one MDT, by operation name.
 #[derive(Default)]
@@ -55,8 +61,10 @@ pub struct MdtService {
     ns: tokio::sync::Mutex<()>,
     /// (sequence, next oid) for new FIDs.
     fid_alloc: Mutex<Option<(u64, u32)>>,
-    /// Precreated objects per OST: (next, end).
-    pools: Mutex<HashMap<u32, (u64, u64)>>,
+    /// Object ids precreated on each OST, in memory only (see `objects`).
+    pools: objects::Pools,
+    /// Replies of applied changes, for resends.
+    replies: ReplyCache,
     /// Round-robin start for new files' stripes.
     rr: AtomicU32,
     inode_count: AtomicU64,
@@ -73,7 +81,13 @@ impl MdtService {
     /// root directory on first start.
     pub fn open(index: u32, dir: &Path, peers: Arc<Peers>) -> anyhow::Result<Arc<MdtService>> {
         let store: Arc<dyn KvStore> = Arc::new(FjallStore::open(&dir.join("db"))?);
-        let fid_alloc = read_meta::<(u64, u32)>(&*store, meta::FID_ALLOC)?;
+        // Skip ahead of FIDs that a crash may have lost after they were
+        // handed out (applied, seen by a client, not yet synced): a FID is
+        // never given to two files, even across a crash.
+        let fid_alloc = read_meta::<(u64, u32)>(&*store, meta::FID_ALLOC)?
+            .map(|(seq, oid)| (seq, oid.saturating_add(FID_SKIP_AT_START)));
+        let (replies, kept, removed) = ReplyCache::load(&*store)?;
+        tracing::info!("MDT{index:04x}: reply cache holds {kept} records ({removed} expired)");
         let inode_count = read_meta::<u64>(&*store, meta::INODE_COUNT)?.unwrap_or(0);
         let mdt = Arc::new(MdtService {
             index,
@@ -82,7 +96,8 @@ impl MdtService {
             peers,
             ns: tokio::sync::Mutex::new(()),
             fid_alloc: Mutex::new(fid_alloc),
-            pools: Mutex::new(HashMap::new()),
+            pools: objects::Pools::default(),
+            replies,
             rr: AtomicU32::new(rand::random::<u32>() % 1024),
             inode_count: AtomicU64::new(inode_count),
             stats: MdtStats::default(),
@@ -104,16 +119,22 @@ impl MdtService {
             symlink: None,
             default_stripe: None,
         });
-        let ticket = self.apply(t)?;
+        let ticket = self.apply(t, &Reply::Ok)?;
         self.store.sync_through(ticket)?;
         tracing::info!("MDT{:04x}: created the root directory", self.index);
         Ok(())
     }
 
-    /// Apply a transaction (visible now, durable after [`Self::sync`]).
-    fn apply(&self, t: Tx<'_>) -> Result<Ticket, WireError> {
+    /// Apply a transaction (visible now, durable after [`Self::sync`])
+    /// whose request will be answered with `reply`: when the request can be
+    /// resent, the reply is recorded in the same batch (see [`replies`]).
+    fn apply(&self, t: Tx<'_>, reply: &Reply) -> Result<Ticket, WireError> {
         let (batch, delta) = t.into_batch()?;
         let mut batch = batch;
+        let recorded = match replies::SLOT.try_with(|k| *k) {
+            Ok(key) => Some((key, self.replies.record(&mut batch, key, reply)?)),
+            Err(_) => None,
+        };
         let count = if delta != 0 {
             let c = (self.inode_count.load(Ordering::Acquire) as i64 + delta).max(0) as u64;
             batch.put(
@@ -128,6 +149,9 @@ impl MdtService {
         let ticket = self.store.apply(batch).map_err(store_err)?;
         if let Some(c) = count {
             self.inode_count.store(c, Ordering::Release);
+        }
+        if let Some((key, pruned)) = recorded {
+            self.replies.commit(key, &pruned);
         }
         Ok(ticket)
     }
@@ -148,9 +172,33 @@ impl MdtService {
         tokio::spawn(async move { me.resume_destroys().await });
     }
 
-    /// Handle one request.
+    /// Handle one request. A change that can be resent runs once per
+    /// (client, sequence): a resend waits for its first execution and gets
+    /// its recorded reply.
     pub async fn handle(self: &Arc<Self>, ctx: &ReqCtx, req: Request) -> ReplyResult {
         self.stats.count(req.name());
+        let Some(key) = ReplyKey::of(ctx, &req) else {
+            return self.dispatch(ctx, req).await;
+        };
+        let _running = self.replies.enter(key).await;
+        if let Some(r) = self.replies.lookup(&*self.store, key)? {
+            self.stats.count("resent");
+            tracing::debug!(
+                client = format_args!("{:#x}", key.client),
+                seq = key.seq,
+                "answered a resend from the reply cache"
+            );
+            return Ok(r);
+        }
+        replies::SLOT.scope(key, self.dispatch(ctx, req)).await
+    }
+
+    /// Number of replies in the reply cache.
+    pub fn recorded_replies(&self) -> usize {
+        self.replies.len()
+    }
+
+    async fn dispatch(self: &Arc<Self>, ctx: &ReqCtx, req: Request) -> ReplyResult {
         match req {
             Request::Ping => Ok(Reply::Ok),
             Request::Lookup { parent, name } => self.lookup(parent, &name),

@@ -112,6 +112,18 @@ impl MdtService {
         if let Some(s) = &stripe {
             s.validate().map_err(|m| WireError::new(Errno::EINVAL, m))?;
         }
+        // Objects are chosen before the lock: that may wait for an OST.
+        let layout = if kind == FileKind::File {
+            if read_dentry(&*self.store, parent, name)?.is_some() {
+                // Spare the objects of a create that is bound to fail.
+                return Err(exists(name));
+            }
+            let inherited = self.default_stripe(parent)?.unwrap_or_default();
+            let spec = stripe.unwrap_or_default().inherit(&inherited);
+            Some(self.make_layout(&spec).await?)
+        } else {
+            None
+        };
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let p = t.dir(parent)?.clone();
@@ -119,13 +131,6 @@ impl MdtService {
             return Err(exists(name));
         }
         let fid = self.alloc_fid(&mut t).await?;
-        let layout = if kind == FileKind::File {
-            let inherited = self.default_stripe(parent)?.unwrap_or_default();
-            let spec = stripe.unwrap_or_default().inherit(&inherited);
-            Some(self.make_layout(&spec, &mut t).await?)
-        } else {
-            None
-        };
         let now = Time::now();
         let (uid, gid, perm) = Self::owner(ctx, &p, kind, perm);
         let mut rec = InodeRec {
@@ -154,7 +159,7 @@ impl MdtService {
             layout: rec.layout.clone(),
         };
         t.create_inode(rec);
-        let ticket = self.apply(t)?;
+        let ticket = self.apply(t, &reply)?;
         drop(g);
         self.sync(ticket).await?;
         Ok(reply)
@@ -262,7 +267,7 @@ impl MdtService {
         g: tokio::sync::MutexGuard<'_, ()>,
         freed: Freed,
     ) -> ReplyResult {
-        let ticket = self.apply(t)?;
+        let ticket = self.apply(t, &Reply::Ok)?;
         drop(g);
         self.sync(ticket).await?;
         if let Some((fid, objs)) = freed {
@@ -468,7 +473,7 @@ impl MdtService {
         let p = t.inode(parent)?;
         p.attr.mtime = now;
         p.attr.ctime = now;
-        let ticket = self.apply(t)?;
+        let ticket = self.apply(t, &reply)?;
         drop(g);
         self.sync(ticket).await?;
         Ok(reply)

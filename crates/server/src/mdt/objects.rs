@@ -1,10 +1,18 @@
 //! FIDs, layouts and the OST objects behind them.
 //!
-//! Each MDT keeps a pool of object ids precreated on every OST. A new file
-//! takes its objects from the pools inside the create's own transaction
-//! (the pool's new position is written in the same batch), so an id is
-//! never used twice even across a crash; a pool is refilled from its OST
-//! only when it runs dry.
+//! Each MDT keeps, in memory, ranges of object ids precreated on every OST
+//! ([`Pools`]). A new file takes its objects from them before the namespace
+//! lock is taken, so a create is one client round trip and never waits for
+//! an OST while holding up other namespace changes. A pool is refilled in
+//! the background when it runs low, from the OST's `Precreate`, which makes
+//! its new high-water mark durable before answering: an id it returned is
+//! never returned again. The pools are not persisted: after a restart the
+//! MDT starts with empty pools and asks for fresh ranges, so an id handed
+//! out before a crash (perhaps to a create that was lost) is never used
+//! again. A restart wastes at most one range per OST.
+//!
+//! An OST whose refill failed recently is skipped when the MDT chooses
+//! where a new file goes (explicit `-i` requests still wait for it).
 //!
 //! Unlinking a file's last name records its objects in the `destroy`
 //! keyspace in the same batch; they are destroyed on the OSTs afterwards and
@@ -12,22 +20,81 @@
 //! records are replayed at start.
 
 use super::records::meta;
-use super::tx::{read_meta, store_err, Tx};
+use super::tx::{store_err, Tx};
 use super::{lock, MdtService};
+use bytes::Bytes;
 use loom_proto::fid::MAX_INO_SEQ;
 use loom_proto::layout::{DEFAULT_STRIPE_SIZE, MAX_STRIPE_COUNT};
 use loom_proto::msg::{self, Reply, Request, Role, TargetId};
 use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec, WireError};
 use loom_store::kv::{Batch, Space};
-use std::collections::BTreeMap;
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Objects asked of an OST per refill.
 const PRECREATE_BATCH: u32 = 4096;
+/// A pool with fewer ids than this is refilled in the background.
+const LOW_WATER: u64 = PRECREATE_BATCH as u64 / 2;
 /// How long a refill may wait for its OST.
 const PRECREATE_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long an OST whose refill failed is left out of new layouts.
+const OST_SKIP_AFTER_FAILURE: Duration = Duration::from_secs(30);
 /// How long a destroy may wait for its OST before being left for later.
 const DESTROY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Ids precreated on one OST.
+#[derive(Default)]
+struct Pool {
+    /// Ranges [start, end) not yet handed out, oldest first.
+    ranges: VecDeque<(u64, u64)>,
+    /// A background refill is running.
+    refilling: bool,
+    /// When the last refill failed (cleared by a success).
+    failed_at: Option<Instant>,
+}
+
+impl Pool {
+    fn available(&self) -> u64 {
+        self.ranges.iter().map(|(a, b)| b - a).sum()
+    }
+
+    fn take(&mut self) -> Option<u64> {
+        let (start, end) = self.ranges.front_mut()?;
+        let id = *start;
+        *start += 1;
+        if start == end {
+            self.ranges.pop_front();
+        }
+        Some(id)
+    }
+}
+
+/// The precreated ids of every OST, and one refill lock per OST.
+#[derive(Default)]
+pub struct Pools {
+    pools: Mutex<HashMap<u32, Pool>>,
+    refill_locks: Mutex<HashMap<u32, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl Pools {
+    fn with<T>(&self, ost: u32, f: impl FnOnce(&mut Pool) -> T) -> T {
+        f(lock(&self.pools).entry(ost).or_default())
+    }
+
+    /// Whether the MDT may place new files on `ost` by its own choice.
+    fn usable(&self, ost: u32) -> bool {
+        self.with(ost, |p| {
+            p.available() > 0
+                || p.failed_at
+                    .is_none_or(|t| t.elapsed() >= OST_SKIP_AFTER_FAILURE)
+        })
+    }
+
+    fn refill_lock(&self, ost: u32) -> Arc<tokio::sync::Mutex<()>> {
+        lock(&self.refill_locks).entry(ost).or_default().clone()
+    }
+}
 
 impl MdtService {
     /// A new FID from this MDT's current sequence, recording the allocator's
@@ -81,48 +148,60 @@ impl MdtService {
         Ok(None)
     }
 
-    /// Build a new file's layout from `spec`, taking objects from the pools.
+    /// Build a new file's layout from `spec`, taking objects from the
+    /// pools. Runs before the namespace lock is taken: it may wait for an
+    /// OST to refill a pool. Ids taken for a create that then fails are
+    /// simply never used.
     pub(super) async fn make_layout(
-        &self,
+        self: &Arc<Self>,
         spec: &StripeSpec,
-        t: &mut Tx<'_>,
     ) -> Result<Layout, WireError> {
         spec.validate()
             .map_err(|m| WireError::new(Errno::EINVAL, m))?;
         let cfg = self.peers.config().await?;
-        let osts = cfg.indices(Role::Ost);
-        if osts.is_empty() {
+        let all = cfg.indices(Role::Ost);
+        if all.is_empty() {
             return Err(WireError::new(Errno::ENOSPC, "no OSTs are registered"));
         }
-        let n = osts.len();
-        let count = match spec.count {
-            -1 => n,
-            0 => 1,
-            c => (c as usize).min(n).min(MAX_STRIPE_COUNT as usize),
-        };
         let size = if spec.size == 0 {
             DEFAULT_STRIPE_SIZE
         } else {
             spec.size
         };
-        let start = if spec.start_ost >= 0 {
-            osts.iter()
+        let osts: Vec<u32> = if spec.start_ost >= 0 {
+            // An explicit first OST: the stripes go there and on, in index
+            // order, whether or not they answered lately.
+            let start = all
+                .iter()
                 .position(|&o| o == spec.start_ost as u32)
                 .ok_or_else(|| {
                     WireError::new(
                         Errno::EINVAL,
                         format!("OST index {} does not exist", spec.start_ost),
                     )
-                })?
+                })?;
+            let count = stripe_count(spec.count, all.len());
+            (0..count).map(|i| all[(start + i) % all.len()]).collect()
         } else {
-            self.rr.fetch_add(1, std::sync::atomic::Ordering::Relaxed) as usize % n
+            // Our choice: round robin over the OSTs that answer.
+            let mut live: Vec<u32> = all
+                .iter()
+                .copied()
+                .filter(|&o| self.pools.usable(o))
+                .collect();
+            if live.is_empty() {
+                live = all.clone();
+            }
+            let n = live.len();
+            let count = stripe_count(spec.count, n);
+            let start = self.rr.fetch_add(1, std::sync::atomic::Ordering::Relaxed) as usize % n;
+            (0..count).map(|i| live[(start + i) % n]).collect()
         };
-        let mut objects = Vec::with_capacity(count);
-        for i in 0..count {
-            let ost = osts[(start + i) % n];
+        let mut objects = Vec::with_capacity(osts.len());
+        for ost in osts {
             objects.push(ObjRef {
                 ost,
-                oid: self.take_object(ost, t).await?,
+                oid: self.take_object(ost).await?,
             });
         }
         let mut layout = Layout::raid0(size, objects);
@@ -132,40 +211,69 @@ impl MdtService {
         Ok(layout)
     }
 
-    async fn take_object(&self, ost: u32, t: &mut Tx<'_>) -> Result<u64, WireError> {
-        let cur = lock(&self.pools).get(&ost).copied();
-        let (next, end) = match cur {
-            Some(p) => p,
-            None => read_meta::<(u64, u64)>(&*self.store, &meta::pool(ost))?.unwrap_or((0, 0)),
-        };
-        let (next, end) = if next < end {
-            (next, end)
-        } else {
-            // Called under the namespace lock: at most one refill at a time.
-            let (r, _) = self
-                .peers
-                .call(
-                    TargetId::ost(ost),
-                    Request::Precreate {
-                        count: PRECREATE_BATCH,
-                    },
-                    &[],
-                    PRECREATE_TIMEOUT,
-                )
-                .await?;
-            match r {
-                Reply::Precreated { start, count } => (start, start + u64::from(count)),
-                other => {
-                    return Err(WireError::new(
-                        Errno::EPROTO,
-                        format!("Precreate answered {other:?}"),
-                    ))
+    /// One precreated id on `ost`; refills the pool in the background when
+    /// it runs low, and waits for a refill when it is empty.
+    async fn take_object(self: &Arc<Self>, ost: u32) -> Result<u64, WireError> {
+        loop {
+            let (id, low) = self.pools.with(ost, |p| {
+                let id = p.take();
+                let low = p.available() < LOW_WATER && !p.refilling;
+                if low {
+                    p.refilling = true;
                 }
+                (id, low)
+            });
+            if low {
+                let me = self.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = me.refill(ost).await {
+                        tracing::warn!("MDT{:04x}: precreating on OST{ost:04x}: {e}", me.index);
+                    }
+                    me.pools.with(ost, |p| p.refilling = false);
+                });
             }
+            match id {
+                Some(id) => return Ok(id),
+                None => self.refill(ost).await?,
+            }
+        }
+    }
+
+    /// Ask `ost` for a new range of ids, unless another refill already
+    /// left the pool above its low-water mark.
+    async fn refill(&self, ost: u32) -> Result<(), WireError> {
+        let l = self.pools.refill_lock(ost);
+        let _one = l.lock().await;
+        if self.pools.with(ost, |p| p.available()) >= LOW_WATER {
+            return Ok(());
+        }
+        let res = self
+            .peers
+            .call(
+                TargetId::ost(ost),
+                Request::Precreate {
+                    count: PRECREATE_BATCH,
+                },
+                Bytes::new(),
+                PRECREATE_TIMEOUT,
+            )
+            .await;
+        let range = match res {
+            Ok((Reply::Precreated { start, count }, _)) => Ok((start, start + u64::from(count))),
+            Ok((other, _)) => Err(WireError::new(
+                Errno::EPROTO,
+                format!("Precreate answered {other:?}"),
+            )),
+            Err(e) => Err(e),
         };
-        lock(&self.pools).insert(ost, (next + 1, end));
-        t.put_meta(&meta::pool(ost), &(next + 1, end))?;
-        Ok(next)
+        self.pools.with(ost, |p| match &range {
+            Ok(r) => {
+                p.ranges.push_back(*r);
+                p.failed_at = None;
+            }
+            Err(_) => p.failed_at = Some(Instant::now()),
+        });
+        range.map(|_| ())
     }
 
     /// Record `fid`'s objects for destruction in the same batch as its unlink.
@@ -200,7 +308,7 @@ impl MdtService {
                 .call(
                     TargetId::ost(ost),
                     Request::Destroy { objs },
-                    &[],
+                    Bytes::new(),
                     DESTROY_TIMEOUT,
                 )
                 .await
@@ -243,5 +351,14 @@ impl MdtService {
             };
             self.destroy(fid, objs).await;
         }
+    }
+}
+
+/// Stripes for a requested count over `n` OSTs: 0 is 1, -1 is all.
+fn stripe_count(requested: i32, n: usize) -> usize {
+    match requested {
+        -1 => n,
+        c if c <= 0 => 1,
+        c => (c as usize).min(n).min(MAX_STRIPE_COUNT as usize),
     }
 }

@@ -233,7 +233,11 @@ impl Cluster {
             ctx: ReqCtx::default(),
             req,
         };
-        let r = self.client.call(&env, &[]).await.expect("register");
+        let r = self
+            .client
+            .call(&env, bytes::Bytes::new())
+            .await
+            .expect("register");
         assert_eq!(r.0, Reply::Ok, "registering {id}");
     }
 
@@ -334,7 +338,34 @@ impl Cluster {
             },
             req,
         };
-        Ok(self.client.call(&env, bulk).await?)
+        Ok(self
+            .client
+            .call(&env, bytes::Bytes::copy_from_slice(bulk))
+            .await?)
+    }
+
+    /// Send `req` to MDT0 as request `seq` of client `client`, which has
+    /// every reply below `acked_below` (the reply cache's key).
+    pub async fn call_as(
+        &self,
+        client: u64,
+        seq: u64,
+        acked_below: u64,
+        req: Request,
+    ) -> Result<Reply, WireError> {
+        let env = Envelope {
+            target: TargetId::mdt(0),
+            ctx: ReqCtx {
+                client_id: client,
+                seq,
+                acked_below,
+                uid: UID,
+                gid: GID,
+                ..ReqCtx::default()
+            },
+            req,
+        };
+        Ok(self.client.call(&env, bytes::Bytes::new()).await?.0)
     }
 
     /// Send `req` to MDT0.
