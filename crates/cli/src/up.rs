@@ -5,11 +5,19 @@
 //! ```text
 //! STATE/cluster.toml        shape and ports, reused when `up` runs again
 //! STATE/cluster.key         the cluster's shared key (made on first run)
-//! STATE/nodes/NAME.toml     one server config per target (mgs, mdt0, ost0, ...)
-//! STATE/targets/NAME/       the formatted target directories
-//! STATE/logs/NAME.log       each server's log
-//! STATE/pids/NAME.pid       each server's pid; STATE/up.pid is `loom up` itself
+//! STATE/nodes/NODE.toml     one config per server process
+//! STATE/targets/NAME/       the formatted target directories (mgs, mdt0, ost0, ...)
+//! STATE/logs/NODE.log       each server process's log
+//! STATE/pids/NODE.pid       each server process's pid; STATE/up.pid is `loom up` itself
 //! ```
+//!
+//! By default every target runs in a server process of its own, and NODE
+//! is the target's name (`mgs`, `mdt0`, `ost1`, ...). With `--servers N`
+//! the targets are packed into N processes `server0` ... `server<N-1>`:
+//! the list mgs, mdt0.., ost0.. is dealt round-robin, so the MGS is in
+//! `server0`. The port of the process that hosts the MGS is kept under
+//! `mgs` in `cluster.toml` whatever the packing, so the MGS address stays
+//! the same from one `loom up` to the next.
 
 use crate::mount::{self, MountPlan};
 use anyhow::{bail, Context};
@@ -32,12 +40,16 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(15);
 /// Options of `loom up`.
 #[derive(Args)]
 pub struct UpArgs {
-    /// Number of metadata targets (one server process each).
+    /// Number of metadata targets.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub mdts: u32,
-    /// Number of object storage targets (one server process each).
+    /// Number of object storage targets.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub osts: u32,
+    /// Pack the MGS, MDTs and OSTs into N server processes (targets dealt
+    /// round-robin, the MGS in the first) [default: one process per target].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub servers: Option<u32>,
     /// State directory: targets, configs, key, logs. Running `up` again on
     /// the same directory brings back the same file system with its data.
     #[arg(long, default_value = "/var/tmp/loom-up")]
@@ -127,6 +139,7 @@ fn watch(name: &str, dir: &Path, mut child: Child, stopping: Arc<AtomicBool>) ->
     }
 }
 
+/// Every target of the shape: name, role, index; the MGS first.
 fn names(shape: &Shape) -> Vec<(String, Role, u32)> {
     let mut v = vec![("mgs".to_string(), Role::Mgs, 0)];
     v.extend((0..shape.mdts).map(|i| (format!("mdt{i}"), Role::Mdt, i)));
@@ -134,8 +147,61 @@ fn names(shape: &Shape) -> Vec<(String, Role, u32)> {
     v
 }
 
-/// Create or extend the state directory; returns the shape to run.
-fn prepare(a: &UpArgs) -> anyhow::Result<Shape> {
+/// One server process: its name and the targets it hosts.
+struct Node {
+    name: String,
+    targets: Vec<String>,
+}
+
+impl Node {
+    /// The key of this process's port in `cluster.toml`: `mgs` for the one
+    /// that hosts the MGS, so the MGS keeps its address across packings.
+    fn port_key(&self) -> &str {
+        if self.targets.iter().any(|t| t == "mgs") {
+            "mgs"
+        } else {
+            &self.name
+        }
+    }
+}
+
+/// The server processes: one per target (named as the target), or with
+/// `servers` = N the targets dealt round-robin into `server0..N-1`.
+fn nodes(shape: &Shape, servers: Option<u32>) -> anyhow::Result<Vec<Node>> {
+    let targets: Vec<String> = names(shape).into_iter().map(|(n, _, _)| n).collect();
+    let Some(n) = servers else {
+        return Ok(targets
+            .into_iter()
+            .map(|t| Node {
+                name: t.clone(),
+                targets: vec![t],
+            })
+            .collect());
+    };
+    if n == 0 || n as usize > targets.len() {
+        bail!(
+            "--servers {n}: the cluster has {} targets (1 MGS, {} MDTs, {} OSTs), so 1 to {} server processes",
+            targets.len(),
+            shape.mdts,
+            shape.osts,
+            targets.len()
+        );
+    }
+    let mut nodes: Vec<Node> = (0..n)
+        .map(|i| Node {
+            name: format!("server{i}"),
+            targets: Vec::new(),
+        })
+        .collect();
+    for (i, t) in targets.into_iter().enumerate() {
+        nodes[i % n as usize].targets.push(t);
+    }
+    Ok(nodes)
+}
+
+/// Create or extend the state directory; returns the shape to run and its
+/// server processes.
+fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
     let dir = &a.dir;
     for sub in ["nodes", "targets", "logs", "pids"] {
         std::fs::create_dir_all(dir.join(sub))
@@ -179,10 +245,15 @@ fn prepare(a: &UpArgs) -> anyhow::Result<Shape> {
     if !key.exists() {
         crate::cluster::keygen(&key)?;
     }
-    for (name, role, index) in names(&shape) {
-        if !shape.ports.contains_key(&name) {
-            shape.ports.insert(name.clone(), free_port()?);
+    let nodes = nodes(&shape, a.servers)?;
+    for node in &nodes {
+        if !shape.ports.contains_key(node.port_key()) {
+            shape
+                .ports
+                .insert(node.port_key().to_string(), free_port()?);
         }
+    }
+    for (name, role, index) in names(&shape) {
         loom_server::target::format(
             &dir.join("targets").join(&name),
             &shape.fsname,
@@ -192,24 +263,43 @@ fn prepare(a: &UpArgs) -> anyhow::Result<Shape> {
         )?;
     }
     let mgs_port = shape.ports.get("mgs").copied().unwrap_or_default();
-    for (name, _, _) in names(&shape) {
-        let port = shape.ports.get(&name).copied().unwrap_or_default();
+    // Configs of another packing (an earlier `--servers`) would start
+    // targets twice if run by hand: only this run's nodes keep a config.
+    for e in std::fs::read_dir(dir.join("nodes"))?.flatten() {
+        let stem = e
+            .path()
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned());
+        if !nodes.iter().any(|n| Some(&n.name) == stem.as_ref()) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    for node in &nodes {
+        let port = shape
+            .ports
+            .get(node.port_key())
+            .copied()
+            .unwrap_or_default();
         let cfg = loom_server::node::NodeConfig {
             fsname: shape.fsname.clone(),
             listen: format!("127.0.0.1:{port}"),
             advertise: None,
             mgs: format!("127.0.0.1:{mgs_port}"),
             key_file: PathBuf::from("../cluster.key"),
-            targets: vec![PathBuf::from("../targets").join(&name)],
+            targets: node
+                .targets
+                .iter()
+                .map(|t| PathBuf::from("../targets").join(t))
+                .collect(),
             timeout_secs: a.timeout,
         };
         std::fs::write(
-            dir.join("nodes").join(format!("{name}.toml")),
+            dir.join("nodes").join(format!("{}.toml", node.name)),
             toml::to_string(&cfg)?,
         )?;
     }
     std::fs::write(&shape_path, toml::to_string(&shape)?)?;
-    Ok(shape)
+    Ok((shape, nodes))
 }
 
 /// Start `loom server` for node `name`; returns once it serves.
@@ -284,23 +374,24 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
             bail!("a `loom up` (pid {pid}) is already running on {}; stop it with `loom down --dir {}`", a.dir.display(), a.dir.display());
         }
     }
-    let shape = prepare(&a)?;
+    let (shape, nodes) = prepare(&a)?;
     std::fs::write(a.dir.join("up.pid"), std::process::id().to_string())?;
     let mut servers = Vec::new();
     let stopping = Arc::new(AtomicBool::new(false));
     let result = (|| -> anyhow::Result<()> {
-        for (name, _, _) in names(&shape) {
-            servers.push(start_server(&a.dir, &name, &stopping)?);
+        for node in &nodes {
+            servers.push(start_server(&a.dir, &node.name, &stopping)?);
         }
         let mgs = format!(
             "127.0.0.1:{}",
             shape.ports.get("mgs").copied().unwrap_or_default()
         );
         println!(
-            "file system '{}' is up: MGS at {mgs}, {} MDTs, {} OSTs (state in {})",
+            "file system '{}' is up: MGS at {mgs}, {} MDTs, {} OSTs in {} server processes (state in {})",
             shape.fsname,
             shape.mdts,
             shape.osts,
+            nodes.len(),
             a.dir.display()
         );
         let plan = MountPlan {
@@ -335,8 +426,23 @@ fn read_pid(p: &Path) -> Option<i32> {
     std::fs::read_to_string(p).ok()?.trim().parse().ok()
 }
 
+/// Whether `pid` still runs. A zombie (ended, not yet reaped by a parent
+/// that is not `loom down`) does not: `kill(pid, 0)` alone would wait for
+/// it forever.
 fn alive(pid: i32) -> bool {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok() && !zombie(pid)
+}
+
+/// The process state in `/proc/PID/stat` is `Z` (the field after the
+/// command name, which is in parentheses and may hold spaces).
+fn zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let after = &s[s.rfind(')')? + 1..];
+            after.split_whitespace().next().map(|st| st == "Z")
+        })
+        .unwrap_or(false)
 }
 
 fn wait_gone(pid: i32, limit: Duration) -> bool {
