@@ -1,25 +1,38 @@
 //! Sweeps over cluster shapes (`loom bench sweep`): for each value of the
-//! swept parameter, start a cluster with `loom up --mdts N --osts M --dir
-//! STATE --mount DIR`, wait for its `mounted at DIR` line, run the workload
-//! on the mount, stop it with `loom down --dir STATE`, and finally draw the
-//! figures against the parameter.
+//! swept parameter, start a cluster with `loom up --mdts N --osts M
+//! [--servers S] --dir STATE --mount DIR`, wait for its `mounted at DIR`
+//! line, run the workload on the mount (through FUSE, or with `--library`
+//! through the client library on the same directory), stop it with
+//! `loom down --dir STATE`, and finally draw the figures against the
+//! parameter.
 //!
-//! Parameters: `mdts`, `osts` (cluster shape), `procs` (benchmark processes
-//! on a fixed shape), `dir-stripe` (the workload runs in a directory made by
-//! `loom setdirstripe -c N`, so remote and striped directories can be set
-//! against each other). Anything else `loom up` accepts can be passed with
+//! Parameters: `mdts`, `osts`, `servers` (cluster shape: targets packed
+//! into that many server processes), `procs` (benchmark processes on a
+//! fixed shape). `dir-stripe` (remote against striped directories) needs
+//! `loom setdirstripe`, which does not exist yet: it is refused before any
+//! cluster starts. Anything else `loom up` accepts can be passed with
 //! `--up-arg`.
+//!
+//! Cleanup: `loom up` runs in a process group of its own, so a Ctrl-C at
+//! the terminal reaches `loom bench` alone, which stops the workload,
+//! removes its files and stops the cluster with `loom down` (a cluster is
+//! also stopped when anything fails). The state and mount directories are
+//! made under `--work-dir`, or under a new temporary directory that is
+//! removed at the end, whatever the outcome.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand, ValueEnum};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 
 use crate::cancel::Cancel;
 use crate::chart::{write_lines, LineChart, Panel};
@@ -30,17 +43,21 @@ use crate::md::MdPlan;
 use crate::options::{IoOptions, MdOptions};
 use crate::report::{compare_table, summary_table, Report, TargetResult};
 use crate::runner::{run_interleaved, Workload};
+use crate::target::TargetAddr;
 
 /// The parameter a sweep varies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SweepParam {
-    /// Number of MDTs of the cluster.
+    /// Number of MDTs of the cluster (`loom up --mdts`).
     Mdts,
-    /// Number of OSTs of the cluster.
+    /// Number of OSTs of the cluster (`loom up --osts`).
     Osts,
+    /// Number of server processes the targets are packed into (`loom up --servers`).
+    Servers,
     /// Benchmark processes (-p) on one cluster shape.
     Procs,
-    /// Stripe count of the directory the workload runs in (`loom setdirstripe -c N`).
+    /// Stripe count of the directory the workload runs in (needs
+    /// `loom setdirstripe`, which does not exist yet).
     DirStripe,
 }
 
@@ -49,14 +66,21 @@ impl SweepParam {
         match self {
             SweepParam::Mdts => "mdts",
             SweepParam::Osts => "osts",
+            SweepParam::Servers => "servers",
             SweepParam::Procs => "procs",
             SweepParam::DirStripe => "dir-stripe",
         }
     }
 }
 
+/// Why `--param dir-stripe` is refused.
+pub const DIR_STRIPE_UNAVAILABLE: &str = "--param dir-stripe needs `loom setdirstripe` (striped directories, DNE2), which loomfs does not have yet; sweep --param mdts meanwhile (see docs/BENCH.md, \"Remote against striped directories\")";
+
 /// `loom bench sweep --param P --values A,B,C [OPTIONS] <md|io> [WORKLOAD OPTIONS]`
 #[derive(Args, Debug, Clone)]
+#[command(after_help = "\
+Example: create and remove rates against the number of MDTs, 2 OSTs, 4 processes:
+  loom bench sweep --param mdts --values 1,2,4 --osts 2 --chart mdts md -n 5000 -p 4 -F")]
 pub struct SweepArgs {
     /// What to vary.
     #[arg(long, value_enum)]
@@ -70,10 +94,18 @@ pub struct SweepArgs {
     /// OSTs of every cluster (unless swept).
     #[arg(long, default_value_t = 1)]
     pub osts: u32,
+    /// Server processes of every cluster (unless swept) [default: one per target].
+    #[arg(long, value_name = "N")]
+    pub servers: Option<u32>,
+    /// Run the workload through the loomfs client library on the mount's
+    /// directory (loom:MOUNT) instead of through FUSE.
+    #[arg(long)]
+    pub library: bool,
     /// The loom binary (default: this executable).
     #[arg(long, value_name = "PATH")]
     pub loom: Option<PathBuf>,
-    /// Directory for cluster state and mount points (default: a new one under the temp dir).
+    /// Directory for cluster state and mount points, kept afterwards (default:
+    /// a new temporary directory, removed at the end).
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
     /// Seconds to wait for `mounted at`.
@@ -82,7 +114,8 @@ pub struct SweepArgs {
     /// Extra argument for `loom up` (repeat for several).
     #[arg(long = "up-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub up_args: Vec<String>,
-    /// Chart file name without extension (default loom-sweep-<param>).
+    /// Chart file name without extension; `<PATH>.svg` and `<PATH>.png` are
+    /// written (default loom-sweep-<param>).
     #[arg(long, value_name = "PATH")]
     pub chart: Option<PathBuf>,
     /// Output.
@@ -111,6 +144,8 @@ pub struct ClusterSpec {
     pub mdts: u32,
     /// OSTs.
     pub osts: u32,
+    /// Server processes (`None`: one per target).
+    pub servers: Option<u32>,
     /// State directory (`--dir`).
     pub state: PathBuf,
     /// Mount point (`--mount`).
@@ -121,9 +156,36 @@ pub struct ClusterSpec {
     pub timeout: Duration,
 }
 
+impl ClusterSpec {
+    /// The arguments of `loom up` for this cluster.
+    pub fn up_args(&self) -> Vec<String> {
+        let mut v = vec![
+            "up".to_string(),
+            "--mdts".into(),
+            self.mdts.to_string(),
+            "--osts".into(),
+            self.osts.to_string(),
+        ];
+        if let Some(s) = self.servers {
+            v.extend(["--servers".to_string(), s.to_string()]);
+        }
+        v.extend([
+            "--dir".to_string(),
+            self.state.display().to_string(),
+            "--mount".into(),
+            self.mount.display().to_string(),
+        ]);
+        v.extend(self.extra.iter().cloned());
+        v
+    }
+}
+
 /// A running `loom up`; stopped by [`Cluster::stop`] or, failing that, on drop.
 pub struct Cluster {
-    child: Option<Child>,
+    /// `loom up`'s pid while it may still run (`None` once stopped).
+    pid: Option<Pid>,
+    /// Gets `loom up`'s exit status once a thread has reaped it.
+    exited: Receiver<std::io::Result<ExitStatus>>,
     spec: ClusterSpec,
     tail: Arc<Mutex<VecDeque<String>>>,
 }
@@ -148,34 +210,37 @@ fn pump<R: Read + Send + 'static>(
     });
 }
 
+/// Reaps `child` from a thread of its own and reports its exit status.
+fn reap(mut child: Child) -> Receiver<std::io::Result<ExitStatus>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    rx
+}
+
 impl Cluster {
     /// Starts `loom up` and waits for its `mounted at` line.
     pub fn start(spec: ClusterSpec, cancel: &Cancel) -> Result<Cluster, BenchError> {
         for d in [&spec.state, &spec.mount] {
             std::fs::create_dir_all(d).map_err(|e| BenchError::io("mkdir", d, e))?;
         }
-        let mut cmd = Command::new(&spec.loom);
-        cmd.arg("up")
-            .args([
-                "--mdts",
-                &spec.mdts.to_string(),
-                "--osts",
-                &spec.osts.to_string(),
-            ])
-            .arg("--dir")
-            .arg(&spec.state)
-            .arg("--mount")
-            .arg(&spec.mount)
-            .args(&spec.extra)
+        let mut child = Command::new(&spec.loom)
+            .args(spec.up_args())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().map_err(|e| {
-            BenchError::Cluster(format!(
-                "cannot run {} up: {e} (point --loom at the loom binary)",
-                spec.loom.display()
-            ))
-        })?;
+            .stderr(Stdio::piped())
+            // Its own process group: Ctrl-C at the terminal reaches
+            // `loom bench` only, which removes its files from the mount
+            // before it stops the cluster.
+            .process_group(0)
+            .spawn()
+            .map_err(|e| {
+                BenchError::Cluster(format!(
+                    "cannot run {} up: {e} (point --loom at the loom binary)",
+                    spec.loom.display()
+                ))
+            })?;
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         let (tx, rx) = mpsc::channel();
         if let Some(out) = child.stdout.take() {
@@ -185,7 +250,8 @@ impl Cluster {
             pump(err, tx, tail.clone());
         }
         let mut cluster = Cluster {
-            child: Some(child),
+            pid: Some(Pid::from_raw(child.id() as i32)),
+            exited: reap(child),
             spec,
             tail,
         };
@@ -211,19 +277,24 @@ impl Cluster {
             if cancel.is_cancelled() {
                 return Err(BenchError::Interrupted);
             }
+            // Wakes at each output line, or every 100 ms to check Ctrl-C.
             match rx.recv_timeout(Duration::from_millis(100)) {
                 Ok(line) if line.trim_start().starts_with("mounted at") => return Ok(()),
-                Ok(_) | Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {}
+                Ok(_) | Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {}
             }
-            if let Some(child) = self.child.as_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    return Err(BenchError::Cluster(format!(
-                        "{} up exited ({status}) before printing 'mounted at'; its last lines:\n  {}",
-                        self.spec.loom.display(),
-                        self.tail_text()
-                    )));
-                }
+            if let Ok(status) = self.exited.try_recv() {
+                self.pid = None;
+                let status = status
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|e| e.to_string());
+                // Output lines still in flight would be lost: read what the
+                // pumps have (they end with the process's pipes).
+                while rx.recv_timeout(Duration::from_millis(200)).is_ok() {}
+                return Err(BenchError::Cluster(format!(
+                    "{} up exited ({status}) before printing 'mounted at'; its last lines:\n  {}",
+                    self.spec.loom.display(),
+                    self.tail_text()
+                )));
             }
             if Instant::now() >= deadline {
                 return Err(BenchError::Cluster(format!(
@@ -241,13 +312,24 @@ impl Cluster {
         &self.spec.mount
     }
 
+    /// Waits up to `limit` for `loom up` to exit; true if it did.
+    fn wait_exit(&mut self, limit: Duration) -> bool {
+        match self.exited.recv_timeout(limit) {
+            Ok(_) | Err(RecvTimeoutError::Disconnected) => {
+                self.pid = None;
+                true
+            }
+            Err(RecvTimeoutError::Timeout) => false,
+        }
+    }
+
     /// Stops the cluster: `loom down --dir STATE`, then waits for `loom up`
     /// to exit, sending SIGTERM and at last SIGKILL if it lingers. The
     /// figures measured before are valid whatever happens here, so a stop
     /// that needed more than `loom down` returns `Ok` with a warning to
     /// print; `Err` only when `loom up` could not be ended at all.
     pub fn stop(&mut self) -> Result<Option<String>, BenchError> {
-        let Some(mut child) = self.child.take() else {
+        let Some(pid) = self.pid else {
             return Ok(None);
         };
         let down = Command::new(&self.spec.loom)
@@ -265,18 +347,17 @@ impl Cluster {
             )),
             Err(e) => Some(format!("loom down: {e}")),
         };
-        if wait_exit(&mut child, Duration::from_secs(30)) {
+        if self.wait_exit(Duration::from_secs(30)) {
             return Ok(down_note.map(|n| format!("{n}; loom up exited after it")));
         }
-        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let how = if wait_exit(&mut child, Duration::from_secs(10)) {
+        let _ = kill(pid, Signal::SIGTERM);
+        let how = if self.wait_exit(Duration::from_secs(10)) {
             "stopped by SIGTERM"
         } else {
-            child.kill().map_err(|e| {
+            kill(pid, Signal::SIGKILL).map_err(|e| {
                 BenchError::Cluster(format!("cannot kill loom up (pid {pid}): {e}"))
             })?;
-            let _ = child.wait();
+            self.wait_exit(Duration::from_secs(10));
             "killed"
         };
         Ok(Some(format!(
@@ -286,21 +367,9 @@ impl Cluster {
     }
 }
 
-/// Waits up to `limit` for `child` to exit; true if it did.
-fn wait_exit(child: &mut Child, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => return true,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            _ => return false,
-        }
-    }
-}
-
 impl Drop for Cluster {
     fn drop(&mut self) {
-        if self.child.is_some() {
+        if self.pid.is_some() {
             match self.stop() {
                 Ok(None) => {}
                 Ok(Some(w)) => tracing::warn!("stopping cluster: {w}"),
@@ -310,44 +379,110 @@ impl Drop for Cluster {
     }
 }
 
-/// `loom bench sweep`.
-pub fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
+/// Mount points at or below `dir`, from `/proc/self/mountinfo`.
+fn mounts_below(dir: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(|m| PathBuf::from(unescape_mountinfo(m)))
+        .filter(|m| m.starts_with(dir))
+        .collect()
+}
+
+/// mountinfo writes space, tab, newline and backslash as `\ooo`.
+fn unescape_mountinfo(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() {
+            let digits = std::str::from_utf8(&b[i + 1..i + 4]).ok();
+            if let Some(v) = digits.and_then(|d| u8::from_str_radix(d, 8).ok()) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The sweep's own temporary directory, removed when dropped (after every
+/// cluster in it has been stopped). A mount still below it is detached
+/// first; if one cannot be, the directory is left (with a warning) rather
+/// than deleting through a live mount.
+struct TempWork(PathBuf);
+
+impl Drop for TempWork {
+    fn drop(&mut self) {
+        for m in mounts_below(&self.0) {
+            let _ = nix::mount::umount2(&m, nix::mount::MntFlags::MNT_DETACH);
+        }
+        let left = mounts_below(&self.0);
+        if !left.is_empty() {
+            eprintln!(
+                "warning: leaving {}: still mounted below it: {left:?}",
+                self.0.display()
+            );
+            return;
+        }
+        if let Err(e) = std::fs::remove_dir_all(&self.0) {
+            eprintln!("warning: cannot remove {}: {e}", self.0.display());
+        }
+    }
+}
+
+/// Checks the options and builds one workload per swept value, before any
+/// cluster starts.
+fn workloads(a: &SweepArgs) -> anyhow::Result<Vec<Box<dyn Workload>>> {
+    if a.param == SweepParam::DirStripe {
+        anyhow::bail!("bad option: {DIR_STRIPE_UNAVAILABLE}");
+    }
     if a.values.is_empty() || a.values.contains(&0) {
         anyhow::bail!("bad option: --values must be positive numbers, e.g. --values 1,2,4");
     }
     if a.up_timeout.is_nan() || a.up_timeout <= 0.0 {
         anyhow::bail!("bad option: --up-timeout must be positive");
     }
-    // Check the workload's options before starting any cluster.
-    let workloads: Vec<Box<dyn Workload>> = a
-        .values
+    if a.servers == Some(0) {
+        anyhow::bail!("bad option: --servers must be at least 1");
+    }
+    a.values
         .iter()
         .map(|v| -> anyhow::Result<Box<dyn Workload>> {
+            let procs = |p: u32| if a.param == SweepParam::Procs { *v } else { p };
             Ok(match &a.workload {
-                SweepWorkload::Md(o) => {
-                    let mut o = o.clone();
-                    if a.param == SweepParam::Procs {
-                        o.procs = *v;
-                    }
-                    Box::new(MdPlan::new(o)?)
-                }
-                SweepWorkload::Io(o) => {
-                    let mut o = o.clone();
-                    if a.param == SweepParam::Procs {
-                        o.procs = *v;
-                    }
-                    Box::new(IoPlan::new(o)?)
-                }
+                SweepWorkload::Md(o) => Box::new(MdPlan::new(MdOptions {
+                    procs: procs(o.procs),
+                    ..o.clone()
+                })?),
+                SweepWorkload::Io(o) => Box::new(IoPlan::new(IoOptions {
+                    procs: procs(o.procs),
+                    ..o.clone()
+                })?),
             })
         })
-        .collect::<anyhow::Result<_>>()?;
+        .collect()
+}
+
+/// `loom bench sweep`.
+pub fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
+    let workloads = workloads(&a)?;
     let loom = match &a.loom {
         Some(p) => p.clone(),
         None => std::env::current_exe().context("finding the loom binary; give --loom")?,
     };
-    let work = match &a.work_dir {
-        Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!("loom-sweep.{}", std::process::id())),
+    let (work, _temp) = match &a.work_dir {
+        Some(d) => (d.clone(), None),
+        None => {
+            let d = std::env::temp_dir().join(format!("loom-sweep.{}", std::process::id()));
+            std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+            (d.clone(), Some(TempWork(d)))
+        }
     };
     let total: u64 = workloads
         .iter()
@@ -358,17 +493,15 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
     let mut results: Vec<TargetResult> = Vec::new();
     for (v, w) in a.values.iter().zip(&workloads) {
         let label = format!("{}={v}", a.param.name());
+        let pick = |param, fixed| if a.param == param { *v } else { fixed };
         let spec = ClusterSpec {
             loom: loom.clone(),
-            mdts: if a.param == SweepParam::Mdts {
-                *v
+            mdts: pick(SweepParam::Mdts, a.mdts),
+            osts: pick(SweepParam::Osts, a.osts),
+            servers: if a.param == SweepParam::Servers {
+                Some(*v)
             } else {
-                a.mdts
-            },
-            osts: if a.param == SweepParam::Osts {
-                *v
-            } else {
-                a.osts
+                a.servers
             },
             state: work.join(&label).join("state"),
             mount: work.join(&label).join("mnt"),
@@ -379,7 +512,7 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
             .set_message(format!("starting cluster {label}"));
         let mut cluster =
             Cluster::start(spec, &ctx.cancel).with_context(|| format!("sweep {label}"))?;
-        let outcome = run_on_cluster(&cluster, &loom, a.param, *v, &label, w.as_ref(), &ctx);
+        let outcome = run_on_cluster(&cluster, a.library, &label, w.as_ref(), &ctx);
         ctx.progress
             .set_message(format!("stopping cluster {label}"));
         let stopped = cluster.stop();
@@ -434,6 +567,8 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
             "values": a.values,
             "mdts": a.mdts,
             "osts": a.osts,
+            "servers": a.servers,
+            "library": a.library,
             "up_args": a.up_args,
             "workload": workloads.first().map(|w| w.options_json()),
         });
@@ -445,37 +580,54 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
 
 fn run_on_cluster(
     cluster: &Cluster,
-    loom: &Path,
-    param: SweepParam,
-    value: u32,
+    library: bool,
     label: &str,
     w: &dyn Workload,
     ctx: &crate::runner::Ctx,
 ) -> anyhow::Result<TargetResult> {
-    let mut dir = cluster.mount().to_path_buf();
-    let striped = param == SweepParam::DirStripe;
-    if striped {
-        dir = dir.join("loom-sweep-striped");
-        let out = Command::new(loom)
-            .arg("setdirstripe")
-            .args(["-c", &value.to_string()])
-            .arg(&dir)
-            .output()
-            .context("running loom setdirstripe")?;
-        if !out.status.success() || !dir.is_dir() {
-            anyhow::bail!(
-                "loom setdirstripe -c {value} {} failed ({}): {}",
-                dir.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-    }
-    let target = open_target(label, &crate::target::TargetAddr::Posix(dir.clone()))?;
+    let dir = cluster.mount().to_path_buf();
+    let addr = if library {
+        TargetAddr::LoomMount(dir)
+    } else {
+        TargetAddr::Posix(dir)
+    };
+    let target = open_target(label, &addr)?;
     ctx.progress.set_message(label.to_string());
     let r = run_interleaved(std::slice::from_ref(&target), w, ctx)?;
-    if striped {
-        std::fs::remove_dir(&dir).with_context(|| format!("removing {}", dir.display()))?;
-    }
     r.into_iter().next().context("no result")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_escapes_are_decoded() {
+        assert_eq!(unescape_mountinfo("/a\\040b/c"), "/a b/c");
+        assert_eq!(unescape_mountinfo("/plain"), "/plain");
+        assert_eq!(unescape_mountinfo("/end\\"), "/end\\");
+    }
+
+    #[test]
+    fn up_arguments_name_the_shape_and_the_packing() {
+        let spec = ClusterSpec {
+            loom: "loom".into(),
+            mdts: 2,
+            osts: 3,
+            servers: Some(2),
+            state: "/s".into(),
+            mount: "/m".into(),
+            extra: vec!["--timeout".into(), "30".into()],
+            timeout: Duration::from_secs(1),
+        };
+        assert_eq!(
+            spec.up_args().join(" "),
+            "up --mdts 2 --osts 3 --servers 2 --dir /s --mount /m --timeout 30"
+        );
+        let one_each = ClusterSpec {
+            servers: None,
+            ..spec
+        };
+        assert!(!one_each.up_args().contains(&"--servers".to_string()));
+    }
 }

@@ -99,7 +99,7 @@ fn contradictory_or_malformed_options_are_parse_errors() {
         vec!["compare", "md", "-n", "10", "a=/tmp"],
         vec!["suite", "--reps", "1", "/tmp"],
         vec![
-            "sweep", "--param", "servers", "--values", "1", "md", "-n", "1",
+            "sweep", "--param", "nodes", "--values", "1", "md", "-n", "1",
         ],
     ] {
         assert!(parse(&bad).is_err(), "{bad:?} parsed");
