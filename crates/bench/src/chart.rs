@@ -110,6 +110,14 @@ fn size(n: usize) -> (u32, u32) {
     (cols as u32 * PANEL_W, TITLE_H + rows as u32 * PANEL_H)
 }
 
+/// `base` with `suffix` appended: `run.v2` becomes `run.v2.svg`, where
+/// `Path::with_extension` would make it `run.svg`.
+pub fn with_suffix(base: &Path, suffix: &str) -> PathBuf {
+    let mut s = base.as_os_str().to_os_string();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
 /// Writes `<base>.svg` and `<base>.png`; returns both paths.
 pub fn write_bars(base: &Path, chart: &BarChart) -> Result<Vec<PathBuf>> {
     write_both(base, chart.panels.len(), |area| draw_bars(area, chart))
@@ -137,8 +145,8 @@ where
             reason: e.to_string(),
         })?;
     }
-    let svg = base.with_extension("svg");
-    let png = base.with_extension("png");
+    let svg = with_suffix(base, ".svg");
+    let png = with_suffix(base, ".png");
     let dims = size(panels);
     let fail = |path: &Path, reason: String| BenchError::Chart {
         path: path.to_path_buf(),
@@ -359,4 +367,21 @@ fn lines_on<DB: DrawingBackend>(
         }
     }
     root.present().map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chart_suffixes_are_appended_so_dots_in_names_stay() {
+        assert_eq!(
+            with_suffix(Path::new("out/run.v1.2"), ".svg"),
+            PathBuf::from("out/run.v1.2.svg")
+        );
+        assert_eq!(
+            with_suffix(Path::new("plain"), ".png"),
+            PathBuf::from("plain.png")
+        );
+    }
 }

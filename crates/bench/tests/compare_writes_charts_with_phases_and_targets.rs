@@ -1,7 +1,13 @@
 //! `compare` runs one workload on several targets and draws grouped bars as
-//! SVG and PNG; the SVG names every phase and target, the PNG is a real PNG
-//! of the expected size, and the JSON carries machine, versions, command line
-//! and one sample per iteration.
+//! SVG and PNG; the SVG names every phase and target and has exactly one bar
+//! per target in every phase's panel, the PNG is a real PNG of the expected
+//! size, and the JSON carries machine, versions, command line and one sample
+//! per iteration. A sweep's line chart has one line per phase through
+//! exactly the points given, placed by their values.
+
+mod common;
+
+use std::collections::BTreeMap;
 
 use clap::Parser;
 use loom_bench::chart::{write_lines, LineChart, Panel};
@@ -20,7 +26,12 @@ fn compare_of_two_directories_draws_every_phase_and_target() {
     let a = tempfile::tempdir().expect("tempdir");
     let b = tempfile::tempdir().expect("tempdir");
     let out = tempfile::tempdir().expect("tempdir");
-    let chart = out.path().join("charts/cmp");
+    // Dots in the name stay: <name>.svg is appended, not substituted.
+    let chart = out.path().join("charts/cmp.v1.2");
+    let (svg_path, png_path) = (
+        out.path().join("charts/cmp.v1.2.svg"),
+        out.path().join("charts/cmp.v1.2.png"),
+    );
     let json = out.path().join("cmp.json");
     let argv = [
         "loom-bench".to_string(),
@@ -52,14 +63,11 @@ fn compare_of_two_directories_draws_every_phase_and_target() {
     };
     let plan = loom_bench::md::MdPlan::new(opts).expect("plan");
     let files = run_compare(&plan, &cmp, &[]).expect("compare runs");
-    assert_eq!(
-        files,
-        vec![chart.with_extension("svg"), chart.with_extension("png")]
-    );
+    assert_eq!(files, vec![svg_path.clone(), png_path.clone()]);
 
-    let svg = std::fs::read_to_string(chart.with_extension("svg")).expect("svg");
+    let svg = std::fs::read_to_string(&svg_path).expect("svg");
     assert!(svg.starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
-    for phase in [
+    let phases = [
         "Tree creation",
         "Directory creation",
         "Directory stat",
@@ -69,25 +77,41 @@ fn compare_of_two_directories_draws_every_phase_and_target() {
         "File read",
         "File removal",
         "Tree removal",
-    ] {
-        assert!(
-            svg.contains(&format!(">{phase}<"))
-                || svg.contains(&format!(">\n{phase}\n<"))
-                || svg.contains(phase),
-            "SVG lacks phase {phase}"
-        );
+    ];
+    let texts = common::svg_texts(&svg);
+    let has = |t: &str| texts.iter().any(|x| x == t);
+    for phase in phases {
+        assert!(has(phase), "SVG lacks phase {phase}: {texts:?}");
     }
-    assert!(
-        svg.contains("alpha") && svg.contains("beta"),
-        "SVG lacks target names"
-    );
+    assert!(has("alpha") && has("beta"), "SVG lacks target names");
     assert!(svg.contains("ops/s"), "SVG lacks the unit");
-    assert!(
-        svg.matches("<rect").count() >= 2 * 9,
-        "expected a bar per target per phase"
-    );
+    // Bars are the translucent rectangles; every panel has exactly one bar
+    // per target, each target in its own colour.
+    let mut bars: BTreeMap<(usize, String), usize> = BTreeMap::new();
+    for r in common::svg_elements(&svg, "rect")
+        .iter()
+        .filter(|r| r.get("opacity").map(String::as_str) == Some("0.8"))
+    {
+        let (x, y) = (common::num(r, "x"), common::num(r, "y"));
+        assert!(common::num(r, "height") > 0.0, "empty bar {r:?}");
+        *bars
+            .entry((common::panel_of(x, y, phases.len()), r["fill"].clone()))
+            .or_default() += 1;
+    }
+    let colours: std::collections::BTreeSet<&String> = bars.keys().map(|(_, c)| c).collect();
+    assert_eq!(colours.len(), 2, "one colour per target: {bars:?}");
+    for (panel, phase) in phases.iter().enumerate() {
+        for c in &colours {
+            assert_eq!(
+                bars.get(&(panel, (*c).clone())),
+                Some(&1),
+                "panel {panel} ({phase}) should have one {c} bar: {bars:?}"
+            );
+        }
+    }
+    assert_eq!(bars.values().sum::<usize>(), 2 * phases.len());
 
-    let png = std::fs::read(chart.with_extension("png")).expect("png");
+    let png = std::fs::read(&png_path).expect("png");
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     // IHDR width and height: 3 panels wide, 3 rows of panels plus the title.
     let w = u32::from_be_bytes([png[16], png[17], png[18], png[19]]);
@@ -112,7 +136,7 @@ fn compare_of_two_directories_draws_every_phase_and_target() {
 }
 
 #[test]
-fn sweep_line_chart_names_phases_and_parameter() {
+fn sweep_line_chart_draws_each_phase_through_its_points() {
     let out = tempfile::tempdir().expect("tempdir");
     let s = |v: f64| Summary::of(&[v, v * 1.1]);
     let chart = LineChart {
@@ -133,11 +157,45 @@ fn sweep_line_chart_names_phases_and_parameter() {
         ],
     };
     let files = write_lines(&out.path().join("sweep"), &chart).expect("chart");
-    let svg = std::fs::read_to_string(&files[0]).expect("svg");
-    assert!(svg.contains("File creation") && svg.contains("File removal") && svg.contains("mdts"));
-    assert!(
-        svg.contains("<polyline") || svg.contains("<path"),
-        "no line drawn"
+    assert_eq!(
+        files,
+        [out.path().join("sweep.svg"), out.path().join("sweep.png")]
     );
+    let svg = std::fs::read_to_string(&files[0]).expect("svg");
+    let texts = common::svg_texts(&svg);
+    let has = |t: &str| texts.iter().any(|x| x == t);
+    assert!(has("File creation") && has("File removal"), "{texts:?}");
+    assert!(has("mdts"), "x axis not labelled: {texts:?}");
+
+    // The data lines are the 2-pixel polylines: one per panel, through the
+    // points that have values (the missing one is skipped, not drawn at 0).
+    let lines: Vec<Vec<(f64, f64)>> = common::svg_elements(&svg, "polyline")
+        .iter()
+        .filter(|l| l.get("stroke-width").map(String::as_str) == Some("2"))
+        .map(common::points)
+        .collect();
+    assert_eq!(lines.len(), 2, "one data line per panel: {lines:?}");
+    let (a, b) = (&lines[0], &lines[1]);
+    assert_eq!((a.len(), b.len()), (3, 2), "{lines:?}");
+    assert!(a.iter().all(|p| common::panel_of(p.0, p.1, 2) == 0));
+    assert!(b.iter().all(|p| common::panel_of(p.0, p.1, 2) == 1));
+    // x is linear in the swept value (1, 2, 4); y linear in the mean, and
+    // higher means are drawn higher (smaller y). Pixels are whole numbers.
+    let means = [105.0, 189.0, 315.0];
+    let slope_x = (a[2].0 - a[0].0) / 3.0;
+    assert!((a[1].0 - (a[0].0 + slope_x)).abs() <= 1.0, "{a:?}");
+    let slope_y = (a[2].1 - a[0].1) / (means[2] - means[0]);
+    assert!(slope_y < 0.0, "higher values must be drawn higher: {a:?}");
+    let expect_y1 = a[0].1 + slope_y * (means[1] - means[0]);
+    assert!((a[1].1 - expect_y1).abs() <= 1.5, "{a:?}");
+    // The second panel's points sit at x = 1 and 4, one panel width along.
+    assert!((b[0].0 - (a[0].0 + 380.0)).abs() <= 1.0, "{b:?}");
+    assert!((b[1].0 - (a[2].0 + 380.0)).abs() <= 1.0, "{b:?}");
+    assert!(b[1].1 < b[0].1, "250 is drawn above 94.5: {b:?}");
+    let dots = common::svg_elements(&svg, "circle")
+        .iter()
+        .filter(|c| c.get("r").map(String::as_str) == Some("4"))
+        .count();
+    assert_eq!(dots, 5, "a dot per value");
     assert_eq!(&std::fs::read(&files[1]).expect("png")[..4], b"\x89PNG");
 }

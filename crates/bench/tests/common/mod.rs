@@ -197,3 +197,64 @@ pub fn target_on(name: &str, dir: &Path, fs: impl BenchFs + 'static) -> Target {
         fs: Box::new(fs),
     }
 }
+
+/// The attributes of every `<tag …>` element of an SVG document, in order.
+pub fn svg_elements(svg: &str, tag: &str) -> Vec<BTreeMap<String, String>> {
+    let open = format!("<{tag} ");
+    svg.match_indices(&open)
+        .map(|(at, _)| {
+            let rest = &svg[at + open.len()..];
+            let body = &rest[..rest.find('>').expect("element ends")];
+            let mut attrs = BTreeMap::new();
+            let mut s = body;
+            while let Some(eq) = s.find("=\"") {
+                let key = s[..eq].trim().to_string();
+                let after = &s[eq + 2..];
+                let end = after.find('"').expect("attribute ends");
+                attrs.insert(key, after[..end].to_string());
+                s = &after[end + 1..];
+            }
+            attrs
+        })
+        .collect()
+}
+
+/// A numeric attribute.
+pub fn num(attrs: &BTreeMap<String, String>, key: &str) -> f64 {
+    attrs
+        .get(key)
+        .unwrap_or_else(|| panic!("no {key} in {attrs:?}"))
+        .parse()
+        .unwrap_or_else(|_| panic!("{key} is not a number in {attrs:?}"))
+}
+
+/// The panel (0-based, row-major) of a chart that a point lies in: panels
+/// are 380 x 300 pixels, three per row, under a 50-pixel title.
+pub fn panel_of(x: f64, y: f64, panels: usize) -> usize {
+    let cols = panels.clamp(1, 3);
+    let (col, row) = ((x / 380.0) as usize, ((y - 50.0) / 300.0) as usize);
+    row * cols + col
+}
+
+/// The points of a `points="x,y x,y "` attribute.
+pub fn points(attrs: &BTreeMap<String, String>) -> Vec<(f64, f64)> {
+    attrs["points"]
+        .split_whitespace()
+        .map(|p| {
+            let (x, y) = p.split_once(',').expect("x,y");
+            (x.parse().expect("x"), y.parse().expect("y"))
+        })
+        .collect()
+}
+
+/// The text of every `<text>` element of an SVG document, trimmed.
+pub fn svg_texts(svg: &str) -> Vec<String> {
+    svg.match_indices("<text ")
+        .filter_map(|(at, _)| {
+            let rest = &svg[at..];
+            let start = rest.find('>')? + 1;
+            let end = rest.find("</text>")?;
+            Some(rest[start..end].trim().to_string())
+        })
+        .collect()
+}
