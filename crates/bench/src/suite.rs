@@ -348,6 +348,22 @@ pub struct SuiteReport {
     pub procs: u32,
     /// The figures.
     pub metrics: Vec<Metric>,
+    /// The comparison with `--baseline`, if one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineComparison>,
+}
+
+/// How a suite run compared with its baseline (in the run's JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineComparison {
+    /// The baseline JSON file.
+    pub file: String,
+    /// `--sigma` in force.
+    pub sigma: f64,
+    /// `--min-change` in force.
+    pub min_change: f64,
+    /// One line per metric of either run.
+    pub changes: Vec<Change>,
 }
 
 /// How a metric moved against the baseline.
@@ -487,6 +503,7 @@ pub fn run_patterns(
         scale,
         procs,
         metrics,
+        baseline: None,
     })
 }
 
@@ -554,9 +571,11 @@ pub fn run_suite(a: SuiteArgs) -> anyhow::Result<()> {
             m.unit
         );
     }
-    write_json(&a.out, &report)?;
-    println!("results: {}", a.out.display());
-    let Some(base) = baseline else { return Ok(()) };
+    let Some(base) = baseline else {
+        write_json(&a.out, &report)?;
+        println!("results: {}", a.out.display());
+        return Ok(());
+    };
     if (base.scale, base.procs) != (report.scale, report.procs) {
         println!(
             "warning: baseline ran with --scale {} -p {}, this run with --scale {} -p {}",
@@ -571,6 +590,20 @@ pub fn run_suite(a: SuiteArgs) -> anyhow::Result<()> {
         );
     }
     let changes = compare(&base.metrics, &report.metrics, a.sigma, a.min_change);
+    let mut report = report;
+    report.baseline = Some(BaselineComparison {
+        file: a
+            .baseline
+            .as_deref()
+            .unwrap_or(Path::new(""))
+            .display()
+            .to_string(),
+        sigma: a.sigma,
+        min_change: a.min_change,
+        changes: changes.clone(),
+    });
+    write_json(&a.out, &report)?;
+    println!("results: {}", a.out.display());
     println!(
         "\ncompared with {} (flag: change > {} x noise and > {:.0}%)",
         a.baseline.as_deref().unwrap_or(Path::new("")).display(),

@@ -144,22 +144,30 @@ fn an_existing_work_directory_is_never_reused() {
     );
 }
 
+/// Detaches a mount when dropped, so a failing test leaves none behind.
+struct Unmount<'a>(&'a std::path::Path);
+
+impl Drop for Unmount<'_> {
+    fn drop(&mut self) {
+        let _ = nix::mount::umount2(self.0, nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
 #[test]
 fn a_read_only_mount_is_refused() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let ro = tmp.path();
-    let mounted = nix::mount::mount(
+    nix::mount::mount(
         Some("tmpfs"),
         ro,
         Some("tmpfs"),
         nix::mount::MsFlags::MS_RDONLY,
         Some("size=1m"),
-    );
-    if let Err(e) = mounted {
-        println!("skipped: cannot mount a read-only tmpfs here ({e}); needs root");
-        return;
-    }
+    )
+    .unwrap_or_else(|e| {
+        panic!("cannot mount a read-only tmpfs on {} ({e}): this test needs root, as the whole suite does", ro.display())
+    });
+    let _unmount = Unmount(ro);
     let e = run_err(&["md", "-n", "5", ro.to_str().expect("utf8")]);
-    let _ = nix::mount::umount(ro);
     assert!(e.contains("read-only"), "{e}");
 }

@@ -3,8 +3,8 @@
 //! read): the bytes moved are equal and the bandwidths are within an order
 //! of magnitude of each other. Both run on tmpfs when it has room (a disk's
 //! dirty-page writeback makes back-to-back write rates swing tenfold), each
-//! three times, best rate kept. Skipped, with the reason printed, when fio is
-//! not installed.
+//! three times, best rate kept. fio must be installed (scripts/run.sh test
+//! installs it); without it the test fails and says so.
 
 mod common;
 
@@ -76,10 +76,9 @@ fn fio(bin: &str, dir: &Path, rw: &str) -> (u64, f64) {
 
 #[test]
 fn same_pattern_moves_the_same_bytes_at_a_comparable_rate() {
-    let Some(bin) = fio_bin() else {
-        println!("skipped: fio is not installed (apt-get install fio)");
-        return;
-    };
+    let bin = fio_bin().unwrap_or_else(|| {
+        panic!("fio is not installed: apt-get install fio (scripts/run.sh test installs it)")
+    });
     let ours_dir = scratch();
     let fio_dir = scratch();
 

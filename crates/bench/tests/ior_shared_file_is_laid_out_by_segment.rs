@@ -48,18 +48,25 @@ fn shared_file_holds_each_process_block_in_rank_order_per_segment() {
         "{files:?}"
     );
     let data = std::fs::read(tmp.path().join(file)).expect("read");
-    for (i, sector) in data.chunks(SECTOR as usize).enumerate() {
-        let off = i as u64 * SECTOR;
-        let seg = off / (B * u64::from(P));
-        let rank = (off % (B * u64::from(P))) / B;
-        let k = (off % B) / T;
-        assert_eq!(off, seg * (B * u64::from(P)) + rank * B + k * T);
-        assert_eq!(
-            decode_header(sector),
-            Some((off, rank as u32)),
-            "sector at {off}"
-        );
+    assert_eq!(data.len() as u64, S * B * u64::from(P));
+    // Walk IOR's layout (segments, then ranks in order, then the sectors of
+    // each block) and read, at each place, which process wrote it and where
+    // it meant to write: both are recorded in the sector's header.
+    let mut checked = 0u64;
+    for seg in 0..S {
+        for rank in 0..P {
+            for sector in 0..B / SECTOR {
+                let at = (seg * B * u64::from(P) + u64::from(rank) * B + sector * SECTOR) as usize;
+                assert_eq!(
+                    decode_header(&data[at..at + SECTOR as usize]),
+                    Some((at as u64, rank)),
+                    "segment {seg}, process {rank}, sector {sector}"
+                );
+                checked += SECTOR;
+            }
+        }
     }
+    assert_eq!(checked, data.len() as u64, "every sector was checked");
 }
 
 #[test]

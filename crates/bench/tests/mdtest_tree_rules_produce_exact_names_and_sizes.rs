@@ -213,26 +213,3 @@ fn without_keep_every_phase_runs_and_nothing_is_left() {
         common::walk(tmp.path())
     );
 }
-
-#[test]
-fn a_stonewall_limits_creates_and_later_phases_handle_exactly_those() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let plan = MdPlan::new(MdOptions {
-        items: Some(100_000),
-        files_only: true,
-        procs: 2,
-        stonewall: Some(1e-9),
-        ..MdOptions::default()
-    })
-    .expect("plan");
-    let t = common::target("t", tmp.path());
-    let res = run_interleaved(std::slice::from_ref(&t), &plan, &Ctx::quiet()).expect("run");
-    let ops = |name: &str| res[0].phase(name).expect(name).samples[0].ops;
-    assert!(
-        ops("File creation") < 200_000,
-        "stonewall did not stop the create phase"
-    );
-    assert_eq!(ops("File stat"), ops("File creation"));
-    assert_eq!(ops("File removal"), ops("File creation"));
-    assert!(common::walk(tmp.path()).is_empty());
-}

@@ -1,10 +1,11 @@
 //! `suite` runs its fixed patterns with repetitions, writes every metric with
 //! its per-repetition values as JSON, and a second run compared with the
-//! first as baseline finds every metric; a doctored baseline that claims
-//! ten times the speed makes `--fail-on-regression` fail.
+//! first as baseline finds every metric in both (nothing New or Missing)
+//! and gives each the verdict its figures call for; a doctored baseline
+//! that claims ten times the speed makes `--fail-on-regression` fail.
 
 use clap::Parser;
-use loom_bench::suite::SuiteReport;
+use loom_bench::suite::{SuiteReport, Verdict};
 use loom_bench::{run, BenchArgs};
 
 #[derive(Parser)]
@@ -67,6 +68,50 @@ fn suite_json_round_trips_and_a_doctored_baseline_is_flagged() {
         &["--baseline", first.to_str().expect("utf8")],
     )
     .expect("baseline run");
+    let again: SuiteReport =
+        serde_json::from_str(&std::fs::read_to_string(&second).expect("json")).expect("suite JSON");
+    assert!(report.baseline.is_none(), "the first run had no baseline");
+    let cmp = again.baseline.as_ref().expect("comparison in the JSON");
+    assert_eq!((cmp.sigma, cmp.min_change), (3.0, 0.05), "the defaults");
+    assert_eq!(cmp.changes.len(), report.metrics.len());
+    for c in &cmp.changes {
+        assert!(
+            !matches!(c.verdict, Verdict::New | Verdict::Missing),
+            "{}: {:?} against a run of the same patterns",
+            c.key,
+            c.verdict
+        );
+        let base = report
+            .metrics
+            .iter()
+            .find(|m| m.key == c.key)
+            .expect("in base");
+        let now = again
+            .metrics
+            .iter()
+            .find(|m| m.key == c.key)
+            .expect("in run");
+        assert_eq!(
+            (c.base, c.now),
+            (Some(base.mean), Some(now.mean)),
+            "{}",
+            c.key
+        );
+        let delta = now.mean - base.mean;
+        let noise = (base.stddev.powi(2) + now.stddev.powi(2)).sqrt();
+        assert!((c.change - delta / base.mean).abs() < 1e-9, "{}", c.key);
+        let beyond = delta.abs() > 3.0 * noise && (delta / base.mean).abs() > 0.05;
+        let expect = match (beyond, delta > 0.0) {
+            (false, _) => Verdict::Same,
+            (true, true) => Verdict::Improved,
+            (true, false) => Verdict::Regressed,
+        };
+        assert_eq!(
+            c.verdict, expect,
+            "{}: {} -> {} (noise {noise})",
+            c.key, base.mean, now.mean
+        );
+    }
 
     // A baseline ten times faster with no noise: this run regressed.
     let mut fast = report.clone();
