@@ -184,14 +184,26 @@ impl Client {
         self.open_files.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Forget dropped handles of `fid` (called when an [`OpenFile`] drops).
-    pub(crate) fn forget_closed(&self, fid: Fid) {
-        let mut open = self.lock_open();
-        if let Some(v) = open.get_mut(&fid) {
+    /// Forget dropped handles of `fid` (called when an [`OpenFile`] drops,
+    /// whose writes reached `written_end`): the handles still open learn
+    /// that size, so their reads do not stop short of data written through
+    /// the one that closed (the kernel asks for it, by its own file size).
+    pub(crate) fn forget_closed(&self, fid: Fid, written_end: u64) {
+        let survivors: Vec<Arc<OpenFile>> = {
+            let mut open = self.lock_open();
+            let Some(v) = open.get_mut(&fid) else {
+                return;
+            };
             v.retain(|w| w.strong_count() > 0);
+            let s: Vec<_> = v.iter().filter_map(Weak::upgrade).collect();
             if v.is_empty() {
                 open.remove(&fid);
             }
+            s
+        };
+        // Outside the lock: a survivor dropped here re-enters forget_closed.
+        for f in survivors {
+            f.note_size_at_least(written_end);
         }
     }
 

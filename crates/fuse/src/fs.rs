@@ -9,6 +9,9 @@
 //!   read fresh (close-to-open).
 //! - Writes are write-through (no writeback cache): each write reaches the
 //!   OSTs before it returns, and the size reaches the MDT at close (flush).
+//!   A write to a file opened O_SYNC or O_DSYNC (or with RWF_DSYNC) is
+//!   followed by an fsync request from the kernel itself, which makes the
+//!   objects durable and reports the size before write(2) returns.
 //! - Negative lookups are not cached (plain ENOENT), so a name created on
 //!   another mount appears at once.
 

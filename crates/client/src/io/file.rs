@@ -90,6 +90,11 @@ impl OpenFile {
         self.dirty.load(Ordering::Acquire)
     }
 
+    /// Another handle of this client wrote up to `size` and closed.
+    pub(crate) fn note_size_at_least(&self, size: u64) {
+        self.known_size.fetch_max(size, Ordering::AcqRel);
+    }
+
     /// The file was truncated to `size` through this client.
     pub(crate) fn note_truncate(&self, size: u64) {
         self.known_size.store(size, Ordering::Release);
@@ -222,7 +227,7 @@ impl Drop for OpenFile {
         if self.is_dirty() {
             tracing::warn!(fid = %self.fid, "open file dropped with unreported writes: size not updated on the MDT");
         }
-        self.client.forget_closed(self.fid);
+        self.client.forget_closed(self.fid, self.written_end());
     }
 }
 
