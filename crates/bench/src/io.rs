@@ -18,6 +18,12 @@
 //! checks each byte read against the process and offset that wrote it. A
 //! phase's time runs from the first process's open to the last process's
 //! close (including the fsync with -e), as in IOR.
+//!
+//! `-r` without `-w` reads what is there, as IOR does: the files an earlier
+//! `-w --keep` run with the same -t, -b, -s, -p and -F left in
+//! `<name>/iter.<i>/` (or `iter.0/` when there are fewer iterations on
+//! disk). Missing or short files are a clear error, and the files are left
+//! in place: the run did not create them.
 
 use std::path::{Path, PathBuf};
 
@@ -210,6 +216,72 @@ impl IoPlan {
         Ok(self.measurement(seconds))
     }
 
+    /// True for `-r` without `-w`: the run reads files that are already
+    /// there and neither creates nor removes any.
+    pub fn reads_existing(&self) -> bool {
+        self.read && !self.write
+    }
+
+    /// The files of the layout and the size each must have at least.
+    fn data_files(&self, dir: &Path) -> Vec<(PathBuf, u64)> {
+        if self.opts.file_per_proc {
+            (0..self.opts.procs)
+                .map(|r| (self.file_path(dir, r), self.bytes_per_proc()))
+                .collect()
+        } else {
+            vec![(self.file_path(dir, 0), self.bytes_total())]
+        }
+    }
+
+    /// For `-r` alone: the directory holding iteration `dir`'s data
+    /// (`dir` itself, or `iter.0` beside it when this iteration was not
+    /// written), checked to hold every file of the layout, large enough.
+    pub fn existing_data(&self, fs: &dyn BenchFs, dir: &Path) -> Result<PathBuf> {
+        let first = dir
+            .parent()
+            .map(|w| crate::runner::iteration_dir(w, 0))
+            .unwrap_or_else(|| dir.to_path_buf());
+        let dir = match fs.stat(dir) {
+            Ok(st) if st.is_dir => dir.to_path_buf(),
+            Ok(_) | Err(_) => first,
+        };
+        let hint = format!(
+            "write it first with `loom bench io -w --keep` and the same -t {} -b {} -s {} -p {}{} --name {}",
+            self.opts.transfer,
+            self.opts.block,
+            self.opts.segments,
+            self.opts.procs,
+            if self.opts.file_per_proc { " -F" } else { "" },
+            self.opts.name
+        );
+        for (file, need) in self.data_files(&dir) {
+            match fs.stat(&file) {
+                Ok(st) if st.is_dir => {
+                    return Err(BenchError::Options(format!(
+                        "-r without -w reads {}, which is a directory",
+                        file.display()
+                    )))
+                }
+                Ok(st) if st.size < need => {
+                    return Err(BenchError::Options(format!(
+                        "-r without -w: {} holds {} bytes, these options read {need}; {hint}",
+                        file.display(),
+                        st.size
+                    )))
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(BenchError::Options(format!(
+                        "-r without -w reads existing files, and {} is missing; {hint}",
+                        file.display()
+                    )))
+                }
+                Err(e) => return Err(BenchError::io("stat", &file, e)),
+            }
+        }
+        Ok(dir)
+    }
+
     /// Removes the data files of an iteration (untimed).
     pub fn remove_files(&self, fs: &dyn BenchFs, dir: &Path) -> Result<()> {
         let files: Vec<PathBuf> = if self.opts.file_per_proc {
@@ -260,10 +332,6 @@ impl IoPlan {
             }
         }
         if self.read {
-            if !self.write {
-                // -r alone: untimed preparation of the data to read.
-                self.write_phase(fs, dir, ctx)?;
-            }
             out.push(sample(
                 "read",
                 self.read_phase(fs, dir, self.opts.verify, ctx)?,
@@ -289,8 +357,13 @@ impl Workload for IoPlan {
     fn ops_per_iteration(&self) -> u64 {
         let per_phase =
             self.transfers_per_block() * self.opts.segments * u64::from(self.opts.procs);
-        let phases = 2 + u64::from(self.opts.verify);
+        // The timed phases, plus the untimed read-back of -w -v.
+        let read_back = self.write && self.opts.verify && !self.read;
+        let phases = u64::from(self.write) + u64::from(self.read) + u64::from(read_back);
         per_phase * phases
+    }
+    fn reads_existing(&self) -> bool {
+        self.reads_existing()
     }
     fn options_json(&self) -> serde_json::Value {
         serde_json::json!({
@@ -301,6 +374,10 @@ impl Workload for IoPlan {
         })
     }
     fn run_iteration(&self, fs: &dyn BenchFs, dir: &Path, ctx: &Ctx) -> Result<Vec<PhaseSample>> {
+        if self.reads_existing() {
+            let dir = self.existing_data(fs, dir)?;
+            return self.run_phases(fs, &dir, "", "MiB/s", ctx);
+        }
         fs.mkdir(dir).map_err(|e| BenchError::io("mkdir", dir, e))?;
         let out = self.run_phases(fs, dir, "", "MiB/s", ctx)?;
         if !self.opts.keep {
@@ -354,6 +431,40 @@ mod tests {
         assert_eq!(
             p.file_path(Path::new("d"), 2),
             PathBuf::from("d/testfile.00000002")
+        );
+    }
+
+    #[test]
+    fn progress_counts_the_phases_that_run() {
+        let count = |f: &dyn Fn(&mut IoOptions)| {
+            let p = plan(|o| {
+                o.transfer = 4;
+                o.block = 8;
+                o.procs = 3;
+                f(o);
+            })
+            .expect("plan");
+            p.ops_per_iteration() / 6
+        };
+        assert_eq!(count(&|_| {}), 2, "write and read");
+        assert_eq!(count(&|o| o.write = true), 1, "-w");
+        assert_eq!(count(&|o| o.read = true), 1, "-r reads what is there");
+        assert_eq!(
+            count(&|o| {
+                o.write = true;
+                o.verify = true
+            }),
+            2,
+            "-w -v reads back"
+        );
+        assert_eq!(
+            count(&|o| {
+                o.write = true;
+                o.read = true;
+                o.verify = true
+            }),
+            2,
+            "-w -r -v verifies in the read phase"
         );
     }
 

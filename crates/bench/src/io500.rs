@@ -166,7 +166,8 @@ pub struct Io500Plan {
 impl Io500Plan {
     /// Checks the sizes and builds the four sub-workloads.
     pub fn new(opts: Io500Options) -> Result<Self> {
-        if opts.name.is_empty() || opts.name.contains('/') {
+        if opts.name.is_empty() || opts.name.contains('/') || opts.name == "." || opts.name == ".."
+        {
             return Err(BenchError::Options(format!(
                 "--name {:?}: a plain directory name is needed",
                 opts.name
@@ -349,8 +350,8 @@ pub struct FindCount {
 }
 
 /// IO500's find: walks `root` with `procs` threads sharing a queue of
-/// directories, stats every file, and counts those newer than `since`, of
-/// 3901 bytes, whose name contains `01`. Its rate is entries examined per
+/// directories, stats every file, and counts those modified strictly after
+/// `since` (`find -newer`), of 3901 bytes, whose name contains `01`. Its rate is entries examined per
 /// second.
 pub fn find(
     fs: &dyn BenchFs,
@@ -401,7 +402,9 @@ pub fn find(
                     if st.is_dir {
                         subdirs.push(p);
                     } else if st.size == MDTEST_HARD_BYTES
-                        && st.modified >= since
+                        // find -newer is strict: a file made in the same
+                        // clock tick as the timestamp is not newer.
+                        && st.modified > since
                         && e.name.contains("01")
                     {
                         count.matched += 1;
@@ -493,6 +496,18 @@ mod tests {
         assert_eq!(BW_PHASES.len(), 4);
         assert_eq!(MD_PHASES.len(), 8);
         assert!(MD_PHASES.contains(&"find"));
+    }
+
+    #[test]
+    fn dot_names_are_refused() {
+        for name in [".", "..", "", "a/b"] {
+            let e = Io500Plan::new(Io500Options {
+                name: name.into(),
+                ..Io500Options::default()
+            })
+            .expect_err(name);
+            assert!(e.to_string().contains("--name"), "{e}");
+        }
     }
 
     #[test]

@@ -249,8 +249,15 @@ pub trait Workload: Sync {
     fn ops_per_iteration(&self) -> u64;
     /// The options, for the JSON report.
     fn options_json(&self) -> serde_json::Value;
-    /// Runs iteration `iter` in `dir` (`work_dir()/iter.N`, not yet created).
+    /// Runs iteration `iter` in `dir` (`work_dir()/iter.N`, not yet created
+    /// unless [`Workload::reads_existing`]).
     fn run_iteration(&self, fs: &dyn BenchFs, dir: &Path, ctx: &Ctx) -> Result<Vec<PhaseSample>>;
+    /// True when the workload only reads files an earlier run left in its
+    /// working directory (IOR's `-r` without `-w`): the driver then needs
+    /// that directory to exist, and neither creates nor removes anything.
+    fn reads_existing(&self) -> bool {
+        false
+    }
 }
 
 /// A target to run on: a name and a backend.
@@ -275,18 +282,38 @@ pub fn iteration_dir(work_dir: &Path, iter: u32) -> PathBuf {
 /// directory first (refusing one that exists, so that no user file is ever
 /// removed), and removes it at the end unless the workload keeps its files.
 /// On an error or Ctrl-C it removes the working directory from every target
-/// (always on Ctrl-C, also with `--keep`) and returns the error.
+/// (always on Ctrl-C, also with `--keep`) and returns the error. A workload
+/// that [reads existing files](Workload::reads_existing) needs the working
+/// directory to exist instead, and nothing is created or removed.
 pub fn run_interleaved(
     targets: &[Target],
     workload: &dyn Workload,
     ctx: &Ctx,
 ) -> Result<Vec<TargetResult>> {
     let work = workload.work_dir();
+    let existing = workload.reads_existing();
     for t in targets {
         match t.fs.stat(&work) {
+            Ok(st) if existing && st.is_dir => {}
+            Ok(_) if existing => {
+                return Err(BenchError::Options(format!(
+                    "{} in target {} ({}) is not a directory",
+                    work.display(),
+                    t.name,
+                    t.location
+                )))
+            }
             Ok(_) => {
                 return Err(BenchError::Options(format!(
                     "{} already exists in target {} ({}); remove it (left by an earlier --keep run?) or choose another --name",
+                    work.display(),
+                    t.name,
+                    t.location
+                )))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound && existing => {
+                return Err(BenchError::Options(format!(
+                    "nothing to read: {} does not exist in target {} ({}); -r without -w reads the files of an earlier `-w --keep` run",
                     work.display(),
                     t.name,
                     t.location
@@ -298,7 +325,7 @@ pub fn run_interleaved(
     }
     let mut created: Vec<&Target> = Vec::new();
     let outcome = (|| {
-        for t in targets {
+        for t in targets.iter().filter(|_| !existing) {
             t.fs.mkdir(&work)
                 .map_err(|e| BenchError::io("mkdir", &work, e))?;
             created.push(t);
@@ -341,7 +368,7 @@ pub fn run_interleaved(
             }
         }
     }
-    if matches!(outcome, Err(BenchError::Interrupted)) {
+    if matches!(outcome, Err(BenchError::Interrupted)) && !created.is_empty() {
         eprintln!(
             "loom bench: interrupted; removed {} from every target",
             work.display()

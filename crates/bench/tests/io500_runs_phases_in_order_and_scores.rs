@@ -1,5 +1,6 @@
 //! `io500` runs IO500's twelve phases in IO500's order on a directory, with
-//! find matching exactly the mdtest-hard files whose names contain "01",
+//! find matching exactly the mdtest-hard files whose names contain "01"
+//! and that are strictly newer than the timestamp,
 //! scores them as IO500 does from its own figures, and removes everything.
 
 mod common;
@@ -88,4 +89,16 @@ fn find_matches_newer_3901_byte_files_named_with_01() {
     let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
     let (_, none) = find(&fs, Path::new(""), later, 1, &Ctx::quiet()).expect("find");
     assert_eq!(none.matched, 0, "-newer excludes older files");
+
+    // -newer is strict: with the time of a/file.01 itself, that file is not
+    // newer; files made in the same clock tick are not either.
+    let stamp = fs.stat(Path::new("a/file.01")).expect("stat").modified;
+    let newer = files
+        .iter()
+        .filter(|f| f.2)
+        .filter(|f| fs.stat(Path::new(f.0)).expect("stat").modified > stamp)
+        .count() as u64;
+    let (_, strict) = find(&fs, Path::new(""), stamp, 2, &Ctx::quiet()).expect("find");
+    assert_eq!(strict.matched, newer);
+    assert!(strict.matched < c.matched, "a/file.01 must not match");
 }
