@@ -279,7 +279,7 @@ pub fn iteration_dir(work_dir: &Path, iter: u32) -> PathBuf {
 
 /// Runs `workload` on every target: for each iteration, every target in
 /// turn, so that they share the machine's noise. Creates the working
-/// directory first (refusing one that exists, so that no user file is ever
+/// directory ([`work_dir_for`]) first (refusing one that exists, so that no user file is ever
 /// removed), and removes it at the end unless the workload keeps its files.
 /// On an error or Ctrl-C it removes the working directory from every target
 /// (always on Ctrl-C, also with `--keep`) and returns the error. A workload
@@ -290,10 +290,16 @@ pub fn run_interleaved(
     workload: &dyn Workload,
     ctx: &Ctx,
 ) -> Result<Vec<TargetResult>> {
-    let work = workload.work_dir();
     let existing = workload.reads_existing();
-    for t in targets {
-        match t.fs.stat(&work) {
+    // Each target's working directory: with several targets it carries the
+    // target's name, since two of them may be one directory seen two ways
+    // (`fuse=/mnt/x lib=loom:/mnt/x`).
+    let works: Vec<PathBuf> = targets
+        .iter()
+        .map(|t| work_dir_for(workload, t, targets.len()))
+        .collect();
+    for (t, work) in targets.iter().zip(&works) {
+        match t.fs.stat(work) {
             Ok(st) if existing && st.is_dir => {}
             Ok(_) if existing => {
                 return Err(BenchError::Options(format!(
@@ -320,15 +326,15 @@ pub fn run_interleaved(
                 )))
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(BenchError::io("stat", &work, e)),
+            Err(e) => return Err(BenchError::io("stat", work, e)),
         }
     }
-    let mut created: Vec<&Target> = Vec::new();
+    let mut created: Vec<(&Target, &PathBuf)> = Vec::new();
     let outcome = (|| {
-        for t in targets.iter().filter(|_| !existing) {
-            t.fs.mkdir(&work)
-                .map_err(|e| BenchError::io("mkdir", &work, e))?;
-            created.push(t);
+        for (t, work) in targets.iter().zip(&works).filter(|_| !existing) {
+            t.fs.mkdir(work)
+                .map_err(|e| on_target(BenchError::io("mkdir", work, e), t))?;
+            created.push((t, work));
         }
         let mut results: Vec<TargetResult> = targets
             .iter()
@@ -340,10 +346,10 @@ pub fn run_interleaved(
             })
             .collect();
         for iter in 0..workload.iterations() {
-            for (t, result) in targets.iter().zip(results.iter_mut()) {
+            for ((t, work), result) in targets.iter().zip(&works).zip(results.iter_mut()) {
                 ctx.progress
                     .set_message(format!("{} iteration {}", t.name, iter + 1));
-                let dir = iteration_dir(&work, iter);
+                let dir = iteration_dir(work, iter);
                 let samples = workload
                     .run_iteration(t.fs.as_ref(), &dir, ctx)
                     .map_err(|e| on_target(e, t))?;
@@ -356,25 +362,35 @@ pub fn run_interleaved(
     })();
     let keep_files = workload.keep() && !matches!(outcome, Err(BenchError::Interrupted));
     if !keep_files {
-        for t in &created {
-            match remove_tree(t.fs.as_ref(), &work) {
+        for (t, work) in &created {
+            match remove_tree(t.fs.as_ref(), work) {
                 Ok(_) => {}
                 Err(e) => {
                     tracing::warn!("cleanup of {} in {}: {e}", work.display(), t.location);
                     if outcome.is_ok() {
-                        return Err(BenchError::io("remove", &work, e));
+                        return Err(on_target(BenchError::io("remove", *work, e), t));
                     }
                 }
             }
         }
     }
     if matches!(outcome, Err(BenchError::Interrupted)) && !created.is_empty() {
-        eprintln!(
-            "loom bench: interrupted; removed {} from every target",
-            work.display()
-        );
+        eprintln!("loom bench: interrupted; removed the run's files from every target");
     }
     outcome
+}
+
+/// The working directory of `target`: the workload's (`--name`) when it
+/// runs alone, `<name>-<target name>` when several targets run together.
+pub fn work_dir_for(workload: &dyn Workload, target: &Target, targets: usize) -> PathBuf {
+    let work = workload.work_dir();
+    if targets > 1 {
+        let mut name = work.into_os_string();
+        name.push(format!("-{}", target.name));
+        PathBuf::from(name)
+    } else {
+        work
+    }
 }
 
 fn on_target(e: BenchError, t: &Target) -> BenchError {
