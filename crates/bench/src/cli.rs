@@ -70,6 +70,11 @@ pub enum BenchCommand {
     #[command(after_help = TARGET_HELP)]
     Io500(Io500Args),
     /// The same workload on several targets, interleaved per iteration; table and charts.
+    #[command(after_help = "\
+Each iteration runs on every target in turn, so slow drifts of the machine fall on all alike.
+Targets are NAME=TARGET; with several, each works in <--name>-<NAME>. Example, one loomfs
+directory through FUSE and through the library, and a local disk for reference:
+  loom bench compare md -n 2000 -p 2 -i 3 disk=/var/tmp/x fuse=/mnt/loom/d lib=loom:/mnt/loom/d")]
     Compare(CompareArgs),
     /// Start `loom up` clusters of several shapes and run one workload on each; chart.
     Sweep(SweepArgs),

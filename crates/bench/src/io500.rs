@@ -68,25 +68,29 @@ pub const MD_PHASES: [&str; 8] = [
 /// Sizes of an IO500-style run.
 #[derive(Args, Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Io500Options {
-    /// Processes (threads).
+    /// Processes (threads): IO500's MPI ranks.
     #[arg(short = 'p', long = "procs", default_value_t = 2,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub procs: u32,
-    /// ior-easy bytes per process.
+    /// ior-easy: bytes per process, IOR -b of its file-per-process run
+    /// (IO500 sizes it to last 300 s).
     #[arg(long = "easy-block", default_value = "64m", value_parser = parse_size)]
     pub easy_block: u64,
-    /// ior-easy transfer size (IO500 uses 2m).
+    /// ior-easy: IOR -t, the transfer size (IO500 uses 2m).
     #[arg(long = "easy-transfer", default_value = "1m", value_parser = parse_size)]
     pub easy_transfer: u64,
-    /// ior-hard segments per process (each one 47008-byte record).
+    /// ior-hard: IOR -s, segments per process in the shared file, each one
+    /// 47008-byte record (-t = -b = 47008, as IO500 fixes them).
     #[arg(long = "hard-segments", default_value_t = 1000,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub hard_segments: u64,
-    /// mdtest-easy files per process.
+    /// mdtest-easy: mdtest -n, empty files per process, each process in
+    /// its own directory (-u -F).
     #[arg(long = "easy-items", default_value_t = 2000,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub easy_items: u64,
-    /// mdtest-hard files per process.
+    /// mdtest-hard: mdtest -n, 3901-byte files per process, all in one
+    /// shared directory (-F -w 3901 -e 3901).
     #[arg(long = "hard-items", default_value_t = 1000,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub hard_items: u64,

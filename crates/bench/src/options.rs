@@ -44,11 +44,12 @@ pub struct MdOptions {
     /// (r+N) mod p created, reads (r+2N)'s and removes (r+3N)'s, as mdtest does.
     #[arg(short = 'N', long = "stride", default_value_t = 0)]
     pub stride: u32,
-    /// -i: iterations (repetitions of every phase).
+    /// mdtest/IOR -i: iterations (repetitions of every phase).
     #[arg(short = 'i', long = "iterations", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub iterations: u32,
-    /// mdtest -p / MPI ranks: processes (threads), each doing its share.
+    /// Processes (threads), each doing its share: what mdtest's MPI ranks are
+    /// (mpirun -np).
     #[arg(short = 'p', long = "procs", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub procs: u32,
@@ -126,11 +127,11 @@ pub struct IoOptions {
     /// pattern (with -w alone, an untimed read-back checks what was written).
     #[arg(short = 'v', long = "verify")]
     pub verify: bool,
-    /// -i: iterations (repetitions of every phase).
+    /// mdtest/IOR -i: iterations (repetitions of every phase).
     #[arg(short = 'i', long = "iterations", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub iterations: u32,
-    /// IOR -N / MPI ranks: processes (threads).
+    /// IOR -N (number of tasks, mpirun -np): processes (threads).
     #[arg(short = 'p', long = "procs", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub procs: u32,

@@ -56,9 +56,8 @@ enum Cmd {
     Getstripe(tools::GetstripeArgs),
     /// Show space (or inode) usage per target and in total, like `lfs df`.
     Df(tools::DfArgs),
-    /// Benchmarks: mdtest-, IOR- and IO500-style workloads on any directory,
-    /// a loomfs mount, or loomfs through its client library (no FUSE);
-    /// comparisons, cluster sweeps, a regression suite, charts.
+    // Benchmarks (mdtest, IOR, IO500; compare, sweep, suite). No doc
+    // comment here: it would replace the long help of loom_bench::BenchArgs.
     Bench(loom_bench::BenchArgs),
 }
 
