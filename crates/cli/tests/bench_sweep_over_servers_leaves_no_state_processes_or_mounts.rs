@@ -1,5 +1,7 @@
 //! `loom bench sweep --param servers` packs the cluster's targets into that
-//! many server processes (`loom up --servers N`); without `--work-dir` the
+//! many server processes (`loom up --servers N`), here running the workload
+//! through the client library on each mount (`--library`); without
+//! `--work-dir` the
 //! state and mount directories live in a temporary directory that is
 //! removed at the end, and no server process or mount is left.
 
@@ -36,6 +38,7 @@ fn sweep_over_servers_leaves_no_state_processes_or_mounts() {
         json.to_str().expect("utf8"),
         "--chart",
         chart.to_str().expect("utf8"),
+        "--library",
         "--no-progress",
         "io",
         "-t",
@@ -71,6 +74,7 @@ fn sweep_over_servers_leaves_no_state_processes_or_mounts() {
         .collect();
     assert_eq!(names, ["servers=1", "servers=3"]);
     for t in targets {
+        assert_eq!(t["fs_type"], "loomfs-lib", "--library");
         for phase in t["phases"].as_array().expect("phases") {
             assert_eq!(phase["samples"][0]["bytes"], 2 * 256 * 1024, "{phase}");
         }
