@@ -5,10 +5,11 @@ use crate::error::ClientError;
 use crate::io::file::OpenFile;
 use crate::routing::Router;
 use bytes::Bytes;
+use loom_proto::msg::ORPHAN_RENEW;
 use loom_proto::msg::{Reply, ReqCtx, Request, TargetId};
 use loom_proto::{Errno, Fid, Layout};
 use loom_rpc::{ClusterKey, RpcError};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -47,6 +48,11 @@ pub struct Client {
     /// Files open on this client, by FID: a truncate must shrink what they
     /// believe the size is, and a stat must see their unflushed writes.
     open_files: Mutex<HashMap<Fid, Vec<Weak<OpenFile>>>>,
+    /// Open files whose last name is gone: the MDT keeps them until their
+    /// last handle here closes (see [`Client::adopt_orphan`]).
+    orphans: Mutex<HashSet<Fid>>,
+    /// Where background work (orphan releases from `Drop`) runs.
+    rt: tokio::runtime::Handle,
 }
 
 impl Client {
@@ -90,13 +96,17 @@ impl Client {
             targets = config.targets.len(),
             "connected"
         );
-        Ok(Arc::new(Client {
+        let client = Arc::new(Client {
             router: Arc::new(router),
             ctxs,
             fsname: fsname.to_string(),
             opts,
             open_files: Mutex::new(HashMap::new()),
-        }))
+            orphans: Mutex::new(HashSet::new()),
+            rt: tokio::runtime::Handle::current(),
+        });
+        client.spawn_orphan_renewal();
+        Ok(client)
     }
 
     /// The file system's name.
@@ -198,6 +208,9 @@ impl Client {
             let s: Vec<_> = v.iter().filter_map(Weak::upgrade).collect();
             if v.is_empty() {
                 open.remove(&fid);
+                if self.lock_orphans().remove(&fid) {
+                    self.spawn_release_orphan(fid);
+                }
             }
             s
         };
@@ -205,6 +218,94 @@ impl Client {
         for f in survivors {
             f.note_size_at_least(written_end);
         }
+    }
+
+    fn lock_orphans(&self) -> std::sync::MutexGuard<'_, HashSet<Fid>> {
+        self.orphans.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether any file is open here (an unlink or rename then asks the
+    /// MDT to keep a file it removes the last name of, in case it is one
+    /// of them).
+    pub(crate) fn has_open_files(&self) -> bool {
+        !self.lock_open().is_empty()
+    }
+
+    /// The MDT kept `fid` as our orphan: hold it while a handle here has
+    /// it open, else release it now.
+    pub(crate) async fn adopt_orphan(&self, fid: Fid) {
+        let held = {
+            // Under the open-files lock, so that a last close cannot slip
+            // between the check and the insert (forget_closed takes it).
+            let open = self.lock_open();
+            let held = open
+                .get(&fid)
+                .is_some_and(|v| v.iter().any(|w| w.strong_count() > 0));
+            if held {
+                self.lock_orphans().insert(fid);
+            }
+            held
+        };
+        if !held {
+            self.release_orphan(fid).await;
+        }
+    }
+
+    /// Orphans this client holds.
+    pub fn orphans(&self) -> Vec<Fid> {
+        self.lock_orphans().iter().copied().collect()
+    }
+
+    async fn release_orphan(&self, fid: Fid) {
+        let r = self
+            .mdt_call(&Caller::current(), fid, Request::ReleaseOrphan { fid })
+            .await;
+        if let Err(e) = r {
+            // The MDT destroys it when its lease runs out.
+            tracing::warn!(%fid, "releasing an unlinked file: {e}");
+        }
+    }
+
+    fn spawn_release_orphan(&self, fid: Fid) {
+        let router = self.router.clone();
+        let ctx = self.ctx(&Caller::current());
+        self.rt.spawn(async move {
+            let r = match router.mdt_of(fid).await {
+                Ok(t) => router
+                    .call(t, ctx, Request::ReleaseOrphan { fid }, Bytes::new())
+                    .await
+                    .map(|_| ()),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = r {
+                tracing::warn!(%fid, "releasing an unlinked file: {e}");
+            }
+        });
+    }
+
+    /// Renew the leases of our orphans every `ORPHAN_RENEW`, until the
+    /// client is dropped.
+    fn spawn_orphan_renewal(self: &Arc<Self>) {
+        let me = Arc::downgrade(self);
+        self.rt.spawn(async move {
+            loop {
+                tokio::time::sleep(ORPHAN_RENEW).await;
+                let Some(c) = me.upgrade() else { return };
+                let mut by_mdt: HashMap<TargetId, Vec<Fid>> = HashMap::new();
+                for fid in c.orphans() {
+                    if let Ok(t) = c.router.mdt_of(fid).await {
+                        by_mdt.entry(t).or_default().push(fid);
+                    }
+                }
+                for (t, fids) in by_mdt {
+                    let ctx = c.ctx(&Caller::current());
+                    let req = Request::RenewOrphans { fids };
+                    if let Err(e) = c.router.call(t, ctx, req, Bytes::new()).await {
+                        tracing::warn!(%t, "renewing orphan leases: {e}");
+                    }
+                }
+            }
+        });
     }
 
     pub(crate) fn open_handles(&self, fid: Fid) -> Vec<Arc<OpenFile>> {

@@ -63,6 +63,19 @@ impl Client {
         }
     }
 
+    /// The reply to an unlink or rename: the MDT may have kept a file
+    /// whose last name went as our orphan.
+    async fn name_dropped(&self, r: Reply, op: &str) -> Result<(), Errno> {
+        match r {
+            Reply::Ok => Ok(()),
+            Reply::Orphaned { fid } => {
+                self.adopt_orphan(fid).await;
+                Ok(())
+            }
+            other => Err(unexpected(op, &other)),
+        }
+    }
+
     fn ok(r: Reply, op: &str) -> Result<(), Errno> {
         match r {
             Reply::Ok => Ok(()),
@@ -221,8 +234,10 @@ impl Client {
         let req = Request::Unlink {
             parent,
             name: name.to_string(),
+            keep_orphan: self.has_open_files(),
         };
-        Self::ok(self.mdt_call(c, parent, req).await?, "Unlink")
+        let r = self.mdt_call(c, parent, req).await?;
+        self.name_dropped(r, "Unlink").await
     }
 
     /// Remove empty directory `name` from `parent`.
@@ -258,8 +273,10 @@ impl Client {
             new_parent,
             new_name: new_name.to_string(),
             flags,
+            keep_orphan: self.has_open_files(),
         };
-        Self::ok(self.mdt_call(c, parent, req).await?, "Rename")
+        let r = self.mdt_call(c, parent, req).await?;
+        self.name_dropped(r, "Rename").await
     }
 
     /// New hard link `parent/name` to `fid`.

@@ -314,6 +314,12 @@ pub struct StatFs {
     pub files_free: u64,
 }
 
+/// How often a client renews the leases of the orphans it holds (see
+/// `Request::RenewOrphans`).
+pub const ORPHAN_RENEW: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long an MDT keeps an orphan whose lease is not renewed.
+pub const ORPHAN_LEASE: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// rename(2) flags, as Linux numbers them.
 pub mod rename_flags {
     /// Fail if the destination exists.
@@ -399,6 +405,10 @@ pub enum Request {
         parent: Fid,
         /// Name.
         name: String,
+        /// The caller has files open: if this drops the last link of a
+        /// file, keep it as an orphan (answer `Orphaned`) until the caller
+        /// sends `ReleaseOrphan`.
+        keep_orphan: bool,
     },
     /// Remove an empty directory. Opcode 26.
     Rmdir {
@@ -419,6 +429,8 @@ pub enum Request {
         new_name: String,
         /// NOREPLACE / EXCHANGE.
         flags: u32,
+        /// As `Unlink::keep_orphan`, for a file the rename replaces.
+        keep_orphan: bool,
     },
     /// New hard link to `fid`. Opcode 28.
     Link {
@@ -564,6 +576,18 @@ pub enum Request {
         /// Object.
         obj: ObjRef,
     },
+    /// The last handle of an orphan (an unlinked file kept for a client
+    /// that had it open) closed: destroy it. Opcode 41.
+    ReleaseOrphan {
+        /// The orphan.
+        fid: Fid,
+    },
+    /// The client still has these orphans open: renew their lease.
+    /// Opcode 42.
+    RenewOrphans {
+        /// Orphans on the receiving MDT.
+        fids: Vec<Fid>,
+    },
 }
 
 impl Request {
@@ -603,6 +627,8 @@ impl Request {
             Request::Precreate { .. } => 55,
             Request::Destroy { .. } => 56,
             Request::ObjGetSize { .. } => 57,
+            Request::ReleaseOrphan { .. } => 41,
+            Request::RenewOrphans { .. } => 42,
         }
     }
 
@@ -642,6 +668,8 @@ impl Request {
             Request::Precreate { .. } => "precreate",
             Request::Destroy { .. } => "destroy",
             Request::ObjGetSize { .. } => "obj_getsize",
+            Request::ReleaseOrphan { .. } => "release_orphan",
+            Request::RenewOrphans { .. } => "renew_orphans",
         }
     }
 
@@ -711,6 +739,13 @@ pub enum Reply {
     Data,
     /// A size.
     Size(u64),
+    /// Done, and the last link of `fid` is gone while the caller may have
+    /// it open: it is kept as an orphan until `ReleaseOrphan` (or until
+    /// its lease runs out).
+    Orphaned {
+        /// The orphan.
+        fid: Fid,
+    },
 }
 
 /// The result a handler returns.
@@ -758,6 +793,7 @@ mod tests {
                 new_parent: Fid::new(5, 6),
                 new_name: "b".into(),
                 flags: rename_flags::NOREPLACE,
+                keep_orphan: false,
             },
         };
         let b = encode(&e).expect("encode");

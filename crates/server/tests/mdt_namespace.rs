@@ -198,6 +198,7 @@ async fn missing_names_and_inodes_are_enoent() {
         Request::Unlink {
             parent: ROOT,
             name: "nope".into(),
+            keep_orphan: false,
         },
         Request::Rmdir {
             parent: ROOT,
@@ -209,6 +210,7 @@ async fn missing_names_and_inodes_are_enoent() {
             new_parent: ROOT,
             new_name: "other".into(),
             flags: 0,
+            keep_orphan: false,
         },
         Request::Link {
             fid: ghost,
@@ -236,6 +238,7 @@ async fn missing_names_and_inodes_are_enoent() {
     c.ok(Request::Unlink {
         parent: ROOT,
         name: "f".into(),
+        keep_orphan: false,
     })
     .await;
     assert_eq!(c.lookup_errno(ROOT, "f").await, Errno::ENOENT);
@@ -265,6 +268,7 @@ async fn a_regular_file_as_parent_is_enotdir_for_changes_and_readdir() {
         Request::Unlink {
             parent: f,
             name: "x".into(),
+            keep_orphan: false,
         },
         Request::Rmdir {
             parent: f,
@@ -276,6 +280,7 @@ async fn a_regular_file_as_parent_is_enotdir_for_changes_and_readdir() {
             new_parent: f,
             new_name: "x".into(),
             flags: 0,
+            keep_orphan: false,
         },
         Request::Readdir {
             fid: f,
@@ -333,6 +338,7 @@ async fn invalid_names_are_refused_by_every_operation_that_makes_a_name() {
                 new_parent: ROOT,
                 new_name: name.into(),
                 flags: 0,
+                keep_orphan: false,
             },
         ];
         for req in reqs {
@@ -393,6 +399,7 @@ async fn a_directory_has_two_links_plus_one_per_subdirectory() {
     c.ok(Request::Unlink {
         parent: d.fid,
         name: "file".into(),
+        keep_orphan: false,
     })
     .await;
     for s in ["s1", "s2"] {
@@ -432,6 +439,7 @@ async fn rmdir_of_a_non_empty_directory_is_enotempty_and_keeps_it() {
     c.ok(Request::Unlink {
         parent: d,
         name: "f".into(),
+        keep_orphan: false,
     })
     .await;
     c.mkdir(d, "s").await;
@@ -453,7 +461,8 @@ async fn unlink_of_a_directory_is_eisdir_and_rmdir_of_a_file_is_enotdir() {
     assert_eq!(
         c.errno(Request::Unlink {
             parent: ROOT,
-            name: "d".into()
+            name: "d".into(),
+            keep_orphan: false,
         })
         .await,
         Errno::EISDIR
@@ -523,6 +532,7 @@ async fn hard_links_count_names_and_the_inode_lives_until_the_last_goes() {
     c.ok(Request::Unlink {
         parent: ROOT,
         name: "a".into(),
+        keep_orphan: false,
     })
     .await;
     let a = c.getattr(f.fid).await;
@@ -534,12 +544,14 @@ async fn hard_links_count_names_and_the_inode_lives_until_the_last_goes() {
     c.ok(Request::Unlink {
         parent: d,
         name: "b".into(),
+        keep_orphan: false,
     })
     .await;
     assert_eq!(c.getattr(f.fid).await.nlink, 1);
     c.ok(Request::Unlink {
         parent: ROOT,
         name: "c".into(),
+        keep_orphan: false,
     })
     .await;
     assert_eq!(
@@ -583,6 +595,7 @@ async fn unlinking_one_of_two_hard_links_keeps_the_objects() {
     c.ok(Request::Unlink {
         parent: ROOT,
         name: "a".into(),
+        keep_orphan: false,
     })
     .await;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
@@ -1057,6 +1070,7 @@ async fn a_symlink_reads_back_its_target() {
     c.ok(Request::Unlink {
         parent: ROOT,
         name: "ln".into(),
+        keep_orphan: false,
     })
     .await;
     assert_eq!(
@@ -1724,6 +1738,7 @@ async fn every_acknowledged_change_survives_reopening_every_service() {
             c.ok(Request::Unlink {
                 parent: pf,
                 name: name.into(),
+                keep_orphan: false,
             })
             .await;
             model.remove(&path);
@@ -1793,6 +1808,7 @@ async fn unlinking_a_file_eventually_destroys_its_objects() {
     c.ok(Request::Unlink {
         parent: ROOT,
         name: "f".into(),
+        keep_orphan: false,
     })
     .await;
     assert_eq!(
@@ -1819,6 +1835,7 @@ async fn objects_of_a_file_unlinked_while_its_ost_was_away_are_destroyed_after_a
     c.ok(Request::Unlink {
         parent: ROOT,
         name: "f".into(),
+        keep_orphan: false,
     })
     .await;
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;

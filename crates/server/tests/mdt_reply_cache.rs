@@ -25,6 +25,7 @@ fn unlink(name: &str) -> Request {
     Request::Unlink {
         parent: ROOT,
         name: name.into(),
+        keep_orphan: false,
     }
 }
 

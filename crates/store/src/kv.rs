@@ -29,11 +29,13 @@ pub enum Space {
     Changelog,
     /// client id | sequence -> the reply to that request (the reply cache).
     Replies,
+    /// FID -> an unlinked file kept while a client has it open.
+    Orphans,
 }
 
 impl Space {
     /// Every keyspace, in a fixed order.
-    pub const ALL: [Space; 8] = [
+    pub const ALL: [Space; 9] = [
         Space::Inodes,
         Space::Dentries,
         Space::Xattrs,
@@ -42,6 +44,7 @@ impl Space {
         Space::Intents,
         Space::Changelog,
         Space::Replies,
+        Space::Orphans,
     ];
 
     /// On-disk keyspace name.
@@ -55,6 +58,7 @@ impl Space {
             Space::Intents => "intents",
             Space::Changelog => "changelog",
             Space::Replies => "replies",
+            Space::Orphans => "orphans",
         }
     }
 }

@@ -10,6 +10,7 @@
 mod attrs;
 mod namespace;
 mod objects;
+mod orphans;
 pub mod records;
 pub mod replies;
 mod tx;
@@ -65,6 +66,8 @@ pub struct MdtService {
     pools: objects::Pools,
     /// Replies of applied changes, for resends.
     replies: ReplyCache,
+    /// Unlinked files kept for the clients that have them open.
+    orphans: orphans::Orphans,
     /// Round-robin start for new files' stripes.
     rr: AtomicU32,
     inode_count: AtomicU64,
@@ -87,6 +90,7 @@ impl MdtService {
         let fid_alloc = read_meta::<(u64, u32)>(&*store, meta::FID_ALLOC)?
             .map(|(seq, oid)| (seq, oid.saturating_add(FID_SKIP_AT_START)));
         let (replies, kept, removed) = ReplyCache::load(&*store)?;
+        let orphans = orphans::Orphans::load(&*store)?;
         tracing::info!("MDT{index:04x}: reply cache holds {kept} records ({removed} expired)");
         let inode_count = read_meta::<u64>(&*store, meta::INODE_COUNT)?.unwrap_or(0);
         let mdt = Arc::new(MdtService {
@@ -98,6 +102,7 @@ impl MdtService {
             fid_alloc: Mutex::new(fid_alloc),
             pools: objects::Pools::default(),
             replies,
+            orphans,
             rr: AtomicU32::new(rand::random::<u32>() % 1024),
             inode_count: AtomicU64::new(inode_count),
             stats: MdtStats::default(),
@@ -166,10 +171,11 @@ impl MdtService {
     }
 
     /// Start background work: destroy objects of files unlinked before a
-    /// restart.
+    /// restart, and orphans whose lease runs out.
     pub fn start(self: &Arc<Self>) {
         let me = self.clone();
         tokio::spawn(async move { me.resume_destroys().await });
+        self.spawn_orphan_sweeper();
     }
 
     /// Handle one request. A change that can be resent runs once per
@@ -216,7 +222,14 @@ impl MdtService {
                     .await
             }
             Request::Mkdir { parent, name, perm } => self.mkdir(ctx, parent, &name, perm).await,
-            Request::Unlink { parent, name } => self.unlink(parent, &name).await,
+            Request::Unlink {
+                parent,
+                name,
+                keep_orphan,
+            } => {
+                let keep = keep_orphan.then_some(ctx.client_id);
+                self.unlink(parent, &name, keep).await
+            }
             Request::Rmdir { parent, name } => self.rmdir(parent, &name).await,
             Request::Rename {
                 parent,
@@ -224,10 +237,14 @@ impl MdtService {
                 new_parent,
                 new_name,
                 flags,
+                keep_orphan,
             } => {
-                self.rename(parent, &name, new_parent, &new_name, flags)
+                let keep = keep_orphan.then_some(ctx.client_id);
+                self.rename(parent, &name, new_parent, &new_name, flags, keep)
                     .await
             }
+            Request::ReleaseOrphan { fid } => self.release_orphan(fid).await,
+            Request::RenewOrphans { fids } => self.renew_orphans(&fids),
             Request::Link { fid, parent, name } => self.link(fid, parent, &name).await,
             Request::Symlink {
                 parent,

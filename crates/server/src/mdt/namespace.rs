@@ -52,7 +52,15 @@ fn not_found(name: &str) -> WireError {
 }
 
 /// Objects a removal freed, to destroy once the removal is durable.
-type Freed = Option<(Fid, Vec<ObjRef>)>;
+/// What dropping a link did.
+enum Dropped {
+    /// Other links remain (or nothing was dropped).
+    Linked,
+    /// The inode is gone; these objects are to be destroyed.
+    Freed(Option<(Fid, Vec<ObjRef>)>),
+    /// The inode is kept as an orphan of the client that may have it open.
+    Orphaned(Fid),
+}
 
 impl MdtService {
     pub(super) fn lookup(&self, parent: Fid, name: &str) -> ReplyResult {
@@ -228,22 +236,34 @@ impl MdtService {
         .await
     }
 
-    /// Drop one link of `fid` (a non-directory), deleting it at zero.
-    fn drop_link(&self, t: &mut Tx<'_>, fid: Fid, now: Time) -> Result<Freed, WireError> {
+    /// Drop one link of `fid` (a non-directory), deleting it at zero,
+    /// unless `keep_for` names a client that may have it open: then a
+    /// regular file becomes an orphan of that client (see [`super::orphans`]).
+    fn drop_link(
+        &self,
+        t: &mut Tx<'_>,
+        fid: Fid,
+        now: Time,
+        keep_for: Option<u64>,
+    ) -> Result<Dropped, WireError> {
         let r = t.inode(fid)?;
         r.attr.nlink = r.attr.nlink.saturating_sub(1);
         r.attr.ctime = now;
         if r.attr.nlink > 0 {
-            return Ok(None);
+            return Ok(Dropped::Linked);
+        }
+        if let (Some(client), FileKind::File) = (keep_for, r.attr.kind) {
+            self.make_orphan(t, fid, client)?;
+            return Ok(Dropped::Orphaned(fid));
         }
         let layout = r.layout.clone();
         t.delete_inode(fid)?;
         match layout {
             Some(l) => {
                 self.record_destroy(t, fid, &l)?;
-                Ok(Some((fid, l.objects())))
+                Ok(Dropped::Freed(Some((fid, l.objects()))))
             }
-            None => Ok(None),
+            None => Ok(Dropped::Freed(None)),
         }
     }
 
@@ -265,18 +285,30 @@ impl MdtService {
         self: &Arc<Self>,
         t: Tx<'_>,
         g: tokio::sync::MutexGuard<'_, ()>,
-        freed: Freed,
+        dropped: Dropped,
     ) -> ReplyResult {
-        let ticket = self.apply(t, &Reply::Ok)?;
+        let reply = match dropped {
+            Dropped::Orphaned(fid) => Reply::Orphaned { fid },
+            _ => Reply::Ok,
+        };
+        let ticket = self.apply(t, &reply)?;
+        if let Dropped::Orphaned(fid) = dropped {
+            self.orphan_made(fid);
+        }
         drop(g);
         self.sync(ticket).await?;
-        if let Some((fid, objs)) = freed {
+        if let Dropped::Freed(Some((fid, objs))) = dropped {
             self.spawn_destroy(fid, objs);
         }
-        Ok(Reply::Ok)
+        Ok(reply)
     }
 
-    pub(super) async fn unlink(self: &Arc<Self>, parent: Fid, name: &str) -> ReplyResult {
+    pub(super) async fn unlink(
+        self: &Arc<Self>,
+        parent: Fid,
+        name: &str,
+        keep_for: Option<u64>,
+    ) -> ReplyResult {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         t.dir(parent)?;
@@ -289,11 +321,11 @@ impl MdtService {
         }
         let now = Time::now();
         t.delete_dentry(parent, name);
-        let freed = self.drop_link(&mut t, d.fid, now)?;
+        let dropped = self.drop_link(&mut t, d.fid, now, keep_for)?;
         let p = t.inode(parent)?;
         p.attr.mtime = now;
         p.attr.ctime = now;
-        self.finish(t, g, freed).await
+        self.finish(t, g, dropped).await
     }
 
     pub(super) async fn rmdir(self: &Arc<Self>, parent: Fid, name: &str) -> ReplyResult {
@@ -319,7 +351,7 @@ impl MdtService {
         let p = t.inode(parent)?;
         p.attr.mtime = now;
         p.attr.ctime = now;
-        self.finish(t, g, None).await
+        self.finish(t, g, Dropped::Freed(None)).await
     }
 
     /// Whether `dir` is `ancestor` or lies below it.
@@ -346,6 +378,7 @@ impl MdtService {
         new_parent: Fid,
         new_name: &str,
         flags: u32,
+        keep_for: Option<u64>,
     ) -> ReplyResult {
         let known = rename_flags::NOREPLACE | rename_flags::EXCHANGE;
         if flags & !known != 0 || flags == known {
@@ -372,7 +405,7 @@ impl MdtService {
                 "cannot move a directory into itself",
             ));
         }
-        let mut freed = None;
+        let mut dropped = Dropped::Freed(None);
         if flags & rename_flags::EXCHANGE != 0 {
             let dst = dst.ok_or_else(|| not_found(new_name))?;
             let dst_dir = dst.kind == FileKind::Dir;
@@ -420,7 +453,7 @@ impl MdtService {
                         ))
                     }
                     (true, true) => self.drop_dir(&mut t, new_parent, dst.fid)?,
-                    (false, false) => freed = self.drop_link(&mut t, dst.fid, now)?,
+                    (false, false) => dropped = self.drop_link(&mut t, dst.fid, now, keep_for)?,
                 }
             }
             t.delete_dentry(parent, name);
@@ -437,7 +470,7 @@ impl MdtService {
             r.attr.mtime = now;
             r.attr.ctime = now;
         }
-        self.finish(t, g, freed).await
+        self.finish(t, g, dropped).await
     }
 
     pub(super) async fn link(self: &Arc<Self>, fid: Fid, parent: Fid, name: &str) -> ReplyResult {
@@ -462,6 +495,7 @@ impl MdtService {
                 format!("{fid} has {} links", r.attr.nlink),
             ));
         }
+        let was_orphan = r.attr.nlink == 0;
         r.attr.nlink += 1;
         r.attr.ctime = now;
         let kind = r.attr.kind;
@@ -470,6 +504,10 @@ impl MdtService {
             layout: r.layout.clone(),
         };
         t.put_dentry(parent, name, &DentryRec { fid, kind })?;
+        if was_orphan {
+            // linkat(2) of an open, unlinked file gives it a name again.
+            self.unorphan(&mut t, fid);
+        }
         let p = t.inode(parent)?;
         p.attr.mtime = now;
         p.attr.ctime = now;
@@ -526,6 +564,6 @@ impl MdtService {
         let r = t.dir(dir)?;
         r.default_stripe = spec;
         r.attr.ctime = Time::now();
-        self.finish(t, g, None).await
+        self.finish(t, g, Dropped::Freed(None)).await
     }
 }

@@ -86,6 +86,7 @@ pub fn is_update(req: &Request) -> bool {
             | Request::RemoveXattr { .. }
             | Request::SetDefaultStripe { .. }
             | Request::UpdateSize { .. }
+            | Request::ReleaseOrphan { .. }
     )
 }
 

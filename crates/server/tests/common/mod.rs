@@ -484,6 +484,7 @@ impl Cluster {
             new_parent,
             new_name: new_name.into(),
             flags,
+            keep_orphan: false,
         })
         .await
     }

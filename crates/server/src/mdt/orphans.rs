@@ -1,0 +1,183 @@
+//! Orphans: files whose last name is gone while a client still has them
+//! open.
+//!
+//! POSIX lets a process go on reading and writing a file after its last
+//! name was removed (temporary files, a log rotated under a writer, an
+//! editor's rename over a file someone reads). A client that has files
+//! open says so in its unlink or rename (`keep_orphan`); when that drops
+//! the last link of a regular file, the MDT keeps the inode (nlink 0) and
+//! its objects, records the FID in the `orphans` keyspace in the same
+//! batch, and answers `Orphaned { fid }`. The client destroys it with
+//! `ReleaseOrphan` when its last handle closes (at once if it does not
+//! hold that file).
+//!
+//! A client that dies cannot release its orphans, so they are leased: the
+//! client renews its orphans every `ORPHAN_RENEW` (a minute) and the MDT destroys
+//! those not renewed for [`ORPHAN_LEASE`]. Lease times live in memory; a
+//! restarted MDT gives every orphan a fresh lease.
+//!
+//! Only the unlinking client's handles are protected: a file open on
+//! another client when its last name goes is destroyed (as on NFS).
+
+use super::tx::{read_inode, store_err, Tx};
+use super::{lock, MdtService};
+use loom_proto::msg::{FileKind, Reply, ReplyResult, Time};
+use loom_proto::{Fid, WireError};
+use loom_store::kv::Space;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use loom_proto::msg::ORPHAN_LEASE;
+/// How often the MDT looks for orphans whose lease ran out.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// Lease times of this MDT's orphans.
+#[derive(Default)]
+pub struct Orphans {
+    renewed: Mutex<HashMap<Fid, Instant>>,
+}
+
+impl Orphans {
+    /// Every orphan recorded in `store`, each with a fresh lease.
+    pub fn load(store: &dyn loom_store::kv::KvStore) -> Result<Orphans, WireError> {
+        let o = Orphans::default();
+        let now = Instant::now();
+        for (k, _) in store
+            .scan(Space::Orphans, &[], None, usize::MAX)
+            .map_err(store_err)?
+        {
+            if let Some(fid) = Fid::from_key(&k) {
+                lock(&o.renewed).insert(fid, now);
+            }
+        }
+        Ok(o)
+    }
+
+    /// Number of orphans.
+    pub fn len(&self) -> usize {
+        lock(&self.renewed).len()
+    }
+
+    fn expired(&self, lease: Duration) -> Vec<Fid> {
+        lock(&self.renewed)
+            .iter()
+            .filter(|(_, t)| t.elapsed() >= lease)
+            .map(|(f, _)| *f)
+            .collect()
+    }
+}
+
+impl MdtService {
+    /// Keep `fid` (its last link just went, in `t`) as an orphan of
+    /// `client`: the inode stays, with nlink 0, and is recorded.
+    pub(super) fn make_orphan(
+        &self,
+        t: &mut Tx<'_>,
+        fid: Fid,
+        client: u64,
+    ) -> Result<(), WireError> {
+        let rec = loom_proto::msg::encode(&(client, Time::now()))?;
+        t.batch.put(Space::Orphans, fid.to_key().to_vec(), rec);
+        Ok(())
+    }
+
+    /// Note a new orphan once its batch is applied.
+    pub(super) fn orphan_made(&self, fid: Fid) {
+        lock(&self.orphans.renewed).insert(fid, Instant::now());
+    }
+
+    /// `fid` got a name again (a hard link to an open orphan): it is no
+    /// orphan any more.
+    pub(super) fn unorphan(&self, t: &mut Tx<'_>, fid: Fid) {
+        if lock(&self.orphans.renewed).remove(&fid).is_some() {
+            t.batch.delete(Space::Orphans, fid.to_key().to_vec());
+        }
+    }
+
+    /// Destroy orphan `fid` (its holder closed it). Anything else (a FID
+    /// that is gone, or has a name again) is left alone: the request may
+    /// be a resend.
+    pub(super) async fn release_orphan(self: &Arc<Self>, fid: Fid) -> ReplyResult {
+        let g = self.ns.lock().await;
+        let known = lock(&self.orphans.renewed).contains_key(&fid);
+        let r = match read_inode(&*self.store, fid) {
+            Ok(r) => r,
+            Err(e) if e.errno == loom_proto::Errno::ENOENT => {
+                if known {
+                    let mut t = Tx::new(&*self.store);
+                    t.batch.delete(Space::Orphans, fid.to_key().to_vec());
+                    self.apply(t, &Reply::Ok)?;
+                    lock(&self.orphans.renewed).remove(&fid);
+                }
+                return Ok(Reply::Ok);
+            }
+            Err(e) => return Err(e),
+        };
+        if r.attr.nlink > 0 || r.attr.kind != FileKind::File || !known {
+            return Ok(Reply::Ok);
+        }
+        let mut t = Tx::new(&*self.store);
+        t.delete_inode(fid)?;
+        t.batch.delete(Space::Orphans, fid.to_key().to_vec());
+        let freed = match &r.layout {
+            Some(l) => {
+                self.record_destroy(&mut t, fid, l)?;
+                Some((fid, l.objects()))
+            }
+            None => None,
+        };
+        let ticket = self.apply(t, &Reply::Ok)?;
+        lock(&self.orphans.renewed).remove(&fid);
+        drop(g);
+        self.sync(ticket).await?;
+        if let Some((fid, objs)) = freed {
+            self.spawn_destroy(fid, objs);
+        }
+        tracing::debug!("MDT{:04x}: orphan {fid} released", self.index);
+        Ok(Reply::Ok)
+    }
+
+    /// Renew the leases of `fids` (those that are orphans here).
+    pub(super) fn renew_orphans(&self, fids: &[Fid]) -> ReplyResult {
+        let now = Instant::now();
+        let mut m = lock(&self.orphans.renewed);
+        for f in fids {
+            if let Some(t) = m.get_mut(f) {
+                *t = now;
+            }
+        }
+        Ok(Reply::Ok)
+    }
+
+    /// Number of orphans on this MDT.
+    pub fn orphan_count(&self) -> usize {
+        self.orphans.len()
+    }
+
+    /// Destroy, every minute, the orphans whose lease ran out (their
+    /// client died or lost touch). Stops when the MDT is dropped.
+    pub(super) fn spawn_orphan_sweeper(self: &Arc<Self>) {
+        let me = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(SWEEP_EVERY).await;
+                let Some(mdt) = me.upgrade() else { return };
+                mdt.sweep_orphans(ORPHAN_LEASE).await;
+            }
+        });
+    }
+
+    /// Destroy the orphans not renewed for `lease`.
+    pub async fn sweep_orphans(self: &Arc<Self>, lease: Duration) {
+        for fid in self.orphans.expired(lease) {
+            tracing::info!(
+                "MDT{:04x}: orphan {fid} was not renewed for {lease:?}; destroying it",
+                self.index
+            );
+            if let Err(e) = self.release_orphan(fid).await {
+                tracing::warn!("MDT{:04x}: destroying orphan {fid}: {e}", self.index);
+            }
+        }
+    }
+}
