@@ -57,7 +57,8 @@ fn an_unlinked_file_stays_usable_while_open() {
     let mut back = Vec::new();
     fh.read_to_end(&mut back).expect("read after rm");
     assert!(back == data, "data read after rm differs");
-    fh.write_all_at(b"still writable", 70_000).expect("write after rm");
+    fh.write_all_at(b"still writable", 70_000)
+        .expect("write after rm");
     let mut part = [0u8; 14];
     fh.seek(SeekFrom::Start(70_000)).expect("seek");
     fh.read_exact(&mut part).expect("read back");
@@ -78,7 +79,9 @@ fn a_file_replaced_by_rename_stays_readable_while_open() {
     std::fs::rename(&new, &old).expect("rename over");
     assert_eq!(std::fs::read(&old).expect("read new"), b"new contents");
     let mut s = String::new();
-    reader.read_to_string(&mut s).expect("read the replaced file");
+    reader
+        .read_to_string(&mut s)
+        .expect("read the replaced file");
     assert_eq!(s, "old contents");
     drop(reader);
     wait_gone(&objs);
