@@ -4,7 +4,7 @@
 //! rename, as editors and log rotation do.
 mod common;
 use common::*;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 
