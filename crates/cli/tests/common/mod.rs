@@ -102,6 +102,8 @@ pub struct Cluster {
     pub state: PathBuf,
     pub mnt: PathBuf,
     up: Option<Child>,
+    /// The `loom up` arguments after the subcommand.
+    up_args: Vec<std::ffi::OsString>,
     /// Extra processes (restarted servers, second mounts) to stop at the end.
     pub extra: Vec<(Child, Option<PathBuf>)>,
 }
@@ -115,25 +117,48 @@ impl Cluster {
             .expect("tempdir");
         let state = tmp.path().join("state");
         let mnt = tmp.path().join("mnt");
+        let mut up_args: Vec<std::ffi::OsString> = vec![
+            "--mdts".into(),
+            mdts.to_string().into(),
+            "--osts".into(),
+            osts.to_string().into(),
+            "--dir".into(),
+            state.clone().into(),
+            "--mount".into(),
+            mnt.clone().into(),
+        ];
+        up_args.extend(extra.iter().map(|a| a.into()));
         let mut cmd = Command::new(loom_bin());
-        cmd.arg("up")
-            .arg("--mdts")
-            .arg(mdts.to_string())
-            .arg("--osts")
-            .arg(osts.to_string())
-            .arg("--dir")
-            .arg(&state)
-            .arg("--mount")
-            .arg(&mnt)
-            .args(extra);
+        cmd.arg("up").args(&up_args);
         let up = spawn_until(cmd, "mounted at", "loom up", &tmp.path().join("up.log"));
         Cluster {
             tmp,
             state,
             mnt,
             up: Some(up),
+            up_args,
             extra: Vec::new(),
         }
+    }
+
+    /// Stop `loom up` as Ctrl-C does (unmount, stop every server) and
+    /// wait for it; the state directory stays.
+    pub fn stop_up(&mut self) {
+        if let Some(mut up) = self.up.take() {
+            let pid = nix::unistd::Pid::from_raw(up.id() as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
+            let status = up.wait().expect("wait for loom up");
+            assert!(status.success(), "loom up exited with {status}");
+        }
+    }
+
+    /// Run `loom up` again with the same arguments and state directory.
+    pub fn up_again(&mut self) {
+        assert!(self.up.is_none(), "stop_up first");
+        let mut cmd = Command::new(loom_bin());
+        cmd.arg("up").args(&self.up_args);
+        let log = self.tmp.path().join("up-again.log");
+        self.up = Some(spawn_until(cmd, "mounted at", "loom up again", &log));
     }
 
     /// Path on the mount.
