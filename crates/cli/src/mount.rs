@@ -24,6 +24,12 @@ pub struct MountArgs {
     /// Seconds an operation waits for an unreachable server before it fails with EIO.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
+    /// Seconds the kernel may cache attributes and names (fractions allowed).
+    /// Opens always see what other mounts wrote and closed (close-to-open);
+    /// a stat may show another mount's change up to this late. 0: every
+    /// stat asks the MDT.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_seconds)]
+    pub attr_timeout: f64,
     /// Stay in the foreground (otherwise `mount` returns once mounted and a
     /// background process serves the mount).
     #[arg(long, short)]
@@ -45,6 +51,19 @@ pub struct MountPlan {
     pub mountpoint: PathBuf,
     /// RPC deadline.
     pub timeout: Duration,
+    /// How long the kernel may cache attributes and names.
+    pub attr_timeout: Duration,
+}
+
+/// Seconds, 0 to one hour, fractions allowed.
+pub fn parse_seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !(0.0..=3600.0).contains(&v) {
+        return Err(format!("{v} s is out of range (0 to 3600)"));
+    }
+    Ok(v)
 }
 
 /// Split "ADDR:/FSNAME" (the address may itself hold colons).
@@ -82,6 +101,7 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
     let mountpoint = plan.mountpoint.canonicalize()?;
     let fopts = loom_fuse::MountOptions {
         fsname: format!("{}:/{}", plan.mgs, plan.fsname),
+        attr_timeout: plan.attr_timeout,
         ..loom_fuse::MountOptions::default()
     };
     let session = loom_fuse::mount(client, rt.handle().clone(), &mountpoint, fopts)
@@ -170,6 +190,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
             key_file,
             mountpoint: a.dir.clone(),
             timeout: Duration::from_secs(a.timeout),
+            attr_timeout: Duration::from_secs_f64(a.attr_timeout),
         };
         return mount_and_serve(&plan, || println!("mounted at {}", a.dir.display()));
     }
@@ -199,6 +220,8 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
         .arg(&key_file)
         .arg("--timeout")
         .arg(a.timeout.to_string())
+        .arg("--attr-timeout")
+        .arg(a.attr_timeout.to_string())
         .arg("--foreground")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -66,6 +66,10 @@ pub struct UpArgs {
     /// Seconds an operation waits for an unreachable server before failing with EIO.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
+    /// Seconds the mount's kernel may cache attributes and names (see
+    /// `loom mount --help`); 0: every stat asks the MDT.
+    #[arg(long, default_value_t = 1.0, value_parser = crate::mount::parse_seconds)]
+    pub attr_timeout: f64,
 }
 
 /// Options of `loom down`.
@@ -400,6 +404,7 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
             key_file: a.dir.join("cluster.key"),
             mountpoint: a.mount.clone(),
             timeout: Duration::from_secs(a.timeout),
+            attr_timeout: Duration::from_secs_f64(a.attr_timeout),
         };
         if a.no_mount {
             println!(

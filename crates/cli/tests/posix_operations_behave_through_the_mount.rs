@@ -1,7 +1,8 @@
 //! The operations the FUSE adapter translates, each checked through the
 //! kernel the way programs use them: chmod, chown, truncate, utimens,
 //! hard links, symlinks, rename with RENAME_NOREPLACE and RENAME_EXCHANGE,
-//! rename of a directory into itself, xattrs, FIFOs, readdir with many
+//! rename of a directory into itself, xattrs, file capabilities cleared by
+//! a write, FIFOs, readdir with many
 //! entries, rmdir of a non-empty directory, statfs.
 mod common;
 use common::*;
@@ -104,6 +105,21 @@ fn posix_operations_behave_through_the_mount() {
         .output()
         .expect("getfattr");
     assert!(!o.status.success(), "removed xattr still readable");
+
+    // File capabilities: set, seen, and cleared by the kernel on the next
+    // write (the kernel asks for security.capability before every write;
+    // the mount answers from what it knows when it can).
+    std::fs::write(p("capfile"), b"bin").expect("write");
+    sh(&format!("setcap cap_net_raw+ep {}", p("capfile").display()));
+    let caps = sh(&format!("getcap {}", p("capfile").display()));
+    assert!(caps.contains("cap_net_raw=ep"), "{caps}");
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(p("capfile"))
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"more"))
+        .expect("append");
+    let caps = sh(&format!("getcap {}", p("capfile").display()));
+    assert_eq!(caps.trim(), "", "a write clears file capabilities");
 
     // A FIFO: a writer and a reader meet through it.
     nix::unistd::mkfifo(&p("fifo"), nix::sys::stat::Mode::from_bits_truncate(0o644))

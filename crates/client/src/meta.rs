@@ -107,6 +107,13 @@ impl Client {
         self.entry(r, "Lookup")
     }
 
+    /// Fresh attributes and layout of `fid` for an open, in one round trip
+    /// (the layout is `None` for anything but a regular file).
+    pub async fn open_entry(&self, c: &Caller, fid: Fid) -> Result<(Attr, Option<Layout>), Errno> {
+        let r = self.mdt_call(c, fid, Request::Open { fid }).await?;
+        self.entry(r, "Open")
+    }
+
     /// Attributes of `fid`.
     pub async fn getattr(&self, c: &Caller, fid: Fid) -> Result<Attr, Errno> {
         match self.mdt_call(c, fid, Request::GetAttr { fid }).await? {

@@ -1,12 +1,21 @@
 //! The `fuser::Filesystem` implementation.
 //!
 //! Kernel caches, and what our replies do to them:
-//! - Entry and attribute TTLs are `attr_timeout` (0 by default): with 0 the
-//!   kernel asks again (lookup, getattr) on every path walk and stat, so a
-//!   size written and closed on another mount is seen at once.
-//! - Opens reply without `FOPEN_KEEP_CACHE`, so the kernel drops a file's
-//!   cached pages at each open: data written elsewhere before our open is
-//!   read fresh (close-to-open).
+//! - Entry and attribute TTLs are `attr_timeout` (1 s by default): within
+//!   it the kernel answers path walks and stats from its cache. Changes made
+//!   through this mount update that cache through our replies; changes made
+//!   on other mounts show in a stat after at most the TTL (0 makes every
+//!   stat ask the MDT).
+//! - Close-to-open holds whatever the TTL: every open fetches fresh
+//!   attributes from the MDT and tells the kernel to drop the attributes it
+//!   holds (a `FUSE_NOTIFY_INVAL_INODE` of attributes only, which takes no
+//!   page locks, so it is safe inside the open), and opens reply without
+//!   `FOPEN_KEEP_CACHE`, so the kernel drops the file's cached pages too:
+//!   size and data written and closed elsewhere before our open are read
+//!   fresh.
+//! - An inode that vanished (removed on another mount while our dentry
+//!   was cached) answers ESTALE, not ENOENT: the kernel then walks the path
+//!   again with revalidation and finds what the name is now.
 //! - Writes are write-through (no writeback cache): each write reaches the
 //!   OSTs before it returns, and the size reaches the MDT at close (flush).
 //!   A write to a file opened O_SYNC or O_DSYNC (or with RWF_DSYNC) is
@@ -18,9 +27,9 @@
 use crate::attr::{file_attr, file_type, wire_time};
 use fuser::{
     AccessFlags, BsdFileFlags, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
-    ReplyXattr, Request, TimeOrNow, WriteFlags,
+    InitFlags, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
+    ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs,
+    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use loom_client::{Caller, Client, OpenFile};
 use loom_proto::msg::{Attr, DirEntry, FileKind, SetAttr, StatFs, Time};
@@ -30,7 +39,7 @@ use std::ffi::OsStr;
 use std::future::Future;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 /// Largest write the kernel sends in one request.
@@ -59,7 +68,30 @@ pub struct LoomFs {
     ttl: Duration,
     files: Mutex<HashMap<u64, Arc<OpenFile>>>,
     next_fh: AtomicU64,
+    /// Sends cache invalidations to the kernel; set once the session
+    /// exists (it is made from this file system).
+    notifier: Arc<OnceLock<Notifier>>,
+    /// What we told the kernel about each inode it holds (dropped when it
+    /// forgets the inode).
+    told: Mutex<HashMap<u64, Told>>,
 }
+
+/// What this mount last told the kernel about one inode.
+#[derive(Clone, Copy, Debug, Default)]
+struct Told {
+    /// Size and mtime in the last attributes the kernel was given: an open
+    /// that finds the same on the MDT need not make the kernel refetch.
+    size: u64,
+    mtime: Time,
+    /// The inode is known to have no `security.capability` xattr: the
+    /// kernel asks before every write (to clear capabilities), and this
+    /// answers without a round trip. Set at create and when the MDT said
+    /// so; cleared when this mount sets or removes that xattr.
+    no_caps: bool,
+}
+
+/// The xattr the kernel reads before every write to a file.
+const CAPS_XATTR: &str = "security.capability";
 
 type R<T> = Result<T, Errno>;
 
@@ -85,6 +117,17 @@ fn utf8(name: &OsStr) -> R<&str> {
     name.to_str().ok_or(Errno::EINVAL)
 }
 
+/// For operations on an inode the kernel already knows: if it is gone,
+/// the kernel's dentry is stale (ESTALE makes the VFS look the path up
+/// again), not the name missing.
+fn stale(e: Errno) -> Errno {
+    if e == Errno::ENOENT {
+        Errno::ESTALE
+    } else {
+        e
+    }
+}
+
 fn kind_of_mode(mode: u32) -> R<FileKind> {
     FileKind::from_mode(mode).ok_or(Errno::EINVAL)
 }
@@ -105,13 +148,84 @@ fn parent_placeholder(dir: &Attr) -> Attr {
 impl LoomFs {
     /// A file system over `client`, running operations on `rt`, telling
     /// the kernel to trust attributes and entries for `ttl`.
-    pub fn new(client: Arc<Client>, rt: tokio::runtime::Handle, ttl: Duration) -> LoomFs {
+    pub fn new(
+        client: Arc<Client>,
+        rt: tokio::runtime::Handle,
+        ttl: Duration,
+        notifier: Arc<OnceLock<Notifier>>,
+    ) -> LoomFs {
         LoomFs {
             client,
             rt,
             ttl,
             files: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
+            notifier,
+            told: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock_told(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Told>> {
+        self.told.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The kernel is given `a`.
+    fn note(&self, a: &Attr) {
+        let mut t = self.lock_told();
+        let e = t.entry(a.fid.ino()).or_default();
+        e.size = a.size;
+        e.mtime = a.mtime;
+    }
+
+    /// Whether the kernel's attributes of `a`'s inode may differ from `a`
+    /// (then they are noted as given: the caller makes the kernel refetch).
+    fn kernel_may_be_stale(&self, a: &Attr) -> bool {
+        let mut t = self.lock_told();
+        let e = t.entry(a.fid.ino()).or_default();
+        let stale = e.size != a.size || e.mtime != a.mtime;
+        e.size = a.size;
+        e.mtime = a.mtime;
+        stale
+    }
+
+    fn set_no_caps(&self, ino: INodeNo, v: bool) {
+        self.lock_told().entry(ino.0).or_default().no_caps = v;
+    }
+
+    fn entry_reply(&self, reply: ReplyEntry, r: R<Attr>) {
+        match r {
+            Ok(a) => {
+                self.note(&a);
+                reply.entry(&self.ttl, &file_attr(&a), GEN)
+            }
+            Err(e) => reply.error(fe(e)),
+        }
+    }
+
+    fn attr_reply(&self, reply: ReplyAttr, r: R<Attr>) {
+        match r {
+            Ok(a) => {
+                self.note(&a);
+                reply.attr(&self.ttl, &file_attr(&a))
+            }
+            Err(e) => reply.error(fe(e)),
+        }
+    }
+
+    /// Make the kernel forget the attributes it caches for `ino`, so its
+    /// next stat (or read past the size it knew) asks us.
+    fn forget_cached_attrs(&self, ino: INodeNo) {
+        if self.ttl.is_zero() {
+            return;
+        }
+        if let Some(n) = self.notifier.get() {
+            // Offset -1: attributes only, no page cache work.
+            if let Err(e) = n.inval_inode(ino, -1, 0) {
+                // ENOENT: the kernel holds no such inode; nothing to drop.
+                if e.raw_os_error() != Some(libc::ENOENT) {
+                    tracing::warn!(ino = ino.0, "invalidating cached attributes: {e}");
+                }
+            }
         }
     }
 
@@ -143,6 +257,7 @@ impl LoomFs {
 
     fn do_getattr(&self, req: &Request, ino: INodeNo) -> R<Attr> {
         self.run(self.client.getattr(&caller(req), fid(ino)))
+            .map_err(stale)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -215,12 +330,14 @@ impl LoomFs {
     fn do_open(&self, req: &Request, ino: INodeNo) -> R<FileHandle> {
         let c = caller(req);
         let f = fid(ino);
-        let (layout, attr) = self.run(async {
-            tokio::join!(self.client.get_layout_as(&c, f), self.client.getattr(&c, f))
-        });
-        let (layout, attr) = (layout?, attr?);
-        if attr.kind != FileKind::File {
+        let (attr, layout) = self.run(self.client.open_entry(&c, f)).map_err(stale)?;
+        let (FileKind::File, Some(layout)) = (attr.kind, layout) else {
             return Err(Errno::EINVAL);
+        };
+        // Close-to-open: what another mount wrote and closed before this
+        // open must show, whatever the kernel cached.
+        if self.kernel_may_be_stale(&attr) {
+            self.forget_cached_attrs(ino);
         }
         Ok(self.insert_file(self.client.open_as(&c, f, layout, attr.size)))
     }
@@ -348,14 +465,27 @@ impl LoomFs {
         value: &[u8],
         flags: i32,
     ) -> R<()> {
+        let name = utf8(name)?;
+        if name == CAPS_XATTR {
+            self.set_no_caps(ino, false);
+        }
         self.run(
             self.client
-                .setxattr(&caller(req), fid(ino), utf8(name)?, value, flags as u32),
+                .setxattr(&caller(req), fid(ino), name, value, flags as u32),
         )
     }
 
     fn do_getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr) -> R<Vec<u8>> {
-        self.run(self.client.getxattr(&caller(req), fid(ino), utf8(name)?))
+        let name = utf8(name)?;
+        let caps = name == CAPS_XATTR;
+        if caps && self.lock_told().get(&ino.0).is_some_and(|t| t.no_caps) {
+            return Err(Errno::ENODATA);
+        }
+        let r = self.run(self.client.getxattr(&caller(req), fid(ino), name));
+        if caps && r == Err(Errno::ENODATA) {
+            self.set_no_caps(ino, true);
+        }
+        r
     }
 
     fn do_listxattr(&self, req: &Request, ino: INodeNo) -> R<Vec<u8>> {
@@ -370,7 +500,11 @@ impl LoomFs {
     }
 
     fn do_removexattr(&self, req: &Request, ino: INodeNo, name: &OsStr) -> R<()> {
-        self.run(self.client.removexattr(&caller(req), fid(ino), utf8(name)?))
+        let name = utf8(name)?;
+        if name == CAPS_XATTR {
+            self.set_no_caps(ino, false);
+        }
+        self.run(self.client.removexattr(&caller(req), fid(ino), name))
     }
 }
 
@@ -381,20 +515,6 @@ fn reply_xattr(reply: ReplyXattr, size: u32, value: R<Vec<u8>>) {
         Ok(v) if size == 0 => reply.size(v.len() as u32),
         Ok(v) if v.len() > size as usize => reply.error(fuser::Errno::from_i32(libc::ERANGE)),
         Ok(v) => reply.data(&v),
-        Err(e) => reply.error(fe(e)),
-    }
-}
-
-fn reply_entry(reply: ReplyEntry, ttl: &Duration, r: R<Attr>) {
-    match r {
-        Ok(a) => reply.entry(ttl, &file_attr(&a), GEN),
-        Err(e) => reply.error(fe(e)),
-    }
-}
-
-fn reply_attr(reply: ReplyAttr, ttl: &Duration, r: R<Attr>) {
-    match r {
-        Ok(a) => reply.attr(ttl, &file_attr(&a)),
         Err(e) => reply.error(fe(e)),
     }
 }
@@ -431,11 +551,17 @@ impl Filesystem for LoomFs {
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        reply_entry(reply, &self.ttl, self.do_lookup(req, parent, name));
+        self.entry_reply(reply, self.do_lookup(req, parent, name));
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, _nlookup: u64) {
+        // The kernel dropped the inode: what we told it no longer matters.
+        // (Inodes are FIDs; nothing else is kept per inode.)
+        self.lock_told().remove(&ino.0);
     }
 
     fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        reply_attr(reply, &self.ttl, self.do_getattr(req, ino));
+        self.attr_reply(reply, self.do_getattr(req, ino));
     }
 
     fn setattr(
@@ -457,7 +583,7 @@ impl Filesystem for LoomFs {
         reply: ReplyAttr,
     ) {
         let r = self.do_setattr(req, ino, mode, uid, gid, size, atime, mtime);
-        reply_attr(reply, &self.ttl, r);
+        self.attr_reply(reply, r);
     }
 
     fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
@@ -477,11 +603,7 @@ impl Filesystem for LoomFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        reply_entry(
-            reply,
-            &self.ttl,
-            self.do_mknod(req, parent, name, mode, umask, rdev),
-        );
+        self.entry_reply(reply, self.do_mknod(req, parent, name, mode, umask, rdev));
     }
 
     fn mkdir(
@@ -493,11 +615,7 @@ impl Filesystem for LoomFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        reply_entry(
-            reply,
-            &self.ttl,
-            self.do_mkdir(req, parent, name, mode, umask),
-        );
+        self.entry_reply(reply, self.do_mkdir(req, parent, name, mode, umask));
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -516,11 +634,7 @@ impl Filesystem for LoomFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        reply_entry(
-            reply,
-            &self.ttl,
-            self.do_symlink(req, parent, link_name, target),
-        );
+        self.entry_reply(reply, self.do_symlink(req, parent, link_name, target));
     }
 
     fn rename(
@@ -547,7 +661,7 @@ impl Filesystem for LoomFs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        reply_entry(reply, &self.ttl, self.do_link(req, ino, newparent, newname));
+        self.entry_reply(reply, self.do_link(req, ino, newparent, newname));
     }
 
     fn open(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -721,6 +835,7 @@ impl Filesystem for LoomFs {
             ) {
                 break;
             }
+            self.note(&e.attr);
         }
         reply.ok();
     }
@@ -808,7 +923,12 @@ impl Filesystem for LoomFs {
         reply: ReplyCreate,
     ) {
         match self.do_create(req, parent, name, mode, umask) {
-            Ok((a, fh)) => reply.created(&self.ttl, &file_attr(&a), GEN, fh, FopenFlags::empty()),
+            Ok((a, fh)) => {
+                self.note(&a);
+                // A new file has no xattrs.
+                self.set_no_caps(INodeNo(a.fid.ino()), true);
+                reply.created(&self.ttl, &file_attr(&a), GEN, fh, FopenFlags::empty())
+            }
             Err(e) => reply.error(fe(e)),
         }
     }

@@ -10,7 +10,8 @@
 //! - [`fs`]: the `Filesystem` implementation and its open-file table.
 //!
 //! Inode numbers are FIDs ([`loom_proto::Fid::ino`]); the root is inode 1.
-//! No per-inode state is kept, so `forget` has nothing to do.
+//! Per inode, only what the kernel was last told (size, mtime, and whether
+//! the file has capabilities) is kept, until the kernel forgets the inode.
 #![warn(missing_docs)]
 
 pub mod attr;
@@ -18,7 +19,7 @@ pub mod fs;
 
 use loom_client::Client;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// How to mount.
@@ -26,9 +27,10 @@ use std::time::Duration;
 pub struct MountOptions {
     /// FUSE worker threads (each with its own cloned /dev/fuse fd).
     pub threads: usize,
-    /// How long the kernel may trust attributes and entries it was given.
-    /// 0 (the default) makes every stat ask the MDT: close-to-open across
-    /// mounts needs fresh sizes until leases let the server recall caches.
+    /// How long the kernel may trust attributes and entries it was given
+    /// (1 s by default). Opens always fetch fresh attributes (close-to-open);
+    /// a stat may show another mount's change up to this late. 0 makes
+    /// every stat ask the MDT.
     pub attr_timeout: Duration,
     /// Let other users than the mounter use the mount (`allow_other`).
     pub allow_other: bool,
@@ -40,7 +42,7 @@ impl Default for MountOptions {
     fn default() -> Self {
         MountOptions {
             threads: 4,
-            attr_timeout: Duration::ZERO,
+            attr_timeout: DEFAULT_ATTR_TIMEOUT,
             allow_other: false,
             fsname: "loomfs".to_string(),
         }
@@ -68,6 +70,12 @@ pub fn mount(
     if opts.allow_other {
         cfg.acl = fuser::SessionACL::All;
     }
-    let fs = fs::LoomFs::new(client, rt, opts.attr_timeout);
-    fuser::spawn_mount(fs, mountpoint, &cfg)
+    let notifier = Arc::new(OnceLock::new());
+    let fs = fs::LoomFs::new(client, rt, opts.attr_timeout, notifier.clone());
+    let session = fuser::Session::new(fs, mountpoint, &cfg)?;
+    let _ = notifier.set(session.notifier());
+    session.spawn()
 }
+
+/// How long the kernel trusts attributes and entries by default.
+pub const DEFAULT_ATTR_TIMEOUT: Duration = Duration::from_secs(1);

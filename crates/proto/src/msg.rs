@@ -514,14 +514,20 @@ pub enum Request {
     /// Space and inode usage of a target (MDT or OST). Opcode 39.
     StatFs,
     /// The writer reports data it wrote: size grows to at least `size`,
-    /// mtime is set. Opcode 40.
+    /// mtime to at least `mtime` (reports may arrive out of order).
+    /// Opcode 40.
     UpdateSize {
         /// File.
         fid: Fid,
         /// End of the data written.
         size: u64,
-        /// Time of the write.
+        /// Time of the last write.
         mtime: Time,
+        /// Make the record durable (and everything the MDT applied before
+        /// it) before answering: an fsync. Otherwise (a close) it survives
+        /// a crash of the MDT's process but not of its machine, as the data
+        /// written does until an fsync.
+        durable: bool,
     },
     /// Write the bulk data at `offset` of an object. Opcode 50.
     ObjWrite {
@@ -588,6 +594,12 @@ pub enum Request {
         /// Orphans on the receiving MDT.
         fids: Vec<Fid>,
     },
+    /// Attributes and layout of `fid`, fresh, for an open: one round trip
+    /// where GetAttr and GetLayout would take two. Opcode 43.
+    Open {
+        /// The inode being opened.
+        fid: Fid,
+    },
 }
 
 impl Request {
@@ -629,6 +641,7 @@ impl Request {
             Request::ObjGetSize { .. } => 57,
             Request::ReleaseOrphan { .. } => 41,
             Request::RenewOrphans { .. } => 42,
+            Request::Open { .. } => 43,
         }
     }
 
@@ -670,6 +683,7 @@ impl Request {
             Request::ObjGetSize { .. } => "obj_getsize",
             Request::ReleaseOrphan { .. } => "release_orphan",
             Request::RenewOrphans { .. } => "renew_orphans",
+            Request::Open { .. } => "open",
         }
     }
 

@@ -1333,11 +1333,16 @@ async fn setattr_changes_mode_owner_size_and_times() {
 async fn update_size_only_ever_grows_the_size() {
     let c = Cluster::start().await;
     let f = c.create(ROOT, "f").await.fid;
-    let t1 = Time { sec: 100, nsec: 0 };
+    let later = |s: i64| Time {
+        sec: Time::now().sec + s,
+        nsec: 0,
+    };
+    let t1 = later(100);
     c.ok(Request::UpdateSize {
         fid: f,
         size: 5000,
         mtime: t1,
+        durable: false,
     })
     .await;
     let a = c.getattr(f).await;
@@ -1346,14 +1351,18 @@ async fn update_size_only_ever_grows_the_size() {
     c.ok(Request::UpdateSize {
         fid: f,
         size: 10,
-        mtime: Time { sec: 200, nsec: 0 },
+        mtime: later(50),
+        durable: true,
     })
     .await;
-    assert_eq!(c.getattr(f).await.size, 5000, "a late small report");
+    let a = c.getattr(f).await;
+    assert_eq!(a.size, 5000, "a late small report");
+    assert_eq!(a.mtime, t1, "a late, older report");
     c.ok(Request::UpdateSize {
         fid: f,
         size: 1 << 40,
-        mtime: Time { sec: 300, nsec: 0 },
+        mtime: later(300),
+        durable: false,
     })
     .await;
     assert_eq!(c.getattr(f).await.size, 1 << 40);
@@ -1363,7 +1372,8 @@ async fn update_size_only_ever_grows_the_size() {
         c.errno(Request::UpdateSize {
             fid: d,
             size: 1,
-            mtime: t1
+            mtime: t1,
+            durable: false,
         })
         .await,
         Errno::EINVAL
@@ -1686,6 +1696,9 @@ async fn every_acknowledged_change_survives_reopening_every_service() {
                 fid: f.fid,
                 size,
                 mtime: Time::now(),
+                // Reported at a close: flushed to the OS, not synced; it
+                // must survive a restart of the services all the same.
+                durable: i % 2 == 0,
             })
             .await;
         }

@@ -123,6 +123,10 @@ pub trait KvStore: Send + Sync {
     /// Apply a batch atomically; visible to readers on return, durable only
     /// after `sync_through` of the returned ticket.
     fn apply(&self, b: Batch) -> Result<Ticket, KvError>;
+    /// As [`KvStore::apply`], and hand the batch (with everything applied
+    /// before it) to the operating system before returning: it survives a
+    /// crash of this process, not a crash of the machine.
+    fn apply_flushed(&self, b: Batch) -> Result<Ticket, KvError>;
     /// Block until every batch up to `t` is on stable storage.
     fn sync_through(&self, t: Ticket) -> Result<(), KvError>;
 }
@@ -148,9 +152,10 @@ impl FjallStore {
             path: dir.to_path_buf(),
             msg: e.to_string(),
         };
-        // The journal is written to the OS on every apply (a killed process
-        // loses nothing) and fsync'd by sync_through (a lost machine loses
-        // nothing acknowledged).
+        // The journal is buffered in the process by `apply`, written to the
+        // OS by `apply_flushed` (a killed process loses nothing it applied)
+        // and fsync'd by `sync_through` (a lost machine loses nothing
+        // synced). The MDT answers a change only after one of the last two.
         let db = fjall::Database::builder(dir).open().map_err(err)?;
         let mut spaces = Vec::new();
         for s in Space::ALL {
@@ -173,6 +178,21 @@ impl FjallStore {
     fn ks(&self, s: Space) -> &fjall::Keyspace {
         // Every Space was opened in `open`, in ALL's order.
         &self.spaces[Space::ALL.iter().position(|x| *x == s).unwrap_or(0)].1
+    }
+
+    /// Apply `b` as one atomic batch; with `persist`, write the journal
+    /// out that far before returning.
+    fn commit(&self, b: Batch, persist: Option<fjall::PersistMode>) -> Result<Ticket, KvError> {
+        let _g = self.apply_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut wb = self.db.batch().durability(persist);
+        for (s, k, v) in b.ops {
+            match v {
+                Some(v) => wb.insert(self.ks(s), k, v),
+                None => wb.remove(self.ks(s), k),
+            }
+        }
+        wb.commit().map_err(|e| self.err(e))?;
+        Ok(self.applied.fetch_add(1, Ordering::AcqRel) + 1)
     }
 
     fn err(&self, e: impl std::fmt::Display) -> KvError {
@@ -224,16 +244,11 @@ impl KvStore for FjallStore {
     }
 
     fn apply(&self, b: Batch) -> Result<Ticket, KvError> {
-        let _g = self.apply_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let mut wb = self.db.batch();
-        for (s, k, v) in b.ops {
-            match v {
-                Some(v) => wb.insert(self.ks(s), k, v),
-                None => wb.remove(self.ks(s), k),
-            }
-        }
-        wb.commit().map_err(|e| self.err(e))?;
-        Ok(self.applied.fetch_add(1, Ordering::AcqRel) + 1)
+        self.commit(b, None)
+    }
+
+    fn apply_flushed(&self, b: Batch) -> Result<Ticket, KvError> {
+        self.commit(b, Some(fjall::PersistMode::Buffer))
     }
 
     fn sync_through(&self, t: Ticket) -> Result<(), KvError> {

@@ -186,27 +186,40 @@ impl OpenFile {
 
     /// Report written data to the MDT (size = at least the end written,
     /// mtime = when the last write completed) if there is any not reported
-    /// yet. Called at close, and before an explicit mtime is set.
+    /// yet. Called at close, and before an explicit mtime is set. Like
+    /// the data, the report is made durable by [`OpenFile::fsync`].
     pub async fn flush(&self) -> Result<(), Errno> {
-        if !self.dirty.swap(false, Ordering::AcqRel) {
+        self.report(false).await
+    }
+
+    /// Send UpdateSize if there are writes to report, or if `durable`
+    /// (then always: the MDT syncs everything it applied before it,
+    /// earlier reports at close included).
+    async fn report(&self, durable: bool) -> Result<(), Errno> {
+        let dirty = self.dirty.swap(false, Ordering::AcqRel);
+        if !dirty && !durable {
             return Ok(());
         }
         let req = Request::UpdateSize {
             fid: self.fid,
             size: self.written_end.load(Ordering::Acquire),
             mtime: *self.lock_last_write(),
+            durable,
         };
         match self.client.mdt_call(&self.caller, self.fid, req).await {
             Ok(_) => Ok(()),
             Err(e) => {
                 // Still to report: the next flush tries again.
-                self.dirty.store(true, Ordering::Release);
+                if dirty {
+                    self.dirty.store(true, Ordering::Release);
+                }
                 Err(e)
             }
         }
     }
 
-    /// Make the data durable on every object of the layout, then flush.
+    /// Make the data durable on every object of the layout, then the size
+    /// and mtime on the MDT (what every handle of this client wrote).
     pub async fn fsync(&self) -> Result<(), Errno> {
         let mut set = JoinSet::new();
         for obj in self.layout.objects() {
@@ -218,7 +231,14 @@ impl OpenFile {
             });
         }
         join_ok(set, "ObjSync").await?;
-        self.flush().await
+        // Other handles' writes (POSIX fsync covers the whole file): their
+        // reports reach the MDT before the durable one below.
+        for h in self.client.open_handles(self.fid) {
+            if !std::ptr::eq(Arc::as_ptr(&h), self) {
+                h.flush().await?;
+            }
+        }
+        self.report(true).await
     }
 }
 

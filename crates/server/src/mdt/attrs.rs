@@ -71,9 +71,19 @@ impl MdtService {
         Ok(reply)
     }
 
-    /// The writer reports data written: the size only grows here (truncate
-    /// goes through setattr), so reports arriving out of order are harmless.
-    pub(super) async fn update_size(&self, fid: Fid, size: u64, mtime: Time) -> ReplyResult {
+    /// The writer reports data written: the size and mtime only grow here
+    /// (truncate and utimens go through setattr), so reports arriving out
+    /// of order are harmless. A report at close is answered once the
+    /// operating system has it (like the data, which reaches stable
+    /// storage at fsync); one at fsync once it is on stable storage, with
+    /// everything applied before it.
+    pub(super) async fn update_size(
+        &self,
+        fid: Fid,
+        size: u64,
+        mtime: Time,
+        durable: bool,
+    ) -> ReplyResult {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let r = t.inode(fid)?;
@@ -84,8 +94,12 @@ impl MdtService {
             ));
         }
         r.attr.size = r.attr.size.max(size);
-        r.attr.mtime = mtime;
-        r.attr.ctime = mtime;
+        r.attr.mtime = r.attr.mtime.max(mtime);
+        r.attr.ctime = r.attr.ctime.max(mtime);
+        if !durable {
+            self.apply_flushed(t, &Reply::Ok)?;
+            return Ok(Reply::Ok);
+        }
         let ticket = self.apply(t, &Reply::Ok)?;
         drop(g);
         self.sync(ticket).await?;

@@ -13,6 +13,7 @@ mod objects;
 mod orphans;
 pub mod records;
 pub mod replies;
+mod syncer;
 mod tx;
 
 use loom_proto::msg::{FileKind, Reply, ReplyResult, ReqCtx, Request, Time};
@@ -68,6 +69,8 @@ pub struct MdtService {
     replies: ReplyCache,
     /// Unlinked files kept for the clients that have them open.
     orphans: orphans::Orphans,
+    /// Makes applied changes durable, many at a time.
+    syncer: syncer::Syncer,
     /// Round-robin start for new files' stripes.
     rr: AtomicU32,
     inode_count: AtomicU64,
@@ -91,6 +94,7 @@ impl MdtService {
             .map(|(seq, oid)| (seq, oid.saturating_add(FID_SKIP_AT_START)));
         let (replies, kept, removed) = ReplyCache::load(&*store)?;
         let orphans = orphans::Orphans::load(&*store)?;
+        let syncer = syncer::Syncer::start(store.clone(), &format!("mdt{index}"))?;
         tracing::info!("MDT{index:04x}: reply cache holds {kept} records ({removed} expired)");
         let inode_count = read_meta::<u64>(&*store, meta::INODE_COUNT)?.unwrap_or(0);
         let mdt = Arc::new(MdtService {
@@ -103,6 +107,7 @@ impl MdtService {
             pools: objects::Pools::default(),
             replies,
             orphans,
+            syncer,
             rr: AtomicU32::new(rand::random::<u32>() % 1024),
             inode_count: AtomicU64::new(inode_count),
             stats: MdtStats::default(),
@@ -134,6 +139,17 @@ impl MdtService {
     /// whose request will be answered with `reply`: when the request can be
     /// resent, the reply is recorded in the same batch (see [`replies`]).
     fn apply(&self, t: Tx<'_>, reply: &Reply) -> Result<Ticket, WireError> {
+        self.apply_as(t, reply, false)
+    }
+
+    /// As [`Self::apply`], with the batch handed to the operating system
+    /// before returning (it survives a crash of this process, not of the
+    /// machine), for changes answered without an fsync.
+    fn apply_flushed(&self, t: Tx<'_>, reply: &Reply) -> Result<Ticket, WireError> {
+        self.apply_as(t, reply, true)
+    }
+
+    fn apply_as(&self, t: Tx<'_>, reply: &Reply, flushed: bool) -> Result<Ticket, WireError> {
         let (batch, delta) = t.into_batch()?;
         let mut batch = batch;
         let recorded = match replies::SLOT.try_with(|k| *k) {
@@ -151,7 +167,12 @@ impl MdtService {
         } else {
             None
         };
-        let ticket = self.store.apply(batch).map_err(store_err)?;
+        let ticket = if flushed {
+            self.store.apply_flushed(batch)
+        } else {
+            self.store.apply(batch)
+        }
+        .map_err(store_err)?;
         if let Some(c) = count {
             self.inode_count.store(c, Ordering::Release);
         }
@@ -163,11 +184,7 @@ impl MdtService {
 
     /// Wait until `ticket` is on stable storage: the reply may leave then.
     async fn sync(&self, ticket: Ticket) -> Result<(), WireError> {
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || store.sync_through(ticket))
-            .await
-            .map_err(|e| store_err(format!("sync task: {e}")))?
-            .map_err(store_err)
+        self.syncer.sync(ticket).await.map_err(store_err)
     }
 
     /// Start background work: destroy objects of files unlinked before a
@@ -209,6 +226,13 @@ impl MdtService {
             Request::Ping => Ok(Reply::Ok),
             Request::Lookup { parent, name } => self.lookup(parent, &name),
             Request::GetAttr { fid } => Ok(Reply::Attr(tx::read_inode(&*self.store, fid)?.attr)),
+            Request::Open { fid } => {
+                let r = tx::read_inode(&*self.store, fid)?;
+                Ok(Reply::Entry {
+                    attr: r.attr,
+                    layout: r.layout,
+                })
+            }
             Request::SetAttr { fid, set } => self.setattr(fid, set).await,
             Request::Create {
                 parent,
@@ -276,7 +300,12 @@ impl MdtService {
             Request::ListXattr { fid } => self.listxattr(fid),
             Request::RemoveXattr { fid, name } => self.removexattr(fid, &name).await,
             Request::StatFs => self.statfs(),
-            Request::UpdateSize { fid, size, mtime } => self.update_size(fid, size, mtime).await,
+            Request::UpdateSize {
+                fid,
+                size,
+                mtime,
+                durable,
+            } => self.update_size(fid, size, mtime, durable).await,
             other => Err(WireError::new(
                 Errno::EOPNOTSUPP,
                 format!("MDT does not handle {}", other.name()),
