@@ -30,6 +30,9 @@ pub struct MountArgs {
     /// stat asks the MDT.
     #[arg(long, default_value_t = 1.0, value_parser = parse_seconds)]
     pub attr_timeout: f64,
+    /// Kernel readahead for the mount, in KiB (0: keep the kernel's 128).
+    #[arg(long, default_value_t = loom_fuse::DEFAULT_READAHEAD_KB)]
+    pub readahead_kb: u32,
     /// Stay in the foreground (otherwise `mount` returns once mounted and a
     /// background process serves the mount).
     #[arg(long, short)]
@@ -53,6 +56,8 @@ pub struct MountPlan {
     pub timeout: Duration,
     /// How long the kernel may cache attributes and names.
     pub attr_timeout: Duration,
+    /// Kernel readahead in KiB (0: the kernel's default).
+    pub readahead_kb: u32,
 }
 
 /// Seconds, 0 to one hour, fractions allowed.
@@ -102,6 +107,7 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
     let fopts = loom_fuse::MountOptions {
         fsname: format!("{}:/{}", plan.mgs, plan.fsname),
         attr_timeout: plan.attr_timeout,
+        readahead_kb: (plan.readahead_kb > 0).then_some(plan.readahead_kb),
         ..loom_fuse::MountOptions::default()
     };
     let session = loom_fuse::mount(client, rt.handle().clone(), &mountpoint, fopts)
@@ -191,6 +197,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
             mountpoint: a.dir.clone(),
             timeout: Duration::from_secs(a.timeout),
             attr_timeout: Duration::from_secs_f64(a.attr_timeout),
+            readahead_kb: a.readahead_kb,
         };
         return mount_and_serve(&plan, || println!("mounted at {}", a.dir.display()));
     }
@@ -222,6 +229,8 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
         .arg(a.timeout.to_string())
         .arg("--attr-timeout")
         .arg(a.attr_timeout.to_string())
+        .arg("--readahead-kb")
+        .arg(a.readahead_kb.to_string())
         .arg("--foreground")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

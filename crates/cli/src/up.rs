@@ -70,6 +70,9 @@ pub struct UpArgs {
     /// `loom mount --help`); 0: every stat asks the MDT.
     #[arg(long, default_value_t = 1.0, value_parser = crate::mount::parse_seconds)]
     pub attr_timeout: f64,
+    /// Kernel readahead for the mount, in KiB (0: keep the kernel's 128).
+    #[arg(long, default_value_t = loom_fuse::DEFAULT_READAHEAD_KB)]
+    pub readahead_kb: u32,
 }
 
 /// Options of `loom down`.
@@ -405,6 +408,7 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
             mountpoint: a.mount.clone(),
             timeout: Duration::from_secs(a.timeout),
             attr_timeout: Duration::from_secs_f64(a.attr_timeout),
+            readahead_kb: a.readahead_kb,
         };
         if a.no_mount {
             println!(

@@ -152,6 +152,16 @@ fn posix_operations_behave_through_the_mount() {
     let listed = sh(&format!("ls -l {} | wc -l", p("many").display()));
     assert_eq!(listed.trim(), "3001");
 
+    // The mount's kernel readahead was raised from the kernel's 128 KiB.
+    let dev = std::fs::metadata(&c.mnt).expect("stat mnt").dev();
+    let ra = std::fs::read_to_string(format!(
+        "/sys/class/bdi/{}:{}/read_ahead_kb",
+        libc::major(dev),
+        libc::minor(dev)
+    ))
+    .expect("read_ahead_kb");
+    assert_eq!(ra.trim(), "4096");
+
     let st = nix::sys::statvfs::statvfs(c.mnt.as_path()).expect("statfs");
     assert!(st.blocks() > 0 && st.files() > 3000);
 }
