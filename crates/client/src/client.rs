@@ -3,6 +3,7 @@
 use crate::ctx::{Caller, CtxFactory};
 use crate::error::ClientError;
 use crate::io::file::OpenFile;
+use crate::io::writeback::FileWrites;
 use crate::routing::Router;
 use bytes::Bytes;
 use loom_proto::msg::ORPHAN_RENEW;
@@ -48,6 +49,8 @@ pub struct Client {
     /// Files open on this client, by FID: a truncate must shrink what they
     /// believe the size is, and a stat must see their unflushed writes.
     open_files: Mutex<HashMap<Fid, Vec<Weak<OpenFile>>>>,
+    /// Writes in flight, per file with open handles here.
+    writes: Mutex<HashMap<Fid, Arc<FileWrites>>>,
     /// Open files whose last name is gone: the MDT keeps them until their
     /// last handle here closes (see [`Client::adopt_orphan`]).
     orphans: Mutex<HashSet<Fid>>,
@@ -102,6 +105,7 @@ impl Client {
             fsname: fsname.to_string(),
             opts,
             open_files: Mutex::new(HashMap::new()),
+            writes: Mutex::new(HashMap::new()),
             orphans: Mutex::new(HashSet::new()),
             rt: tokio::runtime::Handle::current(),
         });
@@ -208,6 +212,13 @@ impl Client {
             let s: Vec<_> = v.iter().filter_map(Weak::upgrade).collect();
             if v.is_empty() {
                 open.remove(&fid);
+                let mut w = self.lock_writes();
+                // Writes still in flight (a handle dropped without a flush)
+                // keep their tracker, so a new open orders after them.
+                if w.get(&fid).is_some_and(|f| !f.busy()) {
+                    w.remove(&fid);
+                }
+                drop(w);
                 if self.lock_orphans().remove(&fid) {
                     self.spawn_release_orphan(fid);
                 }
@@ -217,6 +228,24 @@ impl Client {
         // Outside the lock: a survivor dropped here re-enters forget_closed.
         for f in survivors {
             f.note_size_at_least(written_end);
+        }
+    }
+
+    fn lock_writes(&self) -> std::sync::MutexGuard<'_, HashMap<Fid, Arc<FileWrites>>> {
+        self.writes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The writes in flight of `fid` on this client.
+    pub(crate) fn writes_of(&self, fid: Fid) -> Arc<FileWrites> {
+        self.lock_writes().entry(fid).or_default().clone()
+    }
+
+    /// Wait for this client's writes to `fid` in flight (before a read or
+    /// a truncate must see them).
+    pub(crate) async fn wait_writes(&self, fid: Fid) {
+        let w = self.lock_writes().get(&fid).cloned();
+        if let Some(w) = w {
+            w.wait().await;
         }
     }
 

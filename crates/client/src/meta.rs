@@ -135,6 +135,8 @@ impl Client {
             }
         }
         if let Some(size) = set.size {
+            // Writes in flight land first, then the truncate cuts them.
+            self.wait_writes(fid).await;
             let attr = self.getattr(c, fid).await?;
             match attr.kind {
                 FileKind::File => {

@@ -2,7 +2,8 @@
 //!
 //! Data goes straight to the OSTs: a read or write is planned with
 //! [`plan`](super::plan::plan) into one request per object per
-//! [`MAX_RPC`] bytes, and the requests are sent in parallel. The MDT holds
+//! [`MAX_RPC`] bytes, and the requests are sent in parallel. Writes return
+//! once sent and are collected in the background ([`super::writeback`]). The MDT holds
 //! the size and mtime, so a writer reports what it wrote: [`OpenFile::flush`]
 //! (at every close) sends `UpdateSize` with the end of the data written.
 //! That is what gives close-to-open consistency: the size another client
@@ -13,6 +14,7 @@
 //! holes and objects shorter than the file read as zeros.
 
 use super::plan::{clamp_read, gather, plan, scatter, ObjExtent, MAX_RPC};
+use super::writeback::FileWrites;
 use crate::ctx::Caller;
 use crate::Client;
 use bytes::Bytes;
@@ -40,6 +42,13 @@ pub struct OpenFile {
     /// MDT gets at flush (not the flush's own time, which may follow an
     /// explicit utimens).
     last_write: Mutex<Time>,
+    /// This file's writes in flight on this client (shared by its handles).
+    writes: Arc<FileWrites>,
+    /// Failed writes of the file when this handle opened: later ones are
+    /// this handle's to report.
+    failures_at_open: u64,
+    /// Failed writes already reported by a write through this handle.
+    failures_told_by_write: AtomicU64,
 }
 
 impl OpenFile {
@@ -50,6 +59,8 @@ impl OpenFile {
         layout: Layout,
         size: u64,
     ) -> OpenFile {
+        let writes = client.writes_of(fid);
+        let failures = writes.failures().0;
         OpenFile {
             client,
             caller,
@@ -59,6 +70,9 @@ impl OpenFile {
             written_end: AtomicU64::new(0),
             dirty: AtomicBool::new(false),
             last_write: Mutex::new(Time::default()),
+            failures_at_open: failures,
+            failures_told_by_write: AtomicU64::new(failures),
+            writes,
         }
     }
 
@@ -114,6 +128,9 @@ impl OpenFile {
     /// Read up to `len` bytes at `offset`: fewer at the end of the file,
     /// none past it.
     pub async fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>, Errno> {
+        // What this client wrote must be read back: wait for writes in
+        // flight.
+        self.client.wait_writes(self.fid).await;
         // Writes through other handles of this client count too: a reader
         // opened before them must not stop short (and make the kernel
         // believe the file shrank, which would misplace O_APPEND writes).
@@ -152,8 +169,10 @@ impl OpenFile {
         Ok(out)
     }
 
-    /// Write `data` at `offset`; returns when every OST has acknowledged
-    /// its part. The size reaches the MDT at the next [`OpenFile::flush`].
+    /// Write `data` at `offset`. Returns once the requests are on their
+    /// way (see [`super::writeback`]): an OST's failure is reported by the
+    /// next write, flush or fsync of the file. The size reaches the MDT at
+    /// the next [`OpenFile::flush`].
     pub async fn write(&self, offset: u64, data: &[u8]) -> Result<(), Errno> {
         if data.is_empty() {
             return Ok(());
@@ -161,6 +180,14 @@ impl OpenFile {
         let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
         let (ss, objs) = self.raid0()?;
         let exts = plan(ss, objs.len(), offset, data.len(), MAX_RPC);
+        // A failure since the last write through this handle: say so now
+        // (once; flush and fsync keep saying it).
+        let (failures, last) = self.writes.failures();
+        if failures > self.failures_told_by_write.swap(failures, Ordering::AcqRel) {
+            return Err(last.unwrap_or(Errno::EIO));
+        }
+        let writes = self.writes.clone();
+        let ticket = writes.admit(offset, end).await;
         let mut set = JoinSet::new();
         for ext in &exts {
             let obj = objs[ext.stripe];
@@ -172,12 +199,27 @@ impl OpenFile {
             let (client, caller) = (self.client.clone(), self.caller.clone());
             set.spawn(async move { client.ost_call(&caller, obj.ost, req, bulk).await });
         }
-        join_ok(set, "ObjWrite").await?;
+        // The size and mtime count from now, as the kernel's do: a stat
+        // must not shrink the file under a write it already returned.
         // Order matters for flush: the end and time first, then the flag.
         self.written_end.fetch_max(end, Ordering::AcqRel);
         *self.lock_last_write() = Time::now();
         self.dirty.store(true, Ordering::Release);
+        tokio::spawn(async move {
+            let r = join_ok(set, "ObjWrite").await;
+            writes.finish(ticket, r);
+        });
         Ok(())
+    }
+
+    /// Wait for the file's writes in flight; fail if any write of the file
+    /// failed since this handle was opened.
+    async fn landed(&self) -> Result<(), Errno> {
+        self.writes.wait().await;
+        match self.writes.failures() {
+            (n, last) if n > self.failures_at_open => Err(last.unwrap_or(Errno::EIO)),
+            _ => Ok(()),
+        }
     }
 
     fn lock_last_write(&self) -> std::sync::MutexGuard<'_, Time> {
@@ -196,6 +238,9 @@ impl OpenFile {
     /// (then always: the MDT syncs everything it applied before it,
     /// earlier reports at close included).
     async fn report(&self, durable: bool) -> Result<(), Errno> {
+        // The writes must have landed before the size that covers them is
+        // reported; a failed one fails this call.
+        self.landed().await?;
         let dirty = self.dirty.swap(false, Ordering::AcqRel);
         if !dirty && !durable {
             return Ok(());
@@ -221,6 +266,7 @@ impl OpenFile {
     /// Make the data durable on every object of the layout, then the size
     /// and mtime on the MDT (what every handle of this client wrote).
     pub async fn fsync(&self) -> Result<(), Errno> {
+        self.landed().await?;
         let mut set = JoinSet::new();
         for obj in self.layout.objects() {
             let (client, caller) = (self.client.clone(), self.caller.clone());

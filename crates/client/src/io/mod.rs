@@ -5,6 +5,9 @@
 //!   against a model).
 //! - [`file`]: [`OpenFile`](file::OpenFile), which sends those requests to
 //!   the OSTs in parallel and reports sizes to the MDT.
+//! - [`writeback`]: writes in flight per file: ordering of overlapping
+//!   writes, a bounded window, errors reported at the next call.
 
 pub mod file;
 pub mod plan;
+pub mod writeback;
