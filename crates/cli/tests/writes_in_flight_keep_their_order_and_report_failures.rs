@@ -30,6 +30,7 @@ fn overlapping_writes_land_in_the_order_they_were_made() {
     ]);
     let a = std::fs::OpenOptions::new()
         .create(true)
+        .truncate(true)
         .write(true)
         .open(&f)
         .expect("open a");
