@@ -1,7 +1,7 @@
 //! Charts as SVG and PNG (plotters): one panel per phase, each with its own
 //! axis and unit, so that a 1,000,000 stat/s phase does not flatten a
 //! 5,000 create/s one. `compare` draws grouped bars (one bar per target in
-//! each phase's panel, whiskers from min to max over iterations, the mean
+//! each phase's panel, whiskers from min to max over iterations, the median
 //! written on the bar); `sweep` draws lines against the swept parameter.
 //!
 //! Text is laid out with the DejaVu Sans font embedded in the binary, so
@@ -226,7 +226,7 @@ fn bars_on<DB: DrawingBackend>(
     // 0..=0 range would not draw, so a lone series gets an empty neighbour).
     let last = (chart.series.len() as i32 - 1).max(1);
     for (area, panel) in areas.iter().zip(&chart.panels) {
-        let top = y_top(panel.values.iter().flatten().map(|s| s.max.max(s.mean)));
+        let top = y_top(panel.values.iter().flatten().map(|s| s.max.max(s.median)));
         let mut c = ChartBuilder::on(area)
             .margin(8)
             .caption(&panel.title, ("sans-serif", 16))
@@ -257,7 +257,7 @@ fn bars_on<DB: DrawingBackend>(
             let mut bar = Rectangle::new(
                 [
                     (SegmentValue::Exact(i), 0.0),
-                    (SegmentValue::Exact(i + 1), s.mean),
+                    (SegmentValue::Exact(i + 1), s.median),
                 ],
                 color.mix(0.8).filled(),
             );
@@ -280,8 +280,8 @@ fn bars_on<DB: DrawingBackend>(
                 ),
             );
             c.draw_series(std::iter::once(
-                EmptyElement::at((SegmentValue::CenterOf(i), s.max.max(s.mean)))
-                    + Text::new(fmt_sig(s.mean), (0, -4), label_style),
+                EmptyElement::at((SegmentValue::CenterOf(i), s.max.max(s.median)))
+                    + Text::new(fmt_sig(s.median), (0, -4), label_style),
             ))
             .map_err(err)?;
         }
@@ -303,7 +303,7 @@ fn lines_on<DB: DrawingBackend>(
         (x_min.min(0.0) - 1.0, x_max.max(0.0) + 1.0)
     };
     for (area, panel) in areas.iter().zip(&chart.panels) {
-        let top = y_top(panel.values.iter().flatten().map(|s| s.max.max(s.mean)));
+        let top = y_top(panel.values.iter().flatten().map(|s| s.max.max(s.median)));
         let mut c = ChartBuilder::on(area)
             .margin(8)
             .caption(&panel.title, ("sans-serif", 16))
@@ -337,14 +337,14 @@ fn lines_on<DB: DrawingBackend>(
             .collect();
         let color = Palette99::pick(0);
         c.draw_series(LineSeries::new(
-            points.iter().map(|(x, s)| (*x, s.mean)),
+            points.iter().map(|(x, s)| (*x, s.median)),
             color.stroke_width(2),
         ))
         .map_err(err)?;
         c.draw_series(
             points
                 .iter()
-                .map(|(x, s)| Circle::new((*x, s.mean), 4, color.filled())),
+                .map(|(x, s)| Circle::new((*x, s.median), 4, color.filled())),
         )
         .map_err(err)?;
         for (x, s) in &points {
@@ -356,9 +356,9 @@ fn lines_on<DB: DrawingBackend>(
                 .map_err(err)?;
             }
             c.draw_series(std::iter::once(
-                EmptyElement::at((*x, s.max.max(s.mean)))
+                EmptyElement::at((*x, s.max.max(s.median)))
                     + Text::new(
-                        fmt_sig(s.mean),
+                        fmt_sig(s.median),
                         (6, -16),
                         ("sans-serif", 11).into_font().color(&BLACK),
                     ),

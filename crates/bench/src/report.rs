@@ -250,7 +250,7 @@ pub fn compare_table(targets: &[TargetResult]) -> String {
     };
     let mut header = format!("{:<24} {:<7}", "phase", "unit");
     for t in targets {
-        let _ = write!(header, " {:>26}", format!("{} mean ± sd", t.name));
+        let _ = write!(header, " {:>26}", format!("{} median (min–max)", t.name));
     }
     for t in targets.iter().skip(1) {
         let _ = write!(header, " {:>14}", format!("{}/{}", t.name, first.name));
@@ -265,14 +265,19 @@ pub fn compare_table(targets: &[TargetResult]) -> String {
             .collect();
         for m in &means {
             let cell = match m {
-                Some(s) => format!("{} ± {}", fmt_sig(s.mean), fmt_sig(s.stddev)),
+                Some(s) => format!(
+                    "{} ({}–{})",
+                    fmt_sig(s.median),
+                    fmt_sig(s.min),
+                    fmt_sig(s.max)
+                ),
                 None => "-".to_string(),
             };
             let _ = write!(line, " {cell:>26}");
         }
         for m in means.iter().skip(1) {
             let cell = match (m, &means[0]) {
-                (Some(s), Some(b)) if b.mean > 0.0 => format!("{:.2}x", s.mean / b.mean),
+                (Some(s), Some(b)) if b.median > 0.0 => format!("{:.2}x", s.median / b.median),
                 _ => "-".to_string(),
             };
             let _ = write!(line, " {cell:>14}");

@@ -19,6 +19,10 @@ pub struct Summary {
     pub mean: f64,
     /// Population standard deviation (divides by n), as mdtest and IOR print.
     pub stddev: f64,
+    /// Median: what comparisons quote, being robust to one noisy
+    /// iteration on a shared machine.
+    #[serde(default)]
+    pub median: f64,
     /// How many values.
     pub count: usize,
 }
@@ -32,11 +36,20 @@ impl Summary {
         let n = values.len() as f64;
         let mean = values.iter().sum::<f64>() / n;
         let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let mid = sorted.len() / 2;
+        let median = if sorted.len() % 2 == 1 {
+            sorted[mid]
+        } else {
+            (sorted[mid - 1] + sorted[mid]) / 2.0
+        };
         Some(Summary {
             max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             min: values.iter().copied().fold(f64::INFINITY, f64::min),
             mean,
             stddev: var.sqrt(),
+            median,
             count: values.len(),
         })
     }
@@ -123,5 +136,14 @@ mod tests {
             let t = Summary::of(&shifted).expect("non-empty");
             proptest::prop_assert!((t.stddev - s.stddev).abs() <= 1e-6 * s.stddev.max(1.0));
         }
+    }
+
+    #[test]
+    fn median_is_the_middle_value_or_the_mean_of_the_middle_two() {
+        let odd = Summary::of(&[5.0, 1.0, 100.0]).expect("summary");
+        assert_eq!(odd.median, 5.0);
+        let even = Summary::of(&[4.0, 1.0, 3.0, 100.0]).expect("summary");
+        assert_eq!(even.median, 3.5);
+        assert_eq!(Summary::of(&[7.0]).expect("summary").median, 7.0);
     }
 }

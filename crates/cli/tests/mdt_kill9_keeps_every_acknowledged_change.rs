@@ -20,21 +20,25 @@ fn mdt_kill9_keeps_every_acknowledged_change() {
     std::fs::remove_file(c.path("dir/f2")).expect("unlink");
 
     c.kill9("mdt0");
-    // Issued during the outage: waits for the MDT (the client resends on
-    // a new connection; a change the MDT applied is answered from its
-    // reply cache).
-    let mnt = c.mnt.clone();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let during = std::thread::spawn(move || {
-        tx.send(()).expect("send");
-        std::fs::write(mnt.join("made-during-outage"), b"late").expect("create during outage");
-        std::fs::create_dir(mnt.join("dir-during-outage")).expect("mkdir during outage");
-    });
-    rx.recv().expect("the writer started");
+    // Issued during the outage, by another process (see the OST kill test
+    // for why not by a thread of ours): waits for the MDT; the client
+    // resends on a new connection, and a change the MDT applied is
+    // answered from its reply cache.
+    let mut during = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "printf late > {f} && mkdir {d}",
+            f = c.path("made-during-outage").display(),
+            d = c.path("dir-during-outage").display()
+        ))
+        .spawn()
+        .expect("sh");
     c.restart("mdt0");
-    during
-        .join()
-        .expect("operations issued during the outage completed");
+    let status = during.wait().expect("wait");
+    assert!(
+        status.success(),
+        "operations issued during the outage: {status}"
+    );
 
     for i in 3..50 {
         let got = std::fs::read(c.path(&format!("dir/f{i}"))).expect("read after restart");

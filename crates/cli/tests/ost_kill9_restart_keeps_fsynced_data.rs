@@ -4,7 +4,6 @@
 mod common;
 use common::*;
 use std::io::{Read, Write};
-use std::os::unix::fs::FileExt;
 
 #[test]
 fn ost_kill9_restart_keeps_fsynced_data() {
@@ -28,25 +27,37 @@ fn ost_kill9_restart_keeps_fsynced_data() {
     }
     c.kill9("ost1");
 
-    // Issued during the outage: blocks until the OST is back.
-    let path = f.clone();
+    // Issued during the outage, by another process (a process of ours
+    // holding a file open on the mount would make the exec of the
+    // restarted server wait on that file's flush: every exec closes
+    // inherited copies of descriptors, and a close waits for the file's
+    // writes in flight, which wait for this very server). dd's fsync
+    // blocks until the OST is back.
     let (tx, rx) = std::sync::mpsc::channel();
+    let path = f.clone();
     let during = std::thread::spawn(move || {
-        let fh = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .expect("open");
+        let mut child = std::process::Command::new("dd")
+            .arg(format!("of={}", path.display()))
+            .args(["bs=1", "seek=65536", "conv=notrunc,fsync", "status=none"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("dd");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(b"written during the outage")
+            .expect("feed dd");
         tx.send(()).expect("send");
-        // Offset 64K lands on the second stripe, on the killed OST.
-        fh.write_all_at(b"written during the outage", 65536)
-            .expect("write during outage");
-        fh.sync_all().expect("fsync during outage");
+        child.wait().expect("wait for dd")
     });
     rx.recv().expect("writer started");
     c.restart("ost1");
-    during
-        .join()
-        .expect("the write issued during the outage completed");
+    let status = during.join().expect("join");
+    assert!(
+        status.success(),
+        "the write issued during the outage failed: {status}"
+    );
 
     let mut expect = data.clone();
     expect[65536..65536 + 25].copy_from_slice(b"written during the outage");
