@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Reproduce the figures of docs/BENCHMARKS.md: build loom (release), start a
+# local cluster with `loom up`, and run `loom bench compare` of loomfs
+# (through FUSE, and through the client library with no FUSE) against a
+# local ext4 directory and tmpfs, interleaved target by target for each
+# iteration. Results (JSON) and charts (SVG, PNG) go to docs/charts/.
+#
+#   ./scripts/benchmarks.sh [md|io|sweep|io500|all]   (as root; default all)
+#
+# Needs what `./scripts/run.sh demo` installs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what="${1:-all}"
+out=docs/charts
+loom=target/release/loom
+state=/var/tmp/loom-bench-state
+mnt=/mnt/loom-bench
+ext4=/var/tmp/loom-bench-ext4
+tmpfs=/dev/shm/loom-bench-tmpfs
+
+cargo build --release -q -p loom
+mkdir -p "$out" "$ext4" "$tmpfs"
+
+up() { # up MDTS OSTS: a fresh cluster, mounted on $mnt
+    "$loom" down --dir "$state" >/dev/null 2>&1 || true
+    umount -l "$mnt" 2>/dev/null || true
+    rm -rf "$state"
+    "$loom" up --mdts "$1" --osts "$2" --dir "$state" --mount "$mnt" >/var/tmp/loom-bench-up.log 2>&1 &
+    for _ in $(seq 1 300); do
+        grep -q "^mounted at" /var/tmp/loom-bench-up.log 2>/dev/null && break
+        sleep 0.1
+    done
+    grep -q "^mounted at" /var/tmp/loom-bench-up.log || { cat /var/tmp/loom-bench-up.log; exit 1; }
+    mkdir -p "$mnt/b"
+}
+down() { "$loom" down --dir "$state" >/dev/null; }
+trap 'down 2>/dev/null || true' EXIT
+
+targets() { echo "ext4=$ext4 tmpfs=$tmpfs loomfs=$mnt/b loomfs-lib=loom:$mnt/b"; }
+
+if [[ $what == md || $what == all ]]; then
+    up 1 4
+    # Empty files, one directory shared by 2 processes (mdtest -F -n 2000).
+    "$loom" bench compare md -F -n 2000 -p 2 -i 5 --no-progress \
+        --json "$out/md-shared.json" --chart "$out/md-shared" $(targets)
+    # The same with a directory per process (mdtest -u).
+    "$loom" bench compare md -F -u -n 2000 -p 2 -i 5 --no-progress \
+        --json "$out/md-unique.json" --chart "$out/md-unique" $(targets)
+    # Small files: 3901 bytes written and read (IO500's mdtest-hard size).
+    "$loom" bench compare md -F -u -n 1000 -p 2 -i 5 -w 3901 -e 3901 --no-progress \
+        --json "$out/md-small.json" --chart "$out/md-small" $(targets)
+    down
+fi
+
+if [[ $what == io || $what == all ]]; then
+    up 1 4
+    "$loom" setstripe -c 4 -S 1M "$mnt/b"
+    # 1 MiB streaming, one process, file per process, fsync in the write phase.
+    "$loom" bench compare io -t 1m -b 512m -F -e -p 1 -i 5 --no-progress \
+        --json "$out/io-stream.json" --chart "$out/io-stream" $(targets)
+    # Two processes sharing one file (IOR's segmented layout).
+    "$loom" bench compare io -t 1m -b 256m -e -p 2 -i 5 --no-progress \
+        --json "$out/io-shared.json" --chart "$out/io-shared" $(targets)
+    down
+fi
+
+if [[ $what == sweep || $what == all ]]; then
+    # Bandwidth against the number of OSTs: 4 processes, a file each, so
+    # that round-robin placement spreads them over the OSTs there are.
+    "$loom" bench sweep --param osts --values 1,2,4 --loom "$loom" --no-progress \
+        --json "$out/sweep-osts.json" --chart "$out/sweep-osts" \
+        io -t 1m -b 128m -F -e -p 4 -i 3
+fi
+
+if [[ $what == io500 || $what == all ]]; then
+    up 1 4
+    # IO500's phases, sized for one machine (not an official run), ext4
+    # and loomfs interleaved over 3 iterations.
+    "$loom" bench compare io500 -i 3 --no-progress \
+        --json "$out/io500.json" --chart "$out/io500" ext4=$ext4 loomfs=$mnt/b
+    down
+fi
