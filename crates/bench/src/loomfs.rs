@@ -434,10 +434,11 @@ impl BenchFs for LoomFs {
             for e in entries {
                 let is_dir = e.attr.kind == FileKind::Dir;
                 if is_dir {
-                    self.remember(&path.join(&e.name), e.attr.fid);
+                    self.remember(&path.join(e.name.as_os_str()), e.attr.fid);
                 }
                 out.push(DirEntry {
-                    name: e.name,
+                    // The workloads make ASCII names only.
+                    name: e.name.to_string(),
                     is_dir: Some(is_dir),
                 });
             }

@@ -162,7 +162,8 @@ impl TargetAddr {
                 let addr = LoomAddr {
                     mgs: entry.mgs,
                     fsname: entry.fsname,
-                    dir: rel,
+                    // The workloads' directories are named in ASCII.
+                    dir: rel.to_string_lossy().into_owned(),
                     key_file: entry.key_file,
                 };
                 let fs = LoomFs::connect(addr, &label)?;

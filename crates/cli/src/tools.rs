@@ -10,6 +10,7 @@ use loom_client::meta::TargetUsage;
 use loom_client::{Caller, Client, ClientOptions};
 use loom_proto::msg::{FileKind, Role};
 use loom_proto::{Errno, StripeSpec};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -138,7 +139,7 @@ pub fn setstripe(a: SetstripeArgs) -> anyhow::Result<()> {
     let c = caller();
     let shown = a.path.display();
     s.rt.block_on(async {
-        match s.client.resolve_path(&rel).await {
+        match s.client.resolve_path(rel.as_os_str().as_bytes()).await {
             Ok(attr) if attr.kind == FileKind::Dir => {
                 let spec = if a.delete { None } else { Some(spec) };
                 s.client
@@ -153,16 +154,18 @@ pub fn setstripe(a: SetstripeArgs) -> anyhow::Result<()> {
                 if a.delete {
                     bail!("{shown}: no such directory");
                 }
-                let (dir, name) = match rel.rsplit_once('/') {
-                    Some((d, n)) => (d.to_string(), n.to_string()),
-                    None => (String::new(), rel.clone()),
-                };
-                let parent = s.client.resolve_path(&dir).await.map_err(|e| errno(e, &format!("{shown}")))?;
+                let dir = rel.parent().unwrap_or(Path::new(""));
+                let name = rel.file_name().unwrap_or_default();
+                let parent = s
+                    .client
+                    .resolve_path(dir.as_os_str().as_bytes())
+                    .await
+                    .map_err(|e| errno(e, &format!("{shown}")))?;
                 let umask = nix::sys::stat::umask(nix::sys::stat::Mode::empty());
                 nix::sys::stat::umask(umask);
                 let perm = 0o666 & !umask.bits();
                 s.client
-                    .create(&c, parent.fid, &name, FileKind::File, perm, 0, Some(spec))
+                    .create(&c, parent.fid, name.as_bytes(), FileKind::File, perm, 0, Some(spec))
                     .await
                     .map(|_| ())
                     .map_err(|e| errno(e, &format!("{shown}")))
@@ -191,7 +194,11 @@ fn getstripe_one(a: &GetstripeArgs, path: &Path) -> anyhow::Result<()> {
     let s = connect(entry)?;
     let shown = path.display();
     s.rt.block_on(async {
-        let attr = s.client.resolve_path(&rel).await.map_err(|e| errno(e, &format!("{shown}")))?;
+        let attr = s
+            .client
+            .resolve_path(rel.as_os_str().as_bytes())
+            .await
+            .map_err(|e| errno(e, &format!("{shown}")))?;
         let only = a.count || a.size || a.index;
         match attr.kind {
             FileKind::Dir => {

@@ -15,7 +15,7 @@ use loom_proto::layout::object_size_for;
 use loom_proto::msg::{
     rename_flags, Attr, DirEntry, FileKind, Reply, Request, Role, SetAttr, StatFs, TargetId,
 };
-use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec};
+use loom_proto::{Errno, Fid, Layout, Name, ObjRef, StripeSpec};
 use std::time::Duration;
 use tokio::task::JoinSet;
 
@@ -35,11 +35,12 @@ pub struct TargetUsage {
 pub const NAME_MAX: usize = 255;
 
 /// Check a single path component.
-pub fn check_name(name: &str) -> Result<(), Errno> {
+pub fn check_name(name: &[u8]) -> Result<(), Errno> {
     if name.len() > NAME_MAX {
         return Err(Errno::ENAMETOOLONG);
     }
-    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+    if name.is_empty() || name == b"." || name == b".." || name.contains(&b'/') || name.contains(&0)
+    {
         return Err(Errno::EINVAL);
     }
     Ok(())
@@ -89,9 +90,9 @@ impl Client {
         &self,
         c: &Caller,
         parent: Fid,
-        name: &str,
+        name: impl AsRef<[u8]>,
     ) -> Result<(Attr, Option<Layout>), Errno> {
-        if name.len() > NAME_MAX {
+        if name.as_ref().len() > NAME_MAX {
             return Err(Errno::ENAMETOOLONG);
         }
         let r = self
@@ -100,7 +101,7 @@ impl Client {
                 parent,
                 Request::Lookup {
                     parent,
-                    name: name.to_string(),
+                    name: Name::from(name.as_ref()),
                 },
             )
             .await?;
@@ -196,19 +197,19 @@ impl Client {
         &self,
         c: &Caller,
         parent: Fid,
-        name: &str,
+        name: impl AsRef<[u8]>,
         kind: FileKind,
         perm: u32,
         rdev: u32,
         stripe: Option<StripeSpec>,
     ) -> Result<(Attr, Option<Layout>), Errno> {
-        check_name(name)?;
+        check_name(name.as_ref())?;
         if kind == FileKind::Dir {
             return Err(Errno::EINVAL);
         }
         let req = Request::Create {
             parent,
-            name: name.to_string(),
+            name: Name::from(name.as_ref()),
             kind,
             perm: perm & 0o7777,
             rdev,
@@ -223,13 +224,13 @@ impl Client {
         &self,
         c: &Caller,
         parent: Fid,
-        name: &str,
+        name: impl AsRef<[u8]>,
         perm: u32,
     ) -> Result<Attr, Errno> {
-        check_name(name)?;
+        check_name(name.as_ref())?;
         let req = Request::Mkdir {
             parent,
-            name: name.to_string(),
+            name: Name::from(name.as_ref()),
             perm: perm & 0o7777,
         };
         let r = self.mdt_call(c, parent, req).await?;
@@ -238,11 +239,16 @@ impl Client {
 
     /// Remove non-directory `name` from `parent` (the MDT destroys the
     /// objects when the last link goes).
-    pub async fn unlink(&self, c: &Caller, parent: Fid, name: &str) -> Result<(), Errno> {
-        check_name(name)?;
+    pub async fn unlink(
+        &self,
+        c: &Caller,
+        parent: Fid,
+        name: impl AsRef<[u8]>,
+    ) -> Result<(), Errno> {
+        check_name(name.as_ref())?;
         let req = Request::Unlink {
             parent,
-            name: name.to_string(),
+            name: Name::from(name.as_ref()),
             keep_orphan: self.has_open_files(),
         };
         let r = self.mdt_call(c, parent, req).await?;
@@ -250,11 +256,16 @@ impl Client {
     }
 
     /// Remove empty directory `name` from `parent`.
-    pub async fn rmdir(&self, c: &Caller, parent: Fid, name: &str) -> Result<(), Errno> {
-        check_name(name)?;
+    pub async fn rmdir(
+        &self,
+        c: &Caller,
+        parent: Fid,
+        name: impl AsRef<[u8]>,
+    ) -> Result<(), Errno> {
+        check_name(name.as_ref())?;
         let req = Request::Rmdir {
             parent,
-            name: name.to_string(),
+            name: Name::from(name.as_ref()),
         };
         Self::ok(self.mdt_call(c, parent, req).await?, "Rmdir")
     }
@@ -265,22 +276,22 @@ impl Client {
         &self,
         c: &Caller,
         parent: Fid,
-        name: &str,
+        name: impl AsRef<[u8]>,
         new_parent: Fid,
-        new_name: &str,
+        new_name: impl AsRef<[u8]>,
         flags: u32,
     ) -> Result<(), Errno> {
-        check_name(name)?;
-        check_name(new_name)?;
+        check_name(name.as_ref())?;
+        check_name(new_name.as_ref())?;
         let known = rename_flags::NOREPLACE | rename_flags::EXCHANGE;
         if flags & !known != 0 || flags == known {
             return Err(Errno::EINVAL);
         }
         let req = Request::Rename {
             parent,
-            name: name.to_string(),
+            name: Name::from(name.as_ref()),
             new_parent,
-            new_name: new_name.to_string(),
+            new_name: Name::from(new_name.as_ref()),
             flags,
             keep_orphan: self.has_open_files(),
         };
@@ -289,12 +300,18 @@ impl Client {
     }
 
     /// New hard link `parent/name` to `fid`.
-    pub async fn link(&self, c: &Caller, fid: Fid, parent: Fid, name: &str) -> Result<Attr, Errno> {
-        check_name(name)?;
+    pub async fn link(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        parent: Fid,
+        name: impl AsRef<[u8]>,
+    ) -> Result<Attr, Errno> {
+        check_name(name.as_ref())?;
         let req = Request::Link {
             fid,
             parent,
-            name: name.to_string(),
+            name: Name::from(name.as_ref()),
         };
         let r = self.mdt_call(c, parent, req).await?;
         self.entry(r, "Link").map(|(a, _)| a)
@@ -305,24 +322,24 @@ impl Client {
         &self,
         c: &Caller,
         parent: Fid,
-        name: &str,
-        target: &str,
+        name: impl AsRef<[u8]>,
+        target: impl AsRef<[u8]>,
     ) -> Result<Attr, Errno> {
-        check_name(name)?;
-        if target.is_empty() {
+        check_name(name.as_ref())?;
+        if target.as_ref().is_empty() {
             return Err(Errno::ENOENT);
         }
         let req = Request::Symlink {
             parent,
-            name: name.to_string(),
-            target: target.to_string(),
+            name: Name::from(name.as_ref()),
+            target: Name::from(target.as_ref()),
         };
         let r = self.mdt_call(c, parent, req).await?;
         self.entry(r, "Symlink").map(|(a, _)| a)
     }
 
     /// The target of symbolic link `fid`.
-    pub async fn readlink(&self, c: &Caller, fid: Fid) -> Result<String, Errno> {
+    pub async fn readlink(&self, c: &Caller, fid: Fid) -> Result<Name, Errno> {
         match self.mdt_call(c, fid, Request::Readlink { fid }).await? {
             Reply::Link(t) => Ok(t),
             other => Err(unexpected("Readlink", &other)),
@@ -412,13 +429,13 @@ impl Client {
         &self,
         c: &Caller,
         fid: Fid,
-        name: &str,
+        name: impl AsRef<[u8]>,
         value: &[u8],
         flags: u32,
     ) -> Result<(), Errno> {
         let req = Request::SetXattr {
             fid,
-            name: name.to_string(),
+            name: Name::from(name.as_ref()),
             value: value.to_vec(),
             flags,
         };
@@ -426,10 +443,15 @@ impl Client {
     }
 
     /// Extended attribute `name` of `fid`; ENODATA if it has none.
-    pub async fn getxattr(&self, c: &Caller, fid: Fid, name: &str) -> Result<Vec<u8>, Errno> {
+    pub async fn getxattr(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        name: impl AsRef<[u8]>,
+    ) -> Result<Vec<u8>, Errno> {
         let req = Request::GetXattr {
             fid,
-            name: name.to_string(),
+            name: Name::from(name.as_ref()),
         };
         match self.mdt_call(c, fid, req).await? {
             Reply::Xattr(v) => Ok(v),
@@ -438,7 +460,7 @@ impl Client {
     }
 
     /// Names of `fid`'s extended attributes.
-    pub async fn listxattr(&self, c: &Caller, fid: Fid) -> Result<Vec<String>, Errno> {
+    pub async fn listxattr(&self, c: &Caller, fid: Fid) -> Result<Vec<Name>, Errno> {
         match self.mdt_call(c, fid, Request::ListXattr { fid }).await? {
             Reply::XattrNames(v) => Ok(v),
             other => Err(unexpected("ListXattr", &other)),
@@ -446,10 +468,15 @@ impl Client {
     }
 
     /// Remove extended attribute `name` of `fid`; ENODATA if it has none.
-    pub async fn removexattr(&self, c: &Caller, fid: Fid, name: &str) -> Result<(), Errno> {
+    pub async fn removexattr(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        name: impl AsRef<[u8]>,
+    ) -> Result<(), Errno> {
         let req = Request::RemoveXattr {
             fid,
-            name: name.to_string(),
+            name: Name::from(name.as_ref()),
         };
         Self::ok(self.mdt_call(c, fid, req).await?, "RemoveXattr")
     }
@@ -533,17 +560,18 @@ impl Client {
     /// ("" or "/" is the root), by looking up each component as the current
     /// process. Symbolic links are not followed; ".." goes up the path as
     /// written.
-    pub async fn resolve_path(&self, path: &str) -> Result<Attr, Errno> {
+    pub async fn resolve_path(&self, path: impl AsRef<[u8]>) -> Result<Attr, Errno> {
         self.resolve_path_as(&Caller::current(), path).await
     }
 
-    /// As [`Client::resolve_path`], as `c`.
-    pub async fn resolve_path_as(&self, c: &Caller, path: &str) -> Result<Attr, Errno> {
+    /// As [`Client::resolve_path`], as `c`. The path is bytes: names need
+    /// not be UTF-8.
+    pub async fn resolve_path_as(&self, c: &Caller, path: impl AsRef<[u8]>) -> Result<Attr, Errno> {
         let mut stack: Vec<Attr> = vec![self.getattr(c, Fid::ROOT).await?];
-        for comp in path.split('/') {
+        for comp in path.as_ref().split(|b| *b == b'/') {
             match comp {
-                "" | "." => {}
-                ".." => {
+                b"" | b"." => {}
+                b".." => {
                     if stack.len() > 1 {
                         stack.pop();
                     }

@@ -136,12 +136,12 @@ pub fn all_in(dir: &Path) -> Vec<Entry> {
 /// The mount that holds `path`, and `path` relative to its root ("" for
 /// the root itself). The last component of `path` need not exist (the
 /// file `loom setstripe` is about to create).
-pub fn find(path: &Path) -> Result<(Entry, String), RegistryError> {
+pub fn find(path: &Path) -> Result<(Entry, PathBuf), RegistryError> {
     find_in(Path::new(DIR), path)
 }
 
 /// [`find`] in registry directory `dir`.
-pub fn find_in(dir: &Path, path: &Path) -> Result<(Entry, String), RegistryError> {
+pub fn find_in(dir: &Path, path: &Path) -> Result<(Entry, PathBuf), RegistryError> {
     let abs = std::path::absolute(path).map_err(|source| RegistryError::Io {
         path: path.to_path_buf(),
         source,
@@ -168,9 +168,11 @@ pub fn find_in(dir: &Path, path: &Path) -> Result<(Entry, String), RegistryError
             path: path.to_path_buf(),
             dir: dir.to_path_buf(),
         })?;
+    // Relative to the mount's root, as the bytes the names have (a path
+    // need not be UTF-8).
     let rel = canon
         .strip_prefix(&best.mountpoint)
-        .map(|r| r.to_string_lossy().into_owned())
+        .map(Path::to_path_buf)
         .unwrap_or_default();
     Ok((best, rel))
 }
@@ -210,11 +212,11 @@ mod tests {
         add_in(reg.path(), &entry(&outer, me)).expect("add");
         add_in(reg.path(), &entry(&inner, me)).expect("add");
         let (e, rel) = find_in(reg.path(), &inner.join("sub")).expect("found");
-        assert_eq!((e.mountpoint, rel.as_str()), (inner.clone(), "sub"));
+        assert_eq!((e.mountpoint, rel), (inner.clone(), PathBuf::from("sub")));
         let (e, rel) = find_in(reg.path(), &inner.join("sub/new-file")).expect("found");
-        assert_eq!((e.mountpoint, rel.as_str()), (inner, "sub/new-file"));
+        assert_eq!((e.mountpoint, rel), (inner, PathBuf::from("sub/new-file")));
         let (e, rel) = find_in(reg.path(), &outer).expect("found");
-        assert_eq!((e.mountpoint, rel.as_str()), (outer, ""));
+        assert_eq!((e.mountpoint, rel), (outer, PathBuf::new()));
     }
 
     #[test]

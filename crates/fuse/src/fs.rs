@@ -33,10 +33,11 @@ use fuser::{
 };
 use loom_client::{Caller, Client, OpenFile};
 use loom_proto::msg::{Attr, DirEntry, FileKind, SetAttr, StatFs, Time};
-use loom_proto::{Errno, Fid};
+use loom_proto::{Errno, Fid, Name};
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::future::Future;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -91,7 +92,7 @@ struct Told {
 }
 
 /// The xattr the kernel reads before every write to a file.
-const CAPS_XATTR: &str = "security.capability";
+const CAPS_XATTR: &[u8] = b"security.capability";
 
 type R<T> = Result<T, Errno>;
 
@@ -112,9 +113,9 @@ fn fid(ino: INodeNo) -> Fid {
     Fid::from_ino(ino.0)
 }
 
-/// Names are UTF-8 on the wire; others are refused.
-fn utf8(name: &OsStr) -> R<&str> {
-    name.to_str().ok_or(Errno::EINVAL)
+/// A name as the kernel gave it: bytes, not necessarily UTF-8.
+fn bytes(name: &OsStr) -> R<&[u8]> {
+    Ok(name.as_bytes())
 }
 
 /// For operations on an inode the kernel already knows: if it is gone,
@@ -250,7 +251,7 @@ impl LoomFs {
     // ---- helpers: each returns a result, the trait methods reply ----
 
     fn do_lookup(&self, req: &Request, parent: INodeNo, name: &OsStr) -> R<Attr> {
-        let name = utf8(name)?;
+        let name = bytes(name)?;
         let (attr, _) = self.run(self.client.lookup(&caller(req), fid(parent), name))?;
         Ok(attr)
     }
@@ -291,7 +292,7 @@ impl LoomFs {
         mode: u32,
         umask: u32,
     ) -> R<(Attr, FileHandle)> {
-        let name = utf8(name)?;
+        let name = bytes(name)?;
         let c = caller(req);
         let perm = mode & 0o7777 & !umask;
         let (attr, layout) =
@@ -316,7 +317,7 @@ impl LoomFs {
         umask: u32,
         rdev: u32,
     ) -> R<Attr> {
-        let name = utf8(name)?;
+        let name = bytes(name)?;
         let kind = kind_of_mode(mode)?;
         let perm = mode & 0o7777 & !umask;
         let (attr, _) =
@@ -380,7 +381,7 @@ impl LoomFs {
         mode: u32,
         umask: u32,
     ) -> R<Attr> {
-        let name = utf8(name)?;
+        let name = bytes(name)?;
         self.run(
             self.client
                 .mkdir(&caller(req), fid(parent), name, mode & 0o7777 & !umask),
@@ -388,11 +389,11 @@ impl LoomFs {
     }
 
     fn do_unlink(&self, req: &Request, parent: INodeNo, name: &OsStr) -> R<()> {
-        self.run(self.client.unlink(&caller(req), fid(parent), utf8(name)?))
+        self.run(self.client.unlink(&caller(req), fid(parent), bytes(name)?))
     }
 
     fn do_rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr) -> R<()> {
-        self.run(self.client.rmdir(&caller(req), fid(parent), utf8(name)?))
+        self.run(self.client.rmdir(&caller(req), fid(parent), bytes(name)?))
     }
 
     fn do_rename(
@@ -409,9 +410,9 @@ impl LoomFs {
         self.run(self.client.rename(
             &caller(req),
             fid(parent),
-            utf8(name)?,
+            bytes(name)?,
             fid(newparent),
-            utf8(newname)?,
+            bytes(newname)?,
             flags.bits(),
         ))
     }
@@ -419,19 +420,19 @@ impl LoomFs {
     fn do_link(&self, req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr) -> R<Attr> {
         self.run(
             self.client
-                .link(&caller(req), fid(ino), fid(newparent), utf8(newname)?),
+                .link(&caller(req), fid(ino), fid(newparent), bytes(newname)?),
         )
     }
 
     fn do_symlink(&self, req: &Request, parent: INodeNo, name: &OsStr, target: &Path) -> R<Attr> {
-        let target = target.to_str().ok_or(Errno::EINVAL)?;
+        let target = target.as_os_str().as_bytes();
         self.run(
             self.client
-                .symlink(&caller(req), fid(parent), utf8(name)?, target),
+                .symlink(&caller(req), fid(parent), bytes(name)?, target),
         )
     }
 
-    fn do_readlink(&self, req: &Request, ino: INodeNo) -> R<String> {
+    fn do_readlink(&self, req: &Request, ino: INodeNo) -> R<Name> {
         self.run(self.client.readlink(&caller(req), fid(ino)))
     }
 
@@ -465,7 +466,7 @@ impl LoomFs {
         value: &[u8],
         flags: i32,
     ) -> R<()> {
-        let name = utf8(name)?;
+        let name = bytes(name)?;
         if name == CAPS_XATTR {
             self.set_no_caps(ino, false);
         }
@@ -476,7 +477,7 @@ impl LoomFs {
     }
 
     fn do_getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr) -> R<Vec<u8>> {
-        let name = utf8(name)?;
+        let name = bytes(name)?;
         let caps = name == CAPS_XATTR;
         if caps && self.lock_told().get(&ino.0).is_some_and(|t| t.no_caps) {
             return Err(Errno::ENODATA);
@@ -500,7 +501,7 @@ impl LoomFs {
     }
 
     fn do_removexattr(&self, req: &Request, ino: INodeNo, name: &OsStr) -> R<()> {
-        let name = utf8(name)?;
+        let name = bytes(name)?;
         if name == CAPS_XATTR {
             self.set_no_caps(ino, false);
         }

@@ -6,6 +6,7 @@
 //! - [`msg`]: request and reply bodies (serde + postcard).
 //! - [`layout`]: file layouts (components, RAID-0 striping) and their maths.
 //! - [`error`]: the wire's error codes, which are POSIX errno values.
+//! - [`name`]: file names, symlink targets and xattr names as bytes.
 //!
 //! Format rules: opcodes and enum variants are append-only; an id is never
 //! renumbered or reused, only retired. See `docs/PROTOCOL.md`.
@@ -16,7 +17,9 @@ pub mod fid;
 pub mod frame;
 pub mod layout;
 pub mod msg;
+pub mod name;
 
 pub use error::{Errno, WireError};
 pub use fid::Fid;
 pub use layout::{Layout, ObjRef, StripeSpec};
+pub use name::Name;

@@ -9,6 +9,7 @@
 use crate::error::{Errno, WireError};
 use crate::fid::Fid;
 use crate::layout::{Layout, ObjRef, StripeSpec};
+use crate::name::Name;
 use serde::{Deserialize, Serialize};
 
 /// The role of a target.
@@ -225,7 +226,7 @@ pub struct SetAttr {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DirEntry {
     /// Name within the directory.
-    pub name: String,
+    pub name: Name,
     /// Its inode's attributes (readdirplus).
     pub attr: Attr,
     /// Cookie to resume listing after this entry.
@@ -360,7 +361,7 @@ pub enum Request {
         /// Directory.
         parent: Fid,
         /// Name.
-        name: String,
+        name: Name,
     },
     /// Attributes of `fid`. Opcode 21.
     GetAttr {
@@ -380,7 +381,7 @@ pub enum Request {
         /// Directory.
         parent: Fid,
         /// Name.
-        name: String,
+        name: Name,
         /// Type.
         kind: FileKind,
         /// Permission bits after umask.
@@ -395,7 +396,7 @@ pub enum Request {
         /// Parent.
         parent: Fid,
         /// Name.
-        name: String,
+        name: Name,
         /// Permission bits after umask.
         perm: u32,
     },
@@ -404,7 +405,7 @@ pub enum Request {
         /// Directory.
         parent: Fid,
         /// Name.
-        name: String,
+        name: Name,
         /// The caller has files open: if this drops the last link of a
         /// file, keep it as an orphan (answer `Orphaned`) until the caller
         /// sends `ReleaseOrphan`.
@@ -415,18 +416,18 @@ pub enum Request {
         /// Parent.
         parent: Fid,
         /// Name.
-        name: String,
+        name: Name,
     },
     /// Rename, with `rename_flags`. Opcode 27.
     Rename {
         /// Source directory.
         parent: Fid,
         /// Source name.
-        name: String,
+        name: Name,
         /// Destination directory.
         new_parent: Fid,
         /// Destination name.
-        new_name: String,
+        new_name: Name,
         /// NOREPLACE / EXCHANGE.
         flags: u32,
         /// As `Unlink::keep_orphan`, for a file the rename replaces.
@@ -439,16 +440,16 @@ pub enum Request {
         /// Directory of the new name.
         parent: Fid,
         /// New name.
-        name: String,
+        name: Name,
     },
     /// Make a symbolic link. Opcode 29.
     Symlink {
         /// Directory.
         parent: Fid,
         /// Name.
-        name: String,
+        name: Name,
         /// Link target.
-        target: String,
+        target: Name,
     },
     /// Read a symbolic link. Opcode 30.
     Readlink {
@@ -486,7 +487,7 @@ pub enum Request {
         /// Inode.
         fid: Fid,
         /// Name.
-        name: String,
+        name: Name,
         /// Value.
         value: Vec<u8>,
         /// `xattr_flags`.
@@ -497,7 +498,7 @@ pub enum Request {
         /// Inode.
         fid: Fid,
         /// Name.
-        name: String,
+        name: Name,
     },
     /// List extended attribute names. Opcode 37.
     ListXattr {
@@ -509,7 +510,7 @@ pub enum Request {
         /// Inode.
         fid: Fid,
         /// Name.
-        name: String,
+        name: Name,
     },
     /// Space and inode usage of a target (MDT or OST). Opcode 39.
     StatFs,
@@ -724,7 +725,7 @@ pub enum Reply {
         layout: Option<Layout>,
     },
     /// Symlink target.
-    Link(String),
+    Link(Name),
     /// A page of a directory listing.
     Dir {
         /// Entries after the cookie.
@@ -739,7 +740,7 @@ pub enum Reply {
     /// An xattr value.
     Xattr(Vec<u8>),
     /// Xattr names.
-    XattrNames(Vec<String>),
+    XattrNames(Vec<Name>),
     /// Usage.
     StatFs(StatFs),
     /// Object ids [start, start + count) now belong to the asker.

@@ -23,7 +23,7 @@ async fn many_requests_share_one_connection_and_replies_pair_by_id() {
                 .call(&readlink(seq, 0), bulk.clone())
                 .await
                 .expect("reply");
-            assert_eq!(r, Reply::Link(format!("seq {seq}")));
+            assert_eq!(r, Reply::Link(format!("seq {seq}").into()));
             assert_eq!(back, bulk.to_vec(), "bulk of {seq} came back to its caller");
         });
     }

@@ -10,6 +10,7 @@ mod common;
 use common::{eventually, objects, Cluster, GID, UID};
 use loom_proto::layout::DEFAULT_STRIPE_SIZE;
 use loom_proto::msg::{rename_flags, xattr_flags, FileKind, Reply, Request, SetAttr, Time};
+use loom_proto::Name;
 use loom_proto::{Errno, Fid, ObjRef, StripeSpec};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
@@ -354,7 +355,7 @@ async fn invalid_names_are_refused_by_every_operation_that_makes_a_name() {
         .readdir_all(ROOT)
         .await
         .into_iter()
-        .map(|e| e.name)
+        .map(|e| e.name.to_string())
         .collect();
     assert_eq!(names, BTreeSet::from(["f".to_string(), max.clone()]));
     assert_eq!(c.getattr(f).await.nlink, 1);
@@ -729,7 +730,7 @@ async fn rename_exchange_swaps_two_names() {
         .readdir_all(ROOT)
         .await
         .into_iter()
-        .map(|e| (e.name, e.attr.kind))
+        .map(|e| (e.name.to_string(), e.attr.kind))
         .collect();
     assert_eq!(kinds["a"], FileKind::Dir);
     assert_eq!(kinds["b"], FileKind::File);
@@ -963,7 +964,7 @@ async fn readdir_pages_list_every_one_of_2500_names_exactly_once() {
                 };
                 c.entry(Request::Create {
                     parent: d,
-                    name: format!("entry-{i:05}"),
+                    name: format!("entry-{i:05}").into(),
                     kind,
                     perm: 0o644,
                     rdev: 0,
@@ -1003,7 +1004,10 @@ async fn readdir_pages_list_every_one_of_2500_names_exactly_once() {
     }
     assert_eq!(seen.len(), N);
     for i in 0..N {
-        assert!(seen.contains_key(&format!("entry-{i:05}")), "entry-{i:05}");
+        assert!(
+            seen.contains_key(&Name::from(format!("entry-{i:05}"))),
+            "entry-{i:05}"
+        );
     }
     // A cookie at the end lists nothing more.
     let (rest, eof) = c.readdir_page(d, cookie, 100).await;
@@ -1060,7 +1064,7 @@ async fn a_symlink_reads_back_its_target() {
             c.errno(Request::Symlink {
                 parent: ROOT,
                 name: "bad".into(),
-                target: t
+                target: t.into()
             })
             .await,
             Errno::ENAMETOOLONG
@@ -1134,9 +1138,9 @@ async fn xattrs_follow_create_and_replace_flags() {
         Ok(Reply::XattrNames(n)) => n.into_iter().collect::<BTreeSet<_>>(),
         other => panic!("listxattr: {other:?}"),
     };
-    let want: BTreeSet<String> = ["user.a", "user.b", "trusted.c"]
+    let want: BTreeSet<Name> = ["user.a", "user.b", "trusted.c"]
         .iter()
-        .map(|s| s.to_string())
+        .map(|s| Name::from(*s))
         .collect();
     assert_eq!(names, want);
 
@@ -1637,7 +1641,7 @@ type Model = BTreeMap<String, (FileKind, Fid, u64, u32)>;
 async fn walk(c: &Cluster, dir: Fid, prefix: &str, out: &mut Model) {
     for e in c.readdir_all(dir).await {
         let path = format!("{prefix}/{}", e.name);
-        assert_eq!(c.lookup(dir, &e.name).await, e.attr, "{path}");
+        assert_eq!(c.lookup(dir, &e.name.to_string()).await, e.attr, "{path}");
         out.insert(
             path.clone(),
             (e.attr.kind, e.attr.fid, e.attr.size, e.attr.perm),

@@ -48,7 +48,7 @@ impl Service for TestService {
                     self.started.notify_one();
                     self.release.notified().await;
                 }
-                (Ok(Reply::Link(format!("seq {}", env.ctx.seq))), bulk)
+                (Ok(Reply::Link(format!("seq {}", env.ctx.seq).into())), bulk)
             }
             _ => (Ok(Reply::Ok), bulk),
         }

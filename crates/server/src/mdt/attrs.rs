@@ -4,6 +4,7 @@ use super::records::xattr_key;
 use super::tx::{read_inode, store_err, Tx};
 use super::MdtService;
 use loom_proto::msg::{xattr_flags, Attr, FileKind, Reply, ReplyResult, SetAttr, Time};
+use loom_proto::Name;
 use loom_proto::{Errno, Fid, WireError};
 use loom_store::kv::Space;
 
@@ -109,7 +110,7 @@ impl MdtService {
     pub(super) async fn setxattr(
         &self,
         fid: Fid,
-        name: &str,
+        name: &Name,
         value: Vec<u8>,
         flags: u32,
     ) -> ReplyResult {
@@ -150,7 +151,7 @@ impl MdtService {
         Ok(Reply::Ok)
     }
 
-    pub(super) fn getxattr(&self, fid: Fid, name: &str) -> ReplyResult {
+    pub(super) fn getxattr(&self, fid: Fid, name: &Name) -> ReplyResult {
         read_inode(&*self.store, fid)?;
         self.store
             .get(Space::Xattrs, &xattr_key(fid, name))
@@ -171,7 +172,7 @@ impl MdtService {
                 .map_err(store_err)?;
             for (k, _) in &page {
                 if let Some(n) = k.get(16..) {
-                    names.push(String::from_utf8_lossy(n).into_owned());
+                    names.push(Name::from(n));
                 }
             }
             if page.len() < 256 {
@@ -181,7 +182,7 @@ impl MdtService {
         }
     }
 
-    pub(super) async fn removexattr(&self, fid: Fid, name: &str) -> ReplyResult {
+    pub(super) async fn removexattr(&self, fid: Fid, name: &Name) -> ReplyResult {
         let g = self.ns.lock().await;
         let key = xattr_key(fid, name);
         if self

@@ -8,6 +8,7 @@ use super::records::{
 use super::tx::{read_dentry, read_inode, store_err, Tx};
 use super::MdtService;
 use loom_proto::msg::{self, rename_flags, DirEntry, FileKind, Reply, ReplyResult, ReqCtx, Time};
+use loom_proto::Name;
 use loom_proto::{Errno, Fid, ObjRef, StripeSpec, WireError};
 use loom_store::kv::Space;
 use std::sync::Arc;
@@ -27,8 +28,9 @@ struct NewInode {
     stripe: Option<StripeSpec>,
 }
 
-fn check_name(name: &str) -> Result<(), WireError> {
-    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+fn check_name(name: &Name) -> Result<(), WireError> {
+    let b = name.as_bytes();
+    if b.is_empty() || b == b"." || b == b".." || b.contains(&b'/') || b.contains(&0) {
         return Err(WireError::new(
             Errno::EINVAL,
             format!("invalid name {name:?}"),
@@ -43,11 +45,11 @@ fn check_name(name: &str) -> Result<(), WireError> {
     Ok(())
 }
 
-fn exists(name: &str) -> WireError {
+fn exists(name: &Name) -> WireError {
     WireError::new(Errno::EEXIST, format!("{name} exists"))
 }
 
-fn not_found(name: &str) -> WireError {
+fn not_found(name: &Name) -> WireError {
     WireError::new(Errno::ENOENT, format!("no entry {name}"))
 }
 
@@ -63,7 +65,7 @@ enum Dropped {
 }
 
 impl MdtService {
-    pub(super) fn lookup(&self, parent: Fid, name: &str) -> ReplyResult {
+    pub(super) fn lookup(&self, parent: Fid, name: &Name) -> ReplyResult {
         if name.len() > NAME_MAX {
             return Err(WireError::new(
                 Errno::ENAMETOOLONG,
@@ -109,7 +111,7 @@ impl MdtService {
         self: &Arc<Self>,
         ctx: &ReqCtx,
         parent: Fid,
-        name: &str,
+        name: &Name,
         new: NewInode,
         fill: impl FnOnce(&mut InodeRec),
     ) -> ReplyResult {
@@ -178,7 +180,7 @@ impl MdtService {
         self: &Arc<Self>,
         ctx: &ReqCtx,
         parent: Fid,
-        name: &str,
+        name: &Name,
         kind: FileKind,
         perm: u32,
         rdev: u32,
@@ -199,7 +201,7 @@ impl MdtService {
         self: &Arc<Self>,
         ctx: &ReqCtx,
         parent: Fid,
-        name: &str,
+        name: &Name,
         perm: u32,
     ) -> ReplyResult {
         let new = NewInode {
@@ -214,8 +216,8 @@ impl MdtService {
         self: &Arc<Self>,
         ctx: &ReqCtx,
         parent: Fid,
-        name: &str,
-        target: &str,
+        name: &Name,
+        target: &Name,
     ) -> ReplyResult {
         if target.is_empty() || target.len() > 4095 {
             return Err(WireError::new(
@@ -223,7 +225,7 @@ impl MdtService {
                 "symlink target must be 1 to 4095 bytes",
             ));
         }
-        let target = target.to_string();
+        let target = target.clone();
         let new = NewInode {
             kind: FileKind::Symlink,
             perm: 0o777,
@@ -306,7 +308,7 @@ impl MdtService {
     pub(super) async fn unlink(
         self: &Arc<Self>,
         parent: Fid,
-        name: &str,
+        name: &Name,
         keep_for: Option<u64>,
     ) -> ReplyResult {
         let g = self.ns.lock().await;
@@ -328,7 +330,7 @@ impl MdtService {
         self.finish(t, g, dropped).await
     }
 
-    pub(super) async fn rmdir(self: &Arc<Self>, parent: Fid, name: &str) -> ReplyResult {
+    pub(super) async fn rmdir(self: &Arc<Self>, parent: Fid, name: &Name) -> ReplyResult {
         if name == "." {
             return Err(WireError::new(Errno::EINVAL, "rmdir of ."));
         }
@@ -374,9 +376,9 @@ impl MdtService {
     pub(super) async fn rename(
         self: &Arc<Self>,
         parent: Fid,
-        name: &str,
+        name: &Name,
         new_parent: Fid,
-        new_name: &str,
+        new_name: &Name,
         flags: u32,
         keep_for: Option<u64>,
     ) -> ReplyResult {
@@ -473,7 +475,7 @@ impl MdtService {
         self.finish(t, g, dropped).await
     }
 
-    pub(super) async fn link(self: &Arc<Self>, fid: Fid, parent: Fid, name: &str) -> ReplyResult {
+    pub(super) async fn link(self: &Arc<Self>, fid: Fid, parent: Fid, name: &Name) -> ReplyResult {
         check_name(name)?;
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);

@@ -10,6 +10,7 @@
 
 use loom_proto::fid::name_hash;
 use loom_proto::msg::{Attr, FileKind};
+use loom_proto::Name;
 use loom_proto::{Fid, Layout, StripeSpec};
 use serde::{Deserialize, Serialize};
 
@@ -28,8 +29,9 @@ pub struct InodeRec {
     pub parent: Fid,
     /// File layout, for regular files.
     pub layout: Option<Layout>,
-    /// Link target, for symlinks.
-    pub symlink: Option<String>,
+    /// Link target, for symlinks (any bytes; stored as a `String` was, so
+    /// records from before names were bytes read the same).
+    pub symlink: Option<Name>,
     /// Default striping for new files, for directories.
     pub default_stripe: Option<StripeSpec>,
 }
@@ -54,7 +56,7 @@ pub fn dentry_prefix(dir: Fid) -> Vec<u8> {
 }
 
 /// Key of entry `name` in `dir`.
-pub fn dentry_key(dir: Fid, name: &str) -> Vec<u8> {
+pub fn dentry_key(dir: Fid, name: &Name) -> Vec<u8> {
     let mut k = Vec::with_capacity(24 + name.len());
     k.extend_from_slice(&dir.to_key());
     k.extend_from_slice(&name_hash(name.as_bytes()).to_be_bytes());
@@ -74,14 +76,13 @@ pub fn dentry_resume_key(dir: Fid, cookie: u64) -> Vec<u8> {
 }
 
 /// Split a dentry key into (hash, name).
-pub fn parse_dentry_key(k: &[u8]) -> Option<(u64, String)> {
+pub fn parse_dentry_key(k: &[u8]) -> Option<(u64, Name)> {
     let h = u64::from_be_bytes(k.get(16..24)?.try_into().ok()?);
-    let name = String::from_utf8(k.get(24..)?.to_vec()).ok()?;
-    Some((h, name))
+    Some((h, Name::from(k.get(24..)?)))
 }
 
 /// Key of xattr `name` of `fid`.
-pub fn xattr_key(fid: Fid, name: &str) -> Vec<u8> {
+pub fn xattr_key(fid: Fid, name: &Name) -> Vec<u8> {
     let mut k = fid.to_key().to_vec();
     k.extend_from_slice(name.as_bytes());
     k

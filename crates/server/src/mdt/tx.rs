@@ -8,6 +8,7 @@
 
 use super::records::{dentry_key, inode_key, DentryRec, InodeRec};
 use loom_proto::msg::{self, FileKind};
+use loom_proto::Name;
 use loom_proto::{Errno, Fid, WireError};
 use loom_store::kv::{Batch, KvStore, Space};
 use std::collections::BTreeMap;
@@ -31,7 +32,7 @@ pub fn read_inode(store: &dyn KvStore, fid: Fid) -> Result<InodeRec, WireError> 
 pub fn read_dentry(
     store: &dyn KvStore,
     dir: Fid,
-    name: &str,
+    name: &Name,
 ) -> Result<Option<DentryRec>, WireError> {
     match store
         .get(Space::Dentries, &dentry_key(dir, name))
@@ -123,19 +124,19 @@ impl<'a> Tx<'a> {
     }
 
     /// The entry `name` in `dir`.
-    pub fn dentry(&self, dir: Fid, name: &str) -> Result<Option<DentryRec>, WireError> {
+    pub fn dentry(&self, dir: Fid, name: &Name) -> Result<Option<DentryRec>, WireError> {
         read_dentry(self.store, dir, name)
     }
 
     /// Set entry `name` in `dir`.
-    pub fn put_dentry(&mut self, dir: Fid, name: &str, d: &DentryRec) -> Result<(), WireError> {
+    pub fn put_dentry(&mut self, dir: Fid, name: &Name, d: &DentryRec) -> Result<(), WireError> {
         self.batch
             .put(Space::Dentries, dentry_key(dir, name), msg::encode(d)?);
         Ok(())
     }
 
     /// Remove entry `name` from `dir`.
-    pub fn delete_dentry(&mut self, dir: Fid, name: &str) {
+    pub fn delete_dentry(&mut self, dir: Fid, name: &Name) {
         self.batch.delete(Space::Dentries, dentry_key(dir, name));
     }
 
