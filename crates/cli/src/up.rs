@@ -300,12 +300,14 @@ fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
                 .collect(),
             timeout_secs: a.timeout,
         };
-        std::fs::write(
-            dir.join("nodes").join(format!("{}.toml", node.name)),
-            toml::to_string(&cfg)?,
-        )?;
+        // Atomic (temporary file, fsync, rename): a crash while writing
+        // must not leave a half file that stops the next `loom up`.
+        let path = dir.join("nodes").join(format!("{}.toml", node.name));
+        loom_store::durable::write_atomic(&path, toml::to_string(&cfg)?.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
-    std::fs::write(&shape_path, toml::to_string(&shape)?)?;
+    loom_store::durable::write_atomic(&shape_path, toml::to_string(&shape)?.as_bytes())
+        .with_context(|| format!("writing {}", shape_path.display()))?;
     Ok((shape, nodes))
 }
 
