@@ -687,23 +687,6 @@ impl Request {
             Request::Open { .. } => "open",
         }
     }
-
-    /// Whether doing the request twice has the same effect as once, so the
-    /// client may resend it freely after a lost connection.
-    pub fn is_idempotent(&self) -> bool {
-        !matches!(
-            self,
-            Request::Create { .. }
-                | Request::Mkdir { .. }
-                | Request::Unlink { .. }
-                | Request::Rmdir { .. }
-                | Request::Rename { .. }
-                | Request::Link { .. }
-                | Request::Symlink { .. }
-                | Request::AllocSeq { .. }
-                | Request::Precreate { .. }
-        )
-    }
 }
 
 /// Every reply body (the success half).
