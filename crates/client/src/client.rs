@@ -14,6 +14,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+/// Bytes of writes one client may have in flight, over all its files.
+pub const WRITE_BUDGET: usize = 256 << 20;
+
 /// Tunables of a client.
 #[derive(Clone, Debug)]
 pub struct ClientOptions {
@@ -51,6 +54,9 @@ pub struct Client {
     open_files: Mutex<HashMap<Fid, Vec<Weak<OpenFile>>>>,
     /// Writes in flight, per file with open handles here.
     writes: Mutex<HashMap<Fid, Arc<FileWrites>>>,
+    /// Bytes this client may have in flight in all (each file has its own
+    /// window too): many files written at once must not hold more memory.
+    pub(crate) write_budget: Arc<tokio::sync::Semaphore>,
     /// Open files whose last name is gone: the MDT keeps them until their
     /// last handle here closes (see [`Client::adopt_orphan`]).
     orphans: Mutex<HashSet<Fid>>,
@@ -106,6 +112,7 @@ impl Client {
             opts,
             open_files: Mutex::new(HashMap::new()),
             writes: Mutex::new(HashMap::new()),
+            write_budget: Arc::new(tokio::sync::Semaphore::new(WRITE_BUDGET)),
             orphans: Mutex::new(HashSet::new()),
             rt: tokio::runtime::Handle::current(),
         });

@@ -188,6 +188,17 @@ impl OpenFile {
         }
         let writes = self.writes.clone();
         let ticket = writes.admit(offset, end).await;
+        // The client-wide budget, after the file's own admission (which
+        // orders overlapping writes); a write larger than the budget takes
+        // all of it.
+        let want = (data.len().min(crate::client::WRITE_BUDGET)) as u32;
+        let budget = match self.client.write_budget.clone().acquire_many_owned(want).await {
+            Ok(p) => p,
+            Err(_) => {
+                writes.finish(ticket, Err(Errno::EIO));
+                return Err(Errno::EIO);
+            }
+        };
         let mut set = JoinSet::new();
         for ext in &exts {
             let obj = objs[ext.stripe];
@@ -208,6 +219,7 @@ impl OpenFile {
         tokio::spawn(async move {
             let r = join_ok(set, "ObjWrite").await;
             writes.finish(ticket, r);
+            drop(budget);
         });
         Ok(())
     }

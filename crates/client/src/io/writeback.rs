@@ -17,8 +17,9 @@
 //!   success for data that did not land. (Sticky, not once: a forked
 //!   child's exec closes a copy of the caller's descriptor, and that flush
 //!   must not be the one that eats the error.)
-//! - **Memory.** At most [`WINDOW`] bytes of a file are in flight; a
-//!   writer beyond that waits.
+//! - **Memory.** At most [`WINDOW`] bytes of a file, and
+//!   [`WRITE_BUDGET`](crate::client::WRITE_BUDGET) bytes of all the
+//!   client's files, are in flight; a writer beyond that waits.
 //!
 //! One [`FileWrites`] per file with open handles on this client, shared
 //! by its handles.
