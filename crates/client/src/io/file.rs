@@ -192,7 +192,13 @@ impl OpenFile {
         // orders overlapping writes); a write larger than the budget takes
         // all of it.
         let want = (data.len().min(crate::client::WRITE_BUDGET)) as u32;
-        let budget = match self.client.write_budget.clone().acquire_many_owned(want).await {
+        let budget = match self
+            .client
+            .write_budget
+            .clone()
+            .acquire_many_owned(want)
+            .await
+        {
             Ok(p) => p,
             Err(_) => {
                 writes.finish(ticket, Err(Errno::EIO));
