@@ -93,7 +93,33 @@ struct Shape {
     ports: std::collections::BTreeMap<String, u16>,
 }
 
+/// Ports `loom up` gives its servers: below the kernel's ephemeral range,
+/// so that no outgoing connection (a client's, another test's) can take a
+/// port between the moment it is chosen and the moment the server binds
+/// it, as happened with ports from `bind(:0)`.
+const PORT_FLOOR: u16 = 20000;
+
+/// The first port of the kernel's ephemeral range.
+fn ephemeral_start() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768)
+}
+
+/// A free loopback port for a server, chosen at random below the
+/// ephemeral range (falling back to one the kernel picks if that range is
+/// too small or full).
 fn free_port() -> anyhow::Result<u16> {
+    let top = ephemeral_start();
+    if top > PORT_FLOOR + 1000 {
+        for _ in 0..200 {
+            let port = PORT_FLOOR + (rand::random::<u16>() % (top - PORT_FLOOR));
+            if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                return Ok(port);
+            }
+        }
+    }
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free loopback port")?;
     Ok(l.local_addr()?.port())
 }

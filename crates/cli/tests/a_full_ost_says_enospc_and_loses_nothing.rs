@@ -44,13 +44,6 @@ fn config(d: &Path, name: &str, listen: &str, mgs: &str, targets: &[&str]) -> Pa
     p
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("port")
-}
-
 #[test]
 fn a_full_ost_says_enospc_and_loses_nothing() {
     let tmp = tempfile::Builder::new()
@@ -88,12 +81,12 @@ fn a_full_ost_says_enospc_and_loses_nothing() {
         "full",
         ost.to_str().expect("utf8"),
     ]);
-    let mgs = format!("127.0.0.1:{}", free_port());
+    let mgs = format!("127.0.0.1:{}", server_port());
     let a = config(&d, "a", &mgs, &mgs, &["mgs", "mdt0"]);
     let b = config(
         &d,
         "b",
-        &format!("127.0.0.1:{}", free_port()),
+        &format!("127.0.0.1:{}", server_port()),
         &mgs,
         &[ost.to_str().expect("utf8")],
     );

@@ -15,6 +15,23 @@ pub fn loom_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_loom"))
 }
 
+/// A free loopback port for a server the test starts itself: below the
+/// kernel's ephemeral range, so no outgoing connection can take it before
+/// the server binds it (as `loom up` chooses its ports).
+pub fn server_port() -> u16 {
+    let top: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    for _ in 0..200 {
+        let port = 20000 + rand::random::<u16>() % (top.saturating_sub(20000).max(1));
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port below {top}");
+}
+
 /// Run `loom ARGS`, returning its output.
 pub fn loom(args: &[&str]) -> Output {
     Command::new(loom_bin())
