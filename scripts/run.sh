@@ -43,7 +43,8 @@ demo() {
     setup
     echo "== building (release)"
     cargo build --release -q -p loom
-    local loom=target/release/loom state=/var/tmp/loom-demo mnt=/mnt/loom-demo
+    # Globals, not locals: the EXIT trap runs after this function has returned.
+    loom=target/release/loom state=/var/tmp/loom-demo mnt=/mnt/loom-demo
     "$loom" down --dir "$state" >/dev/null 2>&1 || true
     echo "== loom up: 1 MGS, 2 MDTs, 4 OSTs, each its own server process"
     "$loom" up --mdts 2 --osts 4 --dir "$state" --mount "$mnt" > /var/tmp/loom-demo.log 2>&1 &
@@ -56,6 +57,9 @@ demo() {
     done
     cat /var/tmp/loom-demo.log
     set -x
+    # The state persists between runs (that is the point of --dir): start
+    # the demo's files afresh.
+    rm -rf "$mnt/demo"
     mkdir -p "$mnt/demo"
     "$loom" setstripe -c 4 -S 1M "$mnt/demo/wide.bin"
     dd if=/dev/urandom of="$mnt/demo/wide.bin" bs=1M count=16 status=none

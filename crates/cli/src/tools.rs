@@ -306,7 +306,11 @@ fn print_df(a: &DfArgs, e: &Entry, st: &[TargetUsage]) {
     } else {
         println!(
             "{:<22}{:>14}{:>14}{:>14}{:>6} Mounted on",
-            "UUID", "1K-blocks", "Used", "Available", "Use%"
+            "UUID",
+            if a.human { "bytes" } else { "1K-blocks" },
+            "Used",
+            "Available",
+            "Use%"
         );
     }
     let (mut tb, mut tu, mut ta) = (0u64, 0u64, 0u64);
