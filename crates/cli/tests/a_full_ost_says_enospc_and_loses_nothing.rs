@@ -131,6 +131,24 @@ fn a_full_ost_says_enospc_and_loses_nothing() {
 
     // What was written before is intact; the file system answers.
     assert!(std::fs::read(&keep).expect("read kept") == kept);
+    // A reservation larger than the OST is refused up front, and the
+    // file keeps its size.
+    {
+        use std::os::fd::AsRawFd;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&keep)
+            .expect("open kept");
+        let e = nix::fcntl::fallocate(
+            f.as_raw_fd(),
+            nix::fcntl::FallocateFlags::empty(),
+            0,
+            64 << 20,
+        )
+        .expect_err("64 MiB reserved on a 24 MiB OST");
+        assert_eq!(e, nix::errno::Errno::ENOSPC);
+        assert_eq!(f.metadata().expect("stat").len(), kept.len() as u64);
+    }
     let df = loom_ok(&["df", s.mnt.to_str().expect("utf8")]);
     assert!(df.contains("full-OST0000_UUID"), "{df}");
     // Free the space: writing works again.

@@ -30,6 +30,6 @@ mod client;
 pub use client::{Client, ClientOptions};
 pub use ctx::Caller;
 pub use error::ClientError;
-pub use io::file::OpenFile;
+pub use io::file::{Allocation, OpenFile};
 pub use loom_proto::Errno;
 pub use loom_rpc::ClusterKey;

@@ -16,8 +16,9 @@
 //! - An inode that vanished (removed on another mount while our dentry
 //!   was cached) answers ESTALE, not ENOENT: the kernel then walks the path
 //!   again with revalidation and finds what the name is now.
-//! - Writes are write-through (no writeback cache): each write reaches the
-//!   OSTs before it returns, and the size reaches the MDT at close (flush).
+//! - No kernel writeback cache: every write(2) is a FUSE write, sent to the
+//!   OSTs before it returns (collected in the background, see the client's
+//!   `io::writeback`), and the size reaches the MDT at close (flush).
 //!   A write to a file opened O_SYNC or O_DSYNC (or with RWF_DSYNC) is
 //!   followed by an fsync request from the kernel itself, which makes the
 //!   objects durable and reports the size before write(2) returns.
@@ -31,7 +32,7 @@ use fuser::{
     ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs,
     ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use loom_client::{Caller, Client, OpenFile};
+use loom_client::{Allocation, Caller, Client, OpenFile};
 use loom_proto::msg::{Attr, DirEntry, FileKind, SetAttr, StatFs, Time};
 use loom_proto::{Errno, Fid, Name};
 use std::collections::HashMap;
@@ -362,6 +363,19 @@ impl LoomFs {
     fn do_fsync(&self, fh: FileHandle) -> R<()> {
         let f = self.file(fh)?;
         self.run(f.fsync())
+    }
+
+    fn do_fallocate(&self, fh: FileHandle, offset: u64, len: u64, mode: i32) -> R<()> {
+        let keep_size = mode & libc::FALLOC_FL_KEEP_SIZE != 0;
+        let what = match mode & !libc::FALLOC_FL_KEEP_SIZE {
+            0 => Allocation::Reserve,
+            libc::FALLOC_FL_PUNCH_HOLE => Allocation::Punch,
+            libc::FALLOC_FL_ZERO_RANGE => Allocation::Zero,
+            // Collapse and insert range would move data between objects.
+            _ => return Err(Errno::EOPNOTSUPP),
+        };
+        let f = self.file(fh)?;
+        self.run(f.fallocate(what, offset, len, keep_size))
     }
 
     fn do_release(&self, fh: FileHandle) -> R<()> {
@@ -742,6 +756,19 @@ impl Filesystem for LoomFs {
         reply: ReplyEmpty,
     ) {
         reply_empty(reply, self.do_fsync(fh));
+    }
+
+    fn fallocate(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        reply_empty(reply, self.do_fallocate(fh, offset, length, mode));
     }
 
     fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {

@@ -241,6 +241,25 @@ pub fn object_size_for(
     }
 }
 
+/// The part of object `stripe` that the file range [offset, offset + len)
+/// covers, as an object range `(start, end)`; empty (`start == end`) when
+/// the range touches no byte of that object. A contiguous file range
+/// covers a contiguous range of each object, so one request per object
+/// punches or allocates it, however long.
+pub fn object_range_for(
+    stripe_size: u32,
+    stripe_count: usize,
+    stripe: usize,
+    offset: u64,
+    len: u64,
+) -> (u64, u64) {
+    let end = offset.saturating_add(len);
+    (
+        object_size_for(stripe_size, stripe_count, stripe, offset),
+        object_size_for(stripe_size, stripe_count, stripe, end),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,6 +298,27 @@ mod tests {
                 pos += c.len;
             }
             prop_assert_eq!(pos, len);
+        }
+
+        #[test]
+        fn object_ranges_are_exactly_the_bytes_the_chunks_touch(ss in 1u32..64, sc in 1usize..8, off in 0u64..4096, len in 0usize..4096) {
+            let ch = split_raid0(ss, sc, off, len);
+            for stripe in 0..sc {
+                let mine: Vec<_> = ch.iter().filter(|c| c.stripe == stripe).collect();
+                let want = match (mine.first(), mine.last()) {
+                    (Some(a), Some(b)) => (a.obj_offset, b.obj_offset + b.len as u64),
+                    _ => {
+                        let (s, e) = object_range_for(ss, sc, stripe, off, len as u64);
+                        prop_assert_eq!(s, e);
+                        continue;
+                    }
+                };
+                // Contiguous: each chunk starts where the previous ended.
+                for w in mine.windows(2) {
+                    prop_assert_eq!(w[0].obj_offset + w[0].len as u64, w[1].obj_offset);
+                }
+                prop_assert_eq!(object_range_for(ss, sc, stripe, off, len as u64), want);
+            }
         }
 
         #[test]

@@ -601,6 +601,17 @@ pub enum Request {
         /// The inode being opened.
         fid: Fid,
     },
+    /// Reserve space for a byte range, keeping the size (fallocate with
+    /// KEEP_SIZE: later writes there cannot fail for lack of space).
+    /// Opcode 58.
+    ObjAllocate {
+        /// Object.
+        obj: ObjRef,
+        /// Start.
+        offset: u64,
+        /// Length.
+        len: u64,
+    },
 }
 
 impl Request {
@@ -643,6 +654,7 @@ impl Request {
             Request::ReleaseOrphan { .. } => 41,
             Request::RenewOrphans { .. } => 42,
             Request::Open { .. } => 43,
+            Request::ObjAllocate { .. } => 58,
         }
     }
 
@@ -685,6 +697,7 @@ impl Request {
             Request::ReleaseOrphan { .. } => "release_orphan",
             Request::RenewOrphans { .. } => "renew_orphans",
             Request::Open { .. } => "open",
+            Request::ObjAllocate { .. } => "obj_allocate",
         }
     }
 }

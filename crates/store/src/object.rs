@@ -409,6 +409,42 @@ impl ObjectStore {
         self.sync(oid)
     }
 
+    /// Reserve the blocks of [offset, offset + len) of object `oid`,
+    /// creating its file if needed and keeping its size (the MDT holds the
+    /// file's size): writes there cannot then fail for lack of space.
+    /// ENOSPC when the target cannot hold them; EOPNOTSUPP from a backing
+    /// file system that cannot preallocate.
+    pub fn allocate(&self, oid: u64, offset: u64, len: u64) -> Result<(), ObjectError> {
+        end_of(oid, offset, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let Some(f) = self.handle(oid, true)? else {
+            return Ok(());
+        };
+        let mode = FallocateFlags::FALLOC_FL_KEEP_SIZE;
+        if let Err(e) = nix::fcntl::fallocate(f.as_raw_fd(), mode, offset as i64, len as i64) {
+            let source = io::Error::from_raw_os_error(e as i32);
+            if e == nix::errno::Errno::ENOSPC || e == nix::errno::Errno::EOPNOTSUPP {
+                // Expected outcomes, the caller's to report: no error log.
+                return Err(ObjectError::Io {
+                    op: "allocate",
+                    oid: Some(oid),
+                    path: self.object_path(oid),
+                    source,
+                });
+            }
+            return Err(ObjectError::io(
+                "allocate",
+                Some(oid),
+                &self.object_path(oid),
+                source,
+            ));
+        }
+        // A reservation lost in a crash would let a later write fail.
+        self.sync(oid)
+    }
+
     /// Punch for file systems without hole punching: write zeros over the
     /// part of the range inside the object.
     fn zero_range(&self, oid: u64, f: &File, offset: u64, len: u64) -> Result<(), ObjectError> {
@@ -538,6 +574,26 @@ mod tests {
         s.write(0x1ff, 0, b"x").expect("write");
         assert!(d.path().join("objects/ff/511").is_file());
         assert!(d.path().join("objects/00").is_dir());
+    }
+
+    #[test]
+    fn allocate_reserves_blocks_and_keeps_size_and_data() {
+        use std::os::unix::fs::MetadataExt;
+        let d = tmp();
+        let s = ObjectStore::open(d.path()).expect("open");
+        s.write(3, 0, b"data").expect("write");
+        s.allocate(3, 0, 1 << 20).expect("allocate");
+        let m = std::fs::metadata(s.object_path(3)).expect("stat");
+        assert_eq!(m.len(), 4, "the size is the MDT's business");
+        assert!(m.blocks() * 512 >= 1 << 20, "{} blocks", m.blocks());
+        assert_eq!(s.read(3, 0, 8).expect("read"), b"data".to_vec());
+        // A new object is created by its allocation.
+        s.allocate(4, 4096, 4096).expect("allocate a new object");
+        assert_eq!(s.size(4).expect("size"), 0);
+        assert!(matches!(
+            s.allocate(5, u64::MAX - 1, 2),
+            Err(ObjectError::OutOfRange { .. })
+        ));
     }
 
     #[test]

@@ -18,6 +18,7 @@ use super::writeback::FileWrites;
 use crate::ctx::Caller;
 use crate::Client;
 use bytes::Bytes;
+use loom_proto::layout::object_range_for;
 use loom_proto::msg::{Reply, Request, Time};
 use loom_proto::{Errno, Fid, Layout, ObjRef};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -304,6 +305,77 @@ impl OpenFile {
         }
         self.report(true).await
     }
+
+    /// fallocate(2) on the file's objects: reserve, punch or zero
+    /// [offset, offset + len), each object's share in one request, all in
+    /// parallel. Writes in flight land first, so a punch cannot be undone
+    /// by an earlier write arriving late. Unless `keep_size`, a range past
+    /// the end grows the file, reported to the MDT as a write's end is (at
+    /// the next flush or fsync).
+    pub async fn fallocate(
+        &self,
+        what: Allocation,
+        offset: u64,
+        len: u64,
+        keep_size: bool,
+    ) -> Result<(), Errno> {
+        if len == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let end = offset
+            .checked_add(len)
+            .filter(|&e| e <= i64::MAX as u64)
+            .ok_or(Errno::EFBIG)?;
+        if what == Allocation::Punch && !keep_size {
+            // As Linux: a hole never changes the size.
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let (ss, objs) = self.raid0()?;
+        self.client.wait_writes(self.fid).await;
+        // Zeroing = deallocate, then reserve the range again.
+        let steps: &[bool] = match what {
+            Allocation::Reserve => &[false],
+            Allocation::Punch => &[true],
+            Allocation::Zero => &[true, false],
+        };
+        for &punch in steps {
+            let mut set = JoinSet::new();
+            for (stripe, &obj) in objs.iter().enumerate() {
+                let (start, stop) = object_range_for(ss, objs.len(), stripe, offset, len);
+                if start == stop {
+                    continue;
+                }
+                let (offset, len) = (start, stop - start);
+                let req = if punch {
+                    Request::ObjPunch { obj, offset, len }
+                } else {
+                    Request::ObjAllocate { obj, offset, len }
+                };
+                let (client, caller) = (self.client.clone(), self.caller.clone());
+                set.spawn(
+                    async move { client.ost_call(&caller, obj.ost, req, Bytes::new()).await },
+                );
+            }
+            join_ok(set, if punch { "ObjPunch" } else { "ObjAllocate" }).await?;
+        }
+        if !keep_size && end > self.size() {
+            self.written_end.fetch_max(end, Ordering::AcqRel);
+            *self.lock_last_write() = Time::now();
+            self.dirty.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+}
+
+/// What [`OpenFile::fallocate`] does to its range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allocation {
+    /// Reserve space (fallocate mode 0): existing data stays.
+    Reserve,
+    /// Deallocate (FALLOC_FL_PUNCH_HOLE): the range reads as zeros.
+    Punch,
+    /// Zeros with space reserved (FALLOC_FL_ZERO_RANGE).
+    Zero,
 }
 
 impl Drop for OpenFile {

@@ -86,6 +86,9 @@ impl OstService {
             Request::ObjPunch { obj, offset, len } => {
                 (self.punch(obj, offset, len).await, Vec::new(), len)
             }
+            Request::ObjAllocate { obj, offset, len } => {
+                (self.allocate(obj, offset, len).await, Vec::new(), len)
+            }
             Request::ObjSync { obj } => (self.sync(obj).await, Vec::new(), 0),
             Request::Precreate { count } => (self.precreate(count).await, Vec::new(), 0),
             Request::Destroy { objs } => (self.destroy(objs).await, Vec::new(), 0),
@@ -163,6 +166,12 @@ impl OstService {
     async fn punch(&self, obj: ObjRef, offset: u64, len: u64) -> ReplyResult {
         let oid = self.check(obj)?;
         self.blocking(move |s| s.punch(oid, offset, len)).await?;
+        Ok(Reply::Ok)
+    }
+
+    async fn allocate(&self, obj: ObjRef, offset: u64, len: u64) -> ReplyResult {
+        let oid = self.check(obj)?;
+        self.blocking(move |s| s.allocate(oid, offset, len)).await?;
         Ok(Reply::Ok)
     }
 

@@ -11,6 +11,7 @@ pub(super) enum Op {
     Read,
     Truncate,
     Punch,
+    Allocate,
     Sync,
     Precreate,
     Destroy,
@@ -20,12 +21,13 @@ pub(super) enum Op {
 }
 
 impl Op {
-    const ALL: [Op; 11] = [
+    const ALL: [Op; 12] = [
         Op::Ping,
         Op::Write,
         Op::Read,
         Op::Truncate,
         Op::Punch,
+        Op::Allocate,
         Op::Sync,
         Op::Precreate,
         Op::Destroy,
@@ -41,6 +43,7 @@ impl Op {
             Request::ObjRead { .. } => Op::Read,
             Request::ObjTruncate { .. } => Op::Truncate,
             Request::ObjPunch { .. } => Op::Punch,
+            Request::ObjAllocate { .. } => Op::Allocate,
             Request::ObjSync { .. } => Op::Sync,
             Request::Precreate { .. } => Op::Precreate,
             Request::Destroy { .. } => Op::Destroy,
@@ -58,6 +61,7 @@ impl Op {
             Op::Read => "obj_read",
             Op::Truncate => "obj_truncate",
             Op::Punch => "obj_punch",
+            Op::Allocate => "obj_allocate",
             Op::Sync => "obj_sync",
             Op::Precreate => "precreate",
             Op::Destroy => "destroy",
