@@ -422,11 +422,11 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
             shape.ports.get("mgs").copied().unwrap_or_default()
         );
         println!(
-            "file system '{}' is up: MGS at {mgs}, {} MDTs, {} OSTs in {} server processes (state in {})",
+            "file system '{}' is up: MGS at {mgs}, {}, {} in {} (state in {})",
             shape.fsname,
-            shape.mdts,
-            shape.osts,
-            nodes.len(),
+            counted(shape.mdts as usize, "MDT"),
+            counted(shape.osts as usize, "OST"),
+            counted(nodes.len(), "server process"),
             a.dir.display()
         );
         let plan = MountPlan {
@@ -532,4 +532,26 @@ pub fn down(a: DownArgs) -> anyhow::Result<()> {
     crate::registry::unmount_stale_for_state(&a.dir);
     println!("stopped {n} leftover server(s)");
     Ok(())
+}
+
+/// "1 MDT", "2 MDTs", "3 server processes".
+fn counted(n: usize, what: &str) -> String {
+    match (n, what.ends_with('s')) {
+        (1, _) => format!("1 {what}"),
+        (_, true) => format!("{n} {what}es"),
+        _ => format!("{n} {what}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counted;
+
+    #[test]
+    fn counts_read_as_english() {
+        assert_eq!(counted(1, "MDT"), "1 MDT");
+        assert_eq!(counted(4, "OST"), "4 OSTs");
+        assert_eq!(counted(1, "server process"), "1 server process");
+        assert_eq!(counted(7, "server process"), "7 server processes");
+    }
 }
