@@ -599,7 +599,10 @@ async fn unlinking_one_of_two_hard_links_keeps_the_objects() {
         keep_orphan: false,
     })
     .await;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // A destroy is recorded in the unlink's own commit and its record
+    // removed only once the objects are gone: no record now and the
+    // objects still there means none was ever started.
+    assert_eq!(c.mdt().pending_destroys().expect("destroy records"), vec![]);
     for o in &objs {
         assert!(c.object_path(*o).exists(), "object {o:?} was destroyed");
     }
@@ -1855,8 +1858,25 @@ async fn objects_of_a_file_unlinked_while_its_ost_was_away_are_destroyed_after_a
         keep_orphan: false,
     })
     .await;
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    // Wait for the destroy attempt to fail (not merely to be pending: one
+    // still in flight when OST1 returns would succeed without the retry
+    // this test is about).
+    let deferred = |m: &loom_server::mdt::MdtService| {
+        m.stats
+            .snapshot()
+            .iter()
+            .any(|(k, n)| k == "destroy_deferred" && *n > 0)
+    };
+    assert!(
+        eventually(10, || deferred(&c.mdt())).await,
+        "the destroy was not attempted within 10 s"
+    );
     assert!(path.exists(), "OST1 was away, nothing could destroy it");
+    assert_eq!(
+        c.mdt().pending_destroys().expect("destroy records").len(),
+        1,
+        "the record stays for the next start"
+    );
     c.slots_put_ost(1, ost);
     c.restart_mdt().await;
     assert!(

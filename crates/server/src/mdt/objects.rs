@@ -318,9 +318,11 @@ impl MdtService {
                     "MDT{:04x}: destroying objects of {fid} on OST{ost:04x}: {e}",
                     self.index
                 );
+                self.stats.count("destroy_deferred");
                 return;
             }
         }
+        self.stats.count("destroy_done");
         let mut b = Batch::new();
         b.delete(Space::Destroy, fid.to_key().to_vec());
         // No fsync needed: if this is lost the destroy is simply repeated.
@@ -330,6 +332,16 @@ impl MdtService {
                 self.index
             );
         }
+    }
+
+    /// Files whose objects are recorded for destruction and not destroyed
+    /// yet (an OST was away): what the next start will retry.
+    pub fn pending_destroys(&self) -> Result<Vec<Fid>, WireError> {
+        let recs = self
+            .store
+            .scan(Space::Destroy, &[], None, usize::MAX)
+            .map_err(store_err)?;
+        Ok(recs.iter().filter_map(|(k, _)| Fid::from_key(k)).collect())
     }
 
     pub(super) async fn resume_destroys(self: std::sync::Arc<Self>) {
