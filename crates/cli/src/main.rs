@@ -99,7 +99,18 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("loom: {e:#}");
-            ExitCode::FAILURE
+            // As a shell reports a job stopped by SIGINT: 128 + 2.
+            let interrupted = e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<loom_bench::BenchError>(),
+                    Some(loom_bench::BenchError::Interrupted)
+                )
+            });
+            if interrupted {
+                ExitCode::from(130)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
