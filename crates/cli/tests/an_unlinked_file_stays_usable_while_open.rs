@@ -8,22 +8,6 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 
-/// Object files of `file`, from getstripe.
-fn object_files(c: &Cluster, file: &str) -> Vec<PathBuf> {
-    let out = loom_ok(&["getstripe", file]);
-    out.lines()
-        .skip_while(|l| !l.contains("obdidx"))
-        .skip(1)
-        .map(|l| {
-            let mut w = l.split_whitespace();
-            let ost: u32 = w.next().expect("obdidx").parse().expect("idx");
-            let oid: u64 = w.next().expect("objid").parse().expect("oid");
-            c.state
-                .join(format!("targets/ost{ost}/objects/{:02x}/{oid}", oid % 256))
-        })
-        .collect()
-}
-
 fn wait_gone(paths: &[PathBuf]) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while paths.iter().any(|p| p.exists()) {
@@ -43,7 +27,7 @@ fn an_unlinked_file_stays_usable_while_open() {
     loom_ok(&["setstripe", "-c", "2", "-S", "64K", fs]);
     let data: Vec<u8> = (0..500_000u32).map(|i| (i % 253) as u8).collect();
     std::fs::write(&f, &data).expect("write");
-    let objs = object_files(&c, fs);
+    let objs = c.object_files(fs);
     assert_eq!(objs.len(), 2);
 
     let mut fh = std::fs::OpenOptions::new()
@@ -74,7 +58,7 @@ fn a_file_replaced_by_rename_stays_readable_while_open() {
     let (old, new) = (c.path("config"), c.path("config.new"));
     std::fs::write(&old, b"old contents").expect("old");
     std::fs::write(&new, b"new contents").expect("new");
-    let objs = object_files(&c, old.to_str().expect("utf8"));
+    let objs = c.object_files(old.to_str().expect("utf8"));
     let mut reader = std::fs::File::open(&old).expect("open old");
     std::fs::rename(&new, &old).expect("rename over");
     assert_eq!(std::fs::read(&old).expect("read new"), b"new contents");
@@ -94,7 +78,7 @@ fn removing_a_file_nobody_has_open_frees_it_at_once() {
     let c = Cluster::up(1, 1, &[]);
     let f = c.path("plain");
     std::fs::write(&f, b"x").expect("write");
-    let objs = object_files(&c, f.to_str().expect("utf8"));
+    let objs = c.object_files(f.to_str().expect("utf8"));
     std::fs::remove_file(&f).expect("rm");
     wait_gone(&objs);
 }

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use bench_support::{loom_bin, mounts_below, processes_mentioning, StopClustersBelow};
+use bench_support::{assert_nothing_left_in, loom_bin, mounts_below, StopClustersBelow};
 
 /// Regular files below `dir` (the workload's items), stopping at `enough`.
 fn files_below(dir: &Path, enough: usize) -> usize {
@@ -123,16 +123,5 @@ fn sweep_ctrl_c_stops_the_cluster_and_leaves_nothing() {
         "the sweep went on to the next cluster\n{}",
         logs()
     );
-    assert!(mounts_below(&scratch).is_empty(), "mounts left\n{}", logs());
-    assert!(
-        processes_mentioning(&scratch).is_empty(),
-        "processes left\n{}",
-        logs()
-    );
-    let left: Vec<_> = std::fs::read_dir(&scratch)
-        .expect("scratch")
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "state left behind: {left:?}\n{}", logs());
+    assert_nothing_left_in(&scratch, &logs());
 }

@@ -9,7 +9,7 @@ mod bench_support;
 
 use std::time::Duration;
 
-use bench_support::{args, loom_bounded, mounts_below, processes_mentioning, StopClustersBelow};
+use bench_support::{args, assert_nothing_left_in, loom_bounded, StopClustersBelow};
 
 #[test]
 fn sweep_over_servers_leaves_no_state_processes_or_mounts() {
@@ -56,14 +56,14 @@ fn sweep_over_servers_leaves_no_state_processes_or_mounts() {
         String::from_utf8_lossy(&out.stderr),
         String::from_utf8_lossy(&out.stdout)
     );
-    let left: Vec<_> = std::fs::read_dir(&scratch)
-        .expect("scratch")
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "temporary state left behind: {left:?}");
-    assert!(mounts_below(&scratch).is_empty());
-    assert!(processes_mentioning(&scratch).is_empty());
+    assert_nothing_left_in(
+        &scratch,
+        &format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        ),
+    );
 
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("json");

@@ -11,7 +11,7 @@ use nix::fcntl::{fallocate, FallocateFlags as F};
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, MetadataExt};
-use std::path::PathBuf;
+use std::path::Path;
 
 const UNIT: usize = 64 * 1024;
 
@@ -19,23 +19,7 @@ fn pattern(len: usize, seed: usize) -> Vec<u8> {
     (0..len).map(|i| ((i * 13 + seed) % 251) as u8).collect()
 }
 
-/// The object files of `file`, in stripe order, from getstripe's table.
-fn object_paths(c: &Cluster, file: &str) -> Vec<PathBuf> {
-    let out = loom_ok(&["getstripe", file]);
-    out.lines()
-        .skip_while(|l| !l.contains("obdidx"))
-        .skip(1)
-        .map(|l| {
-            let mut w = l.split_whitespace();
-            let ost: u32 = w.next().expect("obdidx").parse().expect("idx");
-            let oid: u64 = w.next().expect("objid").parse().expect("oid");
-            c.state
-                .join(format!("targets/ost{ost}/objects/{:02x}/{oid}", oid % 256))
-        })
-        .collect()
-}
-
-fn allocated(p: &PathBuf) -> u64 {
+fn allocated(p: &Path) -> u64 {
     std::fs::metadata(p).map(|m| m.blocks() * 512).unwrap_or(0)
 }
 
@@ -53,7 +37,7 @@ fn fallocate_punches_reserves_and_zeroes_every_stripe() {
     loom_ok(&["setstripe", "-c", "4", "-S", "64K", &p]);
     let mut model = pattern(16 * UNIT, 1);
     std::fs::write(&path, &model).expect("write 1 MiB");
-    let objs = object_paths(&c, &p);
+    let objs = c.object_files(&p);
     assert_eq!(objs.len(), 4);
     let f = OpenOptions::new()
         .read(true)
@@ -64,7 +48,7 @@ fn fallocate_punches_reserves_and_zeroes_every_stripe() {
 
     // Punch [100000, 400000): units 2..=5 whole (one on each object) and
     // parts of units 1 and 6.
-    let before: Vec<u64> = objs.iter().map(allocated).collect();
+    let before: Vec<u64> = objs.iter().map(|o| allocated(o)).collect();
     let (off, len) = (100_000usize, 300_000usize);
     fallocate(
         f.as_raw_fd(),
@@ -96,7 +80,7 @@ fn fallocate_punches_reserves_and_zeroes_every_stripe() {
         .iter()
         .map(|o| std::fs::metadata(o).expect("object").len())
         .collect();
-    let before: Vec<u64> = objs.iter().map(allocated).collect();
+    let before: Vec<u64> = objs.iter().map(|o| allocated(o)).collect();
     fallocate(
         f.as_raw_fd(),
         F::empty(),

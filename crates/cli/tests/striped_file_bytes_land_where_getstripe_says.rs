@@ -18,18 +18,7 @@ fn striped_file_bytes_land_where_getstripe_says() {
     assert!(out.contains("lmm_stripe_count:  4"), "{out}");
     assert!(out.contains("lmm_stripe_size:   65536"), "{out}");
     // The object table: obdidx, objid, objid (hex), group.
-    let objs: Vec<(u32, u64)> = out
-        .lines()
-        .skip_while(|l| !l.contains("obdidx"))
-        .skip(1)
-        .map(|l| {
-            let mut w = l.split_whitespace();
-            (
-                w.next().expect("obdidx").parse().expect("idx"),
-                w.next().expect("objid").parse().expect("oid"),
-            )
-        })
-        .collect();
+    let objs = c.stripes(fs);
     assert_eq!(objs.len(), 4, "{out}");
     let mut osts: Vec<u32> = objs.iter().map(|o| o.0).collect();
     osts.sort();
@@ -39,9 +28,7 @@ fn striped_file_bytes_land_where_getstripe_says() {
     let objects: Vec<Vec<u8>> = objs
         .iter()
         .map(|(ost, oid)| {
-            let p = c
-                .state
-                .join(format!("targets/ost{ost}/objects/{:02x}/{oid}", oid % 256));
+            let p = c.object_file(*ost, *oid);
             std::fs::read(&p).unwrap_or_else(|e| panic!("object {}: {e}", p.display()))
         })
         .collect();

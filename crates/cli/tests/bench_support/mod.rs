@@ -94,6 +94,23 @@ pub fn processes_mentioning(dir: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// Asserts that nothing of a sweep is left in its scratch directory `dir`:
+/// no mount below it, no process naming it, no file or directory in it.
+/// `context` (the run's output) goes into the failure message.
+pub fn assert_nothing_left_in(dir: &Path, context: &str) {
+    assert!(mounts_below(dir).is_empty(), "mounts left\n{context}");
+    assert!(
+        processes_mentioning(dir).is_empty(),
+        "processes left\n{context}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .expect("scratch")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "state left behind: {left:?}\n{context}");
+}
+
 /// `loom up` state directories (holding `cluster.toml`) below `dir`.
 fn states_below(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) {
     if dir.join("cluster.toml").exists() {

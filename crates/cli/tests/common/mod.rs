@@ -183,6 +183,37 @@ impl Cluster {
         self.mnt.join(rel)
     }
 
+    /// (OST index, object id) of every stripe of `file`, in stripe order,
+    /// from `loom getstripe`'s object table.
+    pub fn stripes(&self, file: &str) -> Vec<(u32, u64)> {
+        let out = loom_ok(&["getstripe", file]);
+        out.lines()
+            .skip_while(|l| !l.contains("obdidx"))
+            .skip(1)
+            .map(|l| {
+                let mut w = l.split_whitespace();
+                (
+                    w.next().expect("obdidx").parse().expect("idx"),
+                    w.next().expect("objid").parse().expect("oid"),
+                )
+            })
+            .collect()
+    }
+
+    /// The file that holds object `oid` in OST `ost`'s target directory.
+    pub fn object_file(&self, ost: u32, oid: u64) -> PathBuf {
+        self.state
+            .join(format!("targets/ost{ost}/objects/{:02x}/{oid}", oid % 256))
+    }
+
+    /// The object files of `file`, in stripe order.
+    pub fn object_files(&self, file: &str) -> Vec<PathBuf> {
+        self.stripes(file)
+            .into_iter()
+            .map(|(ost, oid)| self.object_file(ost, oid))
+            .collect()
+    }
+
     /// The MGS address.
     pub fn mgs(&self) -> String {
         let s = std::fs::read_to_string(self.state.join("cluster.toml")).expect("cluster.toml");
