@@ -172,6 +172,27 @@ impl Client {
             .await
     }
 
+    /// Send each `(ost, request)` to its OST, all in parallel, and wait for
+    /// every `Ok`; the first error wins. For the operations that touch
+    /// every object of a layout (sync, truncate, punch, allocate).
+    pub(crate) async fn ost_call_each(
+        &self,
+        c: &Caller,
+        reqs: Vec<(u32, Request)>,
+        op: &str,
+    ) -> Result<(), Errno> {
+        let mut set = tokio::task::JoinSet::new();
+        for (ost, req) in reqs {
+            let (router, ctx) = (self.router_handle(), self.ctx(c));
+            set.spawn(async move {
+                router
+                    .call(TargetId::ost(ost), ctx, req, Bytes::new())
+                    .await
+            });
+        }
+        crate::io::file::join_ok(set, op).await
+    }
+
     /// Open file `fid` with `layout`, whose size the caller last saw as
     /// `size`, for I/O as the current process. See [`OpenFile`].
     pub fn open(self: &Arc<Self>, fid: Fid, layout: Layout, size: u64) -> Arc<OpenFile> {

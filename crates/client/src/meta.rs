@@ -165,28 +165,15 @@ impl Client {
         let Some((ss, objs)) = layout.raid0_params() else {
             return Ok(());
         };
-        let mut set = JoinSet::new();
-        for (i, obj) in objs.iter().enumerate() {
-            let req = Request::ObjTruncate {
-                obj: *obj,
-                size: object_size_for(ss, objs.len(), i, size),
-            };
-            let (ctx, ost) = (self.ctx(c), obj.ost);
-            let router = self.router_handle();
-            set.spawn(async move {
-                router
-                    .call(TargetId::ost(ost), ctx, req, Bytes::new())
-                    .await
-            });
-        }
-        while let Some(r) = set.join_next().await {
-            let (reply, _) = r.map_err(|e| {
-                tracing::error!("truncate task failed: {e}");
-                Errno::EIO
-            })??;
-            Self::ok(reply, "ObjTruncate")?;
-        }
-        Ok(())
+        let reqs = objs
+            .iter()
+            .enumerate()
+            .map(|(i, obj)| {
+                let size = object_size_for(ss, objs.len(), i, size);
+                (obj.ost, Request::ObjTruncate { obj: *obj, size })
+            })
+            .collect();
+        self.ost_call_each(c, reqs, "ObjTruncate").await
     }
 
     /// Create a non-directory `name` in `parent`: a regular file (which

@@ -286,16 +286,13 @@ impl OpenFile {
     /// and mtime on the MDT (what every handle of this client wrote).
     pub async fn fsync(&self) -> Result<(), Errno> {
         self.landed().await?;
-        let mut set = JoinSet::new();
-        for obj in self.layout.objects() {
-            let (client, caller) = (self.client.clone(), self.caller.clone());
-            set.spawn(async move {
-                client
-                    .ost_call(&caller, obj.ost, Request::ObjSync { obj }, Bytes::new())
-                    .await
-            });
-        }
-        join_ok(set, "ObjSync").await?;
+        let syncs = self.layout.objects().into_iter();
+        let syncs = syncs
+            .map(|obj| (obj.ost, Request::ObjSync { obj }))
+            .collect();
+        self.client
+            .ost_call_each(&self.caller, syncs, "ObjSync")
+            .await?;
         // Other handles' writes (POSIX fsync covers the whole file): their
         // reports reach the MDT before the durable one below.
         for h in self.client.open_handles(self.fid) {
@@ -332,31 +329,33 @@ impl OpenFile {
         }
         let (ss, objs) = self.raid0()?;
         self.client.wait_writes(self.fid).await;
-        // Zeroing = deallocate, then reserve the range again.
-        let steps: &[bool] = match what {
-            Allocation::Reserve => &[false],
-            Allocation::Punch => &[true],
-            Allocation::Zero => &[true, false],
+        // Each object's share of the range, as one request.
+        let each = |make: fn(ObjRef, u64, u64) -> Request| -> Vec<(u32, Request)> {
+            objs.iter()
+                .enumerate()
+                .filter_map(|(stripe, &obj)| {
+                    let (start, stop) = object_range_for(ss, objs.len(), stripe, offset, len);
+                    (start < stop).then(|| (obj.ost, make(obj, start, stop - start)))
+                })
+                .collect()
         };
-        for &punch in steps {
-            let mut set = JoinSet::new();
-            for (stripe, &obj) in objs.iter().enumerate() {
-                let (start, stop) = object_range_for(ss, objs.len(), stripe, offset, len);
-                if start == stop {
-                    continue;
-                }
-                let (offset, len) = (start, stop - start);
-                let req = if punch {
-                    Request::ObjPunch { obj, offset, len }
-                } else {
-                    Request::ObjAllocate { obj, offset, len }
-                };
-                let (client, caller) = (self.client.clone(), self.caller.clone());
-                set.spawn(
-                    async move { client.ost_call(&caller, obj.ost, req, Bytes::new()).await },
-                );
+        let punch = |obj, offset, len| Request::ObjPunch { obj, offset, len };
+        let allocate = |obj, offset, len| Request::ObjAllocate { obj, offset, len };
+        let (client, c) = (&self.client, &self.caller);
+        match what {
+            Allocation::Reserve => {
+                client
+                    .ost_call_each(c, each(allocate), "ObjAllocate")
+                    .await?
             }
-            join_ok(set, if punch { "ObjPunch" } else { "ObjAllocate" }).await?;
+            Allocation::Punch => client.ost_call_each(c, each(punch), "ObjPunch").await?,
+            // Zeroing = deallocate, then reserve the range again.
+            Allocation::Zero => {
+                client.ost_call_each(c, each(punch), "ObjPunch").await?;
+                client
+                    .ost_call_each(c, each(allocate), "ObjAllocate")
+                    .await?;
+            }
         }
         if !keep_size && end > self.size() {
             self.written_end.fetch_max(end, Ordering::AcqRel);
@@ -389,7 +388,10 @@ impl Drop for OpenFile {
 
 /// Wait for every request of `set`; the first error wins (the others are
 /// aborted when the set drops).
-async fn join_ok(mut set: JoinSet<Result<(Reply, Vec<u8>), Errno>>, op: &str) -> Result<(), Errno> {
+pub(crate) async fn join_ok(
+    mut set: JoinSet<Result<(Reply, Vec<u8>), Errno>>,
+    op: &str,
+) -> Result<(), Errno> {
     while let Some(res) = set.join_next().await {
         match res.map_err(join_error)?? {
             (Reply::Ok, _) => {}
