@@ -24,6 +24,8 @@ impl Errno {
     pub const EAGAIN: Errno = Errno(11);
     /// Permission denied.
     pub const EACCES: Errno = Errno(13);
+    /// Device or resource busy.
+    pub const EBUSY: Errno = Errno(16);
     /// File exists.
     pub const EEXIST: Errno = Errno(17);
     /// Cross-device link (an operation spanning MDTs that is not supported yet).

@@ -8,7 +8,12 @@
 //! RAID-0 maths, with stripe size `S` and stripe count `C`: file offset `o`
 //! lies in stripe unit `u = o / S`, on stripe `u % C`, at object offset
 //! `(u / C) * S + o % S`.
+//!
+//! A striped directory's layout is one [`Pattern::DirShards`] component:
+//! the same record describes file data and directory shards, as Lustre's
+//! LOV and LMV extended attributes do.
 
+use crate::fid::{name_hash, Fid};
 use serde::{Deserialize, Serialize};
 
 /// Default stripe size: 1 MiB, as Lustre.
@@ -39,6 +44,25 @@ pub enum Pattern {
     },
     /// Data on the MDT with the inode (reserved for Data-on-MDT).
     Mdt,
+    /// A striped directory (Lustre's LMV EA): its names are spread over
+    /// shards, each a directory object on one MDT; shard 0 is the master
+    /// inode itself, so a name that hashes there lives beside the master.
+    DirShards {
+        /// How a name picks its shard.
+        hash: DirHash,
+        /// The shards' FIDs, in shard order (the MDT of each follows from
+        /// its sequence).
+        shards: Vec<Fid>,
+    },
+}
+
+/// How a striped directory maps a name to a shard. Variants are
+/// append-only: a later hash (or a directory being split) needs a new one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DirHash {
+    /// `name_hash(name) % shard count`: the dentry key's hash, so a shard
+    /// holds exactly the names whose readdir cookies fall to it.
+    NameHashMod,
 }
 
 /// One extent of a file and how it is stored.
@@ -176,7 +200,44 @@ impl Layout {
                 stripe_size,
                 objects,
             } => Some((*stripe_size, objects)),
-            Pattern::Mdt => None,
+            Pattern::Mdt | Pattern::DirShards { .. } => None,
+        }
+    }
+
+    /// The layout of a directory striped over `shards` (shard 0 = master).
+    pub fn dir_striped(shards: Vec<Fid>) -> Layout {
+        Layout {
+            generation: 0,
+            components: vec![Component {
+                start: 0,
+                end: u64::MAX,
+                pattern: Pattern::DirShards {
+                    hash: DirHash::NameHashMod,
+                    shards,
+                },
+                pool: None,
+            }],
+        }
+    }
+
+    /// The shards of a striped directory's layout.
+    pub fn dir_shards(&self) -> Option<&[Fid]> {
+        match &self.components.first()?.pattern {
+            Pattern::DirShards { shards, .. } => Some(shards),
+            _ => None,
+        }
+    }
+
+    /// The shard of a striped directory that holds `name`.
+    pub fn shard_for(&self, name: &[u8]) -> Option<Fid> {
+        match &self.components.first()?.pattern {
+            Pattern::DirShards {
+                hash: DirHash::NameHashMod,
+                shards,
+            } if !shards.is_empty() => {
+                Some(shards[(name_hash(name) % shards.len() as u64) as usize])
+            }
+            _ => None,
         }
     }
 
@@ -186,7 +247,7 @@ impl Layout {
             .iter()
             .flat_map(|c| match &c.pattern {
                 Pattern::Raid0 { objects, .. } => objects.clone(),
-                Pattern::Mdt => Vec::new(),
+                Pattern::Mdt | Pattern::DirShards { .. } => Vec::new(),
             })
             .collect()
     }
@@ -264,6 +325,25 @@ pub fn object_range_for(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_striped_directory_sends_each_name_to_its_hash_shard() {
+        let shards: Vec<Fid> = (0..3).map(|i| Fid::new(100 + i, 1)).collect();
+        let l = Layout::dir_striped(shards.clone());
+        assert_eq!(l.dir_shards(), Some(&shards[..]));
+        let mut seen = [0usize; 3];
+        for i in 0..300 {
+            let name = format!("f{i}");
+            let s = l.shard_for(name.as_bytes()).expect("striped");
+            let k = (name_hash(name.as_bytes()) % 3) as usize;
+            assert_eq!(s, shards[k]);
+            seen[k] += 1;
+        }
+        // Every shard gets a share of 300 names.
+        assert!(seen.iter().all(|n| *n > 50), "{seen:?}");
+        assert!(l.raid0_params().is_none() && l.objects().is_empty());
+        assert!(Layout::raid0(1 << 20, vec![]).shard_for(b"x").is_none());
+    }
 
     #[test]
     fn second_stripe_unit_lands_on_second_object() {

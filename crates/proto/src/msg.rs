@@ -337,6 +337,31 @@ pub mod xattr_flags {
     pub const REPLACE: u32 = 2;
 }
 
+/// Where a new directory's shards go (`loom mkdir -i`, `loom setdirstripe`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirStripe {
+    /// Number of shards; 1 is a plain directory (a remote one when
+    /// `start_mdt` names an MDT other than the parent's).
+    pub count: u32,
+    /// MDT of the master inode (shard 0); the other shards follow on the
+    /// next MDTs in index order. -1: the parent's MDT.
+    pub start_mdt: i32,
+}
+
+/// Names one participant's part of a cross-MDT operation: the
+/// coordinating MDT, its intent record, and the part's index (a shard).
+/// A participant keeps what it did under this name, so a step that is
+/// sent again is not done twice and can be undone after a crash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct IntentRef {
+    /// Index of the coordinating MDT.
+    pub coord: u32,
+    /// Its intent record.
+    pub id: u64,
+    /// Which part.
+    pub index: u32,
+}
+
 /// Every request. Each variant's opcode is given by [`Request::opcode`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Request {
@@ -612,6 +637,74 @@ pub enum Request {
         /// Length.
         len: u64,
     },
+    /// Make a directory placed on chosen MDTs: a remote directory
+    /// (`count` 1 on another MDT) or a striped one. Sent to the parent's
+    /// MDT, which coordinates. Opcode 44.
+    MkdirStriped {
+        /// Parent.
+        parent: Fid,
+        /// Name.
+        name: Name,
+        /// Permission bits after umask.
+        perm: u32,
+        /// Placement.
+        stripe: DirStripe,
+    },
+    /// MDT to MDT: make a directory object (a remote directory, a shard,
+    /// or with `others` the master of a striped directory whose other
+    /// shards are `others`) as part `intent`. Done once per part: sent
+    /// again, it answers the object made the first time. Opcode 45.
+    MakeDirObject {
+        /// The part of the coordinator's operation.
+        intent: IntentRef,
+        /// The directory the new one is named in (its "..").
+        parent: Fid,
+        /// Permission bits.
+        perm: u32,
+        /// Owner.
+        uid: u32,
+        /// Group.
+        gid: u32,
+        /// Creation time, the same for every shard.
+        time: Time,
+        /// The parent's effective default file striping.
+        default_stripe: Option<StripeSpec>,
+        /// For a master: shards 1.. of the directory.
+        others: Option<Vec<Fid>>,
+    },
+    /// MDT to MDT: remove what part `intent` made, if anything (an
+    /// operation rolled back). Opcode 46.
+    UndoDirObject {
+        /// The part.
+        intent: IntentRef,
+    },
+    /// MDT to MDT: if directory `fid` is empty, mark it as being removed:
+    /// it takes no new entries until unsealed or destroyed; ENOTEMPTY
+    /// otherwise. Opcode 47.
+    SealDir {
+        /// Directory object on the receiving MDT.
+        fid: Fid,
+    },
+    /// MDT to MDT: a removal was given up; `fid` takes entries again.
+    /// Opcode 48.
+    UnsealDir {
+        /// Directory object.
+        fid: Fid,
+    },
+    /// MDT to MDT: destroy sealed directory object `fid` (done if it is
+    /// already gone). Opcode 49.
+    DestroyDir {
+        /// Directory object.
+        fid: Fid,
+    },
+    /// MDT to MDT: the coordinator's intent `id` is finished; forget the
+    /// records kept to make its steps repeatable. Opcode 59.
+    ForgetIntent {
+        /// Coordinating MDT.
+        coord: u32,
+        /// Its intent.
+        id: u64,
+    },
 }
 
 impl Request {
@@ -655,6 +748,13 @@ impl Request {
             Request::RenewOrphans { .. } => 42,
             Request::Open { .. } => 43,
             Request::ObjAllocate { .. } => 58,
+            Request::MkdirStriped { .. } => 44,
+            Request::MakeDirObject { .. } => 45,
+            Request::UndoDirObject { .. } => 46,
+            Request::SealDir { .. } => 47,
+            Request::UnsealDir { .. } => 48,
+            Request::DestroyDir { .. } => 49,
+            Request::ForgetIntent { .. } => 59,
         }
     }
 
@@ -698,6 +798,13 @@ impl Request {
             Request::RenewOrphans { .. } => "renew_orphans",
             Request::Open { .. } => "open",
             Request::ObjAllocate { .. } => "obj_allocate",
+            Request::MkdirStriped { .. } => "mkdir_striped",
+            Request::MakeDirObject { .. } => "make_dir_object",
+            Request::UndoDirObject { .. } => "undo_dir_object",
+            Request::SealDir { .. } => "seal_dir",
+            Request::UnsealDir { .. } => "unseal_dir",
+            Request::DestroyDir { .. } => "destroy_dir",
+            Request::ForgetIntent { .. } => "forget_intent",
         }
     }
 }

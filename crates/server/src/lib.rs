@@ -8,6 +8,7 @@
 //! - [`node`]: one `loom server` process: config file, listener, dispatch.
 #![warn(missing_docs)]
 
+pub mod fail;
 pub mod mdt;
 pub mod mgs;
 pub mod node;

@@ -8,10 +8,12 @@
 //! the OSTs ([`objects`]), so a create is one client round trip.
 
 mod attrs;
+mod intents;
 mod namespace;
 mod objects;
 mod orphans;
 pub mod records;
+mod remote;
 pub mod replies;
 mod syncer;
 mod tx;
@@ -61,6 +63,18 @@ pub struct MdtService {
     peers: Arc<Peers>,
     /// Serialises namespace changes (not reads).
     ns: tokio::sync::Mutex<()>,
+    /// Serialises the cross-MDT operations this MDT coordinates (held
+    /// across their steps on other MDTs, which the namespace lock is not).
+    dist: tokio::sync::Mutex<()>,
+    /// Next intent id (see `intents`).
+    next_intent: AtomicU64,
+    /// Directories of this MDT being removed by a coordinator.
+    sealed: remote::Sealed,
+    /// Set while intents are being resolved.
+    resolving: std::sync::atomic::AtomicBool,
+    /// True once the intents found at start are resolved: client changes
+    /// wait for it.
+    recovered: tokio::sync::watch::Sender<bool>,
     /// (sequence, next oid) for new FIDs.
     fid_alloc: Mutex<Option<(u64, u32)>>,
     /// Object ids precreated on each OST, in memory only (see `objects`).
@@ -97,12 +111,19 @@ impl MdtService {
         let syncer = syncer::Syncer::start(store.clone(), &format!("mdt{index}"))?;
         tracing::info!("MDT{index:04x}: reply cache holds {kept} records ({removed} expired)");
         let inode_count = read_meta::<u64>(&*store, meta::INODE_COUNT)?.unwrap_or(0);
+        let next_intent = MdtService::stored_next_intent(&*store)?;
+        let sealed = remote::Sealed::load(&*store)?;
         let mdt = Arc::new(MdtService {
             index,
             dir: dir.to_path_buf(),
             store,
             peers,
             ns: tokio::sync::Mutex::new(()),
+            dist: tokio::sync::Mutex::new(()),
+            next_intent: AtomicU64::new(next_intent),
+            sealed,
+            resolving: std::sync::atomic::AtomicBool::new(false),
+            recovered: tokio::sync::watch::channel(false).0,
             fid_alloc: Mutex::new(fid_alloc),
             pools: objects::Pools::default(),
             replies,
@@ -139,22 +160,34 @@ impl MdtService {
     /// whose request will be answered with `reply`: when the request can be
     /// resent, the reply is recorded in the same batch (see [`replies`]).
     fn apply(&self, t: Tx<'_>, reply: &Reply) -> Result<Ticket, WireError> {
-        self.apply_as(t, reply, false)
+        self.apply_as(t, Some(reply), false)
+    }
+
+    /// As [`Self::apply`] for a step that is not the answer to the request
+    /// being handled (an intent record of a cross-MDT operation): no reply
+    /// is recorded.
+    fn apply_step(&self, t: Tx<'_>) -> Result<Ticket, WireError> {
+        self.apply_as(t, None, false)
     }
 
     /// As [`Self::apply`], with the batch handed to the operating system
     /// before returning (it survives a crash of this process, not of the
     /// machine), for changes answered without an fsync.
     fn apply_flushed(&self, t: Tx<'_>, reply: &Reply) -> Result<Ticket, WireError> {
-        self.apply_as(t, reply, true)
+        self.apply_as(t, Some(reply), true)
     }
 
-    fn apply_as(&self, t: Tx<'_>, reply: &Reply, flushed: bool) -> Result<Ticket, WireError> {
+    fn apply_as(
+        &self,
+        t: Tx<'_>,
+        reply: Option<&Reply>,
+        flushed: bool,
+    ) -> Result<Ticket, WireError> {
         let (batch, delta) = t.into_batch()?;
         let mut batch = batch;
-        let recorded = match replies::SLOT.try_with(|k| *k) {
-            Ok(key) => Some((key, self.replies.record(&mut batch, key, reply)?)),
-            Err(_) => None,
+        let recorded = match (replies::SLOT.try_with(|k| *k), reply) {
+            (Ok(key), Some(reply)) => Some((key, self.replies.record(&mut batch, key, reply)?)),
+            _ => None,
         };
         let count = if delta != 0 {
             let c = (self.inode_count.load(Ordering::Acquire) as i64 + delta).max(0) as u64;
@@ -189,10 +222,28 @@ impl MdtService {
 
     /// Start background work: destroy objects of files unlinked before a
     /// restart, and orphans whose lease runs out.
+    /// Cross-MDT operations a crash interrupted are resolved (see
+    /// `intents`) before client changes are let in.
     pub fn start(self: &Arc<Self>) {
         let me = self.clone();
         tokio::spawn(async move { me.resume_destroys().await });
         self.spawn_orphan_sweeper();
+        match self.has_intents() {
+            Ok(false) => {
+                self.recovered.send_replace(true);
+            }
+            Ok(true) => {
+                tracing::info!(
+                    "MDT{:04x}: resolving interrupted cross-MDT operations",
+                    self.index
+                );
+                self.spawn_resolver();
+            }
+            Err(e) => {
+                // Changes stay shut out rather than risk the namespace.
+                tracing::error!("MDT{:04x}: reading the intent log: {e}", self.index);
+            }
+        }
     }
 
     /// Handle one request. A change that can be resent runs once per
@@ -203,6 +254,10 @@ impl MdtService {
         let Some(key) = ReplyKey::of(ctx, &req) else {
             return self.dispatch(ctx, req).await;
         };
+        if !*self.recovered.borrow() {
+            let mut rx = self.recovered.subscribe();
+            let _ = rx.wait_for(|done| *done).await;
+        }
         let _running = self.replies.enter(key).await;
         if let Some(r) = self.replies.lookup(&*self.store, key)? {
             self.stats.count("resent");
@@ -224,12 +279,15 @@ impl MdtService {
     async fn dispatch(self: &Arc<Self>, ctx: &ReqCtx, req: Request) -> ReplyResult {
         match req {
             Request::Ping => Ok(Reply::Ok),
-            Request::Lookup { parent, name } => self.lookup(parent, &name),
-            Request::GetAttr { fid } => Ok(Reply::Attr(tx::read_inode(&*self.store, fid)?.attr)),
+            Request::Lookup { parent, name } => self.lookup(parent, &name).await,
+            Request::GetAttr { fid } => Ok(Reply::Attr(remote::shown_attr(&tx::read_inode(
+                &*self.store,
+                fid,
+            )?))),
             Request::Open { fid } => {
                 let r = tx::read_inode(&*self.store, fid)?;
                 Ok(Reply::Entry {
-                    attr: r.attr,
+                    attr: remote::shown_attr(&r),
                     layout: r.layout,
                 })
             }
@@ -246,6 +304,18 @@ impl MdtService {
                     .await
             }
             Request::Mkdir { parent, name, perm } => self.mkdir(ctx, parent, &name, perm).await,
+            Request::MkdirStriped {
+                parent,
+                name,
+                perm,
+                stripe,
+            } => self.mkdir_striped(ctx, parent, &name, perm, stripe).await,
+            req @ (Request::MakeDirObject { .. }
+            | Request::UndoDirObject { .. }
+            | Request::SealDir { .. }
+            | Request::UnsealDir { .. }
+            | Request::DestroyDir { .. }
+            | Request::ForgetIntent { .. }) => self.participant(req).await,
             Request::Unlink {
                 parent,
                 name,
@@ -281,7 +351,7 @@ impl MdtService {
                     .map(Reply::Link)
                     .ok_or_else(|| WireError::new(Errno::EINVAL, format!("{fid} is not a symlink")))
             }
-            Request::Readdir { fid, cookie, max } => self.readdir(fid, cookie, max),
+            Request::Readdir { fid, cookie, max } => self.readdir(fid, cookie, max).await,
             Request::GetLayout { fid } => {
                 let r = tx::read_inode(&*self.store, fid)?;
                 r.layout

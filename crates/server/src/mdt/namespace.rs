@@ -5,6 +5,7 @@ use super::attrs::new_attr;
 use super::records::{
     dentry_prefix, dentry_resume_key, parse_dentry_key, DentryRec, InodeRec, INODE_REC_VERSION,
 };
+use super::remote::{being_removed, shown_attr};
 use super::tx::{read_dentry, read_inode, store_err, Tx};
 use super::MdtService;
 use loom_proto::msg::{self, rename_flags, DirEntry, FileKind, Reply, ReplyResult, ReqCtx, Time};
@@ -28,7 +29,7 @@ struct NewInode {
     stripe: Option<StripeSpec>,
 }
 
-fn check_name(name: &Name) -> Result<(), WireError> {
+pub(super) fn check_name(name: &Name) -> Result<(), WireError> {
     let b = name.as_bytes();
     if b.is_empty() || b == b"." || b == b".." || b.contains(&b'/') || b.contains(&0) {
         return Err(WireError::new(
@@ -45,15 +46,33 @@ fn check_name(name: &Name) -> Result<(), WireError> {
     Ok(())
 }
 
-fn exists(name: &Name) -> WireError {
+pub(super) fn exists(name: &Name) -> WireError {
     WireError::new(Errno::EEXIST, format!("{name} exists"))
 }
 
-fn not_found(name: &Name) -> WireError {
+pub(super) fn not_found(name: &Name) -> WireError {
     WireError::new(Errno::ENOENT, format!("no entry {name}"))
 }
 
-/// Objects a removal freed, to destroy once the removal is durable.
+/// EXDEV, which rename(1) and mv(1) answer by copying: what crosses MDTs
+/// is not moved in one step yet (as with Lustre's first DNE release).
+fn cross_mdt(what: &str) -> WireError {
+    WireError::new(Errno::EXDEV, format!("{what} is not supported yet"))
+}
+
+/// Update `fid`'s ctime if its inode is on this MDT (a remote directory's
+/// is not).
+fn touch(t: &mut Tx<'_>, fid: Fid, now: Time) -> Result<(), WireError> {
+    match t.inode(fid) {
+        Ok(r) => {
+            r.attr.ctime = now;
+            Ok(())
+        }
+        Err(e) if e.errno == Errno::ENOENT => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// What dropping a link did.
 enum Dropped {
     /// Other links remain (or nothing was dropped).
@@ -65,7 +84,7 @@ enum Dropped {
 }
 
 impl MdtService {
-    pub(super) fn lookup(&self, parent: Fid, name: &Name) -> ReplyResult {
+    pub(super) async fn lookup(self: &Arc<Self>, parent: Fid, name: &Name) -> ReplyResult {
         if name.len() > NAME_MAX {
             return Err(WireError::new(
                 Errno::ENAMETOOLONG,
@@ -84,16 +103,25 @@ impl MdtService {
             }
             return Err(not_found(name));
         };
-        let r = read_inode(&*self.store, d.fid)?;
-        Ok(Reply::Entry {
-            attr: r.attr,
-            layout: r.layout,
-        })
+        match read_inode(&*self.store, d.fid) {
+            Ok(r) => Ok(Reply::Entry {
+                attr: shown_attr(&r),
+                layout: r.layout,
+            }),
+            // A remote directory: its inode is on another MDT.
+            Err(e) if e.errno == Errno::ENOENT => self.remote_entry(d.fid).await,
+            Err(e) => Err(e),
+        }
     }
 
     /// Owner and group of a new inode: the caller's, but the parent's group
     /// when the parent is set-group-ID (and new directories keep the bit).
-    fn owner(ctx: &ReqCtx, parent: &InodeRec, kind: FileKind, perm: u32) -> (u32, u32, u32) {
+    pub(super) fn owner(
+        ctx: &ReqCtx,
+        parent: &InodeRec,
+        kind: FileKind,
+        perm: u32,
+    ) -> (u32, u32, u32) {
         if parent.attr.perm & 0o2000 != 0 {
             let perm = if kind == FileKind::Dir {
                 perm | 0o2000
@@ -137,6 +165,9 @@ impl MdtService {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let p = t.dir(parent)?.clone();
+        if self.sealed.contains(parent) {
+            return Err(being_removed(parent));
+        }
         if t.dentry(parent, name)?.is_some() {
             return Err(exists(name));
         }
@@ -165,7 +196,7 @@ impl MdtService {
             pr.attr.nlink += 1;
         }
         let reply = Reply::Entry {
-            attr: rec.attr.clone(),
+            attr: shown_attr(&rec),
             layout: rec.layout.clone(),
         };
         t.create_inode(rec);
@@ -347,6 +378,13 @@ impl MdtService {
                 format!("{name} is not a directory"),
             ));
         }
+        let here = read_inode(&*self.store, d.fid).ok();
+        if here.is_none_or(|r| r.layout.is_some_and(|l| l.dir_shards().is_some())) {
+            // On other MDTs, or striped: a cross-MDT removal.
+            drop(t);
+            drop(g);
+            return self.rmdir_distributed(parent, name).await;
+        }
         let now = Time::now();
         self.drop_dir(&mut t, parent, d.fid)?;
         t.delete_dentry(parent, name);
@@ -354,6 +392,14 @@ impl MdtService {
         p.attr.mtime = now;
         p.attr.ctime = now;
         self.finish(t, g, Dropped::Freed(None)).await
+    }
+
+    /// Whether the entry's inode can change parents here: not a directory,
+    /// or a plain directory of this MDT.
+    fn movable(&self, d: &DentryRec) -> bool {
+        d.kind != FileKind::Dir
+            || read_inode(&*self.store, d.fid)
+                .is_ok_and(|r| r.layout.as_ref().and_then(|l| l.dir_shards()).is_none())
     }
 
     /// Whether `dir` is `ancestor` or lies below it.
@@ -365,7 +411,15 @@ impl MdtService {
             if dir == Fid::ROOT {
                 return Ok(false);
             }
-            dir = t.inode(dir)?.parent;
+            dir = match t.inode(dir) {
+                Ok(r) => r.parent,
+                // The path to the root leaves this MDT: a loop through
+                // other MDTs cannot be ruled out here.
+                Err(e) if e.errno == Errno::ENOENT => {
+                    return Err(cross_mdt("a directory whose path crosses MDTs"))
+                }
+                Err(e) => return Err(e),
+            };
         }
         Err(WireError::new(
             Errno::EIO,
@@ -393,7 +447,15 @@ impl MdtService {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         t.dir(parent)?;
-        t.dir(new_parent)?;
+        match t.dir(new_parent) {
+            Err(e) if e.errno == Errno::ENOENT => {
+                return Err(cross_mdt("a rename into a directory on another MDT"))
+            }
+            r => r?,
+        };
+        if self.sealed.contains(new_parent) {
+            return Err(being_removed(new_parent));
+        }
         let src = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
         if parent == new_parent && name == new_name {
             return Ok(Reply::Ok);
@@ -401,6 +463,18 @@ impl MdtService {
         let dst = t.dentry(new_parent, new_name)?;
         let now = Time::now();
         let src_dir = src.kind == FileKind::Dir;
+        // A directory on another MDT, or striped, keeps its place in the
+        // tree: only its name may change, within its directory.
+        let src_fixed = !self.movable(&src);
+        if src_fixed && parent != new_parent {
+            return Err(cross_mdt("moving a remote or striped directory"));
+        }
+        if let Some(d) = &dst {
+            let same_dir_swap = flags & rename_flags::EXCHANGE != 0 && parent == new_parent;
+            if !self.movable(d) && !same_dir_swap {
+                return Err(cross_mdt("replacing a remote or striped directory"));
+            }
+        }
         if src_dir && parent != new_parent && self.is_within(&mut t, new_parent, src.fid)? {
             return Err(WireError::new(
                 Errno::EINVAL,
@@ -431,7 +505,7 @@ impl MdtService {
                     t.inode(parent)?.attr.nlink += 1;
                 }
             }
-            t.inode(dst.fid)?.attr.ctime = now;
+            touch(&mut t, dst.fid, now)?;
         } else {
             if let Some(dst) = dst {
                 if flags & rename_flags::NOREPLACE != 0 {
@@ -466,7 +540,7 @@ impl MdtService {
                 t.inode(new_parent)?.attr.nlink += 1;
             }
         }
-        t.inode(src.fid)?.attr.ctime = now;
+        touch(&mut t, src.fid, now)?;
         for p in [parent, new_parent] {
             let r = t.inode(p)?;
             r.attr.mtime = now;
@@ -480,6 +554,12 @@ impl MdtService {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         t.dir(parent)?;
+        if self.sealed.contains(parent) {
+            return Err(being_removed(parent));
+        }
+        if read_inode(&*self.store, fid).is_err_and(|e| e.errno == Errno::ENOENT) {
+            return Err(cross_mdt("a hard link to a file on another MDT"));
+        }
         if t.dentry(parent, name)?.is_some() {
             return Err(exists(name));
         }
@@ -519,7 +599,7 @@ impl MdtService {
         Ok(reply)
     }
 
-    pub(super) fn readdir(&self, dir: Fid, cookie: u64, max: u32) -> ReplyResult {
+    pub(super) async fn readdir(self: &Arc<Self>, dir: Fid, cookie: u64, max: u32) -> ReplyResult {
         let r = read_inode(&*self.store, dir)?;
         if r.attr.kind != FileKind::Dir {
             return Err(WireError::new(
@@ -541,11 +621,23 @@ impl MdtService {
                 continue;
             };
             let d: DentryRec = msg::decode(&v)?;
+            let attr = match read_inode(&*self.store, d.fid) {
+                Ok(r) => Some(shown_attr(&r)),
+                // A remote directory: asked of its MDT.
+                Err(e) if e.errno == Errno::ENOENT && d.kind == FileKind::Dir => {
+                    match self.remote_entry(d.fid).await {
+                        Ok(Reply::Entry { attr, .. }) => Some(attr),
+                        Err(e) if e.errno != Errno::ENOENT => return Err(e),
+                        _ => None,
+                    }
+                }
+                Err(_) => None,
+            };
             // An entry removed since the scan is simply not listed.
-            if let Ok(r) = read_inode(&*self.store, d.fid) {
+            if let Some(attr) = attr {
                 entries.push(DirEntry {
                     name,
-                    attr: r.attr,
+                    attr,
                     cookie: hash,
                 });
             }

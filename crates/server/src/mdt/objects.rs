@@ -136,7 +136,13 @@ impl MdtService {
         let mut fid = dir;
         // Bounded walk: a corrupt parent chain must not loop forever.
         for _ in 0..4096 {
-            let r = super::tx::read_inode(&*self.store, fid)?;
+            let r = match super::tx::read_inode(&*self.store, fid) {
+                Ok(r) => r,
+                // The parent is on another MDT: a directory made here by
+                // a cross-MDT mkdir copied its parent's effective default.
+                Err(e) if e.errno == loom_proto::Errno::ENOENT && fid != dir => return Ok(None),
+                Err(e) => return Err(e),
+            };
             if r.default_stripe.is_some() {
                 return Ok(r.default_stripe);
             }

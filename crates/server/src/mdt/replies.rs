@@ -76,6 +76,7 @@ pub fn is_update(req: &Request) -> bool {
         req,
         Request::Create { .. }
             | Request::Mkdir { .. }
+            | Request::MkdirStriped { .. }
             | Request::Unlink { .. }
             | Request::Rmdir { .. }
             | Request::Rename { .. }

@@ -1,0 +1,615 @@
+//! Cross-MDT operations this MDT coordinates, made crash-safe by an
+//! intent log.
+//!
+//! The MDT that holds a directory entry coordinates any change that also
+//! touches objects on other MDTs: making a remote or striped directory
+//! (`MkdirStriped`) and removing one (`Rmdir` of an entry whose directory
+//! lives elsewhere or is striped). Before the first step on another MDT it
+//! makes an intent record durable (keyspace `intents`); the last step, the
+//! entry itself, is applied in one batch with the intent's deletion and
+//! the client's reply. The parts done on other MDTs are repeatable and
+//! undoable by their [`IntentRef`] (see [`super::remote`]).
+//!
+//! An intent found after a crash (or left by a step that failed) is
+//! resolved by [`MdtService::resolve_intents`]:
+//!
+//! - a mkdir is rolled back (its parts undone): its client never had an
+//!   answer, and its resend runs it afresh;
+//! - an rmdir still sealing is rolled back (its shards unsealed); one
+//!   that began destroying shards is rolled forward, and its reply is
+//!   recorded for the client's resend.
+//!
+//! Client changes wait until the intents found at start are resolved, so a
+//! resend never races its own recovery; reads and other MDTs' steps are
+//! served meanwhile (MDTs recovering at once need each other).
+//! Distributed operations of one coordinator run one at a time.
+
+use super::records::DentryRec;
+use super::remote::being_removed;
+use super::replies::{self, ReplyKey};
+use super::tx::{read_dentry, read_inode, read_meta, store_err, Tx};
+use super::MdtService;
+use crate::fail;
+use loom_proto::msg::{
+    self, DirStripe, FileKind, IntentRef, Reply, ReplyResult, ReqCtx, Request, Role, Time,
+};
+use loom_proto::{Errno, Fid, Name, StripeSpec, WireError};
+use loom_store::kv::Space;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Version of the intent record.
+const INTENT_REC_VERSION: u8 = 1;
+/// Meta key of the next intent id: ids are never reused, since the parts
+/// done for an intent are found again by its id.
+pub const NEXT_INTENT: &str = "next_intent";
+/// Longest pause between two attempts to resolve intents.
+const RESOLVE_BACKOFF_MAX: Duration = Duration::from_secs(10);
+
+/// One cross-MDT operation in progress.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IntentRec {
+    /// Record format version.
+    pub version: u8,
+    /// The client request it answers (client, sequence, acked_below), so
+    /// that a roll-forward records the reply its resend must get.
+    pub reply_to: Option<(u64, u64, u64)>,
+    /// What is being done.
+    pub op: IntentOp,
+}
+
+/// The operations that have intents. Variants are append-only.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum IntentOp {
+    /// Make directory `name` in `parent` from one object per MDT of `mdts`
+    /// (part `k` on `mdts[k]`; part 0 is the master).
+    Mkdir {
+        /// Parent (on this MDT).
+        parent: Fid,
+        /// Name.
+        name: Name,
+        /// Permission bits.
+        perm: u32,
+        /// Owner.
+        uid: u32,
+        /// Group.
+        gid: u32,
+        /// Creation time.
+        time: Time,
+        /// The parent's effective default file striping.
+        default_stripe: Option<StripeSpec>,
+        /// MDT of each part.
+        mdts: Vec<u32>,
+    },
+    /// Remove directory `name` of `parent`, whose objects are `shards`
+    /// (MDT, FID), the first being the one the entry names.
+    Rmdir {
+        /// Parent (on this MDT).
+        parent: Fid,
+        /// Name.
+        name: Name,
+        /// Objects of the directory.
+        shards: Vec<(u32, Fid)>,
+        /// Every shard is sealed and destruction began: roll forward.
+        destroying: bool,
+    },
+}
+
+fn intent_key(id: u64) -> Vec<u8> {
+    id.to_be_bytes().to_vec()
+}
+
+impl MdtService {
+    /// The MDTs of a new directory's parts, master first: `count` MDTs in
+    /// index order starting at `start_mdt` (this MDT if -1), wrapping.
+    async fn placement(&self, s: DirStripe) -> Result<Vec<u32>, WireError> {
+        let all = self.peers.config().await?.indices(Role::Mdt);
+        if s.count == 0 || s.count as usize > all.len() {
+            return Err(WireError::new(
+                Errno::EINVAL,
+                format!(
+                    "directory stripe count {} is invalid: the file system has {} MDTs",
+                    s.count,
+                    all.len()
+                ),
+            ));
+        }
+        let start = if s.start_mdt < 0 {
+            self.index
+        } else {
+            s.start_mdt as u32
+        };
+        let Some(pos) = all.iter().position(|i| *i == start) else {
+            return Err(WireError::new(
+                Errno::EINVAL,
+                format!("MDT index {start} is not in the file system (MDTs: {all:?})"),
+            ));
+        };
+        Ok((0..s.count as usize)
+            .map(|k| all[(pos + k) % all.len()])
+            .collect())
+    }
+
+    /// Add intent `op` to `t`: its id.
+    fn log_intent(&self, t: &mut Tx<'_>, op: IntentOp) -> Result<u64, WireError> {
+        let id = self.next_intent.fetch_add(1, Ordering::AcqRel);
+        t.put_meta(NEXT_INTENT, &(id + 1))?;
+        let reply_to = replies::SLOT
+            .try_with(|k| (k.client, k.seq, k.acked_below))
+            .ok();
+        let rec = IntentRec {
+            version: INTENT_REC_VERSION,
+            reply_to,
+            op,
+        };
+        t.batch
+            .put(Space::Intents, intent_key(id), msg::encode(&rec)?);
+        Ok(id)
+    }
+
+    /// Make the intent's new state durable (`None`: it is finished).
+    async fn set_intent(&self, id: u64, rec: Option<&IntentRec>) -> Result<(), WireError> {
+        let mut t = Tx::new(&*self.store);
+        match rec {
+            Some(r) => t.batch.put(Space::Intents, intent_key(id), msg::encode(r)?),
+            None => t.batch.delete(Space::Intents, intent_key(id)),
+        }
+        let ticket = self.apply_step(t)?;
+        self.sync(ticket).await
+    }
+
+    /// `mkdir` with a placement: a remote directory or a striped one.
+    pub(super) async fn mkdir_striped(
+        self: &Arc<Self>,
+        ctx: &ReqCtx,
+        parent: Fid,
+        name: &Name,
+        perm: u32,
+        stripe: DirStripe,
+    ) -> ReplyResult {
+        super::namespace::check_name(name)?;
+        let mdts = self.placement(stripe).await?;
+        if mdts == [self.index] {
+            return self.mkdir(ctx, parent, name, perm).await;
+        }
+        let _one_at_a_time = self.dist.lock().await;
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        let p = t.dir(parent)?.clone();
+        if self.sealed.contains(parent) {
+            return Err(being_removed(parent));
+        }
+        if t.dentry(parent, name)?.is_some() {
+            return Err(super::namespace::exists(name));
+        }
+        let (uid, gid, perm) = Self::owner(ctx, &p, FileKind::Dir, perm);
+        let op = IntentOp::Mkdir {
+            parent,
+            name: name.clone(),
+            perm,
+            uid,
+            gid,
+            time: Time::now(),
+            default_stripe: self.default_stripe(parent)?,
+            mdts: mdts.clone(),
+        };
+        let id = self.log_intent(&mut t, op.clone())?;
+        let ticket = self.apply_step(t)?;
+        drop(g);
+        self.sync(ticket).await?;
+        fail::point("mkdir_striped:logged");
+        let made = match self.make_parts(id, &op).await {
+            Ok(m) => m,
+            Err(e) => {
+                self.give_up_mkdir(id, &mdts).await;
+                return Err(e);
+            }
+        };
+        fail::point("mkdir_striped:parts_made");
+        let Reply::Entry { attr, layout } = made else {
+            self.give_up_mkdir(id, &mdts).await;
+            return Err(WireError::new(
+                Errno::EPROTO,
+                "MakeDirObject answered no entry",
+            ));
+        };
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        let free = t.dir(parent).is_ok()
+            && !self.sealed.contains(parent)
+            && t.dentry(parent, name)?.is_none();
+        if !free {
+            // Taken (or the parent removed) by a local change meanwhile.
+            drop(g);
+            self.give_up_mkdir(id, &mdts).await;
+            return Err(super::namespace::exists(name));
+        }
+        let fid = attr.fid;
+        t.put_dentry(
+            parent,
+            name,
+            &DentryRec {
+                fid,
+                kind: FileKind::Dir,
+            },
+        )?;
+        let now = Time::now();
+        let pr = t.inode(parent)?;
+        pr.attr.nlink += 1;
+        pr.attr.mtime = now;
+        pr.attr.ctime = now;
+        t.batch.delete(Space::Intents, intent_key(id));
+        let reply = Reply::Entry { attr, layout };
+        let ticket = self.apply(t, &reply)?;
+        drop(g);
+        self.sync(ticket).await?;
+        self.stats.count("dne_mkdir");
+        self.forget_later(id, mdts);
+        Ok(reply)
+    }
+
+    /// Make every part of mkdir intent `id`: the shards, then the master
+    /// that lists them. The master's entry.
+    async fn make_parts(self: &Arc<Self>, id: u64, op: &IntentOp) -> ReplyResult {
+        let IntentOp::Mkdir {
+            parent,
+            perm,
+            uid,
+            gid,
+            time,
+            default_stripe,
+            mdts,
+            ..
+        } = op
+        else {
+            return Err(WireError::new(Errno::EINVAL, "not a mkdir intent"));
+        };
+        let part = |index: usize, others: Option<Vec<Fid>>| Request::MakeDirObject {
+            intent: IntentRef {
+                coord: self.index,
+                id,
+                index: index as u32,
+            },
+            parent: *parent,
+            perm: *perm,
+            uid: *uid,
+            gid: *gid,
+            time: *time,
+            default_stripe: default_stripe.clone(),
+            others,
+        };
+        let mut set = tokio::task::JoinSet::new();
+        for (k, mdt) in mdts.iter().enumerate().skip(1) {
+            let (me, mdt, req) = (self.clone(), *mdt, part(k, None));
+            set.spawn(async move { (k, me.mdt_call(mdt, req).await) });
+        }
+        let mut others = vec![Fid::default(); mdts.len().saturating_sub(1)];
+        while let Some(r) = set.join_next().await {
+            let (k, r) = r.map_err(|e| WireError::new(Errno::EIO, format!("shard step: {e}")))?;
+            match r? {
+                Reply::Entry { attr, .. } => others[k - 1] = attr.fid,
+                other => {
+                    return Err(WireError::new(
+                        Errno::EPROTO,
+                        format!("MakeDirObject answered {other:?}"),
+                    ))
+                }
+            }
+        }
+        let others = (mdts.len() > 1).then_some(others);
+        let master = mdts.first().copied().unwrap_or(self.index);
+        self.mdt_call(master, part(0, others)).await
+    }
+
+    /// Undo mkdir intent `id`'s parts and drop it; if an MDT cannot be
+    /// reached, leave it to [`Self::resolve_intents`].
+    async fn give_up_mkdir(self: &Arc<Self>, id: u64, mdts: &[u32]) {
+        if let Err(e) = self.undo_mkdir(id, mdts).await {
+            tracing::warn!(id, "rolling back a cross-MDT mkdir: {e}; will retry");
+            self.spawn_resolver();
+        }
+    }
+
+    async fn undo_mkdir(self: &Arc<Self>, id: u64, mdts: &[u32]) -> Result<(), WireError> {
+        for (k, mdt) in mdts.iter().enumerate() {
+            let intent = IntentRef {
+                coord: self.index,
+                id,
+                index: k as u32,
+            };
+            self.mdt_call(*mdt, Request::UndoDirObject { intent })
+                .await?;
+        }
+        self.set_intent(id, None).await?;
+        self.forget_later(id, mdts.to_vec());
+        Ok(())
+    }
+
+    /// Tell the participants, in the background, that they may drop what
+    /// they kept to repeat intent `id`'s parts.
+    fn forget_later(self: &Arc<Self>, id: u64, mut mdts: Vec<u32>) {
+        mdts.sort_unstable();
+        mdts.dedup();
+        let me = self.clone();
+        tokio::spawn(async move {
+            for mdt in mdts {
+                let req = Request::ForgetIntent {
+                    coord: me.index,
+                    id,
+                };
+                if let Err(e) = me.mdt_call(mdt, req).await {
+                    // Left behind, the records cost a few bytes each.
+                    tracing::debug!(mdt, id, "ForgetIntent: {e}");
+                }
+            }
+        });
+    }
+
+    /// The objects of directory `fid` named in this MDT: its shards if it
+    /// is striped, else itself, each with its MDT.
+    async fn dir_objects(self: &Arc<Self>, fid: Fid) -> Result<Vec<(u32, Fid)>, WireError> {
+        let layout = match read_inode(&*self.store, fid) {
+            Ok(r) => r.layout,
+            Err(e) if e.errno == Errno::ENOENT => match self.remote_entry(fid).await? {
+                Reply::Entry { layout, .. } => layout,
+                _ => None,
+            },
+            Err(e) => return Err(e),
+        };
+        let fids = match layout.as_ref().and_then(|l| l.dir_shards()) {
+            Some(s) => s.to_vec(),
+            None => vec![fid],
+        };
+        let mut out = Vec::with_capacity(fids.len());
+        for f in fids {
+            out.push((self.owner_of(f).await?, f));
+        }
+        Ok(out)
+    }
+
+    /// rmdir of an entry whose directory lives on other MDTs or is
+    /// striped: seal every shard (each must be empty), then destroy them,
+    /// then remove the entry.
+    pub(super) async fn rmdir_distributed(
+        self: &Arc<Self>,
+        parent: Fid,
+        name: &Name,
+    ) -> ReplyResult {
+        let _one_at_a_time = self.dist.lock().await;
+        let d = read_dentry(&*self.store, parent, name)?
+            .ok_or_else(|| super::namespace::not_found(name))?;
+        if d.kind != FileKind::Dir {
+            return Err(WireError::new(
+                Errno::ENOTDIR,
+                format!("{name} is not a directory"),
+            ));
+        }
+        let shards = self.dir_objects(d.fid).await?;
+        let op = IntentOp::Rmdir {
+            parent,
+            name: name.clone(),
+            shards: shards.clone(),
+            destroying: false,
+        };
+        let mut t = Tx::new(&*self.store);
+        let id = self.log_intent(&mut t, op)?;
+        let ticket = self.apply_step(t)?;
+        self.sync(ticket).await?;
+        fail::point("rmdir_distributed:logged");
+        let mut sealed = Vec::new();
+        let mut refused = None;
+        for (mdt, fid) in &shards {
+            match self.mdt_call(*mdt, Request::SealDir { fid: *fid }).await {
+                Ok(_) => {
+                    sealed.push((*mdt, *fid));
+                    if sealed.len() < shards.len() {
+                        fail::point("rmdir_distributed:sealing");
+                    }
+                }
+                Err(e) => {
+                    refused = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = refused {
+            if let Err(u) = self.unseal_all(id, &sealed).await {
+                tracing::warn!(id, "unsealing after a refused rmdir: {u}; will retry");
+                self.spawn_resolver();
+            }
+            return Err(e);
+        }
+        let mut rec: IntentRec = self.read_intent(id)?;
+        if let IntentOp::Rmdir { destroying, .. } = &mut rec.op {
+            *destroying = true;
+        }
+        self.set_intent(id, Some(&rec)).await?;
+        fail::point("rmdir_distributed:sealed");
+        if let Err(e) = self.destroy_all(&shards).await {
+            tracing::warn!(
+                id,
+                "destroying a removed directory's shards: {e}; will retry"
+            );
+            self.spawn_resolver();
+            return Err(e);
+        }
+        fail::point("rmdir_distributed:destroyed");
+        self.finish_rmdir(id, parent, name, d.fid).await?;
+        self.stats.count("dne_rmdir");
+        Ok(Reply::Ok)
+    }
+
+    fn read_intent(&self, id: u64) -> Result<IntentRec, WireError> {
+        let v = self
+            .store
+            .get(Space::Intents, &intent_key(id))
+            .map_err(store_err)?
+            .ok_or_else(|| WireError::new(Errno::EIO, format!("intent {id} vanished")))?;
+        msg::decode(&v)
+    }
+
+    async fn unseal_all(self: &Arc<Self>, id: u64, shards: &[(u32, Fid)]) -> Result<(), WireError> {
+        for (mdt, fid) in shards {
+            self.mdt_call(*mdt, Request::UnsealDir { fid: *fid })
+                .await?;
+        }
+        self.set_intent(id, None).await
+    }
+
+    async fn destroy_all(self: &Arc<Self>, shards: &[(u32, Fid)]) -> Result<(), WireError> {
+        for (mdt, fid) in shards {
+            self.mdt_call(*mdt, Request::DestroyDir { fid: *fid })
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The last step of an rmdir: the entry goes with the intent, and the
+    /// reply is recorded for the request being answered.
+    async fn finish_rmdir(
+        &self,
+        id: u64,
+        parent: Fid,
+        name: &Name,
+        fid: Fid,
+    ) -> Result<(), WireError> {
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        if t.dentry(parent, name)?.is_some_and(|d| d.fid == fid) {
+            t.delete_dentry(parent, name);
+            let now = Time::now();
+            let p = t.inode(parent)?;
+            p.attr.nlink = p.attr.nlink.saturating_sub(1);
+            p.attr.mtime = now;
+            p.attr.ctime = now;
+        }
+        t.batch.delete(Space::Intents, intent_key(id));
+        let ticket = self.apply(t, &Reply::Ok)?;
+        drop(g);
+        self.sync(ticket).await
+    }
+
+    /// Resolve every intent in the log (see the module notes), retrying
+    /// with growing pauses while other MDTs cannot be reached. Client
+    /// changes are let in once the log is empty.
+    pub(super) async fn resolve_intents(self: Arc<Self>) {
+        let mut pause = Duration::from_millis(200);
+        loop {
+            match self.resolve_pass().await {
+                Ok(0) => break,
+                Ok(n) => tracing::info!(
+                    "MDT{:04x}: {n} cross-MDT operations still to resolve",
+                    self.index
+                ),
+                Err(e) => tracing::warn!("MDT{:04x}: resolving intents: {e}", self.index),
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(RESOLVE_BACKOFF_MAX);
+        }
+        self.resolving.store(false, Ordering::Release);
+        self.recovered.send_replace(true);
+    }
+
+    /// Start [`Self::resolve_intents`] unless it runs already.
+    pub(super) fn spawn_resolver(self: &Arc<Self>) {
+        if !self.resolving.swap(true, Ordering::AcqRel) {
+            tokio::spawn(self.clone().resolve_intents());
+        }
+    }
+
+    /// One attempt at every intent: how many remain.
+    async fn resolve_pass(self: &Arc<Self>) -> Result<usize, WireError> {
+        let _one_at_a_time = self.dist.lock().await;
+        let intents = self
+            .store
+            .scan(Space::Intents, &[], None, usize::MAX)
+            .map_err(store_err)?;
+        let mut left = 0;
+        for (k, v) in intents {
+            let Ok(id) = <[u8; 8]>::try_from(k.as_slice()).map(u64::from_be_bytes) else {
+                tracing::error!("MDT{:04x}: malformed intent key {k:?}", self.index);
+                continue;
+            };
+            let rec: IntentRec = msg::decode(&v)?;
+            if let Err(e) = self.resolve_one(id, rec).await {
+                tracing::warn!(
+                    id,
+                    "MDT{:04x}: cross-MDT operation not resolved yet: {e}",
+                    self.index
+                );
+                left += 1;
+            }
+        }
+        Ok(left)
+    }
+
+    async fn resolve_one(self: &Arc<Self>, id: u64, rec: IntentRec) -> Result<(), WireError> {
+        match rec.op {
+            IntentOp::Mkdir { mdts, .. } => {
+                self.undo_mkdir(id, &mdts).await?;
+                tracing::info!(
+                    id,
+                    "MDT{:04x}: rolled back an unfinished cross-MDT mkdir",
+                    self.index
+                );
+            }
+            IntentOp::Rmdir {
+                shards,
+                destroying: false,
+                ..
+            } => {
+                self.unseal_all(id, &shards).await?;
+                tracing::info!(
+                    id,
+                    "MDT{:04x}: rolled back an unfinished cross-MDT rmdir",
+                    self.index
+                );
+            }
+            IntentOp::Rmdir {
+                parent,
+                name,
+                shards,
+                destroying: true,
+            } => {
+                self.destroy_all(&shards).await?;
+                let fid = shards.first().map(|s| s.1).unwrap_or_default();
+                let finish = self.finish_rmdir(id, parent, &name, fid);
+                match rec.reply_to {
+                    Some((client, seq, acked_below)) => {
+                        let key = ReplyKey {
+                            client,
+                            seq,
+                            acked_below,
+                        };
+                        replies::SLOT.scope(key, finish).await?
+                    }
+                    None => finish.await?,
+                }
+                tracing::info!(
+                    id,
+                    "MDT{:04x}: completed an interrupted cross-MDT rmdir",
+                    self.index
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the log holds intents (at start: recovery is needed).
+    pub(super) fn has_intents(&self) -> Result<bool, WireError> {
+        Ok(!self
+            .store
+            .scan(Space::Intents, &[], None, 1)
+            .map_err(store_err)?
+            .is_empty())
+    }
+
+    /// The next intent id recorded in the store.
+    pub(super) fn stored_next_intent(
+        store: &dyn loom_store::kv::KvStore,
+    ) -> Result<u64, WireError> {
+        Ok(read_meta::<u64>(store, NEXT_INTENT)?.unwrap_or(1))
+    }
+}

@@ -1,0 +1,327 @@
+//! The MDT's side of the distributed namespace (DNE): asking other MDTs,
+//! and doing the parts of cross-MDT operations that other MDTs coordinate.
+//!
+//! A directory entry may name an inode on another MDT (a remote
+//! directory, or a shard of a striped one). Lookups and listings that meet
+//! such an entry ask the inode's MDT for its attributes, so clients see
+//! one namespace. The parts an MDT does for a coordinator
+//! (`MakeDirObject`, `UndoDirObject`, `SealDir`, `UnsealDir`,
+//! `DestroyDir`) are each repeatable: a part is recorded under its
+//! [`IntentRef`] in the same batch as its effect (meta keys `made/...`),
+//! so the coordinator may send it again after a crash, or undo it, without
+//! doing it twice. A sealed directory (meta keys `sealed/...`) is empty and
+//! takes no new entries until the coordinator destroys or unseals it.
+
+use super::attrs::new_attr;
+use super::records::{InodeRec, INODE_REC_VERSION};
+use super::tx::{read_inode, read_meta, store_err, Tx};
+use super::MdtService;
+use loom_proto::msg::{FileKind, IntentRef, Reply, ReplyResult, Request, TargetId, Time};
+use loom_proto::{Errno, Fid, Layout, StripeSpec, WireError};
+use loom_store::kv::Space;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long one MDT waits for another to answer a step.
+pub const PEER_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Meta key prefix of the parts done for intent `id` of MDT `coord`.
+fn made_prefix(coord: u32, id: u64) -> String {
+    format!("made/{coord:08x}/{id:016x}/")
+}
+
+fn made_key(i: IntentRef) -> String {
+    format!("{}{:08x}", made_prefix(i.coord, i.id), i.index)
+}
+
+fn sealed_key(fid: Fid) -> String {
+    format!("sealed/{:016x}:{:08x}:{:08x}", fid.seq, fid.oid, fid.ver)
+}
+
+/// Directories of this MDT that are being removed (kept in memory; the
+/// `sealed/` meta keys make them survive a restart).
+#[derive(Default)]
+pub struct Sealed(Mutex<HashSet<Fid>>);
+
+impl Sealed {
+    fn set(&self) -> std::sync::MutexGuard<'_, HashSet<Fid>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The sealed directories recorded in `store`.
+    pub fn load(store: &dyn loom_store::kv::KvStore) -> Result<Sealed, WireError> {
+        let s = Sealed::default();
+        for (_, v) in store
+            .scan(Space::Meta, b"sealed/", None, usize::MAX)
+            .map_err(store_err)?
+        {
+            let fid: Fid = loom_proto::msg::decode(&v)?;
+            s.set().insert(fid);
+        }
+        Ok(s)
+    }
+
+    /// Whether `dir` refuses new entries.
+    pub fn contains(&self, dir: Fid) -> bool {
+        self.set().contains(&dir)
+    }
+}
+
+/// The error for a new entry in a directory that is being removed, as
+/// Linux answers for a directory removed while a process sits in it.
+pub fn being_removed(dir: Fid) -> WireError {
+    WireError::new(Errno::ENOENT, format!("directory {dir} is being removed"))
+}
+
+/// The attributes a client is shown: a striped directory's link count is
+/// spread over its shards, so it is reported as 1 ("not counted"), which
+/// tools such as find(1) take to mean they must not guess subdirectories
+/// from it.
+pub fn shown_attr(r: &InodeRec) -> loom_proto::msg::Attr {
+    let mut a = r.attr.clone();
+    if r.layout.as_ref().and_then(|l| l.dir_shards()).is_some() {
+        a.nlink = 1;
+    }
+    a
+}
+
+impl MdtService {
+    /// The MDT that owns `fid`, from the FLDB (fetched again once if the
+    /// sequence is new); ESTALE if no MDT owns it.
+    pub(super) async fn owner_of(&self, fid: Fid) -> Result<u32, WireError> {
+        if let Some(i) = self.peers.config().await?.mdt_of(fid) {
+            return Ok(i);
+        }
+        self.peers
+            .refresh()
+            .await?
+            .mdt_of(fid)
+            .ok_or_else(|| WireError::new(Errno::ESTALE, format!("no MDT owns {fid}")))
+    }
+
+    /// Send a part of a cross-MDT operation to MDT `mdt` (done here
+    /// directly when that is this MDT).
+    pub(super) async fn mdt_call(self: &Arc<Self>, mdt: u32, req: Request) -> ReplyResult {
+        if mdt == self.index {
+            // In a task of its own: the caller's task may be answering a
+            // client, and a part must not record its reply as that
+            // request's (see `replies::SLOT`).
+            let me = self.clone();
+            return tokio::spawn(async move { me.participant(req).await })
+                .await
+                .map_err(|e| WireError::new(Errno::EIO, format!("cross-MDT step failed: {e}")))?;
+        }
+        let (reply, _) = self
+            .peers
+            .call(TargetId::mdt(mdt), req, bytes::Bytes::new(), PEER_TIMEOUT)
+            .await?;
+        Ok(reply)
+    }
+
+    /// Attributes and layout of `fid` when it lives on another MDT (a
+    /// remote directory's entry): asked of its MDT. ENOENT when `fid` is
+    /// neither here nor anywhere.
+    pub(super) async fn remote_entry(self: &Arc<Self>, fid: Fid) -> ReplyResult {
+        let owner = self.owner_of(fid).await?;
+        if owner == self.index {
+            return Err(WireError::new(Errno::ENOENT, format!("no inode {fid}")));
+        }
+        match self.mdt_call(owner, Request::Open { fid }).await? {
+            r @ Reply::Entry { .. } => Ok(r),
+            other => Err(WireError::new(
+                Errno::EPROTO,
+                format!("MDT{owner:04x} answered Open with {other:?}"),
+            )),
+        }
+    }
+
+    /// Handle one part of an operation another MDT (or this one)
+    /// coordinates.
+    pub(super) async fn participant(self: &Arc<Self>, req: Request) -> ReplyResult {
+        match req {
+            Request::MakeDirObject {
+                intent,
+                parent,
+                perm,
+                uid,
+                gid,
+                time,
+                default_stripe,
+                others,
+            } => {
+                let new = NewDirObject {
+                    parent,
+                    perm,
+                    uid,
+                    gid,
+                    time,
+                    default_stripe,
+                    others,
+                };
+                self.make_dir_object(intent, new).await
+            }
+            Request::UndoDirObject { intent } => self.undo_dir_object(intent).await,
+            Request::SealDir { fid } => self.seal_dir(fid).await,
+            Request::UnsealDir { fid } => self.unseal_dir(fid).await,
+            Request::DestroyDir { fid } => self.destroy_dir(fid).await,
+            Request::ForgetIntent { coord, id } => self.forget_intent(coord, id).await,
+            other => Err(WireError::new(
+                Errno::EOPNOTSUPP,
+                format!("{} is not a cross-MDT step", other.name()),
+            )),
+        }
+    }
+
+    async fn make_dir_object(
+        self: &Arc<Self>,
+        intent: IntentRef,
+        new: NewDirObject,
+    ) -> ReplyResult {
+        let g = self.ns.lock().await;
+        if let Some(fid) = read_meta::<Fid>(&*self.store, &made_key(intent))? {
+            // Sent again: answer what the first sending made.
+            let r = read_inode(&*self.store, fid)?;
+            return Ok(Reply::Entry {
+                attr: shown_attr(&r),
+                layout: r.layout,
+            });
+        }
+        let mut t = Tx::new(&*self.store);
+        let fid = self.alloc_fid(&mut t).await?;
+        let layout = new.others.map(|o| {
+            let mut shards = vec![fid];
+            shards.extend(o);
+            Layout::dir_striped(shards)
+        });
+        let rec = InodeRec {
+            version: INODE_REC_VERSION,
+            attr: new_attr(fid, FileKind::Dir, new.perm, new.uid, new.gid, new.time),
+            parent: new.parent,
+            layout,
+            symlink: None,
+            default_stripe: new.default_stripe,
+        };
+        let reply = Reply::Entry {
+            attr: shown_attr(&rec),
+            layout: rec.layout.clone(),
+        };
+        t.create_inode(rec);
+        t.put_meta(&made_key(intent), &fid)?;
+        let ticket = self.apply(t, &reply)?;
+        drop(g);
+        self.sync(ticket).await?;
+        Ok(reply)
+    }
+
+    async fn undo_dir_object(self: &Arc<Self>, intent: IntentRef) -> ReplyResult {
+        let g = self.ns.lock().await;
+        let key = made_key(intent);
+        let Some(fid) = read_meta::<Fid>(&*self.store, &key)? else {
+            return Ok(Reply::Ok);
+        };
+        let mut t = Tx::new(&*self.store);
+        if read_inode(&*self.store, fid).is_ok() {
+            if t.dir_is_empty(fid)? {
+                t.delete_inode(fid)?;
+            } else {
+                // Nobody could name it yet, so nothing should be inside:
+                // keep it rather than lose what is.
+                tracing::error!(%fid, "not undoing a directory that has entries");
+            }
+        }
+        t.batch.delete(Space::Meta, key.into_bytes());
+        let ticket = self.apply(t, &Reply::Ok)?;
+        drop(g);
+        self.sync(ticket).await?;
+        Ok(Reply::Ok)
+    }
+
+    async fn seal_dir(self: &Arc<Self>, fid: Fid) -> ReplyResult {
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        t.dir(fid)?;
+        if self.sealed.contains(fid) {
+            return Ok(Reply::Ok);
+        }
+        if !t.dir_is_empty(fid)? {
+            return Err(WireError::new(
+                Errno::ENOTEMPTY,
+                format!("directory {fid} is not empty"),
+            ));
+        }
+        t.put_meta(&sealed_key(fid), &fid)?;
+        let ticket = self.apply(t, &Reply::Ok)?;
+        self.sealed.set().insert(fid);
+        drop(g);
+        self.sync(ticket).await?;
+        Ok(Reply::Ok)
+    }
+
+    async fn unseal_dir(self: &Arc<Self>, fid: Fid) -> ReplyResult {
+        let g = self.ns.lock().await;
+        if !self.sealed.contains(fid) {
+            return Ok(Reply::Ok);
+        }
+        let mut t = Tx::new(&*self.store);
+        t.batch.delete(Space::Meta, sealed_key(fid).into_bytes());
+        let ticket = self.apply(t, &Reply::Ok)?;
+        self.sealed.set().remove(&fid);
+        drop(g);
+        self.sync(ticket).await?;
+        Ok(Reply::Ok)
+    }
+
+    async fn destroy_dir(self: &Arc<Self>, fid: Fid) -> ReplyResult {
+        let g = self.ns.lock().await;
+        if read_inode(&*self.store, fid).is_err() {
+            return Ok(Reply::Ok);
+        }
+        if !self.sealed.contains(fid) {
+            // Only a sealed directory is known to stay empty.
+            return Err(WireError::new(
+                Errno::EBUSY,
+                format!("directory {fid} is not sealed for removal"),
+            ));
+        }
+        let mut t = Tx::new(&*self.store);
+        t.delete_inode(fid)?;
+        t.batch.delete(Space::Meta, sealed_key(fid).into_bytes());
+        let ticket = self.apply(t, &Reply::Ok)?;
+        self.sealed.set().remove(&fid);
+        drop(g);
+        self.sync(ticket).await?;
+        Ok(Reply::Ok)
+    }
+
+    async fn forget_intent(self: &Arc<Self>, coord: u32, id: u64) -> ReplyResult {
+        let prefix = made_prefix(coord, id);
+        let keys = self
+            .store
+            .scan(Space::Meta, prefix.as_bytes(), None, usize::MAX)
+            .map_err(store_err)?;
+        if keys.is_empty() {
+            return Ok(Reply::Ok);
+        }
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        for (k, _) in keys {
+            t.batch.delete(Space::Meta, k);
+        }
+        // Losing this batch in a crash only leaves the records behind.
+        self.apply_flushed(t, &Reply::Ok)?;
+        drop(g);
+        Ok(Reply::Ok)
+    }
+}
+
+/// What `MakeDirObject` makes.
+struct NewDirObject {
+    parent: Fid,
+    perm: u32,
+    uid: u32,
+    gid: u32,
+    time: Time,
+    default_stripe: Option<StripeSpec>,
+    others: Option<Vec<Fid>>,
+}
