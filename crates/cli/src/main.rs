@@ -5,6 +5,7 @@
 //! `getstripe`, `df`) and the benchmark suite (`bench`).
 
 mod cluster;
+mod dirtools;
 mod mount;
 mod registry;
 mod tools;
@@ -56,6 +57,14 @@ enum Cmd {
     Getstripe(tools::GetstripeArgs),
     /// Show space (or inode) usage per target and in total, like `lfs df`.
     Df(tools::DfArgs),
+    /// Make directories on a chosen MDT (`-i`, a remote directory) or
+    /// striped over several (`-c`), like `lfs mkdir`.
+    Mkdir(dirtools::MkdirArgs),
+    /// Make a directory striped over MDTs: `loom setdirstripe -c N [-i S]
+    /// DIR` (the same as `loom mkdir -c N [-i S] DIR`).
+    Setdirstripe(dirtools::MkdirArgs),
+    /// Show where a directory lives: its MDT and, if striped, its shards.
+    Getdirstripe(dirtools::GetdirstripeArgs),
     // Benchmarks (mdtest, IOR, IO500; compare, sweep, suite). No doc
     // comment here: it would replace the long help of loom_bench::BenchArgs.
     Bench(loom_bench::BenchArgs),
@@ -88,6 +97,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Setstripe(a) => tools::setstripe(a),
         Cmd::Getstripe(a) => tools::getstripe(a),
         Cmd::Df(a) => tools::df(a),
+        Cmd::Mkdir(a) | Cmd::Setdirstripe(a) => dirtools::mkdir(a),
+        Cmd::Getdirstripe(a) => dirtools::getdirstripe(a),
         Cmd::Bench(a) => loom_bench::run(a),
     }
 }

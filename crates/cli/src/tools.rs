@@ -1,4 +1,5 @@
-//! lfs-style tools: `setstripe`, `getstripe`, `df`.
+//! lfs-style tools: `setstripe`, `getstripe`, `df` (directory placement
+//! is in `dirtools`).
 //!
 //! They find the mount that holds the path in the mount registry and talk
 //! to the cluster through the client library, as `lfs` does through ioctls.
@@ -50,6 +51,9 @@ pub struct GetstripeArgs {
     /// Print only the first OST index.
     #[arg(short = 'i', long = "stripe-index")]
     pub index: bool,
+    /// Print only the index of the MDT that holds the inode.
+    #[arg(short = 'm', long = "mdt-index")]
+    pub mdt: bool,
     /// Files or directories.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
@@ -84,7 +88,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{s:?} is too large"))
 }
 
-fn caller() -> Caller {
+pub(crate) fn caller() -> Caller {
     Caller {
         uid: nix::unistd::getuid().as_raw(),
         gid: nix::unistd::getgid().as_raw(),
@@ -93,13 +97,13 @@ fn caller() -> Caller {
     }
 }
 
-struct Session {
-    rt: tokio::runtime::Runtime,
-    client: Arc<Client>,
-    entry: Entry,
+pub(crate) struct Session {
+    pub(crate) rt: tokio::runtime::Runtime,
+    pub(crate) client: Arc<Client>,
+    pub(crate) entry: Entry,
 }
 
-fn connect(entry: Entry) -> anyhow::Result<Session> {
+pub(crate) fn connect(entry: Entry) -> anyhow::Result<Session> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -115,7 +119,7 @@ fn connect(entry: Entry) -> anyhow::Result<Session> {
     Ok(Session { rt, client, entry })
 }
 
-fn errno(e: Errno, what: &str) -> anyhow::Error {
+pub(crate) fn errno(e: Errno, what: &str) -> anyhow::Error {
     anyhow::anyhow!("{what}: {}", std::io::Error::from_raw_os_error(e.raw()))
 }
 
@@ -199,6 +203,16 @@ fn getstripe_one(a: &GetstripeArgs, path: &Path) -> anyhow::Result<()> {
             .resolve_path(rel.as_os_str().as_bytes())
             .await
             .map_err(|e| errno(e, &format!("{shown}")))?;
+        if a.mdt {
+            let mdt = s
+                .client
+                .router()
+                .mdt_of(attr.fid)
+                .await
+                .map_err(|e| errno(e, &format!("{shown}")))?;
+            println!("{}", mdt.index);
+            return Ok(());
+        }
         let only = a.count || a.size || a.index;
         match attr.kind {
             FileKind::Dir => {

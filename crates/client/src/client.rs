@@ -62,6 +62,8 @@ pub struct Client {
     orphans: Mutex<HashSet<Fid>>,
     /// Where background work (orphan releases from `Drop`) runs.
     rt: tokio::runtime::Handle,
+    /// Layouts of the directories met (striped or not).
+    pub(crate) dir_layouts: crate::dirs::DirLayouts,
 }
 
 impl Client {
@@ -115,6 +117,7 @@ impl Client {
             write_budget: Arc::new(tokio::sync::Semaphore::new(WRITE_BUDGET)),
             orphans: Mutex::new(HashSet::new()),
             rt: tokio::runtime::Handle::current(),
+            dir_layouts: Default::default(),
         });
         client.spawn_orphan_renewal();
         Ok(client)

@@ -19,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod ctx;
+mod dirs;
 pub mod error;
 pub mod io;
 pub mod meta;

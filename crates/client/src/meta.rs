@@ -59,7 +59,10 @@ impl Client {
 
     fn entry(&self, r: Reply, op: &str) -> Result<(Attr, Option<Layout>), Errno> {
         match r {
-            Reply::Entry { attr, layout } => Ok((self.with_local_size(attr), layout)),
+            Reply::Entry { attr, layout } => {
+                self.note_dir(&attr, layout.as_ref());
+                Ok((self.with_local_size(attr), layout))
+            }
             other => Err(unexpected(op, &other)),
         }
     }
@@ -95,6 +98,7 @@ impl Client {
         if name.as_ref().len() > NAME_MAX {
             return Err(Errno::ENAMETOOLONG);
         }
+        let parent = self.name_dir(c, parent, name.as_ref()).await?;
         let r = self
             .mdt_call(
                 c,
@@ -194,6 +198,7 @@ impl Client {
         if kind == FileKind::Dir {
             return Err(Errno::EINVAL);
         }
+        let parent = self.name_dir(c, parent, name.as_ref()).await?;
         let req = Request::Create {
             parent,
             name: Name::from(name.as_ref()),
@@ -215,6 +220,7 @@ impl Client {
         perm: u32,
     ) -> Result<Attr, Errno> {
         check_name(name.as_ref())?;
+        let parent = self.name_dir(c, parent, name.as_ref()).await?;
         let req = Request::Mkdir {
             parent,
             name: Name::from(name.as_ref()),
@@ -233,6 +239,7 @@ impl Client {
         name: impl AsRef<[u8]>,
     ) -> Result<(), Errno> {
         check_name(name.as_ref())?;
+        let parent = self.name_dir(c, parent, name.as_ref()).await?;
         let req = Request::Unlink {
             parent,
             name: Name::from(name.as_ref()),
@@ -250,6 +257,7 @@ impl Client {
         name: impl AsRef<[u8]>,
     ) -> Result<(), Errno> {
         check_name(name.as_ref())?;
+        let parent = self.name_dir(c, parent, name.as_ref()).await?;
         let req = Request::Rmdir {
             parent,
             name: Name::from(name.as_ref()),
@@ -274,6 +282,13 @@ impl Client {
         if flags & !known != 0 || flags == known {
             return Err(Errno::EINVAL);
         }
+        let parent = self.name_dir(c, parent, name.as_ref()).await?;
+        let new_parent = self.name_dir(c, new_parent, new_name.as_ref()).await?;
+        if self.router.mdt_of(parent).await? != self.router.mdt_of(new_parent).await? {
+            // Moving an entry between MDTs is not supported yet: mv(1)
+            // copies instead.
+            return Err(Errno::EXDEV);
+        }
         let req = Request::Rename {
             parent,
             name: Name::from(name.as_ref()),
@@ -295,6 +310,11 @@ impl Client {
         name: impl AsRef<[u8]>,
     ) -> Result<Attr, Errno> {
         check_name(name.as_ref())?;
+        let parent = self.name_dir(c, parent, name.as_ref()).await?;
+        if self.router.mdt_of(fid).await? != self.router.mdt_of(parent).await? {
+            // Hard links across MDTs are not supported yet (as rename).
+            return Err(Errno::EXDEV);
+        }
         let req = Request::Link {
             fid,
             parent,
@@ -316,6 +336,7 @@ impl Client {
         if target.as_ref().is_empty() {
             return Err(Errno::ENOENT);
         }
+        let parent = self.name_dir(c, parent, name.as_ref()).await?;
         let req = Request::Symlink {
             parent,
             name: Name::from(name.as_ref()),
@@ -343,10 +364,17 @@ impl Client {
         cookie: u64,
         max: u32,
     ) -> Result<(Vec<DirEntry>, bool), Errno> {
-        match self
-            .mdt_call(c, fid, Request::Readdir { fid, cookie, max })
-            .await?
-        {
+        let reply = match self.dir_shards(c, fid).await? {
+            Some(shards) => {
+                let (entries, eof) = self.readdir_shards(c, &shards, cookie, max).await?;
+                Reply::Dir { entries, eof }
+            }
+            None => {
+                self.mdt_call(c, fid, Request::Readdir { fid, cookie, max })
+                    .await?
+            }
+        };
+        match reply {
             Reply::Dir { mut entries, eof } => {
                 for e in &mut entries {
                     e.attr = self.with_local_size(e.attr.clone());
@@ -391,10 +419,21 @@ impl Client {
         if let Some(s) = &spec {
             s.validate().map_err(|_| Errno::EINVAL)?;
         }
-        let r = self
-            .mdt_call(c, fid, Request::SetDefaultStripe { fid, spec })
-            .await?;
-        Self::ok(r, "SetDefaultStripe")
+        // Files are made in a striped directory's shards: each keeps the
+        // default (the master last, as the one that is read back).
+        let mut dirs = match self.dir_shards(c, fid).await? {
+            Some(shards) => shards.to_vec(),
+            None => vec![fid],
+        };
+        dirs.reverse();
+        for dir in dirs {
+            let req = Request::SetDefaultStripe {
+                fid: dir,
+                spec: spec.clone(),
+            };
+            Self::ok(self.mdt_call(c, dir, req).await?, "SetDefaultStripe")?;
+        }
+        Ok(())
     }
 
     /// Directory `fid`'s default striping, explicit or inherited; `None` if

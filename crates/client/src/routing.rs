@@ -195,6 +195,17 @@ impl Router {
             return Ok(TargetId::mdt(i));
         }
         self.refresh().await;
+        if self.config().mdt_of(fid).is_none() {
+            // An MDT takes a new sequence when it first makes an inode
+            // (a shard of a striped directory made a moment ago): a refresh
+            // skipped as too recent may predate it, so ask now.
+            let _serialised = self.refreshing.lock().await;
+            if self.config().mdt_of(fid).is_none() {
+                if let Err(e) = self.fetch_config(REFRESH_TIMEOUT).await {
+                    tracing::warn!(mgs = %self.mgs_addr, "configuration fetch failed: {e}");
+                }
+            }
+        }
         match self.config().mdt_of(fid) {
             Some(i) => Ok(TargetId::mdt(i)),
             None => {

@@ -1,0 +1,169 @@
+//! Directories spread over MDTs: where a name's entry lives, listing a
+//! striped directory, and making remote or striped directories.
+//!
+//! A striped directory's layout lists its shards (shard 0 is the master
+//! inode, which the kernel knows the directory by); a name lives in shard
+//! `name_hash(name) % count`, on that shard's MDT. The client learns a
+//! directory's layout from the entry that named it (lookup, mkdir) or, for
+//! a directory it met otherwise (readdirplus, a path handle), by asking
+//! its MDT once; layouts do not change after the directory is made, so
+//! they are cached by FID. A remote directory needs nothing here: its FID
+//! leads to its MDT like any other.
+
+use crate::ctx::Caller;
+use crate::io::file::unexpected;
+use crate::Client;
+use loom_proto::msg::{Attr, DirEntry, DirStripe, FileKind, Reply, Request};
+use loom_proto::{Errno, Fid, Layout, Name};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::task::JoinSet;
+
+/// Directories whose layout is cached; past this the cache starts over.
+const CACHE_MAX: usize = 1 << 16;
+
+/// Shards of the directories this client has met: `None` for a plain one.
+#[derive(Debug, Default)]
+pub(crate) struct DirLayouts(Mutex<HashMap<Fid, Option<Arc<[Fid]>>>>);
+
+impl DirLayouts {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Fid, Option<Arc<[Fid]>>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn get(&self, dir: Fid) -> Option<Option<Arc<[Fid]>>> {
+        self.map().get(&dir).cloned()
+    }
+
+    fn put(&self, dir: Fid, layout: Option<&Layout>) {
+        let shards = layout.and_then(|l| l.dir_shards()).map(Arc::from);
+        let mut m = self.map();
+        if m.len() >= CACHE_MAX {
+            m.clear();
+        }
+        m.insert(dir, shards);
+    }
+}
+
+impl Client {
+    /// Remember the layout of a directory named by an entry reply.
+    pub(crate) fn note_dir(&self, attr: &Attr, layout: Option<&Layout>) {
+        if attr.kind == FileKind::Dir {
+            self.dir_layouts.put(attr.fid, layout);
+        }
+    }
+
+    /// The shards of directory `dir`, or `None` if it is not striped.
+    pub async fn dir_shards(&self, c: &Caller, dir: Fid) -> Result<Option<Arc<[Fid]>>, Errno> {
+        if let Some(s) = self.dir_layouts.get(dir) {
+            return Ok(s);
+        }
+        let layout = match self.mdt_call(c, dir, Request::GetLayout { fid: dir }).await {
+            Ok(Reply::Layout(l)) => Some(l),
+            Ok(other) => return Err(unexpected("GetLayout", &other)),
+            Err(Errno::ENODATA) => None,
+            Err(e) => return Err(e),
+        };
+        self.dir_layouts.put(dir, layout.as_ref());
+        Ok(self.dir_layouts.get(dir).flatten())
+    }
+
+    /// The directory object that holds (or will hold) `name` of `dir`:
+    /// `dir` itself unless it is striped.
+    pub(crate) async fn name_dir(&self, c: &Caller, dir: Fid, name: &[u8]) -> Result<Fid, Errno> {
+        Ok(match self.dir_shards(c, dir).await? {
+            Some(shards) if !shards.is_empty() => Layout::dir_striped(shards.to_vec())
+                .shard_for(name)
+                .unwrap_or(dir),
+            _ => dir,
+        })
+    }
+
+    /// Make directory `name` in `parent` placed by `stripe`: on another
+    /// MDT (`loom mkdir -i`) or striped over several (`loom setdirstripe`).
+    pub async fn mkdir_striped(
+        &self,
+        c: &Caller,
+        parent: Fid,
+        name: impl AsRef<[u8]>,
+        perm: u32,
+        stripe: DirStripe,
+    ) -> Result<Attr, Errno> {
+        crate::meta::check_name(name.as_ref())?;
+        if stripe.count == 0 || stripe.start_mdt < -1 {
+            return Err(Errno::EINVAL);
+        }
+        let at = self.name_dir(c, parent, name.as_ref()).await?;
+        let req = Request::MkdirStriped {
+            parent: at,
+            name: Name::from(name.as_ref()),
+            perm: perm & 0o7777,
+            stripe,
+        };
+        match self.mdt_call(c, at, req).await? {
+            Reply::Entry { attr, layout } => {
+                self.note_dir(&attr, layout.as_ref());
+                Ok(attr)
+            }
+            other => Err(unexpected("MkdirStriped", &other)),
+        }
+    }
+
+    /// Up to `max` entries of the striped directory with `shards` after
+    /// `cookie`, in cookie (name hash) order as a plain directory lists
+    /// them, so the same cookie resumes a listing whichever shard it came
+    /// from. Each shard is asked for a share; only entries up to the
+    /// lowest last cookie of the shards that have more are certain to be
+    /// complete, so the page ends there.
+    pub(crate) async fn readdir_shards(
+        &self,
+        c: &Caller,
+        shards: &[Fid],
+        cookie: u64,
+        max: u32,
+    ) -> Result<(Vec<DirEntry>, bool), Errno> {
+        let share = max
+            .div_ceil(shards.len().max(1) as u32)
+            .clamp(32, max.max(1));
+        let mut set = JoinSet::new();
+        for &fid in shards {
+            let (router, ctx) = (self.router_handle(), self.ctx(c));
+            set.spawn(async move {
+                let target = router.mdt_of(fid).await?;
+                let req = Request::Readdir {
+                    fid,
+                    cookie,
+                    max: share,
+                };
+                router
+                    .call(target, ctx, req, bytes::Bytes::new())
+                    .await
+                    .map(|(r, _)| r)
+            });
+        }
+        let mut all = Vec::new();
+        let mut bound = u64::MAX;
+        let mut eof = true;
+        while let Some(r) = set.join_next().await {
+            match r.map_err(|_| Errno::EIO)?? {
+                Reply::Dir { entries, eof: done } => {
+                    if !done {
+                        eof = false;
+                        if let Some(last) = entries.last() {
+                            bound = bound.min(last.cookie);
+                        }
+                    }
+                    all.extend(entries);
+                }
+                other => return Err(unexpected("Readdir", &other)),
+            }
+        }
+        all.retain(|e| e.cookie <= bound);
+        all.sort_by_key(|e| e.cookie);
+        if all.len() > max as usize {
+            all.truncate(max as usize);
+            eof = false;
+        }
+        Ok((all, eof))
+    }
+}
