@@ -48,7 +48,10 @@ pub struct LineChart {
     pub x_label: String,
     /// The parameter's values.
     pub xs: Vec<f64>,
-    /// One panel per phase; `values[i]` belongs to `xs[i]`.
+    /// Names of the lines in each panel (empty: one unnamed line).
+    pub series: Vec<String>,
+    /// One panel per phase; `values[s * xs.len() + i]` is series `s` at
+    /// `xs[i]`.
     pub panels: Vec<Panel>,
 }
 
@@ -329,41 +332,65 @@ fn lines_on<DB: DrawingBackend>(
             .label_style(("sans-serif", 12))
             .draw()
             .map_err(err)?;
-        let points: Vec<(f64, Summary)> = chart
-            .xs
-            .iter()
-            .zip(&panel.values)
-            .filter_map(|(x, v)| v.map(|s| (*x, s)))
-            .collect();
-        let color = Palette99::pick(0);
-        c.draw_series(LineSeries::new(
-            points.iter().map(|(x, s)| (*x, s.median)),
-            color.stroke_width(2),
-        ))
-        .map_err(err)?;
-        c.draw_series(
-            points
+        let n = chart.xs.len();
+        let names: Vec<Option<&str>> = if chart.series.is_empty() {
+            vec![None]
+        } else {
+            chart.series.iter().map(|s| Some(s.as_str())).collect()
+        };
+        for (si, name) in names.iter().enumerate() {
+            let values = panel.values.iter().skip(si * n).take(n);
+            let points: Vec<(f64, Summary)> = chart
+                .xs
                 .iter()
-                .map(|(x, s)| Circle::new((*x, s.median), 4, color.filled())),
-        )
-        .map_err(err)?;
-        for (x, s) in &points {
-            if s.max > s.min {
-                c.draw_series(std::iter::once(PathElement::new(
-                    vec![(*x, s.min), (*x, s.max)],
-                    BLACK.stroke_width(1),
-                )))
+                .zip(values)
+                .filter_map(|(x, v)| v.map(|s| (*x, s)))
+                .collect();
+            let color = Palette99::pick(si);
+            let line = c
+                .draw_series(LineSeries::new(
+                    points.iter().map(|(x, s)| (*x, s.median)),
+                    color.stroke_width(2),
+                ))
+                .map_err(err)?;
+            if let Some(name) = name {
+                let key = color.stroke_width(2);
+                line.label(*name)
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], key));
+            }
+            c.draw_series(
+                points
+                    .iter()
+                    .map(|(x, s)| Circle::new((*x, s.median), 4, color.filled())),
+            )
+            .map_err(err)?;
+            for (x, s) in &points {
+                if s.max > s.min {
+                    c.draw_series(std::iter::once(PathElement::new(
+                        vec![(*x, s.min), (*x, s.max)],
+                        BLACK.stroke_width(1),
+                    )))
+                    .map_err(err)?;
+                }
+                c.draw_series(std::iter::once(
+                    EmptyElement::at((*x, s.max.max(s.median)))
+                        + Text::new(
+                            fmt_sig(s.median),
+                            (6, -16),
+                            ("sans-serif", 11).into_font().color(&BLACK),
+                        ),
+                ))
                 .map_err(err)?;
             }
-            c.draw_series(std::iter::once(
-                EmptyElement::at((*x, s.max.max(s.median)))
-                    + Text::new(
-                        fmt_sig(s.median),
-                        (6, -16),
-                        ("sans-serif", 11).into_font().color(&BLACK),
-                    ),
-            ))
-            .map_err(err)?;
+        }
+        if names.len() > 1 {
+            c.configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .label_font(("sans-serif", 12))
+                .position(SeriesLabelPosition::UpperLeft)
+                .draw()
+                .map_err(err)?;
         }
     }
     root.present().map_err(err)

@@ -38,6 +38,7 @@ pub mod machine;
 pub mod md;
 pub mod options;
 pub mod pattern;
+pub mod placed;
 pub mod posix;
 pub mod progress;
 pub mod report;

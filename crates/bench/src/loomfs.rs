@@ -35,7 +35,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
 use loom_client::{Caller, Client, ClientOptions, ClusterKey, Errno, OpenFile};
-use loom_proto::msg::{Attr, FileKind, SetAttr, Time};
+use loom_proto::msg::{Attr, DirStripe, FileKind, SetAttr, Time};
 use loom_proto::{Fid, Layout};
 
 use crate::error::BenchError;
@@ -329,6 +329,24 @@ impl LoomFs {
             None => self.client.get_layout_as(c, attr.fid).await?,
         };
         Ok(self.client.open_as(c, attr.fid, layout, attr.size))
+    }
+}
+
+impl LoomFs {
+    /// Creates one directory placed on MDTs by `stripe` (`loom mkdir -i`,
+    /// `loom setdirstripe`); its parent exists.
+    pub fn mkdir_placed(&self, path: &Path, stripe: DirStripe) -> io::Result<()> {
+        let attr = self.at_parent(path, |parent, name| {
+            self.rt.block_on(self.client.mkdir_striped(
+                &self.caller,
+                parent,
+                name,
+                DIR_PERM,
+                stripe,
+            ))
+        })?;
+        self.remember(path, attr.fid);
+        Ok(())
     }
 }
 

@@ -8,10 +8,12 @@
 //!
 //! Parameters: `mdts`, `osts`, `servers` (cluster shape: targets packed
 //! into that many server processes), `procs` (benchmark processes on a
-//! fixed shape). `dir-stripe` (remote against striped directories) needs
-//! `loom setdirstripe`, which does not exist yet: it is refused before any
-//! cluster starts. Anything else `loom up` accepts can be passed with
-//! `--up-arg`.
+//! fixed shape), and `dir-stripe`: remote against striped directories
+//! on one cluster with as many MDTs as the largest value, the md workload's
+//! tree roots placed per value N as remote directories over N MDTs and as
+//! directories striped over N MDTs (see [`crate::placed`]), the two
+//! interleaved iteration by iteration. Anything else `loom up` accepts can
+//! be passed with `--up-arg`.
 //!
 //! Cleanup: `loom up` runs in a process group of its own, so a Ctrl-C at
 //! the terminal reaches `loom bench` alone, which stops the workload,
@@ -41,9 +43,10 @@ use crate::error::BenchError;
 use crate::io::IoPlan;
 use crate::md::MdPlan;
 use crate::options::{IoOptions, MdOptions};
+use crate::placed::{PlacedFs, Placement};
 use crate::report::{compare_table, summary_table, Report, TargetResult};
-use crate::runner::{run_interleaved, Workload};
-use crate::target::TargetAddr;
+use crate::runner::{run_interleaved, Target, Workload};
+use crate::target::{loom_fs_of_mount, TargetAddr};
 
 /// The parameter a sweep varies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -56,8 +59,9 @@ pub enum SweepParam {
     Servers,
     /// Benchmark processes (-p) on one cluster shape.
     Procs,
-    /// Stripe count of the directory the workload runs in (needs
-    /// `loom setdirstripe`, which does not exist yet).
+    /// MDTs the md workload's directories are spread over, as remote
+    /// directories (`loom mkdir -i`) against striped ones (`loom
+    /// setdirstripe -c`), on one cluster.
     DirStripe,
 }
 
@@ -73,8 +77,8 @@ impl SweepParam {
     }
 }
 
-/// Why `--param dir-stripe` is refused.
-pub const DIR_STRIPE_UNAVAILABLE: &str = "--param dir-stripe needs `loom setdirstripe` (striped directories, DNE2), which loomfs does not have yet; sweep --param mdts meanwhile (see docs/BENCH.md, \"Remote against striped directories\")";
+/// Why `--param dir-stripe` refuses an io workload.
+pub const DIR_STRIPE_NEEDS_MD: &str = "--param dir-stripe places directories on MDTs: it sweeps an md workload (an io workload's data is on the OSTs; sweep --param osts)";
 
 /// `loom bench sweep --param P --values A,B,C [OPTIONS] <md|io> [WORKLOAD OPTIONS]`
 #[derive(Args, Debug, Clone)]
@@ -439,11 +443,11 @@ impl Drop for TempWork {
 /// Checks the options and builds one workload per swept value, before any
 /// cluster starts.
 fn workloads(a: &SweepArgs) -> anyhow::Result<Vec<Box<dyn Workload>>> {
-    if a.param == SweepParam::DirStripe {
-        anyhow::bail!("bad option: {DIR_STRIPE_UNAVAILABLE}");
-    }
     if a.values.is_empty() || a.values.contains(&0) {
         anyhow::bail!("bad option: --values must be positive numbers, e.g. --values 1,2,4");
+    }
+    if a.param == SweepParam::DirStripe && !matches!(a.workload, SweepWorkload::Md(_)) {
+        anyhow::bail!("bad option: {DIR_STRIPE_NEEDS_MD}");
     }
     if a.up_timeout.is_nan() || a.up_timeout <= 0.0 {
         anyhow::bail!("bad option: --up-timeout must be positive");
@@ -488,8 +492,14 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
         .iter()
         .map(|w| w.ops_per_iteration() * u64::from(w.iterations()))
         .sum();
-    let ctx = cli_ctx(total, &a.out);
     let started = SystemTime::now();
+    if a.param == SweepParam::DirStripe {
+        // Two placements per value.
+        let ctx = cli_ctx(total * 2, &a.out);
+        let results = dir_stripe_sweep(&a, &loom, &work, &workloads, &ctx)?;
+        return finish_sweep(&a, &workloads, results, started, &["remote", "striped"]);
+    }
+    let ctx = cli_ctx(total, &a.out);
     let mut results: Vec<TargetResult> = Vec::new();
     for (v, w) in a.values.iter().zip(&workloads) {
         let label = format!("{}={v}", a.param.name());
@@ -525,8 +535,26 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
         results.push(r);
     }
     ctx.progress.finish();
+    finish_sweep(&a, &workloads, results, started, &[])
+}
+
+/// Prints the comparison, draws the chart (a line per name of `series`,
+/// whose results follow one another value by value) and writes the JSON.
+fn finish_sweep(
+    a: &SweepArgs,
+    workloads: &[Box<dyn Workload>],
+    results: Vec<TargetResult>,
+    started: SystemTime,
+    series: &[&str],
+) -> anyhow::Result<()> {
     println!("{}", compare_table(&results));
     let kind = workloads.first().map_or("md", |w| w.kind());
+    let lines = series.len().max(1);
+    // Results come value by value, each value's series in order; the
+    // chart wants each series' values in order.
+    let order: Vec<usize> = (0..lines)
+        .flat_map(|s| (0..a.values.len()).map(move |i| i * lines + s))
+        .collect();
     let chart = LineChart {
         title: format!(
             "loom bench sweep {kind}: figures against {}",
@@ -534,6 +562,7 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
         ),
         x_label: a.param.name().to_string(),
         xs: a.values.iter().map(|v| f64::from(*v)).collect(),
+        series: series.iter().map(|s| s.to_string()).collect(),
         panels: results
             .first()
             .map(|r| {
@@ -545,9 +574,14 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
             .unwrap_or_default()
             .into_iter()
             .map(|(phase, unit)| Panel {
-                values: results
+                values: order
                     .iter()
-                    .map(|r| r.phase(&phase).and_then(|p| p.summary()))
+                    .map(|i| {
+                        results
+                            .get(*i)
+                            .and_then(|r| r.phase(&phase))
+                            .and_then(|p| p.summary())
+                    })
                     .collect(),
                 title: phase,
                 unit,
@@ -576,6 +610,72 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
         println!("results: {}", path.display());
     }
     Ok(())
+}
+
+/// `--param dir-stripe`: one cluster with MDTs enough for the largest
+/// value; for each value N the workload with remote tree roots over N
+/// MDTs and with tree roots striped over N MDTs, interleaved.
+fn dir_stripe_sweep(
+    a: &SweepArgs,
+    loom: &Path,
+    work: &Path,
+    workloads: &[Box<dyn Workload>],
+    ctx: &crate::runner::Ctx,
+) -> anyhow::Result<Vec<TargetResult>> {
+    let widest = a.values.iter().copied().max().unwrap_or(1);
+    let spec = ClusterSpec {
+        loom: loom.to_path_buf(),
+        mdts: a.mdts.max(widest),
+        osts: a.osts,
+        servers: a.servers,
+        state: work.join("dir-stripe").join("state"),
+        mount: work.join("dir-stripe").join("mnt"),
+        extra: a.up_args.clone(),
+        timeout: Duration::from_secs_f64(a.up_timeout),
+    };
+    ctx.progress
+        .set_message(format!("starting a cluster with {} MDTs", spec.mdts));
+    let mut cluster = Cluster::start(spec, &ctx.cancel).context("sweep dir-stripe")?;
+    let outcome = (|| -> anyhow::Result<Vec<TargetResult>> {
+        let mount = cluster.mount().to_path_buf();
+        let placer = Arc::new(loom_fs_of_mount(&mount, "dir-stripe")?);
+        let mut results = Vec::new();
+        for (v, w) in a.values.iter().zip(workloads) {
+            let targets = [
+                Placement::Remote { mdts: *v },
+                Placement::Striped { mdts: *v },
+            ]
+            .into_iter()
+            .map(|p| -> anyhow::Result<Target> {
+                let name = format!("{} dir-stripe={v}", p.name());
+                let addr = if a.library {
+                    TargetAddr::LoomMount(mount.clone())
+                } else {
+                    TargetAddr::Posix(mount.clone())
+                };
+                let t = open_target(&name, &addr)?;
+                Ok(Target {
+                    fs: Box::new(PlacedFs::new(t.fs, placer.clone(), p)),
+                    ..t
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+            ctx.progress.set_message(format!("dir-stripe={v}"));
+            for r in run_interleaved(&targets, w.as_ref(), ctx)? {
+                println!("{}", summary_table(&r));
+                results.push(r);
+            }
+        }
+        Ok(results)
+    })();
+    ctx.progress.set_message("stopping the cluster".to_string());
+    let stopped = cluster.stop();
+    ctx.progress.finish();
+    let results = outcome.context("sweep dir-stripe")?;
+    if let Some(w) = stopped.context("stopping the cluster")? {
+        eprintln!("warning: cluster: {w}");
+    }
+    Ok(results)
 }
 
 fn run_on_cluster(

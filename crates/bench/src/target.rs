@@ -154,19 +154,7 @@ impl TargetAddr {
                 })
             }
             TargetAddr::LoomMount(p) => {
-                let (entry, rel) =
-                    loom_client::registry::find(p).map_err(|e| BenchError::Target {
-                        path: PathBuf::from(&label),
-                        reason: e.to_string(),
-                    })?;
-                let addr = LoomAddr {
-                    mgs: entry.mgs,
-                    fsname: entry.fsname,
-                    // The workloads' directories are named in ASCII.
-                    dir: rel.to_string_lossy().into_owned(),
-                    key_file: entry.key_file,
-                };
-                let fs = LoomFs::connect(addr, &label)?;
+                let fs = loom_fs_of_mount(p, &label)?;
                 Ok(Target {
                     name: name.to_string(),
                     location: label,
@@ -185,6 +173,23 @@ impl TargetAddr {
             }
         }
     }
+}
+
+/// A client-library view of the directory `mount` (on a loomfs mount),
+/// named `label` in errors.
+pub fn loom_fs_of_mount(mount: &Path, label: &str) -> Result<LoomFs, BenchError> {
+    let (entry, rel) = loom_client::registry::find(mount).map_err(|e| BenchError::Target {
+        path: PathBuf::from(label),
+        reason: e.to_string(),
+    })?;
+    let addr = LoomAddr {
+        mgs: entry.mgs,
+        fsname: entry.fsname,
+        // The workloads' directories are named in ASCII.
+        dir: rel.to_string_lossy().into_owned(),
+        key_file: entry.key_file,
+    };
+    LoomFs::connect(addr, label)
 }
 
 /// A named target of `compare`: `NAME=TARGET`, or a bare `TARGET` (named by

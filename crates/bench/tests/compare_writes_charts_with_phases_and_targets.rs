@@ -143,6 +143,7 @@ fn sweep_line_chart_draws_each_phase_through_its_points() {
         title: "sweep".into(),
         x_label: "mdts".into(),
         xs: vec![1.0, 2.0, 4.0],
+        series: vec![],
         panels: vec![
             Panel {
                 title: "File creation".into(),
@@ -198,4 +199,48 @@ fn sweep_line_chart_draws_each_phase_through_its_points() {
         .count();
     assert_eq!(dots, 5, "a dot per value");
     assert_eq!(&std::fs::read(&files[1]).expect("png")[..4], b"\x89PNG");
+}
+
+#[test]
+fn sweep_line_chart_draws_a_line_per_series_with_a_legend() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let s = |v: f64| Summary::of(&[v]);
+    // Series-major: remote at 1, 2, 4, then striped at 1, 2, 4.
+    let chart = LineChart {
+        title: "dir-stripe".into(),
+        x_label: "dir-stripe".into(),
+        xs: vec![1.0, 2.0, 4.0],
+        series: vec!["remote".into(), "striped".into()],
+        panels: vec![Panel {
+            title: "File creation".into(),
+            unit: "ops/s".into(),
+            values: vec![s(100.0), s(100.0), s(100.0), s(100.0), s(190.0), s(350.0)],
+        }],
+    };
+    let files = write_lines(&out.path().join("ds"), &chart).expect("chart");
+    let svg = std::fs::read_to_string(&files[0]).expect("svg");
+    let texts = common::svg_texts(&svg);
+    let has = |t: &str| texts.iter().any(|x| x == t);
+    assert!(has("remote") && has("striped"), "no legend: {texts:?}");
+    let lines: Vec<Vec<(f64, f64)>> = common::svg_elements(&svg, "polyline")
+        .iter()
+        .filter(|l| l.get("stroke-width").map(String::as_str) == Some("2"))
+        .map(common::points)
+        .filter(|l| l.len() == 3)
+        .collect();
+    assert_eq!(lines.len(), 2, "a data line per series: {lines:?}");
+    let (remote, striped) = (&lines[0], &lines[1]);
+    // The flat series stays level; the rising one climbs (smaller y).
+    assert!(
+        remote.iter().all(|p| (p.1 - remote[0].1).abs() <= 1.0),
+        "{remote:?}"
+    );
+    assert!(
+        striped[2].1 < striped[1].1 && striped[1].1 < striped[0].1,
+        "{striped:?}"
+    );
+    assert!(
+        (striped[0].1 - remote[0].1).abs() <= 1.0,
+        "both start at 100: {lines:?}"
+    );
 }

@@ -1,7 +1,7 @@
 //! `sweep` checks what it can before it starts any cluster: a missing
-//! `loom` binary, a directory-striping sweep (it needs `loom setdirstripe`,
-//! which does not exist yet) and values of 0 are clear errors, and nothing
-//! is left in the work directory. (Sweeps over real `loom up` clusters are
+//! `loom` binary, a directory-striping sweep of an io workload (it places
+//! directories, so it takes an md workload) and values of 0 are clear
+//! errors, and nothing is left in the work directory. (Sweeps over real `loom up` clusters are
 //! tested in crates/cli/tests, where the loom binary is at hand.)
 
 use clap::Parser;
@@ -43,7 +43,7 @@ fn a_missing_loom_binary_is_a_clear_error() {
 }
 
 #[test]
-fn a_directory_striping_sweep_says_it_needs_setdirstripe() {
+fn a_directory_striping_sweep_of_an_io_workload_is_refused() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let work = tmp.path().join("w");
     let e = sweep_err(
@@ -54,13 +54,13 @@ fn a_directory_striping_sweep_says_it_needs_setdirstripe() {
             "1,2",
             "--loom",
             "/nonexistent/loom",
-            "md",
-            "-n",
-            "4",
+            "io",
+            "-b",
+            "1m",
         ],
         &work,
     );
-    assert!(e.contains("loom setdirstripe"), "{e}");
+    assert!(e.contains("md workload"), "{e}");
     assert!(
         !e.contains("/nonexistent/loom"),
         "tried to start a cluster: {e}"
