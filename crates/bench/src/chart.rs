@@ -354,7 +354,7 @@ fn lines_on<DB: DrawingBackend>(
                 ))
                 .map_err(err)?;
             if let Some(name) = name {
-                let key = color.stroke_width(2);
+                let key = color.stroke_width(3);
                 line.label(*name)
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], key));
             }
