@@ -50,27 +50,6 @@ fn wait_crashed(s: &mut Server) {
     assert!(!status.success(), "MDT0 exited cleanly instead of crashing");
 }
 
-fn inodes_per_mdt(mnt: &std::path::Path) -> Vec<u64> {
-    loom_ok(&["df", "-i", mnt.to_str().expect("utf-8")])
-        .lines()
-        .filter(|l| l.contains("-MDT"))
-        .map(|l| {
-            l.split_whitespace()
-                .nth(2)
-                .expect("IUsed")
-                .parse()
-                .expect("n")
-        })
-        .collect()
-}
-
-fn mdt_of(path: &std::path::Path) -> u32 {
-    loom_ok(&["getstripe", "-m", path.to_str().expect("utf-8")])
-        .trim()
-        .parse()
-        .expect("MDT index")
-}
-
 #[test]
 fn cross_mdt_operations_survive_their_coordinator_killed_mid_way() {
     // Every server of the first start is armed; only a coordinator

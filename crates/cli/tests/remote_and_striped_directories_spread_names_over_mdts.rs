@@ -9,29 +9,6 @@ mod common;
 use common::*;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// MDT index of the inode at `path`, from `loom getstripe -m`.
-fn mdt_of(path: &std::path::Path) -> u32 {
-    loom_ok(&["getstripe", "-m", path.to_str().expect("utf-8")])
-        .trim()
-        .parse()
-        .expect("MDT index")
-}
-
-/// Inodes in use on each MDT, from `loom df -i`.
-fn inodes_per_mdt(mnt: &std::path::Path) -> Vec<u64> {
-    loom_ok(&["df", "-i", mnt.to_str().expect("utf-8")])
-        .lines()
-        .filter(|l| l.contains("-MDT"))
-        .map(|l| {
-            l.split_whitespace()
-                .nth(2)
-                .expect("IUsed")
-                .parse()
-                .expect("number")
-        })
-        .collect()
-}
-
 #[test]
 fn remote_and_striped_directories_spread_names_over_mdts() {
     // Directories are made by `loom` beside the mount: its kernel must not

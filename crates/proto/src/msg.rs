@@ -362,6 +362,26 @@ pub struct IntentRef {
     pub index: u32,
 }
 
+/// A directory object one MDT makes for another: a remote directory, a
+/// shard of a striped directory, or (with `others`) its master.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirObject {
+    /// The directory it is named in (its "..").
+    pub parent: Fid,
+    /// Permission bits.
+    pub perm: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Creation time, the same for every shard.
+    pub time: Time,
+    /// The parent's effective default file striping.
+    pub default_stripe: Option<StripeSpec>,
+    /// For a master: shards 1.. of the directory.
+    pub others: Option<Vec<Fid>>,
+}
+
 /// Every request. Each variant's opcode is given by [`Request::opcode`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Request {
@@ -657,20 +677,8 @@ pub enum Request {
     MakeDirObject {
         /// The part of the coordinator's operation.
         intent: IntentRef,
-        /// The directory the new one is named in (its "..").
-        parent: Fid,
-        /// Permission bits.
-        perm: u32,
-        /// Owner.
-        uid: u32,
-        /// Group.
-        gid: u32,
-        /// Creation time, the same for every shard.
-        time: Time,
-        /// The parent's effective default file striping.
-        default_stripe: Option<StripeSpec>,
-        /// For a master: shards 1.. of the directory.
-        others: Option<Vec<Fid>>,
+        /// What to make.
+        dir: DirObject,
     },
     /// MDT to MDT: remove what part `intent` made, if anything (an
     /// operation rolled back). Opcode 46.

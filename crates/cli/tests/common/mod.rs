@@ -113,6 +113,29 @@ fn terminate(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// MDT index of the inode at `path` on a mount, from `loom getstripe -m`.
+pub fn mdt_of(path: &Path) -> u32 {
+    loom_ok(&["getstripe", "-m", path.to_str().expect("utf-8")])
+        .trim()
+        .parse()
+        .expect("MDT index")
+}
+
+/// Inodes in use on each MDT of the mount at `mnt`, from `loom df -i`.
+pub fn inodes_per_mdt(mnt: &Path) -> Vec<u64> {
+    loom_ok(&["df", "-i", mnt.to_str().expect("utf-8")])
+        .lines()
+        .filter(|l| l.contains("-MDT"))
+        .map(|l| {
+            l.split_whitespace()
+                .nth(2)
+                .expect("IUsed")
+                .parse()
+                .expect("number")
+        })
+        .collect()
+}
+
 /// A cluster from `loom up`, mounted.
 pub struct Cluster {
     pub tmp: tempfile::TempDir,

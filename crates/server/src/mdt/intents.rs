@@ -31,9 +31,10 @@ use super::tx::{read_dentry, read_inode, read_meta, store_err, Tx};
 use super::MdtService;
 use crate::fail;
 use loom_proto::msg::{
-    self, DirStripe, FileKind, IntentRef, Reply, ReplyResult, ReqCtx, Request, Role, Time,
+    self, DirObject, DirStripe, FileKind, IntentRef, Reply, ReplyResult, ReqCtx, Request, Role,
+    Time,
 };
-use loom_proto::{Errno, Fid, Name, StripeSpec, WireError};
+use loom_proto::{Errno, Fid, Name, WireError};
 use loom_store::kv::Space;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
@@ -66,20 +67,10 @@ pub enum IntentOp {
     /// Make directory `name` in `parent` from one object per MDT of `mdts`
     /// (part `k` on `mdts[k]`; part 0 is the master).
     Mkdir {
-        /// Parent (on this MDT).
-        parent: Fid,
-        /// Name.
+        /// Name, in `dir.parent` (on this MDT).
         name: Name,
-        /// Permission bits.
-        perm: u32,
-        /// Owner.
-        uid: u32,
-        /// Group.
-        gid: u32,
-        /// Creation time.
-        time: Time,
-        /// The parent's effective default file striping.
-        default_stripe: Option<StripeSpec>,
+        /// What each part makes (`others` unset).
+        dir: DirObject,
         /// MDT of each part.
         mdts: Vec<u32>,
     },
@@ -186,13 +177,16 @@ impl MdtService {
         }
         let (uid, gid, perm) = Self::owner(ctx, &p, FileKind::Dir, perm);
         let op = IntentOp::Mkdir {
-            parent,
             name: name.clone(),
-            perm,
-            uid,
-            gid,
-            time: Time::now(),
-            default_stripe: self.default_stripe(parent)?,
+            dir: DirObject {
+                parent,
+                perm,
+                uid,
+                gid,
+                time: Time::now(),
+                default_stripe: self.default_stripe(parent)?,
+                others: None,
+            },
             mdts: mdts.clone(),
         };
         let id = self.log_intent(&mut t, op.clone())?;
@@ -253,17 +247,7 @@ impl MdtService {
     /// Make every part of mkdir intent `id`: the shards, then the master
     /// that lists them. The master's entry.
     async fn make_parts(self: &Arc<Self>, id: u64, op: &IntentOp) -> ReplyResult {
-        let IntentOp::Mkdir {
-            parent,
-            perm,
-            uid,
-            gid,
-            time,
-            default_stripe,
-            mdts,
-            ..
-        } = op
-        else {
+        let IntentOp::Mkdir { dir, mdts, .. } = op else {
             return Err(WireError::new(Errno::EINVAL, "not a mkdir intent"));
         };
         let part = |index: usize, others: Option<Vec<Fid>>| Request::MakeDirObject {
@@ -272,13 +256,10 @@ impl MdtService {
                 id,
                 index: index as u32,
             },
-            parent: *parent,
-            perm: *perm,
-            uid: *uid,
-            gid: *gid,
-            time: *time,
-            default_stripe: default_stripe.clone(),
-            others,
+            dir: DirObject {
+                others,
+                ..dir.clone()
+            },
         };
         let mut set = tokio::task::JoinSet::new();
         for (k, mdt) in mdts.iter().enumerate().skip(1) {

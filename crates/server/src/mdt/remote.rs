@@ -16,8 +16,8 @@ use super::attrs::new_attr;
 use super::records::{InodeRec, INODE_REC_VERSION};
 use super::tx::{read_inode, read_meta, store_err, Tx};
 use super::MdtService;
-use loom_proto::msg::{FileKind, IntentRef, Reply, ReplyResult, Request, TargetId, Time};
-use loom_proto::{Errno, Fid, Layout, StripeSpec, WireError};
+use loom_proto::msg::{DirObject, FileKind, IntentRef, Reply, ReplyResult, Request, TargetId};
+use loom_proto::{Errno, Fid, Layout, WireError};
 use loom_store::kv::Space;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -140,27 +140,7 @@ impl MdtService {
     /// coordinates.
     pub(super) async fn participant(self: &Arc<Self>, req: Request) -> ReplyResult {
         match req {
-            Request::MakeDirObject {
-                intent,
-                parent,
-                perm,
-                uid,
-                gid,
-                time,
-                default_stripe,
-                others,
-            } => {
-                let new = NewDirObject {
-                    parent,
-                    perm,
-                    uid,
-                    gid,
-                    time,
-                    default_stripe,
-                    others,
-                };
-                self.make_dir_object(intent, new).await
-            }
+            Request::MakeDirObject { intent, dir } => self.make_dir_object(intent, dir).await,
             Request::UndoDirObject { intent } => self.undo_dir_object(intent).await,
             Request::SealDir { fid } => self.seal_dir(fid).await,
             Request::UnsealDir { fid } => self.unseal_dir(fid).await,
@@ -173,11 +153,7 @@ impl MdtService {
         }
     }
 
-    async fn make_dir_object(
-        self: &Arc<Self>,
-        intent: IntentRef,
-        new: NewDirObject,
-    ) -> ReplyResult {
+    async fn make_dir_object(self: &Arc<Self>, intent: IntentRef, new: DirObject) -> ReplyResult {
         let g = self.ns.lock().await;
         if let Some(fid) = read_meta::<Fid>(&*self.store, &made_key(intent))? {
             // Sent again: answer what the first sending made.
@@ -313,15 +289,4 @@ impl MdtService {
         drop(g);
         Ok(Reply::Ok)
     }
-}
-
-/// What `MakeDirObject` makes.
-struct NewDirObject {
-    parent: Fid,
-    perm: u32,
-    uid: u32,
-    gid: u32,
-    time: Time,
-    default_stripe: Option<StripeSpec>,
-    others: Option<Vec<Fid>>,
 }
