@@ -5,7 +5,7 @@
 # local ext4 directory and tmpfs, interleaved target by target for each
 # iteration. Results (JSON) and charts (SVG, PNG) go to docs/charts/.
 #
-#   ./scripts/benchmarks.sh [md|io|sweep|io500|all]   (as root; default all)
+#   ./scripts/benchmarks.sh [md|io|sweep|dne|io500|all]   (as root; default all)
 #
 # Needs what `./scripts/run.sh demo` installs.
 set -euo pipefail
@@ -70,6 +70,26 @@ if [[ $what == sweep || $what == all ]]; then
     "$loom" bench sweep --param osts --values 1,2,4 --loom "$loom" --no-progress \
         --json "$out/sweep-osts.json" --chart "$out/sweep-osts" \
         io -t 1m -b 128m -F -e -p 4 -i 3
+fi
+
+if [[ $what == dne || $what == all ]]; then
+    # Remote against striped directories over 1, 2 and 4 MDTs, on one
+    # cluster with 4 MDTs: 4 processes in one shared directory, through
+    # the client library (one FUSE mount serialises a directory's creates
+    # in the kernel), then a directory per process through the mount.
+    "$loom" bench sweep --param dir-stripe --values 1,2,4 --osts 2 --library \
+        --loom "$loom" --no-progress \
+        --json "$out/sweep-dir-stripe-shared.json" --chart "$out/sweep-dir-stripe-shared" \
+        md -F -n 2000 -p 4 -i 3
+    "$loom" bench sweep --param dir-stripe --values 1,2,4 --osts 2 \
+        --loom "$loom" --no-progress \
+        --json "$out/sweep-dir-stripe-unique.json" --chart "$out/sweep-dir-stripe-unique" \
+        md -F -u -n 2000 -p 4 -i 3
+    # The local ceiling for the same two workloads.
+    "$loom" bench compare md -F -n 2000 -p 4 -i 3 --no-progress \
+        --json "$out/md-shared-p4-local.json" ext4=$ext4 tmpfs=$tmpfs
+    "$loom" bench compare md -F -u -n 2000 -p 4 -i 3 --no-progress \
+        --json "$out/md-unique-p4-local.json" ext4=$ext4 tmpfs=$tmpfs
 fi
 
 if [[ $what == io500 || $what == all ]]; then

@@ -551,14 +551,14 @@ impl MdtService {
 
     pub(super) async fn link(self: &Arc<Self>, fid: Fid, parent: Fid, name: &Name) -> ReplyResult {
         check_name(name)?;
+        if self.owner_of(fid).await.is_ok_and(|m| m != self.index) {
+            return Err(cross_mdt("a hard link to a file on another MDT"));
+        }
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         t.dir(parent)?;
         if self.sealed.contains(parent) {
             return Err(being_removed(parent));
-        }
-        if read_inode(&*self.store, fid).is_err_and(|e| e.errno == Errno::ENOENT) {
-            return Err(cross_mdt("a hard link to a file on another MDT"));
         }
         if t.dentry(parent, name)?.is_some() {
             return Err(exists(name));
