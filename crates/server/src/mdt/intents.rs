@@ -374,9 +374,17 @@ impl MdtService {
             shards: shards.clone(),
             destroying: false,
         };
+        // Logged under the namespace lock, with the entry checked again: a
+        // rename sees either the entry as it was or the intent (and then
+        // leaves the entry alone, see `removal_in_progress`).
+        let g = self.ns.lock().await;
+        if read_dentry(&*self.store, parent, name)?.is_none_or(|now| now.fid != d.fid) {
+            return Err(super::namespace::not_found(name));
+        }
         let mut t = Tx::new(&*self.store);
         let id = self.log_intent(&mut t, op)?;
         let ticket = self.apply_step(t)?;
+        drop(g);
         self.sync(ticket).await?;
         fail::point("rmdir_distributed:logged");
         let mut sealed = Vec::new();
@@ -420,6 +428,27 @@ impl MdtService {
         self.finish_rmdir(id, parent, name, d.fid).await?;
         self.stats.count("dne_rmdir");
         Ok(Reply::Ok)
+    }
+
+    /// Whether entry `name` of `parent` is a directory this MDT is
+    /// removing across MDTs: it must keep its name until that is done.
+    pub(super) fn removal_in_progress(&self, parent: Fid, name: &Name) -> Result<bool, WireError> {
+        for (_, v) in self
+            .store
+            .scan(Space::Intents, &[], None, usize::MAX)
+            .map_err(store_err)?
+        {
+            let rec: IntentRec = msg::decode(&v)?;
+            if let IntentOp::Rmdir {
+                parent: p, name: n, ..
+            } = &rec.op
+            {
+                if *p == parent && n == name {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
     }
 
     fn read_intent(&self, id: u64) -> Result<IntentRec, WireError> {

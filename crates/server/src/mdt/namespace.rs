@@ -469,11 +469,21 @@ impl MdtService {
         if src_fixed && parent != new_parent {
             return Err(cross_mdt("moving a remote or striped directory"));
         }
+        let mut dst_fixed = false;
         if let Some(d) = &dst {
             let same_dir_swap = flags & rename_flags::EXCHANGE != 0 && parent == new_parent;
-            if !self.movable(d) && !same_dir_swap {
+            dst_fixed = !self.movable(d);
+            if dst_fixed && !same_dir_swap {
                 return Err(cross_mdt("replacing a remote or striped directory"));
             }
+        }
+        if (src_fixed && self.removal_in_progress(parent, name)?)
+            || (dst_fixed && self.removal_in_progress(new_parent, new_name)?)
+        {
+            return Err(WireError::new(
+                Errno::EBUSY,
+                "the directory is being removed",
+            ));
         }
         if src_dir && parent != new_parent && self.is_within(&mut t, new_parent, src.fid)? {
             return Err(WireError::new(

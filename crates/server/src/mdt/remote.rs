@@ -260,6 +260,7 @@ impl MdtService {
                 format!("directory {fid} is not sealed for removal"),
             ));
         }
+        crate::fail::point("destroy_dir");
         let mut t = Tx::new(&*self.store);
         t.delete_inode(fid)?;
         t.batch.delete(Space::Meta, sealed_key(fid).into_bytes());
