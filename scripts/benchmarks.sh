@@ -87,9 +87,9 @@ if [[ $what == dne || $what == all ]]; then
         md -F -u -n 2000 -p 4 -i 3
     # The local ceiling for the same two workloads.
     "$loom" bench compare md -F -n 2000 -p 4 -i 3 --no-progress \
-        --json "$out/md-shared-p4-local.json" ext4=$ext4 tmpfs=$tmpfs
+        --json "$out/md-shared-p4-local.json" --chart "$out/md-shared-p4-local" ext4=$ext4 tmpfs=$tmpfs
     "$loom" bench compare md -F -u -n 2000 -p 4 -i 3 --no-progress \
-        --json "$out/md-unique-p4-local.json" ext4=$ext4 tmpfs=$tmpfs
+        --json "$out/md-unique-p4-local.json" --chart "$out/md-unique-p4-local" ext4=$ext4 tmpfs=$tmpfs
 fi
 
 if [[ $what == io500 || $what == all ]]; then
