@@ -135,10 +135,22 @@ impl Client {
                     cookie,
                     max: share,
                 };
-                router
-                    .call(target, ctx, req, bytes::Bytes::new())
-                    .await
-                    .map(|(r, _)| r)
+                // A page can come back empty but not last when every entry
+                // it scanned went away meanwhile; it says nothing of how far
+                // the shard got, so ask again.
+                let mut tries = 0;
+                loop {
+                    let (r, _) = router
+                        .call(target, ctx.clone(), req.clone(), bytes::Bytes::new())
+                        .await?;
+                    match &r {
+                        Reply::Dir {
+                            entries,
+                            eof: false,
+                        } if entries.is_empty() && tries < 8 => tries += 1,
+                        _ => return Ok(r),
+                    }
+                }
             });
         }
         let mut all = Vec::new();
@@ -149,9 +161,8 @@ impl Client {
                 Reply::Dir { entries, eof: done } => {
                     if !done {
                         eof = false;
-                        if let Some(last) = entries.last() {
-                            bound = bound.min(last.cookie);
-                        }
+                        // No entry: nothing beyond the cookie is certain.
+                        bound = bound.min(entries.last().map_or(cookie, |e| e.cookie));
                     }
                     all.extend(entries);
                 }
