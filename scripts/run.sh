@@ -64,7 +64,10 @@ demo() {
     "$loom" setstripe -c 4 -S 1M "$mnt/demo/wide.bin"
     dd if=/dev/urandom of="$mnt/demo/wide.bin" bs=1M count=16 status=none
     "$loom" getstripe "$mnt/demo/wide.bin"
-    cp -r /usr/include/linux "$mnt/demo/linux-headers"
+    # A directory striped over both MDTs: its names are hashed over them.
+    "$loom" setdirstripe -c 2 "$mnt/demo/linux-headers"
+    "$loom" getdirstripe "$mnt/demo/linux-headers"
+    cp -r /usr/include/linux/. "$mnt/demo/linux-headers"
     ls -la "$mnt/demo" | head
     find "$mnt/demo" -type f | wc -l
     diff -r /usr/include/linux "$mnt/demo/linux-headers" && echo "copy verified"
