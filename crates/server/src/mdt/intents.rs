@@ -192,7 +192,7 @@ impl MdtService {
         let id = self.log_intent(&mut t, op.clone())?;
         let ticket = self.apply_step(t)?;
         drop(g);
-        self.sync(ticket).await?;
+        self.resolve_on_error(self.sync(ticket).await)?;
         fail::point("mkdir_striped:logged");
         let made = match self.make_parts(id, &op).await {
             Ok(m) => m,
@@ -213,7 +213,7 @@ impl MdtService {
         let mut t = Tx::new(&*self.store);
         let free = t.dir(parent).is_ok()
             && !self.sealed.contains(parent)
-            && t.dentry(parent, name)?.is_none();
+            && matches!(t.dentry(parent, name), Ok(None));
         if !free {
             // Taken (or the parent removed) by a local change meanwhile.
             drop(g);
@@ -236,7 +236,7 @@ impl MdtService {
         pr.attr.ctime = now;
         t.batch.delete(Space::Intents, intent_key(id));
         let reply = Reply::Entry { attr, layout };
-        let ticket = self.apply(t, &reply)?;
+        let ticket = self.resolve_on_error(self.apply(t, &reply))?;
         drop(g);
         self.sync(ticket).await?;
         self.stats.count("dne_mkdir");
@@ -385,7 +385,7 @@ impl MdtService {
         let id = self.log_intent(&mut t, op)?;
         let ticket = self.apply_step(t)?;
         drop(g);
-        self.sync(ticket).await?;
+        self.resolve_on_error(self.sync(ticket).await)?;
         fail::point("rmdir_distributed:logged");
         let mut sealed = Vec::new();
         let mut refused = None;
@@ -404,17 +404,20 @@ impl MdtService {
             }
         }
         if let Some(e) = refused {
-            if let Err(u) = self.unseal_all(id, &sealed).await {
+            // Every shard, not only those that answered: a seal whose
+            // answer was lost may have been made (unsealing is a no-op on
+            // a shard that is not sealed).
+            if let Err(u) = self.unseal_all(id, &shards).await {
                 tracing::warn!(id, "unsealing after a refused rmdir: {u}; will retry");
                 self.spawn_resolver();
             }
             return Err(e);
         }
-        let mut rec: IntentRec = self.read_intent(id)?;
+        let mut rec: IntentRec = self.resolve_on_error(self.read_intent(id))?;
         if let IntentOp::Rmdir { destroying, .. } = &mut rec.op {
             *destroying = true;
         }
-        self.set_intent(id, Some(&rec)).await?;
+        self.resolve_on_error(self.set_intent(id, Some(&rec)).await)?;
         fail::point("rmdir_distributed:sealed");
         if let Err(e) = self.destroy_all(&shards).await {
             tracing::warn!(
@@ -425,7 +428,7 @@ impl MdtService {
             return Err(e);
         }
         fail::point("rmdir_distributed:destroyed");
-        self.finish_rmdir(id, parent, name, d.fid).await?;
+        self.resolve_on_error(self.finish_rmdir(id, parent, name, d.fid).await)?;
         self.stats.count("dne_rmdir");
         Ok(Reply::Ok)
     }
@@ -520,6 +523,19 @@ impl MdtService {
         }
         self.resolving.store(false, Ordering::Release);
         self.recovered.send_replace(true);
+    }
+
+    /// `r`, starting the resolver if it failed: a step that failed after
+    /// an intent was logged leaves that intent for it.
+    fn resolve_on_error<T>(self: &Arc<Self>, r: Result<T, WireError>) -> Result<T, WireError> {
+        if let Err(e) = &r {
+            tracing::warn!(
+                "MDT{:04x}: cross-MDT step failed: {e}; will resolve",
+                self.index
+            );
+            self.spawn_resolver();
+        }
+        r
     }
 
     /// Start [`Self::resolve_intents`] unless it runs already.
