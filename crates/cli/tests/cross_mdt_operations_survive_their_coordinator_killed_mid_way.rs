@@ -1,9 +1,10 @@
 //! Crash safety of cross-MDT operations: the coordinating MDT (MDT0, which
 //! holds the root's entries) is killed, as by `kill -9`, at a crash point
 //! between two steps (`LOOM_FAIL_AT`), and started again. Its intent log
-//! must leave no orphan directory objects on the other MDTs, no shard left
-//! sealed, and no half-removed directory; the client's request, resent
-//! after the restart, must get the answer the finished operation deserves.
+//! must leave no orphan or doubled directory objects on the other MDTs, no
+//! shard left sealed, and no half-removed directory; the client's request,
+//! resent after the restart, must get the answer the finished operation
+//! deserves.
 mod common;
 use common::*;
 use std::process::{Child, Command};
@@ -61,7 +62,8 @@ fn cross_mdt_operations_survive_their_coordinator_killed_mid_way() {
     let shown = dir.to_str().expect("utf-8").to_string();
 
     // 1. Killed after every shard and the master were made, before the
-    // entry: the restart undoes them; the resent mkdir then succeeds.
+    // entry: the restart finishes the mkdir (no part made twice) and
+    // records its answer, which the resent request gets.
     let first = c.pid("mdt0");
     let mut mkdir = Command::new(loom_bin())
         .args(["setdirstripe", "-c", "3", "-i", "1", &shown])

@@ -122,9 +122,12 @@ impl Client {
         cookie: u64,
         max: u32,
     ) -> Result<(Vec<DirEntry>, bool), Errno> {
+        // A share of the page per shard, at least 32 entries but never
+        // more than the page (clamp would panic for a page under 32).
         let share = max
             .div_ceil(shards.len().max(1) as u32)
-            .clamp(32, max.max(1));
+            .max(32)
+            .min(max.max(1));
         let mut set = JoinSet::new();
         for &fid in shards {
             let (router, ctx) = (self.router_handle(), self.ctx(c));

@@ -16,6 +16,8 @@ struct Cluster {
     _dir: tempfile::TempDir,
     mgs: String,
     key: ClusterKey,
+    /// Targets that must register before the cluster is usable.
+    targets: usize,
 }
 
 fn free_port() -> u16 {
@@ -25,13 +27,18 @@ fn free_port() -> u16 {
 
 /// Format an MGS, MDT0 and four OSTs and serve them from one node.
 async fn start_cluster(fsname: &str) -> Cluster {
+    start_cluster_with_mdts(fsname, 1).await
+}
+
+/// As [`start_cluster`], with `mdts` MDTs.
+async fn start_cluster_with_mdts(fsname: &str, mdts: u32) -> Cluster {
     use loom_proto::msg::Role;
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    let mut targets = vec![
-        ("mgs".to_string(), Role::Mgs, 0),
-        ("mdt0".to_string(), Role::Mdt, 0),
-    ];
+    let mut targets = vec![("mgs".to_string(), Role::Mgs, 0)];
+    for i in 0..mdts {
+        targets.push((format!("mdt{i}"), Role::Mdt, i));
+    }
     for i in 0..OSTS {
         targets.push((format!("ost{i}"), Role::Ost, i));
     }
@@ -58,6 +65,7 @@ async fn start_cluster(fsname: &str) -> Cluster {
         _dir: dir,
         mgs: addr,
         key,
+        targets: targets.len(),
     }
 }
 
@@ -76,7 +84,7 @@ async fn connect_with_timeout(c: &Cluster, fsname: &str, call_timeout: Duration)
             // Wait until every target has registered.
             loop {
                 let cfg = client.router().config();
-                if cfg.targets.len() == 2 + OSTS as usize {
+                if cfg.targets.len() == c.targets {
                     return client;
                 }
                 assert!(
@@ -467,4 +475,81 @@ async fn io_to_a_target_that_never_appears_fails_with_eio_after_the_call_timeout
         waited >= Duration::from_secs(2) && waited < Duration::from_secs(10),
         "{waited:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_striped_directory_lists_every_name_once_in_small_pages() {
+    let cl = start_cluster_with_mdts("dne", 3).await;
+    let client = connect(&cl, "dne").await;
+    let c = me();
+    let stripe = loom_proto::msg::DirStripe {
+        count: 3,
+        start_mdt: 1,
+    };
+    let d = client
+        .mkdir_striped(&c, Fid::ROOT, "wide", 0o755, stripe)
+        .await
+        .expect("mkdir striped");
+    let shards = client
+        .dir_shards(&c, d.fid)
+        .await
+        .expect("layout")
+        .expect("striped");
+    let mut owners = Vec::new();
+    for s in shards.iter() {
+        owners.push(client.router().mdt_of(*s).await.expect("owner").index);
+    }
+    assert_eq!(owners, vec![1, 2, 0]);
+    let mut per_mdt = [0usize; 3];
+    for i in 0..120 {
+        let (attr, _) = client
+            .create(
+                &c,
+                d.fid,
+                format!("f{i:03}"),
+                FileKind::File,
+                0o600,
+                0,
+                None,
+            )
+            .await
+            .expect("create");
+        per_mdt[client.router().mdt_of(attr.fid).await.expect("mdt").index as usize] += 1;
+    }
+    assert!(per_mdt.iter().all(|n| *n >= 20), "uneven: {per_mdt:?}");
+    // Pages smaller than a shard's share, and cookies that resume across
+    // shards: every name exactly once, in cookie order.
+    for page in [1u32, 7, 50, 1000] {
+        let (mut names, mut cookie, mut last) = (Vec::new(), 0, 0);
+        loop {
+            let (entries, eof) = client
+                .readdir(&c, d.fid, cookie, page)
+                .await
+                .expect("readdir");
+            assert!(entries.len() <= page as usize, "page {page}");
+            for e in &entries {
+                assert!(e.cookie > last, "cookies must rise: page {page}");
+                last = e.cookie;
+            }
+            if let Some(e) = entries.last() {
+                cookie = e.cookie;
+            }
+            names.extend(entries.into_iter().map(|e| e.name.to_string()));
+            if eof {
+                break;
+            }
+        }
+        names.sort();
+        let want: Vec<String> = (0..120).map(|i| format!("f{i:03}")).collect();
+        assert_eq!(names, want, "page {page}");
+    }
+    // A name is found (and removed) in its shard.
+    let (a, _) = client.lookup(&c, d.fid, "f042").await.expect("lookup");
+    client.unlink(&c, d.fid, "f042").await.expect("unlink");
+    assert_eq!(client.getattr(&c, a.fid).await.err(), Some(Errno::ENOENT));
+    let e = client
+        .rmdir(&c, Fid::ROOT, "wide")
+        .await
+        .expect_err("not empty");
+    assert_eq!(e, Errno::ENOTEMPTY);
 }

@@ -13,8 +13,10 @@
 //! An intent found after a crash (or left by a step that failed) is
 //! resolved by [`MdtService::resolve_intents`]:
 //!
-//! - a mkdir is rolled back (its parts undone): its client never had an
-//!   answer, and its resend runs it afresh;
+//! - a mkdir is rolled forward (parts made where missing, the entry put
+//!   in, the reply recorded for the client's resend): its entry may have
+//!   been seen, and used, before a crash took back its unsynced batch; a
+//!   mkdir already answered with an error is marked aborted and undone;
 //! - an rmdir still sealing is rolled back (its shards unsealed); one
 //!   that began destroying shards is rolled forward, and its reply is
 //!   recorded for the client's resend.
@@ -31,10 +33,10 @@ use super::tx::{read_dentry, read_inode, read_meta, store_err, Tx};
 use super::MdtService;
 use crate::fail;
 use loom_proto::msg::{
-    self, DirObject, DirStripe, FileKind, IntentRef, Reply, ReplyResult, ReqCtx, Request, Role,
-    Time,
+    self, Attr, DirObject, DirStripe, FileKind, IntentRef, Reply, ReplyResult, ReqCtx, Request,
+    Role, Time,
 };
-use loom_proto::{Errno, Fid, Name, WireError};
+use loom_proto::{Errno, Fid, Layout, Name, WireError};
 use loom_store::kv::Space;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
@@ -73,6 +75,8 @@ pub enum IntentOp {
         dir: DirObject,
         /// MDT of each part.
         mdts: Vec<u32>,
+        /// The request was answered with an error: undo, never finish.
+        aborted: bool,
     },
     /// Remove directory `name` of `parent`, whose objects are `shards`
     /// (MDT, FID), the first being the one the entry names.
@@ -188,6 +192,7 @@ impl MdtService {
                 others: None,
             },
             mdts: mdts.clone(),
+            aborted: false,
         };
         let id = self.log_intent(&mut t, op.clone())?;
         let ticket = self.apply_step(t)?;
@@ -197,51 +202,80 @@ impl MdtService {
         let made = match self.make_parts(id, &op).await {
             Ok(m) => m,
             Err(e) => {
-                self.give_up_mkdir(id, &mdts).await;
+                self.give_up_mkdir(id, &op).await;
                 return Err(e);
             }
         };
         fail::point("mkdir_striped:parts_made");
         let Reply::Entry { attr, layout } = made else {
-            self.give_up_mkdir(id, &mdts).await;
+            self.give_up_mkdir(id, &op).await;
             return Err(WireError::new(
                 Errno::EPROTO,
                 "MakeDirObject answered no entry",
             ));
         };
+        match self.enter_mkdir(id, &op, attr, layout).await {
+            Ok(Some(reply)) => {
+                self.stats.count("dne_mkdir");
+                self.forget_later(id, mdts);
+                Ok(reply)
+            }
+            Ok(None) => {
+                // Taken (or the parent removed) by a local change meanwhile.
+                self.give_up_mkdir(id, &op).await;
+                Err(super::namespace::exists(name))
+            }
+            Err(e) => {
+                self.give_up_mkdir(id, &op).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// The last step of mkdir intent `id` whose master is `attr`: its
+    /// entry, with the parent's link count and the intent's deletion, and
+    /// the reply recorded for the request being answered. `None` if the
+    /// name is taken or the parent gone (nothing changed); an entry that
+    /// names the master already counts as done.
+    async fn enter_mkdir(
+        &self,
+        id: u64,
+        op: &IntentOp,
+        attr: Attr,
+        layout: Option<Layout>,
+    ) -> Result<Option<Reply>, WireError> {
+        let IntentOp::Mkdir { name, dir, .. } = op else {
+            return Err(WireError::new(Errno::EINVAL, "not a mkdir intent"));
+        };
+        let parent = dir.parent;
+        let fid = attr.fid;
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
-        let free = t.dir(parent).is_ok()
-            && !self.sealed.contains(parent)
-            && matches!(t.dentry(parent, name), Ok(None));
-        if !free {
-            // Taken (or the parent removed) by a local change meanwhile.
-            drop(g);
-            self.give_up_mkdir(id, &mdts).await;
-            return Err(super::namespace::exists(name));
+        match t.dentry(parent, name)? {
+            Some(d) if d.fid == fid => {}
+            Some(_) => return Ok(None),
+            None => {
+                if t.dir(parent).is_err() || self.sealed.contains(parent) {
+                    return Ok(None);
+                }
+                let entry = DentryRec {
+                    fid,
+                    kind: FileKind::Dir,
+                };
+                t.put_dentry(parent, name, &entry)?;
+                let now = Time::now();
+                let pr = t.inode(parent)?;
+                pr.attr.nlink += 1;
+                pr.attr.mtime = now;
+                pr.attr.ctime = now;
+            }
         }
-        let fid = attr.fid;
-        t.put_dentry(
-            parent,
-            name,
-            &DentryRec {
-                fid,
-                kind: FileKind::Dir,
-            },
-        )?;
-        let now = Time::now();
-        let pr = t.inode(parent)?;
-        pr.attr.nlink += 1;
-        pr.attr.mtime = now;
-        pr.attr.ctime = now;
         t.batch.delete(Space::Intents, intent_key(id));
         let reply = Reply::Entry { attr, layout };
-        let ticket = self.resolve_on_error(self.apply(t, &reply))?;
+        let ticket = self.apply(t, &reply)?;
         drop(g);
         self.sync(ticket).await?;
-        self.stats.count("dne_mkdir");
-        self.forget_later(id, mdts);
-        Ok(reply)
+        Ok(Some(reply))
     }
 
     /// Make every part of mkdir intent `id`: the shards, then the master
@@ -266,28 +300,58 @@ impl MdtService {
             let (me, mdt, req) = (self.clone(), *mdt, part(k, None));
             set.spawn(async move { (k, me.mdt_call(mdt, req).await) });
         }
+        // Every answer is awaited, failures too: a part still on its way
+        // could land after an undo.
         let mut others = vec![Fid::default(); mdts.len().saturating_sub(1)];
+        let mut failed = None;
         while let Some(r) = set.join_next().await {
-            let (k, r) = r.map_err(|e| WireError::new(Errno::EIO, format!("shard step: {e}")))?;
-            match r? {
-                Reply::Entry { attr, .. } => others[k - 1] = attr.fid,
-                other => {
-                    return Err(WireError::new(
-                        Errno::EPROTO,
-                        format!("MakeDirObject answered {other:?}"),
-                    ))
+            let e = match r {
+                Ok((k, Ok(Reply::Entry { attr, .. }))) => {
+                    others[k - 1] = attr.fid;
+                    continue;
                 }
-            }
+                Ok((_, Ok(other))) => {
+                    WireError::new(Errno::EPROTO, format!("MakeDirObject answered {other:?}"))
+                }
+                Ok((_, Err(e))) => e,
+                Err(e) => WireError::new(Errno::EIO, format!("shard step: {e}")),
+            };
+            failed.get_or_insert(e);
+        }
+        if let Some(e) = failed {
+            return Err(e);
         }
         let others = (mdts.len() > 1).then_some(others);
         let master = mdts.first().copied().unwrap_or(self.index);
         self.mdt_call(master, part(0, others)).await
     }
 
-    /// Undo mkdir intent `id`'s parts and drop it; if an MDT cannot be
-    /// reached, leave it to [`Self::resolve_intents`].
-    async fn give_up_mkdir(self: &Arc<Self>, id: u64, mdts: &[u32]) {
-        if let Err(e) = self.undo_mkdir(id, mdts).await {
+    /// Undo mkdir intent `id`, whose request is answered with an error:
+    /// marked aborted first, so that a resolver taking over undoes it too
+    /// rather than finish it. If an MDT cannot be reached, it is left to
+    /// [`Self::resolve_intents`].
+    async fn give_up_mkdir(self: &Arc<Self>, id: u64, op: &IntentOp) {
+        let IntentOp::Mkdir {
+            name, dir, mdts, ..
+        } = op
+        else {
+            return;
+        };
+        let aborted = IntentRec {
+            version: INTENT_REC_VERSION,
+            reply_to: None,
+            op: IntentOp::Mkdir {
+                name: name.clone(),
+                dir: dir.clone(),
+                mdts: mdts.clone(),
+                aborted: true,
+            },
+        };
+        let undone = match self.set_intent(id, Some(&aborted)).await {
+            Ok(()) => self.undo_mkdir(id, mdts).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = undone {
             tracing::warn!(id, "rolling back a cross-MDT mkdir: {e}; will retry");
             self.spawn_resolver();
         }
@@ -380,6 +444,14 @@ impl MdtService {
         let g = self.ns.lock().await;
         if read_dentry(&*self.store, parent, name)?.is_none_or(|now| now.fid != d.fid) {
             return Err(super::namespace::not_found(name));
+        }
+        if self.removal_in_progress(parent, name)? {
+            // An earlier removal waits for an MDT: it finishes, or undoes
+            // its seals, first.
+            return Err(WireError::new(
+                Errno::EBUSY,
+                format!("{name} is being removed"),
+            ));
         }
         let mut t = Tx::new(&*self.store);
         let id = self.log_intent(&mut t, op)?;
@@ -523,6 +595,11 @@ impl MdtService {
         }
         self.resolving.store(false, Ordering::Release);
         self.recovered.send_replace(true);
+        // An intent left while this pass was ending found the flag still
+        // set: look again.
+        if self.has_intents().unwrap_or(false) {
+            self.spawn_resolver();
+        }
     }
 
     /// `r`, starting the resolver if it failed: a step that failed after
@@ -573,13 +650,56 @@ impl MdtService {
 
     async fn resolve_one(self: &Arc<Self>, id: u64, rec: IntentRec) -> Result<(), WireError> {
         match rec.op {
-            IntentOp::Mkdir { mdts, .. } => {
-                self.undo_mkdir(id, &mdts).await?;
+            IntentOp::Mkdir {
+                ref mdts,
+                aborted: true,
+                ..
+            } => {
+                self.undo_mkdir(id, mdts).await?;
                 tracing::info!(
                     id,
-                    "MDT{:04x}: rolled back an unfinished cross-MDT mkdir",
+                    "MDT{:04x}: rolled back a failed cross-MDT mkdir",
                     self.index
                 );
+            }
+            IntentOp::Mkdir { ref mdts, .. } => {
+                // Finished, not undone: its entry may have been seen (and
+                // used) before the crash took it back; parts are made again
+                // only where missing.
+                let Reply::Entry { attr, layout } = self.make_parts(id, &rec.op).await? else {
+                    return Err(WireError::new(
+                        Errno::EPROTO,
+                        "MakeDirObject answered no entry",
+                    ));
+                };
+                let enter = self.enter_mkdir(id, &rec.op, attr, layout);
+                let entered = match rec.reply_to {
+                    Some((client, seq, acked_below)) => {
+                        let key = ReplyKey {
+                            client,
+                            seq,
+                            acked_below,
+                        };
+                        replies::SLOT.scope(key, enter).await?
+                    }
+                    None => enter.await?,
+                };
+                if entered.is_some() {
+                    self.forget_later(id, mdts.clone());
+                    tracing::info!(
+                        id,
+                        "MDT{:04x}: completed an interrupted cross-MDT mkdir",
+                        self.index
+                    );
+                } else {
+                    // The name went to something else meanwhile.
+                    self.undo_mkdir(id, mdts).await?;
+                    tracing::info!(
+                        id,
+                        "MDT{:04x}: undid a cross-MDT mkdir whose name was taken",
+                        self.index
+                    );
+                }
             }
             IntentOp::Rmdir {
                 shards,

@@ -31,6 +31,9 @@ fn made_prefix(coord: u32, id: u64) -> String {
     format!("made/{coord:08x}/{id:016x}/")
 }
 
+/// The `made/` record of a part that was undone (no FID is all zeros).
+const UNDONE: Fid = Fid::new(0, 0);
+
 fn made_key(i: IntentRef) -> String {
     format!("{}{:08x}", made_prefix(i.coord, i.id), i.index)
 }
@@ -156,6 +159,16 @@ impl MdtService {
     async fn make_dir_object(self: &Arc<Self>, intent: IntentRef, new: DirObject) -> ReplyResult {
         let g = self.ns.lock().await;
         if let Some(fid) = read_meta::<Fid>(&*self.store, &made_key(intent))? {
+            if fid == UNDONE {
+                // A late copy of a part that was undone must not make it again.
+                return Err(WireError::new(
+                    Errno::ESTALE,
+                    format!(
+                        "part {} of intent {} of MDT{:04x} was undone",
+                        intent.index, intent.id, intent.coord
+                    ),
+                ));
+            }
             // Sent again: answer what the first sending made.
             let r = read_inode(&*self.store, fid)?;
             return Ok(Reply::Entry {
@@ -193,10 +206,19 @@ impl MdtService {
     async fn undo_dir_object(self: &Arc<Self>, intent: IntentRef) -> ReplyResult {
         let g = self.ns.lock().await;
         let key = made_key(intent);
-        let Some(fid) = read_meta::<Fid>(&*self.store, &key)? else {
+        let fid = read_meta::<Fid>(&*self.store, &key)?;
+        if fid == Some(UNDONE) {
+            return Ok(Reply::Ok);
+        }
+        let mut t = Tx::new(&*self.store);
+        // Marked, not forgotten, until the coordinator's ForgetIntent.
+        t.put_meta(&key, &UNDONE)?;
+        let Some(fid) = fid else {
+            let ticket = self.apply(t, &Reply::Ok)?;
+            drop(g);
+            self.sync(ticket).await?;
             return Ok(Reply::Ok);
         };
-        let mut t = Tx::new(&*self.store);
         if read_inode(&*self.store, fid).is_ok() {
             if t.dir_is_empty(fid)? {
                 t.delete_inode(fid)?;
@@ -206,7 +228,6 @@ impl MdtService {
                 tracing::error!(%fid, "not undoing a directory that has entries");
             }
         }
-        t.batch.delete(Space::Meta, key.into_bytes());
         let ticket = self.apply(t, &Reply::Ok)?;
         drop(g);
         self.sync(ticket).await?;
