@@ -79,6 +79,18 @@ impl Client {
         })
     }
 
+    /// Where an operation on entry `name` of `dir` goes: the checked name
+    /// and the directory object (shard) that holds it.
+    pub(crate) async fn entry_at(
+        &self,
+        c: &Caller,
+        dir: Fid,
+        name: &[u8],
+    ) -> Result<(Fid, Name), Errno> {
+        crate::meta::check_name(name)?;
+        Ok((self.name_dir(c, dir, name).await?, Name::from(name)))
+    }
+
     /// Make directory `name` in `parent` placed by `stripe`: on another
     /// MDT (`loom mkdir -i`) or striped over several (`loom setdirstripe`).
     pub async fn mkdir_striped(

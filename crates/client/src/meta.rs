@@ -219,11 +219,10 @@ impl Client {
         name: impl AsRef<[u8]>,
         perm: u32,
     ) -> Result<Attr, Errno> {
-        check_name(name.as_ref())?;
-        let parent = self.name_dir(c, parent, name.as_ref()).await?;
+        let (parent, name) = self.entry_at(c, parent, name.as_ref()).await?;
         let req = Request::Mkdir {
             parent,
-            name: Name::from(name.as_ref()),
+            name,
             perm: perm & 0o7777,
         };
         let r = self.mdt_call(c, parent, req).await?;
@@ -238,11 +237,10 @@ impl Client {
         parent: Fid,
         name: impl AsRef<[u8]>,
     ) -> Result<(), Errno> {
-        check_name(name.as_ref())?;
-        let parent = self.name_dir(c, parent, name.as_ref()).await?;
+        let (parent, name) = self.entry_at(c, parent, name.as_ref()).await?;
         let req = Request::Unlink {
             parent,
-            name: Name::from(name.as_ref()),
+            name,
             keep_orphan: self.has_open_files(),
         };
         let r = self.mdt_call(c, parent, req).await?;
@@ -256,12 +254,8 @@ impl Client {
         parent: Fid,
         name: impl AsRef<[u8]>,
     ) -> Result<(), Errno> {
-        check_name(name.as_ref())?;
-        let parent = self.name_dir(c, parent, name.as_ref()).await?;
-        let req = Request::Rmdir {
-            parent,
-            name: Name::from(name.as_ref()),
-        };
+        let (parent, name) = self.entry_at(c, parent, name.as_ref()).await?;
+        let req = Request::Rmdir { parent, name };
         Self::ok(self.mdt_call(c, parent, req).await?, "Rmdir")
     }
 
@@ -309,17 +303,12 @@ impl Client {
         parent: Fid,
         name: impl AsRef<[u8]>,
     ) -> Result<Attr, Errno> {
-        check_name(name.as_ref())?;
-        let parent = self.name_dir(c, parent, name.as_ref()).await?;
+        let (parent, name) = self.entry_at(c, parent, name.as_ref()).await?;
         if self.router.mdt_of(fid).await? != self.router.mdt_of(parent).await? {
             // Hard links across MDTs are not supported yet (as rename).
             return Err(Errno::EXDEV);
         }
-        let req = Request::Link {
-            fid,
-            parent,
-            name: Name::from(name.as_ref()),
-        };
+        let req = Request::Link { fid, parent, name };
         let r = self.mdt_call(c, parent, req).await?;
         self.entry(r, "Link").map(|(a, _)| a)
     }

@@ -27,7 +27,6 @@
 //! Distributed operations of one coordinator run one at a time.
 
 use super::records::DentryRec;
-use super::remote::being_removed;
 use super::replies::{self, ReplyKey};
 use super::tx::{read_dentry, read_inode, read_meta, store_err, Tx};
 use super::MdtService;
@@ -172,13 +171,7 @@ impl MdtService {
         let _one_at_a_time = self.dist.lock().await;
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
-        let p = t.dir(parent)?.clone();
-        if self.sealed.contains(parent) {
-            return Err(being_removed(parent));
-        }
-        if t.dentry(parent, name)?.is_some() {
-            return Err(super::namespace::exists(name));
-        }
+        let p = self.free_name_in(&mut t, parent, name)?;
         let (uid, gid, perm) = Self::owner(ctx, &p, FileKind::Dir, perm);
         let op = IntentOp::Mkdir {
             name: name.clone(),
@@ -459,13 +452,11 @@ impl MdtService {
         drop(g);
         self.resolve_on_error(self.sync(ticket).await)?;
         fail::point("rmdir_distributed:logged");
-        let mut sealed = Vec::new();
         let mut refused = None;
-        for (mdt, fid) in &shards {
+        for (k, (mdt, fid)) in shards.iter().enumerate() {
             match self.mdt_call(*mdt, Request::SealDir { fid: *fid }).await {
                 Ok(_) => {
-                    sealed.push((*mdt, *fid));
-                    if sealed.len() < shards.len() {
+                    if k + 1 < shards.len() {
                         fail::point("rmdir_distributed:sealing");
                     }
                 }

@@ -114,6 +114,24 @@ impl MdtService {
         }
     }
 
+    /// The parent of a new name: a directory that takes entries, where
+    /// `name` is free (EEXIST otherwise).
+    pub(super) fn free_name_in(
+        &self,
+        t: &mut Tx<'_>,
+        parent: Fid,
+        name: &Name,
+    ) -> Result<InodeRec, WireError> {
+        let p = t.dir(parent)?.clone();
+        if self.sealed.contains(parent) {
+            return Err(being_removed(parent));
+        }
+        if t.dentry(parent, name)?.is_some() {
+            return Err(exists(name));
+        }
+        Ok(p)
+    }
+
     /// Owner and group of a new inode: the caller's, but the parent's group
     /// when the parent is set-group-ID (and new directories keep the bit).
     pub(super) fn owner(
@@ -164,13 +182,7 @@ impl MdtService {
         };
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
-        let p = t.dir(parent)?.clone();
-        if self.sealed.contains(parent) {
-            return Err(being_removed(parent));
-        }
-        if t.dentry(parent, name)?.is_some() {
-            return Err(exists(name));
-        }
+        let p = self.free_name_in(&mut t, parent, name)?;
         let fid = self.alloc_fid(&mut t).await?;
         let now = Time::now();
         let (uid, gid, perm) = Self::owner(ctx, &p, kind, perm);

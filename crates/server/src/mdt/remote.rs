@@ -156,6 +156,22 @@ impl MdtService {
         }
     }
 
+    /// Apply a step's batch, then `applied` (memory that mirrors the
+    /// store), release the namespace lock and answer `reply` once durable.
+    async fn commit_step(
+        &self,
+        t: Tx<'_>,
+        g: tokio::sync::MutexGuard<'_, ()>,
+        reply: Reply,
+        applied: impl FnOnce(),
+    ) -> ReplyResult {
+        let ticket = self.apply(t, &reply)?;
+        applied();
+        drop(g);
+        self.sync(ticket).await?;
+        Ok(reply)
+    }
+
     async fn make_dir_object(self: &Arc<Self>, intent: IntentRef, new: DirObject) -> ReplyResult {
         let g = self.ns.lock().await;
         if let Some(fid) = read_meta::<Fid>(&*self.store, &made_key(intent))? {
@@ -197,10 +213,7 @@ impl MdtService {
         };
         t.create_inode(rec);
         t.put_meta(&made_key(intent), &fid)?;
-        let ticket = self.apply(t, &reply)?;
-        drop(g);
-        self.sync(ticket).await?;
-        Ok(reply)
+        self.commit_step(t, g, reply, || {}).await
     }
 
     async fn undo_dir_object(self: &Arc<Self>, intent: IntentRef) -> ReplyResult {
@@ -214,10 +227,7 @@ impl MdtService {
         // Marked, not forgotten, until the coordinator's ForgetIntent.
         t.put_meta(&key, &UNDONE)?;
         let Some(fid) = fid else {
-            let ticket = self.apply(t, &Reply::Ok)?;
-            drop(g);
-            self.sync(ticket).await?;
-            return Ok(Reply::Ok);
+            return self.commit_step(t, g, Reply::Ok, || {}).await;
         };
         if read_inode(&*self.store, fid).is_ok() {
             if t.dir_is_empty(fid)? {
@@ -228,10 +238,7 @@ impl MdtService {
                 tracing::error!(%fid, "not undoing a directory that has entries");
             }
         }
-        let ticket = self.apply(t, &Reply::Ok)?;
-        drop(g);
-        self.sync(ticket).await?;
-        Ok(Reply::Ok)
+        self.commit_step(t, g, Reply::Ok, || {}).await
     }
 
     async fn seal_dir(self: &Arc<Self>, fid: Fid) -> ReplyResult {
@@ -248,11 +255,10 @@ impl MdtService {
             ));
         }
         t.put_meta(&sealed_key(fid), &fid)?;
-        let ticket = self.apply(t, &Reply::Ok)?;
-        self.sealed.set().insert(fid);
-        drop(g);
-        self.sync(ticket).await?;
-        Ok(Reply::Ok)
+        self.commit_step(t, g, Reply::Ok, || {
+            self.sealed.set().insert(fid);
+        })
+        .await
     }
 
     async fn unseal_dir(self: &Arc<Self>, fid: Fid) -> ReplyResult {
@@ -262,11 +268,10 @@ impl MdtService {
         }
         let mut t = Tx::new(&*self.store);
         t.batch.delete(Space::Meta, sealed_key(fid).into_bytes());
-        let ticket = self.apply(t, &Reply::Ok)?;
-        self.sealed.set().remove(&fid);
-        drop(g);
-        self.sync(ticket).await?;
-        Ok(Reply::Ok)
+        self.commit_step(t, g, Reply::Ok, || {
+            self.sealed.set().remove(&fid);
+        })
+        .await
     }
 
     async fn destroy_dir(self: &Arc<Self>, fid: Fid) -> ReplyResult {
@@ -285,11 +290,10 @@ impl MdtService {
         let mut t = Tx::new(&*self.store);
         t.delete_inode(fid)?;
         t.batch.delete(Space::Meta, sealed_key(fid).into_bytes());
-        let ticket = self.apply(t, &Reply::Ok)?;
-        self.sealed.set().remove(&fid);
-        drop(g);
-        self.sync(ticket).await?;
-        Ok(Reply::Ok)
+        self.commit_step(t, g, Reply::Ok, || {
+            self.sealed.set().remove(&fid);
+        })
+        .await
     }
 
     async fn forget_intent(self: &Arc<Self>, coord: u32, id: u64) -> ReplyResult {
