@@ -6,28 +6,7 @@
 //! back: nothing is left on either MDT.
 mod common;
 use common::*;
-use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-
-/// A server started by the test, killed if the test ends early.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_mdt1(c: &Cluster, point: &str, n: u32) -> Server {
-    let mut cmd = Command::new(loom_bin());
-    cmd.arg("server")
-        .arg("--config")
-        .arg(c.state.join("nodes/mdt1.toml"))
-        .env("LOOM_FAIL_AT", point);
-    let log = c.tmp.path().join(format!("mdt1-restart{n}.log"));
-    Server(spawn_until(cmd, "loom server: serving", "mdt1", &log))
-}
 
 #[test]
 fn a_cross_mdt_removal_waits_out_a_dead_participant() {
@@ -36,7 +15,7 @@ fn a_cross_mdt_removal_waits_out_a_dead_participant() {
     loom_ok(&["mkdir", "-i", "1", dir.to_str().expect("utf-8")]);
     assert_eq!(inodes_per_mdt(&c.mnt), vec![1, 1]);
     c.kill9("mdt1");
-    let mut armed = start_mdt1(&c, "destroy_dir", 1);
+    let mut armed = c.start_armed("mdt1", "destroy_dir", 1);
 
     // MDT1 seals its directory, then dies destroying it.
     let e = std::fs::remove_dir(&dir).expect_err("the participant died");
@@ -46,7 +25,7 @@ fn a_cross_mdt_removal_waits_out_a_dead_participant() {
     std::fs::rename(&dir, c.path("y")).expect_err("a name being removed moved");
 
     // Back, MDT1 lets the coordinator finish the removal on its own.
-    let _back = start_mdt1(&c, "", 2);
+    let _back = c.start_armed("mdt1", "", 2);
     // The name is free again once the removal is finished (until then
     // a mkdir of it finds the entry: EEXIST).
     let deadline = Instant::now() + Duration::from_secs(90);

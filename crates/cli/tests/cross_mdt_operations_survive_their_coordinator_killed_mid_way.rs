@@ -7,29 +7,8 @@
 //! deserves.
 mod common;
 use common::*;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// A server started by the test, killed if the test ends early.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Start MDT0's server again, with crash point `point` armed ("" for none).
-fn restart_mdt0(c: &Cluster, point: &str, n: u32) -> Server {
-    let mut cmd = Command::new(loom_bin());
-    cmd.arg("server")
-        .arg("--config")
-        .arg(c.state.join("nodes/mdt0.toml"))
-        .env("LOOM_FAIL_AT", point);
-    let log = c.tmp.path().join(format!("mdt0-restart{n}.log"));
-    Server(spawn_until(cmd, "loom server: serving", "mdt0", &log))
-}
 
 /// Wait until process `pid` (a server `loom up` started, which reaps it)
 /// has died at its crash point.
@@ -70,7 +49,7 @@ fn cross_mdt_operations_survive_their_coordinator_killed_mid_way() {
         .spawn()
         .expect("loom setdirstripe");
     wait_gone(first);
-    let mut s1 = restart_mdt0(&c, "rmdir_distributed:sealing", 1);
+    let mut s1 = c.start_armed("mdt0", "rmdir_distributed:sealing", 1);
     assert!(
         mkdir.wait().expect("wait").success(),
         "the resent mkdir failed"
@@ -102,7 +81,7 @@ fn cross_mdt_operations_survive_their_coordinator_killed_mid_way() {
     }
     let mut rmdir = Command::new("rmdir").arg(&dir).spawn().expect("rmdir");
     wait_crashed(&mut s1);
-    let mut s2 = restart_mdt0(&c, "rmdir_distributed:sealed", 2);
+    let mut s2 = c.start_armed("mdt0", "rmdir_distributed:sealed", 2);
     assert!(
         !rmdir.wait().expect("wait").success(),
         "removed a non-empty directory"
@@ -123,7 +102,7 @@ fn cross_mdt_operations_survive_their_coordinator_killed_mid_way() {
     sh(&format!("rm -f {shown}/*"));
     let mut rmdir = Command::new("rmdir").arg(&dir).spawn().expect("rmdir");
     wait_crashed(&mut s2);
-    let _s3 = restart_mdt0(&c, "", 3);
+    let _s3 = c.start_armed("mdt0", "", 3);
     assert!(
         rmdir.wait().expect("wait").success(),
         "the resent rmdir failed"

@@ -136,6 +136,16 @@ pub fn inodes_per_mdt(mnt: &Path) -> Vec<u64> {
         .collect()
 }
 
+/// A server process a test started itself, killed if the test ends early.
+pub struct Server(pub Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A cluster from `loom up`, mounted.
 pub struct Cluster {
     pub tmp: tempfile::TempDir,
@@ -298,6 +308,18 @@ impl Cluster {
         let log = self.tmp.path().join(format!("{name}-restart.log"));
         let child = spawn_until(cmd, "loom server: serving", name, &log);
         self.extra.push((child, None));
+    }
+
+    /// Start server `name` again from its config with crash point `point`
+    /// armed (`LOOM_FAIL_AT`; "" for none); `n` tells its log apart.
+    pub fn start_armed(&self, name: &str, point: &str, n: u32) -> Server {
+        let mut cmd = Command::new(loom_bin());
+        cmd.arg("server")
+            .arg("--config")
+            .arg(self.state.join("nodes").join(format!("{name}.toml")))
+            .env("LOOM_FAIL_AT", point);
+        let log = self.tmp.path().join(format!("{name}-restart{n}.log"));
+        Server(spawn_until(cmd, "loom server: serving", name, &log))
     }
 
     /// Mount the same file system a second time at `rel` under the temp dir.
