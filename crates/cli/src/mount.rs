@@ -37,9 +37,47 @@ pub struct MountArgs {
     /// background process serves the mount).
     #[arg(long, short)]
     pub foreground: bool,
-    /// Log file of the background process [default: /var/log/loom/mount-<dir>.log].
+    /// Log file of the background process [default: /var/log/loom/mount-<dir>.log,
+    /// for a user other than root /tmp/loom-UID/mount-<dir>.log].
     #[arg(long)]
     pub log: Option<PathBuf>,
+    /// Serve only the user who mounts. By default the mount serves every
+    /// user of the machine (FUSE's allow_other), as a Lustre client mount
+    /// does, with POSIX permissions checked by the kernel and by the MDTs;
+    /// a user other than root gets that only where /etc/fuse.conf has
+    /// `user_allow_other` (otherwise its mount is private, and says so).
+    #[arg(long)]
+    pub private: bool,
+}
+
+/// Whether a mount serves every user: unless asked to be private, root's
+/// mounts do, and another user's where /etc/fuse.conf allows it
+/// (fusermount3 refuses `allow_other` to users otherwise). The reason is
+/// returned when a mount ends up private without being asked.
+pub fn serves_everyone(private: bool) -> (bool, Option<String>) {
+    if private {
+        return (false, None);
+    }
+    if nix::unistd::geteuid().is_root() {
+        return (true, None);
+    }
+    let conf = std::fs::read_to_string("/etc/fuse.conf").unwrap_or_default();
+    let allowed = conf
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .any(|l| l == "user_allow_other");
+    if allowed {
+        (true, None)
+    } else {
+        (
+            false,
+            Some(
+                "this mount serves only its own user: /etc/fuse.conf does not have \
+                 user_allow_other (add it, or mount as root, to serve every user)"
+                    .to_string(),
+            ),
+        )
+    }
 }
 
 /// Everything needed to serve one mount.
@@ -58,6 +96,8 @@ pub struct MountPlan {
     pub attr_timeout: Duration,
     /// Kernel readahead in KiB (0: the kernel's default).
     pub readahead_kb: u32,
+    /// Serve every user of the machine (allow_other), not only the mounter.
+    pub allow_other: bool,
 }
 
 /// Seconds, 0 to one hour, fractions allowed.
@@ -108,6 +148,7 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
         fsname: format!("{}:/{}", plan.mgs, plan.fsname),
         attr_timeout: plan.attr_timeout,
         readahead_kb: (plan.readahead_kb > 0).then_some(plan.readahead_kb),
+        allow_other: plan.allow_other,
         ..loom_fuse::MountOptions::default()
     };
     let session = loom_fuse::mount(client, rt.handle().clone(), &mountpoint, fopts)
@@ -190,6 +231,10 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
         );
     }
     if a.foreground {
+        let (allow_other, why_private) = serves_everyone(a.private);
+        if let Some(why) = why_private {
+            eprintln!("loom mount: {why}");
+        }
         let plan = MountPlan {
             mgs,
             fsname,
@@ -198,6 +243,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
             timeout: Duration::from_secs(a.timeout),
             attr_timeout: Duration::from_secs_f64(a.attr_timeout),
             readahead_kb: a.readahead_kb,
+            allow_other,
         };
         return mount_and_serve(&plan, || println!("mounted at {}", a.dir.display()));
     }
@@ -210,7 +256,12 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
             .chars()
             .map(|c| if c == '/' { '_' } else { c })
             .collect();
-        PathBuf::from(format!("/var/log/loom/mount{name}.log"))
+        let uid = nix::unistd::geteuid();
+        if uid.is_root() {
+            PathBuf::from(format!("/var/log/loom/mount{name}.log"))
+        } else {
+            PathBuf::from(format!("/tmp/loom-{uid}/mount{name}.log"))
+        }
     });
     if let Some(d) = log.parent() {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
@@ -231,6 +282,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
         .arg(a.attr_timeout.to_string())
         .arg("--readahead-kb")
         .arg(a.readahead_kb.to_string())
+        .args(a.private.then_some("--private"))
         .arg("--foreground")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

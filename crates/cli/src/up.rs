@@ -73,6 +73,10 @@ pub struct UpArgs {
     /// Kernel readahead for the mount, in KiB (0: keep the kernel's 128).
     #[arg(long, default_value_t = loom_fuse::DEFAULT_READAHEAD_KB)]
     pub readahead_kb: u32,
+    /// Serve only the user who runs `loom up` (see `loom mount --help`); by
+    /// default the mount serves every user of the machine.
+    #[arg(long)]
+    pub private: bool,
 }
 
 /// Options of `loom down`.
@@ -437,6 +441,7 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
             timeout: Duration::from_secs(a.timeout),
             attr_timeout: Duration::from_secs_f64(a.attr_timeout),
             readahead_kb: a.readahead_kb,
+            allow_other: mount::serves_everyone(a.private).0,
         };
         if a.no_mount {
             println!(

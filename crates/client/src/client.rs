@@ -7,7 +7,7 @@ use crate::io::writeback::FileWrites;
 use crate::routing::Router;
 use bytes::Bytes;
 use loom_proto::msg::ORPHAN_RENEW;
-use loom_proto::msg::{Reply, ReqCtx, Request, TargetId};
+use loom_proto::msg::{Attr, FileKind, Reply, ReqCtx, Request, TargetId};
 use loom_proto::{Errno, Fid, Layout};
 use loom_rpc::{ClusterKey, RpcError};
 use std::collections::{HashMap, HashSet};
@@ -202,8 +202,32 @@ impl Client {
         self.open_as(&Caller::current(), fid, layout, size)
     }
 
+    /// Open regular file `fid` as `caller` for `access`
+    /// (`loom_proto::msg::access::READ | WRITE`): the MDT checks the mode
+    /// bits (EACCES) and answers fresh attributes and the layout in one
+    /// round trip (close-to-open). EISDIR for a directory, EINVAL for
+    /// another kind.
+    pub async fn open_checked(
+        self: &Arc<Self>,
+        caller: &Caller,
+        fid: Fid,
+        access: u32,
+    ) -> Result<(Attr, Arc<OpenFile>), Errno> {
+        let (attr, layout) = self.open_entry(caller, fid, access).await?;
+        let layout = match (attr.kind, layout) {
+            (FileKind::File, Some(l)) => l,
+            (FileKind::Dir, _) => return Err(Errno::EISDIR),
+            _ => return Err(Errno::EINVAL),
+        };
+        let f = self.open_as(caller, fid, layout, attr.size);
+        f.note_mode(attr.perm);
+        Ok((attr, f))
+    }
+
     /// As [`Client::open`], with I/O requests carrying `caller`'s
-    /// credentials and job id.
+    /// credentials and job id. No permission is checked: the caller has
+    /// the layout from a lookup or create it made (see
+    /// [`Client::open_checked`]).
     pub fn open_as(
         self: &Arc<Self>,
         caller: &Caller,

@@ -41,6 +41,79 @@ impl Caller {
     }
 }
 
+impl Caller {
+    /// A caller the kernel named by uid, gid and pid (a FUSE request), with
+    /// the process's supplementary groups read from `/proc/PID/status`
+    /// (see [`GroupsCache`]); root needs none.
+    pub fn of_process(uid: u32, gid: u32, pid: u32, groups: &GroupsCache) -> Caller {
+        let groups = if uid == 0 {
+            Vec::new()
+        } else {
+            groups.groups(pid, uid, gid)
+        };
+        Caller {
+            uid,
+            gid,
+            groups,
+            pid,
+        }
+    }
+}
+
+/// The supplementary groups in a `/proc/PID/status` image: the numbers
+/// on its `Groups:` line.
+pub fn parse_status_groups(status: &str) -> Vec<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Groups:"))
+        .map(|g| {
+            g.split_whitespace()
+                .filter_map(|n| n.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// How long a process's groups are trusted once read: a process rarely
+/// changes its groups (a login daemon's setgroups before exec), and a
+/// read of /proc per request would cost more than the request.
+const GROUPS_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Supplementary groups of the processes that make FUSE requests (the
+/// kernel sends only uid, gid and pid), cached per (pid, uid, gid) for
+/// [`GROUPS_TTL`]: a reused pid with other ids is read afresh.
+#[derive(Debug, Default)]
+pub struct GroupsCache {
+    map: Mutex<HashMap<(u32, u32, u32), (std::time::Instant, Vec<u32>)>>,
+}
+
+impl GroupsCache {
+    /// The groups of process `pid` (empty if it is gone or unreadable).
+    pub fn groups(&self, pid: u32, uid: u32, gid: u32) -> Vec<u32> {
+        let now = std::time::Instant::now();
+        {
+            let m = self.map.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((at, g)) = m.get(&(pid, uid, gid)) {
+                if now.duration_since(*at) < GROUPS_TTL {
+                    return g.clone();
+                }
+            }
+        }
+        let g = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .map(|s| parse_status_groups(&s))
+            .unwrap_or_default();
+        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        if m.len() >= JOBID_CACHE_MAX {
+            m.retain(|_, (at, _)| now.duration_since(*at) < GROUPS_TTL);
+            if m.len() >= JOBID_CACHE_MAX {
+                m.clear();
+            }
+        }
+        m.insert((pid, uid, gid), (now, g.clone()));
+        g
+    }
+}
+
 /// The value of `var` in a `/proc/PID/environ` image (NUL-separated
 /// `NAME=value` strings); `None` if it is not set.
 pub fn parse_environ(environ: &[u8], var: &str) -> Option<String> {
@@ -168,6 +241,24 @@ mod tests {
         assert_eq!(f.jobid(std::process::id()), want);
         let none = CtxFactory::new("LOOM_SURELY_UNSET_VARIABLE_X");
         assert_eq!(none.jobid(std::process::id()), "");
+    }
+
+    #[test]
+    fn supplementary_groups_come_from_the_status_groups_line() {
+        let st = "Name:\tbash\nUid:\t1000\t1000\t1000\t1000\nGroups:\t4 24 1000 \nNgid:\t0\n";
+        assert_eq!(parse_status_groups(st), vec![4, 24, 1000]);
+        assert_eq!(parse_status_groups("Groups:\t\n"), Vec::<u32>::new());
+        let cache = GroupsCache::default();
+        let me = std::process::id();
+        let mine = nix::unistd::getgroups()
+            .map(|g| g.into_iter().map(|g| g.as_raw()).collect::<Vec<_>>())
+            .unwrap_or_default();
+        let mut got = cache.groups(me, 1, 1);
+        got.sort_unstable();
+        let mut want = mine;
+        want.sort_unstable();
+        want.dedup();
+        assert_eq!(got, want);
     }
 
     #[test]

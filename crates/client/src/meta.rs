@@ -113,9 +113,16 @@ impl Client {
     }
 
     /// Fresh attributes and layout of `fid` for an open, in one round trip
-    /// (the layout is `None` for anything but a regular file).
-    pub async fn open_entry(&self, c: &Caller, fid: Fid) -> Result<(Attr, Option<Layout>), Errno> {
-        let r = self.mdt_call(c, fid, Request::Open { fid }).await?;
+    /// (the layout is `None` for anything but a regular file). The MDT
+    /// checks `access` (`loom_proto::msg::access::READ | WRITE`, 0 for
+    /// none) against the mode bits for `c`: EACCES if refused.
+    pub async fn open_entry(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        access: u32,
+    ) -> Result<(Attr, Option<Layout>), Errno> {
+        let r = self.mdt_call(c, fid, Request::Open { fid, access }).await?;
         self.entry(r, "Open")
     }
 
@@ -127,9 +134,12 @@ impl Client {
         }
     }
 
-    /// Change attributes. With a size on a regular file (truncate), every
-    /// stripe object is resized on its OST first, then the MDT records the
-    /// size; this client's open handles of the file learn the new size.
+    /// Change attributes, under POSIX's rules for `c` (checked by the MDT).
+    /// With a size on a regular file (truncate), every stripe object is
+    /// resized on its OST first, then the MDT records the size; this
+    /// client's open handles of the file learn the new size. The mode and
+    /// owner of a striped directory are set on each of its shards too,
+    /// where the names live and are checked.
     pub async fn setattr(&self, c: &Caller, fid: Fid, set: SetAttr) -> Result<Attr, Errno> {
         if set.mtime.is_some() {
             // Writes not yet reported would bring their own mtime at the
@@ -142,25 +152,63 @@ impl Client {
         if let Some(size) = set.size {
             // Writes in flight land first, then the truncate cuts them.
             self.wait_writes(fid).await;
-            let attr = self.getattr(c, fid).await?;
-            match attr.kind {
-                FileKind::File => {
-                    let layout = self.get_layout_as(c, fid).await?;
+            // One round trip for the kind, the layout and the permission
+            // to write, before any object is touched.
+            let access = if set.by_write_handle {
+                0
+            } else {
+                loom_proto::msg::access::WRITE
+            };
+            let (attr, layout) = self.open_entry(c, fid, access).await?;
+            match (attr.kind, layout) {
+                (FileKind::File, Some(layout)) => {
                     self.truncate_objects(c, &layout, size).await?;
                 }
-                FileKind::Dir => return Err(Errno::EISDIR),
+                (FileKind::Dir, _) => return Err(Errno::EISDIR),
                 _ => return Err(Errno::EINVAL),
             }
         }
         let size = set.size;
+        let owner_or_mode = set.perm.is_some() || set.uid.is_some() || set.gid.is_some();
+        let shard_set = SetAttr {
+            perm: set.perm,
+            uid: set.uid,
+            gid: set.gid,
+            ..SetAttr::default()
+        };
         let r = self.mdt_call(c, fid, Request::SetAttr { fid, set }).await?;
         if let Some(s) = size {
             self.note_truncate(fid, s);
         }
-        match r {
-            Reply::Attr(a) => Ok(self.with_local_size(a)),
-            other => Err(unexpected("SetAttr", &other)),
+        let attr = match r {
+            Reply::Attr(a) => self.with_local_size(a),
+            other => return Err(unexpected("SetAttr", &other)),
+        };
+        if owner_or_mode && attr.kind == FileKind::Dir {
+            self.set_on_shards(c, fid, shard_set).await?;
         }
+        Ok(attr)
+    }
+
+    /// Give shards 1.. of striped directory `dir` the mode and owner just
+    /// set on its master (shard 0). Not atomic with the master's change: a
+    /// failure here is reported, and setting the attributes again repairs
+    /// it.
+    async fn set_on_shards(&self, c: &Caller, dir: Fid, set: SetAttr) -> Result<(), Errno> {
+        let Some(shards) = self.dir_shards(c, dir).await? else {
+            return Ok(());
+        };
+        for &shard in shards.iter().filter(|s| **s != dir) {
+            let req = Request::SetAttr {
+                fid: shard,
+                set: set.clone(),
+            };
+            match self.mdt_call(c, shard, req).await? {
+                Reply::Attr(_) => {}
+                other => return Err(unexpected("SetAttr", &other)),
+            }
+        }
+        Ok(())
     }
 
     /// Resize every object of `layout` for a file of `size` bytes, in

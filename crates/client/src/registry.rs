@@ -14,8 +14,32 @@
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// Where the registry lives.
+/// Where the registry of root's mounts lives (readable by every user).
 pub const DIR: &str = "/run/loom/mounts";
+
+/// Where this process records its mounts: [`DIR`] for root; for another
+/// user (who cannot write there), `$XDG_RUNTIME_DIR/loom/mounts`, or
+/// `/tmp/loom-UID/mounts` without one.
+pub fn own_dir() -> PathBuf {
+    let uid = nix::unistd::geteuid().as_raw();
+    if uid == 0 {
+        return PathBuf::from(DIR);
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d).join("loom/mounts"),
+        _ => PathBuf::from(format!("/tmp/loom-{uid}/mounts")),
+    }
+}
+
+/// The registries this process reads: its own, and root's.
+fn dirs() -> Vec<PathBuf> {
+    let own = own_dir();
+    let mut v = vec![own.clone()];
+    if own != Path::new(DIR) {
+        v.push(PathBuf::from(DIR));
+    }
+    v
+}
 
 /// One mount.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,9 +103,9 @@ fn file_for(dir: &Path, mountpoint: &Path) -> PathBuf {
     dir.join(format!("{name}.toml"))
 }
 
-/// Record a mount.
+/// Record a mount (in [`own_dir`]).
 pub fn add(e: &Entry) -> Result<(), RegistryError> {
-    add_in(Path::new(DIR), e)
+    add_in(&own_dir(), e)
 }
 
 /// [`add`] in registry directory `dir`.
@@ -100,7 +124,7 @@ pub fn add_in(dir: &Path, e: &Entry) -> Result<(), RegistryError> {
 
 /// Forget a mount.
 pub fn remove(mountpoint: &Path) {
-    let _ = std::fs::remove_file(file_for(Path::new(DIR), mountpoint));
+    let _ = std::fs::remove_file(file_for(&own_dir(), mountpoint));
 }
 
 fn alive(pid: u32) -> bool {
@@ -119,9 +143,9 @@ fn read_entries(dir: &Path) -> Vec<(PathBuf, Entry)> {
         .collect()
 }
 
-/// Every live mount.
+/// Every live mount this process can see: its own and root's.
 pub fn all() -> Vec<Entry> {
-    all_in(Path::new(DIR))
+    dirs().iter().flat_map(|d| all_in(d)).collect()
 }
 
 /// [`all`] in registry directory `dir`.
@@ -137,7 +161,17 @@ pub fn all_in(dir: &Path) -> Vec<Entry> {
 /// the root itself). The last component of `path` need not exist (the
 /// file `loom setstripe` is about to create).
 pub fn find(path: &Path) -> Result<(Entry, PathBuf), RegistryError> {
-    find_in(Path::new(DIR), path)
+    let mut last = None;
+    for d in dirs() {
+        match find_in(&d, path) {
+            Ok(found) => return Ok(found),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or(RegistryError::NotOnMount {
+        path: path.to_path_buf(),
+        dir: PathBuf::from(DIR),
+    }))
 }
 
 /// [`find`] in registry directory `dir`.

@@ -32,8 +32,9 @@ use fuser::{
     ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs,
     ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
+use loom_client::ctx::GroupsCache;
 use loom_client::{Allocation, Caller, Client, OpenFile};
-use loom_proto::msg::{Attr, DirEntry, FileKind, SetAttr, StatFs, Time};
+use loom_proto::msg::{access, Attr, DirEntry, FileKind, SetAttr, SetTime, StatFs, Time};
 use loom_proto::{Errno, Fid, Name};
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -76,6 +77,9 @@ pub struct LoomFs {
     /// What we told the kernel about each inode it holds (dropped when it
     /// forgets the inode).
     told: Mutex<HashMap<u64, Told>>,
+    /// Supplementary groups of the processes calling (the kernel sends
+    /// only uid, gid and pid; the MDT checks group permissions with them).
+    groups: GroupsCache,
 }
 
 /// What this mount last told the kernel about one inode.
@@ -99,15 +103,6 @@ type R<T> = Result<T, Errno>;
 
 fn fe(e: Errno) -> fuser::Errno {
     fuser::Errno::from_i32(e.raw())
-}
-
-fn caller(req: &Request) -> Caller {
-    Caller {
-        uid: req.uid(),
-        gid: req.gid(),
-        groups: Vec::new(),
-        pid: req.pid(),
-    }
 }
 
 fn fid(ino: INodeNo) -> Fid {
@@ -134,10 +129,10 @@ fn kind_of_mode(mode: u32) -> R<FileKind> {
     FileKind::from_mode(mode).ok_or(Errno::EINVAL)
 }
 
-fn time_or_now(t: TimeOrNow) -> Time {
+fn set_time(t: TimeOrNow) -> SetTime {
     match t {
-        TimeOrNow::SpecificTime(t) => wire_time(t),
-        TimeOrNow::Now => Time::now(),
+        TimeOrNow::SpecificTime(t) => SetTime::At(wire_time(t)),
+        TimeOrNow::Now => SetTime::Now,
     }
 }
 
@@ -164,7 +159,14 @@ impl LoomFs {
             next_fh: AtomicU64::new(1),
             notifier,
             told: Mutex::new(HashMap::new()),
+            groups: GroupsCache::default(),
         }
+    }
+
+    /// Who made `req`: its uid, gid and pid from the kernel, and the
+    /// process's supplementary groups.
+    fn caller(&self, req: &Request) -> Caller {
+        Caller::of_process(req.uid(), req.gid(), req.pid(), &self.groups)
     }
 
     fn lock_told(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Told>> {
@@ -253,36 +255,17 @@ impl LoomFs {
 
     fn do_lookup(&self, req: &Request, parent: INodeNo, name: &OsStr) -> R<Attr> {
         let name = bytes(name)?;
-        let (attr, _) = self.run(self.client.lookup(&caller(req), fid(parent), name))?;
+        let (attr, _) = self.run(self.client.lookup(&self.caller(req), fid(parent), name))?;
         Ok(attr)
     }
 
     fn do_getattr(&self, req: &Request, ino: INodeNo) -> R<Attr> {
-        self.run(self.client.getattr(&caller(req), fid(ino)))
+        self.run(self.client.getattr(&self.caller(req), fid(ino)))
             .map_err(stale)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn do_setattr(
-        &self,
-        req: &Request,
-        ino: INodeNo,
-        mode: Option<u32>,
-        uid: Option<u32>,
-        gid: Option<u32>,
-        size: Option<u64>,
-        atime: Option<TimeOrNow>,
-        mtime: Option<TimeOrNow>,
-    ) -> R<Attr> {
-        let set = SetAttr {
-            perm: mode.map(|m| m & 0o7777),
-            uid,
-            gid,
-            size,
-            atime: atime.map(time_or_now),
-            mtime: mtime.map(time_or_now),
-        };
-        self.run(self.client.setattr(&caller(req), fid(ino), set))
+    fn do_setattr(&self, req: &Request, ino: INodeNo, set: SetAttr) -> R<Attr> {
+        self.run(self.client.setattr(&self.caller(req), fid(ino), set))
     }
 
     fn do_create(
@@ -294,7 +277,7 @@ impl LoomFs {
         umask: u32,
     ) -> R<(Attr, FileHandle)> {
         let name = bytes(name)?;
-        let c = caller(req);
+        let c = self.caller(req);
         let perm = mode & 0o7777 & !umask;
         let (attr, layout) =
             self.run(
@@ -306,6 +289,7 @@ impl LoomFs {
             None => self.run(self.client.get_layout_as(&c, attr.fid))?,
         };
         let f = self.client.open_as(&c, attr.fid, layout, attr.size);
+        f.note_mode(attr.perm);
         Ok((attr, self.insert_file(f)))
     }
 
@@ -321,18 +305,29 @@ impl LoomFs {
         let name = bytes(name)?;
         let kind = kind_of_mode(mode)?;
         let perm = mode & 0o7777 & !umask;
-        let (attr, _) =
-            self.run(
-                self.client
-                    .create(&caller(req), fid(parent), name, kind, perm, rdev, None),
-            )?;
+        let (attr, _) = self.run(self.client.create(
+            &self.caller(req),
+            fid(parent),
+            name,
+            kind,
+            perm,
+            rdev,
+            None,
+        ))?;
         Ok(attr)
     }
 
-    fn do_open(&self, req: &Request, ino: INodeNo) -> R<FileHandle> {
-        let c = caller(req);
+    fn do_open(&self, req: &Request, ino: INodeNo, flags: OpenFlags) -> R<FileHandle> {
+        let c = self.caller(req);
         let f = fid(ino);
-        let (attr, layout) = self.run(self.client.open_entry(&c, f)).map_err(stale)?;
+        let want = match flags.0 & libc::O_ACCMODE {
+            libc::O_RDONLY => access::READ,
+            libc::O_WRONLY => access::WRITE,
+            _ => access::READ | access::WRITE,
+        };
+        let (attr, layout) = self
+            .run(self.client.open_entry(&c, f, want))
+            .map_err(stale)?;
         let (FileKind::File, Some(layout)) = (attr.kind, layout) else {
             return Err(Errno::EINVAL);
         };
@@ -341,7 +336,9 @@ impl LoomFs {
         if self.kernel_may_be_stale(&attr) {
             self.forget_cached_attrs(ino);
         }
-        Ok(self.insert_file(self.client.open_as(&c, f, layout, attr.size)))
+        let file = self.client.open_as(&c, f, layout, attr.size);
+        file.note_mode(attr.perm);
+        Ok(self.insert_file(file))
     }
 
     fn do_read(&self, fh: FileHandle, offset: u64, size: u32) -> R<Vec<u8>> {
@@ -398,16 +395,22 @@ impl LoomFs {
         let name = bytes(name)?;
         self.run(
             self.client
-                .mkdir(&caller(req), fid(parent), name, mode & 0o7777 & !umask),
+                .mkdir(&self.caller(req), fid(parent), name, mode & 0o7777 & !umask),
         )
     }
 
     fn do_unlink(&self, req: &Request, parent: INodeNo, name: &OsStr) -> R<()> {
-        self.run(self.client.unlink(&caller(req), fid(parent), bytes(name)?))
+        self.run(
+            self.client
+                .unlink(&self.caller(req), fid(parent), bytes(name)?),
+        )
     }
 
     fn do_rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr) -> R<()> {
-        self.run(self.client.rmdir(&caller(req), fid(parent), bytes(name)?))
+        self.run(
+            self.client
+                .rmdir(&self.caller(req), fid(parent), bytes(name)?),
+        )
     }
 
     fn do_rename(
@@ -422,7 +425,7 @@ impl LoomFs {
         // Bits pass through as Linux numbers them; the client refuses
         // unknown ones (RENAME_WHITEOUT) with EINVAL.
         self.run(self.client.rename(
-            &caller(req),
+            &self.caller(req),
             fid(parent),
             bytes(name)?,
             fid(newparent),
@@ -434,7 +437,7 @@ impl LoomFs {
     fn do_link(&self, req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr) -> R<Attr> {
         self.run(
             self.client
-                .link(&caller(req), fid(ino), fid(newparent), bytes(newname)?),
+                .link(&self.caller(req), fid(ino), fid(newparent), bytes(newname)?),
         )
     }
 
@@ -442,12 +445,12 @@ impl LoomFs {
         let target = target.as_os_str().as_bytes();
         self.run(
             self.client
-                .symlink(&caller(req), fid(parent), bytes(name)?, target),
+                .symlink(&self.caller(req), fid(parent), bytes(name)?, target),
         )
     }
 
     fn do_readlink(&self, req: &Request, ino: INodeNo) -> R<Name> {
-        self.run(self.client.readlink(&caller(req), fid(ino)))
+        self.run(self.client.readlink(&self.caller(req), fid(ino)))
     }
 
     /// Where a listing resumes on the MDT for a kernel offset, and whether
@@ -464,7 +467,11 @@ impl LoomFs {
     /// One page of directory `ino` from kernel offset `offset`.
     fn do_readdir(&self, req: &Request, ino: INodeNo, offset: u64, max: u32) -> R<Vec<DirEntry>> {
         let (_, _, cookie) = Self::listing_start(offset);
-        let (entries, _eof) = self.run(self.client.readdir(&caller(req), fid(ino), cookie, max))?;
+        let (entries, _eof) =
+            self.run(
+                self.client
+                    .readdir(&self.caller(req), fid(ino), cookie, max),
+            )?;
         Ok(entries)
     }
 
@@ -486,7 +493,7 @@ impl LoomFs {
         }
         self.run(
             self.client
-                .setxattr(&caller(req), fid(ino), name, value, flags as u32),
+                .setxattr(&self.caller(req), fid(ino), name, value, flags as u32),
         )
     }
 
@@ -496,7 +503,7 @@ impl LoomFs {
         if caps && self.lock_told().get(&ino.0).is_some_and(|t| t.no_caps) {
             return Err(Errno::ENODATA);
         }
-        let r = self.run(self.client.getxattr(&caller(req), fid(ino), name));
+        let r = self.run(self.client.getxattr(&self.caller(req), fid(ino), name));
         if caps && r == Err(Errno::ENODATA) {
             self.set_no_caps(ino, true);
         }
@@ -504,7 +511,7 @@ impl LoomFs {
     }
 
     fn do_listxattr(&self, req: &Request, ino: INodeNo) -> R<Vec<u8>> {
-        let names = self.run(self.client.listxattr(&caller(req), fid(ino)))?;
+        let names = self.run(self.client.listxattr(&self.caller(req), fid(ino)))?;
         // The kernel's format: each name NUL-terminated, back to back.
         let mut out = Vec::new();
         for n in names {
@@ -519,7 +526,7 @@ impl LoomFs {
         if name == CAPS_XATTR {
             self.set_no_caps(ino, false);
         }
-        self.run(self.client.removexattr(&caller(req), fid(ino), name))
+        self.run(self.client.removexattr(&self.caller(req), fid(ino), name))
     }
 }
 
@@ -554,9 +561,15 @@ impl Filesystem for LoomFs {
         let _ = config.set_max_background(64);
         // readdirplus when the kernel thinks it pays (ls -l); lookups and
         // creates in one directory may run in parallel (the MDT orders them).
+        // HANDLE_KILLPRIV_V2: we clear set-user-ID and set-group-ID on a
+        // write, truncate or chown (the MDT applies POSIX's rule from the
+        // caller's uid). Without it the kernel sends a chmod of its own
+        // before a write, which the MDT refuses to a writer who is not the
+        // owner.
         for cap in [
             InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO,
             InitFlags::FUSE_PARALLEL_DIROPS,
+            InitFlags::FUSE_HANDLE_KILLPRIV_V2,
         ] {
             if let Err(missing) = config.add_capabilities(cap) {
                 tracing::debug!("kernel lacks FUSE capabilities {missing:?}");
@@ -590,15 +603,26 @@ impl Filesystem for LoomFs {
         atime: Option<TimeOrNow>,
         mtime: Option<TimeOrNow>,
         _ctime: Option<SystemTime>,
-        _fh: Option<FileHandle>,
+        fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
         _chgtime: Option<SystemTime>,
         _bkuptime: Option<SystemTime>,
         _flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        let r = self.do_setattr(req, ino, mode, uid, gid, size, atime, mtime);
-        self.attr_reply(reply, r);
+        let set = SetAttr {
+            perm: mode.map(|m| m & 0o7777),
+            uid,
+            gid,
+            size,
+            atime: atime.map(set_time),
+            mtime: mtime.map(set_time),
+            kill_suid: false,
+            // ftruncate, or open with O_TRUNC: the kernel checked write
+            // permission when the handle was opened.
+            by_write_handle: fh.is_some() && size.is_some(),
+        };
+        self.attr_reply(reply, self.do_setattr(req, ino, set));
     }
 
     fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
@@ -679,9 +703,9 @@ impl Filesystem for LoomFs {
         self.entry_reply(reply, self.do_link(req, ino, newparent, newname));
     }
 
-    fn open(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         // No FOPEN_KEEP_CACHE: the kernel drops cached pages at open.
-        match self.do_open(req, ino) {
+        match self.do_open(req, ino, flags) {
             Ok(fh) => reply.opened(fh, FopenFlags::empty()),
             Err(e) => reply.error(fe(e)),
         }

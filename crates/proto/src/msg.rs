@@ -205,6 +205,17 @@ pub struct Attr {
     pub projid: u32,
 }
 
+/// A time a setattr sets: the server's clock now, or a given time. POSIX
+/// lets a writer set times to now (`touch`), but only the owner set them
+/// to a given time (`touch -d`, `cp -p`), so the two must stay apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SetTime {
+    /// The MDT's current time.
+    Now,
+    /// This time.
+    At(Time),
+}
+
 /// Which attributes a setattr changes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetAttr {
@@ -217,9 +228,17 @@ pub struct SetAttr {
     /// New size (truncate); the client has already resized the objects.
     pub size: Option<u64>,
     /// New access time.
-    pub atime: Option<Time>,
+    pub atime: Option<SetTime>,
     /// New modification time.
-    pub mtime: Option<Time>,
+    pub mtime: Option<SetTime>,
+    /// A write by this caller is about to change the file: clear its
+    /// set-user-ID bit, and set-group-ID when group-executable, unless the
+    /// caller is root (POSIX: a write by a non-privileged user).
+    pub kill_suid: bool,
+    /// The size change goes through a handle the caller opened for writing
+    /// (ftruncate, open with O_TRUNC): permission was checked at the open,
+    /// as POSIX has it, so it is not checked again against the mode now.
+    pub by_write_handle: bool,
 }
 
 /// One directory entry.
@@ -327,6 +346,17 @@ pub mod rename_flags {
     pub const NOREPLACE: u32 = 1;
     /// Swap source and destination.
     pub const EXCHANGE: u32 = 2;
+}
+
+/// Access bits of an open or a permission check, as access(2) numbers
+/// them.
+pub mod access {
+    /// Read (R_OK).
+    pub const READ: u32 = 4;
+    /// Write (W_OK).
+    pub const WRITE: u32 = 2;
+    /// Execute or search (X_OK).
+    pub const EXEC: u32 = 1;
 }
 
 /// setxattr(2) flags.
@@ -645,6 +675,10 @@ pub enum Request {
     Open {
         /// The inode being opened.
         fid: Fid,
+        /// What the opener asks for, checked against the mode bits:
+        /// `access::READ | access::WRITE` (0 for a peer that only wants
+        /// the attributes).
+        access: u32,
     },
     /// Reserve space for a byte range, keeping the size (fallocate with
     /// KEEP_SIZE: later writes there cannot fail for lack of space).

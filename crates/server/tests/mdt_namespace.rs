@@ -9,7 +9,9 @@ mod common;
 
 use common::{eventually, objects, Cluster, GID, UID};
 use loom_proto::layout::DEFAULT_STRIPE_SIZE;
-use loom_proto::msg::{rename_flags, xattr_flags, FileKind, Reply, Request, SetAttr, Time};
+use loom_proto::msg::{
+    rename_flags, xattr_flags, FileKind, Reply, Request, SetAttr, SetTime, Time,
+};
 use loom_proto::Name;
 use loom_proto::{Errno, Fid, ObjRef, StripeSpec};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -1291,8 +1293,8 @@ async fn setattr_changes_mode_owner_size_and_times() {
         &c,
         f.fid,
         SetAttr {
-            mtime: Some(t),
-            atime: Some(at),
+            mtime: Some(SetTime::At(t)),
+            atime: Some(SetTime::At(at)),
             ..SetAttr::default()
         },
     )

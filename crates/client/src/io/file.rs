@@ -50,6 +50,11 @@ pub struct OpenFile {
     failures_at_open: u64,
     /// Failed writes already reported by a write through this handle.
     failures_told_by_write: AtomicU64,
+    /// The file is set-user-ID (or executable set-group-ID) as far as this
+    /// handle knows: the first write by a caller other than root asks the
+    /// MDT to clear the bits before any data goes out (POSIX: a write by
+    /// an unprivileged user clears them).
+    privileged: AtomicBool,
 }
 
 impl OpenFile {
@@ -74,7 +79,32 @@ impl OpenFile {
             failures_at_open: failures,
             failures_told_by_write: AtomicU64::new(failures),
             writes,
+            privileged: AtomicBool::new(false),
         }
+    }
+
+    /// Tell the handle the file's permission bits as last seen, so that a
+    /// write by a caller other than root clears set-user-ID and executable
+    /// set-group-ID first.
+    pub fn note_mode(&self, perm: u32) {
+        let sgid_exec = perm & 0o2010 == 0o2010;
+        self.privileged
+            .store(perm & 0o4000 != 0 || sgid_exec, Ordering::Release);
+    }
+
+    /// Clear set-user-ID and executable set-group-ID on the MDT if this
+    /// handle's caller is not root and the file has them (once).
+    async fn drop_privileges(&self) -> Result<(), Errno> {
+        if self.caller.uid == 0 || !self.privileged.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let set = loom_proto::msg::SetAttr {
+            kill_suid: true,
+            by_write_handle: true,
+            ..Default::default()
+        };
+        self.client.setattr(&self.caller, self.fid, set).await?;
+        Ok(())
     }
 
     /// The file's FID.
@@ -180,6 +210,7 @@ impl OpenFile {
         }
         let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
         let (ss, objs) = self.raid0()?;
+        self.drop_privileges().await?;
         let exts = plan(ss, objs.len(), offset, data.len(), MAX_RPC);
         // A failure since the last write through this handle: say so now
         // (once; flush and fsync keep saying it).

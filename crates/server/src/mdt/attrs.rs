@@ -1,9 +1,10 @@
 //! Attributes, sizes and extended attributes.
 
+use super::perm::{self, Cred};
 use super::records::xattr_key;
 use super::tx::{read_inode, store_err, Tx};
 use super::MdtService;
-use loom_proto::msg::{xattr_flags, Attr, FileKind, Reply, ReplyResult, SetAttr, Time};
+use loom_proto::msg::{xattr_flags, Attr, FileKind, Reply, ReplyResult, ReqCtx, SetAttr, Time};
 use loom_proto::Name;
 use loom_proto::{Errno, Fid, WireError};
 use loom_store::kv::Space;
@@ -34,36 +35,13 @@ pub fn new_attr(fid: Fid, kind: FileKind, perm: u32, uid: u32, gid: u32, now: Ti
 }
 
 impl MdtService {
-    pub(super) async fn setattr(&self, fid: Fid, set: SetAttr) -> ReplyResult {
+    /// Change attributes under POSIX's rules for the caller (see
+    /// [`perm::apply_setattr`]).
+    pub(super) async fn setattr(&self, ctx: &ReqCtx, fid: Fid, set: SetAttr) -> ReplyResult {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let r = t.inode(fid)?;
-        if let Some(size) = set.size {
-            match r.attr.kind {
-                FileKind::File => r.attr.size = size,
-                FileKind::Dir => {
-                    return Err(WireError::new(Errno::EISDIR, "truncate of a directory"))
-                }
-                _ => return Err(WireError::new(Errno::EINVAL, "truncate of a special file")),
-            }
-            r.attr.mtime = set.mtime.unwrap_or_else(Time::now);
-        }
-        if let Some(p) = set.perm {
-            r.attr.perm = p & 0o7777;
-        }
-        if let Some(u) = set.uid {
-            r.attr.uid = u;
-        }
-        if let Some(gid) = set.gid {
-            r.attr.gid = gid;
-        }
-        if let Some(a) = set.atime {
-            r.attr.atime = a;
-        }
-        if let Some(m) = set.mtime {
-            r.attr.mtime = m;
-        }
-        r.attr.ctime = Time::now();
+        perm::apply_setattr(&Cred::of(ctx), &mut r.attr, &set, Time::now())?;
         let attr = r.attr.clone();
         let reply = Reply::Attr(attr);
         let ticket = self.apply(t, &reply)?;
@@ -109,6 +87,7 @@ impl MdtService {
 
     pub(super) async fn setxattr(
         &self,
+        ctx: &ReqCtx,
         fid: Fid,
         name: &Name,
         value: Vec<u8>,
@@ -127,6 +106,8 @@ impl MdtService {
             ));
         }
         let g = self.ns.lock().await;
+        let a = read_inode(&*self.store, fid)?.attr;
+        perm::may_xattr(&Cred::of(ctx), &a, name, true)?;
         let key = xattr_key(fid, name);
         let exists = self
             .store
@@ -151,8 +132,9 @@ impl MdtService {
         Ok(Reply::Ok)
     }
 
-    pub(super) fn getxattr(&self, fid: Fid, name: &Name) -> ReplyResult {
-        read_inode(&*self.store, fid)?;
+    pub(super) fn getxattr(&self, ctx: &ReqCtx, fid: Fid, name: &Name) -> ReplyResult {
+        let a = read_inode(&*self.store, fid)?.attr;
+        perm::may_xattr(&Cred::of(ctx), &a, name, false)?;
         self.store
             .get(Space::Xattrs, &xattr_key(fid, name))
             .map_err(store_err)?
@@ -160,8 +142,9 @@ impl MdtService {
             .ok_or_else(|| WireError::new(Errno::ENODATA, format!("no xattr {name}")))
     }
 
-    pub(super) fn listxattr(&self, fid: Fid) -> ReplyResult {
+    pub(super) fn listxattr(&self, ctx: &ReqCtx, fid: Fid) -> ReplyResult {
         read_inode(&*self.store, fid)?;
+        let c = Cred::of(ctx);
         let prefix = fid.to_key();
         let mut names = Vec::new();
         let mut after: Option<Vec<u8>> = None;
@@ -171,7 +154,7 @@ impl MdtService {
                 .scan(Space::Xattrs, &prefix, after.as_deref(), 256)
                 .map_err(store_err)?;
             for (k, _) in &page {
-                if let Some(n) = k.get(16..) {
+                if let Some(n) = k.get(16..).filter(|n| perm::shows_xattr(&c, n)) {
                     names.push(Name::from(n));
                 }
             }
@@ -182,8 +165,10 @@ impl MdtService {
         }
     }
 
-    pub(super) async fn removexattr(&self, fid: Fid, name: &Name) -> ReplyResult {
+    pub(super) async fn removexattr(&self, ctx: &ReqCtx, fid: Fid, name: &Name) -> ReplyResult {
         let g = self.ns.lock().await;
+        let a = read_inode(&*self.store, fid)?.attr;
+        perm::may_xattr(&Cred::of(ctx), &a, name, true)?;
         let key = xattr_key(fid, name);
         if self
             .store

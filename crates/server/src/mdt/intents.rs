@@ -26,6 +26,7 @@
 //! served meanwhile (MDTs recovering at once need each other).
 //! Distributed operations of one coordinator run one at a time.
 
+use super::perm::Cred;
 use super::records::DentryRec;
 use super::replies::{self, ReplyKey};
 use super::tx::{read_dentry, read_inode, read_meta, store_err, Tx};
@@ -171,7 +172,7 @@ impl MdtService {
         let _one_at_a_time = self.dist.lock().await;
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
-        let p = self.free_name_in(&mut t, parent, name)?;
+        let p = self.free_name_in(&mut t, &Cred::of(ctx), parent, name)?;
         let (uid, gid, perm) = Self::owner(ctx, &p, FileKind::Dir, perm);
         let op = IntentOp::Mkdir {
             name: name.clone(),

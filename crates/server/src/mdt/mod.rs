@@ -12,6 +12,7 @@ mod intents;
 mod namespace;
 mod objects;
 mod orphans;
+mod perm;
 pub mod records;
 mod remote;
 pub mod replies;
@@ -279,19 +280,20 @@ impl MdtService {
     async fn dispatch(self: &Arc<Self>, ctx: &ReqCtx, req: Request) -> ReplyResult {
         match req {
             Request::Ping => Ok(Reply::Ok),
-            Request::Lookup { parent, name } => self.lookup(parent, &name).await,
+            Request::Lookup { parent, name } => self.lookup(ctx, parent, &name).await,
             Request::GetAttr { fid } => Ok(Reply::Attr(remote::shown_attr(&tx::read_inode(
                 &*self.store,
                 fid,
             )?))),
-            Request::Open { fid } => {
+            Request::Open { fid, access } => {
                 let r = tx::read_inode(&*self.store, fid)?;
+                perm::may(&perm::Cred::of(ctx), &r.attr, access)?;
                 Ok(Reply::Entry {
                     attr: remote::shown_attr(&r),
                     layout: r.layout,
                 })
             }
-            Request::SetAttr { fid, set } => self.setattr(fid, set).await,
+            Request::SetAttr { fid, set } => self.setattr(ctx, fid, set).await,
             Request::Create {
                 parent,
                 name,
@@ -322,9 +324,9 @@ impl MdtService {
                 keep_orphan,
             } => {
                 let keep = keep_orphan.then_some(ctx.client_id);
-                self.unlink(parent, &name, keep).await
+                self.unlink(ctx, parent, &name, keep).await
             }
-            Request::Rmdir { parent, name } => self.rmdir(parent, &name).await,
+            Request::Rmdir { parent, name } => self.rmdir(ctx, parent, &name).await,
             Request::Rename {
                 parent,
                 name,
@@ -334,12 +336,12 @@ impl MdtService {
                 keep_orphan,
             } => {
                 let keep = keep_orphan.then_some(ctx.client_id);
-                self.rename(parent, &name, new_parent, &new_name, flags, keep)
-                    .await
+                let to = (new_parent, &new_name);
+                self.rename(ctx, (parent, &name), to, flags, keep).await
             }
             Request::ReleaseOrphan { fid } => self.release_orphan(fid).await,
             Request::RenewOrphans { fids } => self.renew_orphans(&fids),
-            Request::Link { fid, parent, name } => self.link(fid, parent, &name).await,
+            Request::Link { fid, parent, name } => self.link(ctx, fid, parent, &name).await,
             Request::Symlink {
                 parent,
                 name,
@@ -351,24 +353,26 @@ impl MdtService {
                     .map(Reply::Link)
                     .ok_or_else(|| WireError::new(Errno::EINVAL, format!("{fid} is not a symlink")))
             }
-            Request::Readdir { fid, cookie, max } => self.readdir(fid, cookie, max).await,
+            Request::Readdir { fid, cookie, max } => self.readdir(ctx, fid, cookie, max).await,
             Request::GetLayout { fid } => {
                 let r = tx::read_inode(&*self.store, fid)?;
                 r.layout
                     .map(Reply::Layout)
                     .ok_or_else(|| WireError::new(Errno::ENODATA, format!("{fid} has no layout")))
             }
-            Request::SetDefaultStripe { fid, spec } => self.set_default_stripe(fid, spec).await,
+            Request::SetDefaultStripe { fid, spec } => {
+                self.set_default_stripe(ctx, fid, spec).await
+            }
             Request::GetDefaultStripe { fid } => Ok(Reply::Stripe(self.default_stripe(fid)?)),
             Request::SetXattr {
                 fid,
                 name,
                 value,
                 flags,
-            } => self.setxattr(fid, &name, value, flags).await,
-            Request::GetXattr { fid, name } => self.getxattr(fid, &name),
-            Request::ListXattr { fid } => self.listxattr(fid),
-            Request::RemoveXattr { fid, name } => self.removexattr(fid, &name).await,
+            } => self.setxattr(ctx, fid, &name, value, flags).await,
+            Request::GetXattr { fid, name } => self.getxattr(ctx, fid, &name),
+            Request::ListXattr { fid } => self.listxattr(ctx, fid),
+            Request::RemoveXattr { fid, name } => self.removexattr(ctx, fid, &name).await,
             Request::StatFs => self.statfs(),
             Request::UpdateSize {
                 fid,

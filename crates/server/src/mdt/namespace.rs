@@ -2,6 +2,7 @@
 //! readdir and directory default striping.
 
 use super::attrs::new_attr;
+use super::perm::{self, Cred};
 use super::records::{
     dentry_prefix, dentry_resume_key, parse_dentry_key, DentryRec, InodeRec, INODE_REC_VERSION,
 };
@@ -84,23 +85,29 @@ enum Dropped {
 }
 
 impl MdtService {
-    pub(super) async fn lookup(self: &Arc<Self>, parent: Fid, name: &Name) -> ReplyResult {
+    pub(super) async fn lookup(
+        self: &Arc<Self>,
+        ctx: &ReqCtx,
+        parent: Fid,
+        name: &Name,
+    ) -> ReplyResult {
         if name.len() > NAME_MAX {
             return Err(WireError::new(
                 Errno::ENAMETOOLONG,
                 format!("name of {} bytes; at most {NAME_MAX}", name.len()),
             ));
         }
+        // A path walk must tell "not a directory" from "no such entry",
+        // and needs search permission on every directory it passes.
+        let p = read_inode(&*self.store, parent)?;
+        if p.attr.kind != FileKind::Dir {
+            return Err(WireError::new(
+                Errno::ENOTDIR,
+                format!("{parent} is not a directory"),
+            ));
+        }
+        perm::may_search(&Cred::of(ctx), &p.attr)?;
         let Some(d) = read_dentry(&*self.store, parent, name)? else {
-            // A path walk must tell "no such entry" from "not a directory":
-            // only a miss pays for reading the parent.
-            let p = read_inode(&*self.store, parent)?;
-            if p.attr.kind != FileKind::Dir {
-                return Err(WireError::new(
-                    Errno::ENOTDIR,
-                    format!("{parent} is not a directory"),
-                ));
-            }
             return Err(not_found(name));
         };
         match read_inode(&*self.store, d.fid) {
@@ -114,11 +121,13 @@ impl MdtService {
         }
     }
 
-    /// The parent of a new name: a directory that takes entries, where
-    /// `name` is free (EEXIST otherwise).
+    /// The parent of a new name: a directory that takes entries, that the
+    /// caller may write and search, where `name` is free (EEXIST
+    /// otherwise).
     pub(super) fn free_name_in(
         &self,
         t: &mut Tx<'_>,
+        c: &Cred<'_>,
         parent: Fid,
         name: &Name,
     ) -> Result<InodeRec, WireError> {
@@ -126,30 +135,35 @@ impl MdtService {
         if self.sealed.contains(parent) {
             return Err(being_removed(parent));
         }
+        perm::may_change_dir(c, &p.attr)?;
         if t.dentry(parent, name)?.is_some() {
             return Err(exists(name));
         }
         Ok(p)
     }
 
-    /// Owner and group of a new inode: the caller's, but the parent's group
-    /// when the parent is set-group-ID (and new directories keep the bit).
+    /// Owner, group and mode of a new inode: the caller's, but the
+    /// parent's group when the parent is set-group-ID (and new directories
+    /// keep the bit); a new file in a group the caller is not in loses
+    /// set-group-ID.
     pub(super) fn owner(
         ctx: &ReqCtx,
         parent: &InodeRec,
         kind: FileKind,
         perm: u32,
     ) -> (u32, u32, u32) {
-        if parent.attr.perm & 0o2000 != 0 {
+        let (gid, perm) = if parent.attr.perm & 0o2000 != 0 {
             let perm = if kind == FileKind::Dir {
                 perm | 0o2000
             } else {
                 perm
             };
-            (ctx.uid, parent.attr.gid, perm)
+            (parent.attr.gid, perm)
         } else {
-            (ctx.uid, ctx.gid, perm)
-        }
+            (ctx.gid, perm)
+        };
+        let perm = perm::new_perm(&Cred::of(ctx), kind, perm, gid);
+        (ctx.uid, gid, perm)
     }
 
     /// Shared tail of every operation that makes a new name.
@@ -182,7 +196,7 @@ impl MdtService {
         };
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
-        let p = self.free_name_in(&mut t, parent, name)?;
+        let p = self.free_name_in(&mut t, &Cred::of(ctx), parent, name)?;
         let fid = self.alloc_fid(&mut t).await?;
         let now = Time::now();
         let (uid, gid, perm) = Self::owner(ctx, &p, kind, perm);
@@ -350,13 +364,14 @@ impl MdtService {
 
     pub(super) async fn unlink(
         self: &Arc<Self>,
+        ctx: &ReqCtx,
         parent: Fid,
         name: &Name,
         keep_for: Option<u64>,
     ) -> ReplyResult {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
-        t.dir(parent)?;
+        let dir = t.dir(parent)?.attr.clone();
         let d = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
         if d.kind == FileKind::Dir {
             return Err(WireError::new(
@@ -364,6 +379,8 @@ impl MdtService {
                 format!("{name} is a directory"),
             ));
         }
+        let victim = self.local_uid(&mut t, d.fid)?;
+        perm::may_delete(&Cred::of(ctx), &dir, name, victim)?;
         let now = Time::now();
         t.delete_dentry(parent, name);
         let dropped = self.drop_link(&mut t, d.fid, now, keep_for)?;
@@ -373,16 +390,22 @@ impl MdtService {
         self.finish(t, g, dropped).await
     }
 
-    pub(super) async fn rmdir(self: &Arc<Self>, parent: Fid, name: &Name) -> ReplyResult {
+    pub(super) async fn rmdir(
+        self: &Arc<Self>,
+        ctx: &ReqCtx,
+        parent: Fid,
+        name: &Name,
+    ) -> ReplyResult {
         if name == "." {
             return Err(WireError::new(Errno::EINVAL, "rmdir of ."));
         }
         if name == ".." {
             return Err(WireError::new(Errno::ENOTEMPTY, "rmdir of .."));
         }
+        let c = Cred::of(ctx);
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
-        t.dir(parent)?;
+        let dir = t.dir(parent)?.attr.clone();
         let d = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
         if d.kind != FileKind::Dir {
             return Err(WireError::new(
@@ -391,12 +414,19 @@ impl MdtService {
             ));
         }
         let here = read_inode(&*self.store, d.fid).ok();
-        if here.is_none_or(|r| r.layout.is_some_and(|l| l.dir_shards().is_some())) {
-            // On other MDTs, or striped: a cross-MDT removal.
+        if here
+            .as_ref()
+            .is_none_or(|r| r.layout.as_ref().is_some_and(|l| l.dir_shards().is_some()))
+        {
+            // On other MDTs, or striped: a cross-MDT removal. Its owner
+            // may have to be asked of another MDT, not under the lock.
             drop(t);
             drop(g);
+            let victim = self.uid_anywhere(d.fid).await?;
+            perm::may_delete(&c, &dir, name, Some(victim))?;
             return self.rmdir_distributed(parent, name).await;
         }
+        perm::may_delete(&c, &dir, name, here.map(|r| r.attr.uid))?;
         let now = Time::now();
         self.drop_dir(&mut t, parent, d.fid)?;
         t.delete_dentry(parent, name);
@@ -412,6 +442,68 @@ impl MdtService {
         d.kind != FileKind::Dir
             || read_inode(&*self.store, d.fid)
                 .is_ok_and(|r| r.layout.as_ref().and_then(|l| l.dir_shards()).is_none())
+    }
+
+    /// Owner of `fid` if its inode is on this MDT (a remote directory's
+    /// is not: `None`).
+    fn local_uid(&self, t: &mut Tx<'_>, fid: Fid) -> Result<Option<u32>, WireError> {
+        match t.inode(fid) {
+            Ok(r) => Ok(Some(r.attr.uid)),
+            Err(e) if e.errno == Errno::ENOENT => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Owner of `fid`, asked of its MDT if it is not this one. Never
+    /// called under the namespace lock (it may make an RPC).
+    async fn uid_anywhere(self: &Arc<Self>, fid: Fid) -> Result<u32, WireError> {
+        match read_inode(&*self.store, fid) {
+            Ok(r) => Ok(r.attr.uid),
+            Err(e) if e.errno == Errno::ENOENT => match self.remote_entry(fid).await? {
+                Reply::Entry { attr, .. } => Ok(attr.uid),
+                other => Err(WireError::new(
+                    Errno::EPROTO,
+                    format!("remote entry of {fid}: {other:?}"),
+                )),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    /// POSIX's rules for a rename: the source and destination directories
+    /// written and searched; the source (and a replaced or exchanged
+    /// destination) removable under the sticky rule; and a directory that
+    /// changes parent must itself be writable (its ".." changes).
+    fn may_rename(
+        &self,
+        t: &mut Tx<'_>,
+        c: &Cred<'_>,
+        (from_dir, name, src): (&msg::Attr, &Name, &DentryRec),
+        (to_dir, new_name, dst): (&msg::Attr, &Name, Option<&DentryRec>),
+        flags: u32,
+    ) -> Result<(), WireError> {
+        if c.is_root() {
+            return Ok(());
+        }
+        let moves = from_dir.fid != to_dir.fid;
+        perm::may_delete(c, from_dir, name, self.local_uid(t, src.fid)?)?;
+        perm::may_change_dir(c, to_dir)?;
+        if let Some(d) = dst {
+            perm::may_delete(c, to_dir, new_name, self.local_uid(t, d.fid)?)?;
+        }
+        let mut moved = vec![src];
+        if flags & rename_flags::EXCHANGE != 0 {
+            moved.extend(dst);
+        }
+        for d in moved {
+            if moves && d.kind == FileKind::Dir {
+                if let Ok(r) = t.inode(d.fid) {
+                    let a = r.attr.clone();
+                    perm::may(c, &a, msg::access::WRITE)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Whether `dir` is `ancestor` or lies below it.
@@ -441,10 +533,9 @@ impl MdtService {
 
     pub(super) async fn rename(
         self: &Arc<Self>,
-        parent: Fid,
-        name: &Name,
-        new_parent: Fid,
-        new_name: &Name,
+        ctx: &ReqCtx,
+        (parent, name): (Fid, &Name),
+        (new_parent, new_name): (Fid, &Name),
         flags: u32,
         keep_for: Option<u64>,
     ) -> ReplyResult {
@@ -458,12 +549,12 @@ impl MdtService {
         check_name(new_name)?;
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
-        t.dir(parent)?;
-        match t.dir(new_parent) {
+        let from_dir = t.dir(parent)?.attr.clone();
+        let to_dir = match t.dir(new_parent) {
             Err(e) if e.errno == Errno::ENOENT => {
                 return Err(cross_mdt("a rename into a directory on another MDT"))
             }
-            r => r?,
+            r => r?.attr.clone(),
         };
         if self.sealed.contains(new_parent) {
             return Err(being_removed(new_parent));
@@ -473,6 +564,13 @@ impl MdtService {
             return Ok(Reply::Ok);
         }
         let dst = t.dentry(new_parent, new_name)?;
+        self.may_rename(
+            &mut t,
+            &Cred::of(ctx),
+            (&from_dir, name, &src),
+            (&to_dir, new_name, dst.as_ref()),
+            flags,
+        )?;
         let now = Time::now();
         let src_dir = src.kind == FileKind::Dir;
         // A directory on another MDT, or striped, keeps its place in the
@@ -571,22 +669,24 @@ impl MdtService {
         self.finish(t, g, dropped).await
     }
 
-    pub(super) async fn link(self: &Arc<Self>, fid: Fid, parent: Fid, name: &Name) -> ReplyResult {
+    pub(super) async fn link(
+        self: &Arc<Self>,
+        ctx: &ReqCtx,
+        fid: Fid,
+        parent: Fid,
+        name: &Name,
+    ) -> ReplyResult {
         check_name(name)?;
         if self.owner_of(fid).await.is_ok_and(|m| m != self.index) {
             return Err(cross_mdt("a hard link to a file on another MDT"));
         }
+        let c = Cred::of(ctx);
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
-        t.dir(parent)?;
-        if self.sealed.contains(parent) {
-            return Err(being_removed(parent));
-        }
-        if t.dentry(parent, name)?.is_some() {
-            return Err(exists(name));
-        }
+        self.free_name_in(&mut t, &c, parent, name)?;
         let now = Time::now();
         let r = t.inode(fid)?;
+        perm::may_link(&c, &r.attr)?;
         if r.attr.kind == FileKind::Dir {
             return Err(WireError::new(
                 Errno::EPERM,
@@ -621,7 +721,13 @@ impl MdtService {
         Ok(reply)
     }
 
-    pub(super) async fn readdir(self: &Arc<Self>, dir: Fid, cookie: u64, max: u32) -> ReplyResult {
+    pub(super) async fn readdir(
+        self: &Arc<Self>,
+        ctx: &ReqCtx,
+        dir: Fid,
+        cookie: u64,
+        max: u32,
+    ) -> ReplyResult {
         let r = read_inode(&*self.store, dir)?;
         if r.attr.kind != FileKind::Dir {
             return Err(WireError::new(
@@ -629,6 +735,7 @@ impl MdtService {
                 format!("{dir} is not a directory"),
             ));
         }
+        perm::may(&Cred::of(ctx), &r.attr, msg::access::READ)?;
         let limit = max.clamp(1, READDIR_MAX) as usize;
         let prefix = dentry_prefix(dir);
         let resume = (cookie != 0).then(|| dentry_resume_key(dir, cookie));
@@ -669,6 +776,7 @@ impl MdtService {
 
     pub(super) async fn set_default_stripe(
         self: &Arc<Self>,
+        ctx: &ReqCtx,
         dir: Fid,
         spec: Option<StripeSpec>,
     ) -> ReplyResult {
@@ -678,6 +786,12 @@ impl MdtService {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let r = t.dir(dir)?;
+        if !Cred::of(ctx).owns(&r.attr) {
+            return Err(WireError::new(
+                Errno::EPERM,
+                format!("only the owner of {dir} or root may set its default striping"),
+            ));
+        }
         r.default_stripe = spec;
         r.attr.ctime = Time::now();
         self.finish(t, g, Dropped::Freed(None)).await

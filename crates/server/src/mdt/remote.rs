@@ -130,7 +130,10 @@ impl MdtService {
         if owner == self.index {
             return Err(WireError::new(Errno::ENOENT, format!("no inode {fid}")));
         }
-        match self.mdt_call(owner, Request::Open { fid }).await? {
+        match self
+            .mdt_call(owner, Request::Open { fid, access: 0 })
+            .await?
+        {
             r @ Reply::Entry { .. } => Ok(r),
             other => Err(WireError::new(
                 Errno::EPROTO,
