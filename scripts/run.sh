@@ -37,6 +37,9 @@ setup() {
     fi
     modprobe fuse 2>/dev/null || true
     [ -e /dev/fuse ] || { echo "run.sh: /dev/fuse is missing; FUSE is not available here" >&2; exit 1; }
+    # Users other than root mount through fusermount3 after opening
+    # /dev/fuse themselves: Debian's udev makes it 0666, a container may not.
+    chmod 0666 /dev/fuse
 }
 
 demo() {

@@ -190,6 +190,25 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
 fn unmount(dir: &Path) -> anyhow::Result<()> {
     match nix::mount::umount2(dir, nix::mount::MntFlags::empty()) {
         Ok(()) => Ok(()),
+        // A user other than root unmounts its own mounts through the
+        // setuid fusermount3, as it mounted them (lazily if busy).
+        Err(nix::errno::Errno::EPERM) if !nix::unistd::geteuid().is_root() => {
+            let out = Command::new("fusermount3")
+                .arg("-u")
+                .arg("-z")
+                .arg(dir)
+                .output()
+                .context("running fusermount3 -u (is the fuse3 package installed?)")?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                bail!(
+                    "unmounting {}: {}",
+                    dir.display(),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )
+            }
+        }
         // Busy (a shell sits in it): detach now, the kernel finishes when
         // the last user leaves.
         Err(nix::errno::Errno::EBUSY) => nix::mount::umount2(dir, nix::mount::MntFlags::MNT_DETACH)

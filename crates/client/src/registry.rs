@@ -25,8 +25,11 @@ pub fn own_dir() -> PathBuf {
     if uid == 0 {
         return PathBuf::from(DIR);
     }
-    match std::env::var_os("XDG_RUNTIME_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d).join("loom/mounts"),
+    // The runtime directory only if it is this user's (a user switched
+    // to with su or setpriv may still carry root's).
+    use std::os::unix::fs::MetadataExt;
+    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(d) if std::fs::metadata(&d).is_ok_and(|m| m.uid() == uid) => d.join("loom/mounts"),
         _ => PathBuf::from(format!("/tmp/loom-{uid}/mounts")),
     }
 }
