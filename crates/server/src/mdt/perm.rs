@@ -525,7 +525,7 @@ mod tests {
         let mut f = attr(FileKind::File, 0o6777, 10, 20);
         assert!(apply_setattr(&cred(0, 0, &[]), &mut f, &set(|s| s.size = Some(0)), now).is_ok());
         assert_eq!(f.perm, 0o6777, "root keeps the bits (CAP_FSETID)");
-        let mut f = attr(FileKind::File, 0o6767, 10, 20);
+        let mut f = attr(FileKind::File, 0o6777, 10, 20);
         assert!(apply_setattr(
             &cred(11, 11, &[]),
             &mut f,
@@ -533,7 +533,7 @@ mod tests {
             now
         )
         .is_ok());
-        assert_eq!(f.perm, 0o0767);
+        assert_eq!(f.perm, 0o0777);
         // Without group execute, set-group-ID is mandatory locking: kept.
         let mut f = attr(FileKind::File, 0o6606, 10, 20);
         assert!(apply_setattr(

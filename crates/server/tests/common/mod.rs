@@ -175,7 +175,30 @@ impl Cluster {
         }
         c.register(TargetId::mdt(0)).await;
         c.open_mdt();
+        c.give_root_to_the_test_user().await;
         c
+    }
+
+    /// The MDT checks permissions and the tests act as uid [`UID`]: give
+    /// it the root directory (as root, uid 0), as an admin gives a user
+    /// a directory.
+    async fn give_root_to_the_test_user(&self) {
+        let env = Envelope {
+            target: TargetId::mdt(0),
+            ctx: ReqCtx::default(),
+            req: Request::SetAttr {
+                fid: loom_proto::Fid::ROOT,
+                set: loom_proto::msg::SetAttr {
+                    uid: Some(UID),
+                    gid: Some(GID),
+                    ..Default::default()
+                },
+            },
+        };
+        self.client
+            .call(&env, bytes::Bytes::new())
+            .await
+            .expect("chown of the root directory");
     }
 
     fn mgs_dir(&self) -> PathBuf {
@@ -371,6 +394,17 @@ impl Cluster {
     /// Send `req` to MDT0.
     pub async fn call(&self, req: Request) -> Result<Reply, WireError> {
         Ok(self.call_to(TargetId::mdt(0), req, &[]).await?.0)
+    }
+
+    /// Send `req` to MDT0 as root (uid 0), which passes every permission
+    /// check: for tests of what an operation does, not who may do it.
+    pub async fn call_root(&self, req: Request) -> Result<Reply, WireError> {
+        let env = Envelope {
+            target: TargetId::mdt(0),
+            ctx: ReqCtx::default(),
+            req,
+        };
+        Ok(self.client.call(&env, bytes::Bytes::new()).await?.0)
     }
 
     /// Send `req` to MDT0 and expect it to fail; its errno.
