@@ -45,6 +45,13 @@ fn posix_operations_behave_through_the_mount() {
     assert_eq!(data.len(), 100_000);
     assert!(data[4..].iter().all(|&b| b == 0));
 
+    // open with O_TRUNC (the mount truncates in the open itself,
+    // FUSE_ATOMIC_O_TRUNC): the old bytes are gone, the new ones there.
+    std::fs::write(p("t"), vec![7u8; 300_000]).expect("write");
+    std::fs::write(p("t"), b"short").expect("rewrite with O_TRUNC");
+    assert_eq!(std::fs::read(p("t")).expect("read"), b"short");
+    assert_eq!(std::fs::metadata(p("t")).expect("stat").len(), 5);
+
     // Links.
     std::fs::hard_link(p("a"), p("b")).expect("link");
     assert_eq!(std::fs::metadata(p("a")).expect("stat").nlink(), 2);

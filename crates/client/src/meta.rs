@@ -190,6 +190,31 @@ impl Client {
         Ok(attr)
     }
 
+    /// Truncate regular file `fid`, whose layout is `layout`, to zero for
+    /// an open with O_TRUNC that was just granted write access
+    /// ([`Client::open_entry`] with WRITE): the objects, then the size,
+    /// two round trips where a setattr would ask for the layout again.
+    pub async fn truncate_at_open(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        layout: &Layout,
+    ) -> Result<Attr, Errno> {
+        self.wait_writes(fid).await;
+        self.truncate_objects(c, layout, 0).await?;
+        let set = SetAttr {
+            size: Some(0),
+            by_write_handle: true,
+            ..SetAttr::default()
+        };
+        let r = self.mdt_call(c, fid, Request::SetAttr { fid, set }).await?;
+        self.note_truncate(fid, 0);
+        match r {
+            Reply::Attr(a) => Ok(self.with_local_size(a)),
+            other => Err(unexpected("SetAttr", &other)),
+        }
+    }
+
     /// Give shards 1.. of striped directory `dir` the mode and owner just
     /// set on its master (shard 0). Not atomic with the master's change: a
     /// failure here is reported, and setting the attributes again repairs

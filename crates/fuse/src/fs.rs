@@ -320,17 +320,29 @@ impl LoomFs {
     fn do_open(&self, req: &Request, ino: INodeNo, flags: OpenFlags) -> R<FileHandle> {
         let c = self.caller(req);
         let f = fid(ino);
-        let want = match flags.0 & libc::O_ACCMODE {
+        let mut want = match flags.0 & libc::O_ACCMODE {
             libc::O_RDONLY => access::READ,
             libc::O_WRONLY => access::WRITE,
             _ => access::READ | access::WRITE,
         };
-        let (attr, layout) = self
+        let truncate = flags.0 & libc::O_TRUNC != 0;
+        if truncate {
+            // As Linux's open: O_TRUNC needs write permission, whatever
+            // the access mode.
+            want |= access::WRITE;
+        }
+        let (mut attr, layout) = self
             .run(self.client.open_entry(&c, f, want))
             .map_err(stale)?;
         let (FileKind::File, Some(layout)) = (attr.kind, layout) else {
             return Err(Errno::EINVAL);
         };
+        // ATOMIC_O_TRUNC: the kernel leaves O_TRUNC to the open, which has
+        // just checked write access and holds the layout.
+        if truncate {
+            attr = self.run(self.client.truncate_at_open(&c, f, &layout))?;
+            self.forget_cached_attrs(ino);
+        }
         // Close-to-open: what another mount wrote and closed before this
         // open must show, whatever the kernel cached.
         if self.kernel_may_be_stale(&attr) {
@@ -570,6 +582,7 @@ impl Filesystem for LoomFs {
             InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO,
             InitFlags::FUSE_PARALLEL_DIROPS,
             InitFlags::FUSE_HANDLE_KILLPRIV_V2,
+            InitFlags::FUSE_ATOMIC_O_TRUNC,
         ] {
             if let Err(missing) = config.add_capabilities(cap) {
                 tracing::debug!("kernel lacks FUSE capabilities {missing:?}");
