@@ -73,8 +73,9 @@ pub enum BenchCommand {
     #[command(after_help = "\
 Each iteration runs on every target in turn, so slow drifts of the machine fall on all alike.
 Targets are NAME=TARGET; with several, each works in <--name>-<NAME>. Example, one loomfs
-directory through FUSE and through the library, and a local disk for reference:
-  loom bench compare md -n 2000 -p 2 -i 3 disk=/var/tmp/x fuse=/mnt/loom/d lib=loom:/mnt/loom/d")]
+directory through FUSE and through the library, a local disk, and the no-op FUSE reference
+(noop:, the FUSE ceiling: what FUSE allows on this machine with a loomfs mount's settings):
+  loom bench compare md -n 2000 -p 2 -i 3 disk=/var/tmp/x fuse=/mnt/loom/d lib=loom:/mnt/loom/d noop:")]
     Compare(CompareArgs),
     /// Start `loom up` clusters of several shapes and run one workload on each; chart.
     Sweep(SweepArgs),
@@ -104,7 +105,8 @@ pub struct MdArgs {
     #[command(flatten)]
     pub out: OutputArgs,
     /// Where to run: a directory (POSIX), loom:DIR (a loomfs mount's
-    /// directory through the client library) or loom://HOST:PORT/FSNAME/DIR.
+    /// directory through the client library), loom://HOST:PORT/FSNAME/DIR
+    /// or noop: (the no-op FUSE reference, mounted for the run).
     #[arg(value_name = "TARGET")]
     pub target: TargetAddr,
 }
@@ -155,7 +157,8 @@ pub struct CompareOutput {
     #[command(flatten)]
     pub out: OutputArgs,
     /// Targets as NAME=TARGET (at least two; the first is the reference of
-    /// the ratios). TARGET is a directory, loom:DIR or loom://HOST:PORT/FSNAME/DIR.
+    /// the ratios). TARGET is a directory, loom:DIR, loom://HOST:PORT/FSNAME/DIR
+    /// or noop: (the no-op FUSE reference, mounted for the run).
     #[arg(value_name = "NAME=TARGET", required = true, num_args = 2..)]
     pub targets: Vec<TargetSpec>,
 }
@@ -232,6 +235,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
 
 /// Opens `addr` as a target named `name`, checked for use.
 pub fn open_target(name: &str, addr: &TargetAddr) -> anyhow::Result<Target> {
+    if let TargetAddr::Noop(_) = addr {
+        // The Ctrl-C handler before the mount: a Ctrl-C from now on stops
+        // the run and drops the target, which unmounts it, rather than
+        // killing the process with the mount left behind.
+        let _ = ctrlc_flag();
+    }
     Ok(addr.open(name)?)
 }
 

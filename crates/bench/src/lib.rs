@@ -7,9 +7,11 @@
 //!
 //! - [`fs`]: the backend trait ([`BenchFs`], [`BenchFile`]); [`posix`]: its
 //!   POSIX implementation ([`PosixFs`]); [`loomfs`]: loomfs through its
-//!   client library with no FUSE ([`LoomFs`]).
+//!   client library with no FUSE ([`LoomFs`]); [`noop`]: the no-op FUSE
+//!   reference ("the FUSE ceiling") mounted for a run.
 //! - [`target`]: the target syntax (`DIR`, `loom:DIR`,
-//!   `loom://HOST:PORT/FSNAME/DIR`) and opening a target as a backend.
+//!   `loom://HOST:PORT/FSNAME/DIR`, `noop:`) and opening a target as a
+//!   backend.
 //! - [`options`]: mdtest's and IOR's options and the size parser.
 //! - [`md`], [`io`], [`io500`]: the workloads; [`pattern`]: IOR's
 //!   verifiable data pattern.
@@ -36,6 +38,7 @@ pub mod io500;
 pub mod loomfs;
 pub mod machine;
 pub mod md;
+pub mod noop;
 pub mod options;
 pub mod pattern;
 pub mod placed;

@@ -10,6 +10,12 @@
 //! loom://HOST:PORT/FSNAME/sub/dir?key=FILE  a loomfs directory through the client
 //!                                           library, no mount needed; key defaults
 //!                                           to /etc/loom/FSNAME.key
+//! noop:                                     the no-op FUSE reference ("the FUSE
+//!                                           ceiling"), mounted for the run on a
+//!                                           temporary directory with a loomfs
+//!                                           mount's FUSE settings (crate::noop);
+//!                                           noop:?threads=N&attr-timeout=SECS
+//!                                           matches a mount made with other options
 //! ```
 //!
 //! `compare` names its targets `NAME=TARGET`; a bare target is named by its
@@ -20,6 +26,7 @@ use std::str::FromStr;
 
 use crate::error::BenchError;
 use crate::loomfs::{LoomAddr, LoomFs};
+use crate::noop::{NoopSettings, NoopTarget};
 use crate::posix::PosixFs;
 use crate::runner::Target;
 
@@ -33,7 +40,13 @@ TARGETS:
                                MGS, file system name and key file come from /run/loom/mounts)
   loom://HOST:PORT/FSNAME[/SUB/DIR][?key=KEYFILE]
                                a loomfs directory through the client library, no mount needed;
-                               KEYFILE defaults to /etc/loom/FSNAME.key";
+                               KEYFILE defaults to /etc/loom/FSNAME.key
+  noop:[?threads=N&attr-timeout=SECS]
+                               the FUSE ceiling: a no-op in-memory FUSE file system mounted for the
+                               run on a temporary directory with a loomfs mount's FUSE settings
+                               (4 threads, 1 s attribute timeout unless given), driven through POSIX
+                               calls, unmounted afterwards. Put beside a loomfs mount, it shows how
+                               close loomfs comes to what FUSE allows on this machine";
 
 /// A parsed target.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +57,8 @@ pub enum TargetAddr {
     LoomMount(PathBuf),
     /// `loom://…`: a loomfs directory through the library, no mount.
     LoomUrl(LoomAddr),
+    /// `noop:`: the no-op FUSE reference, mounted for the run.
+    Noop(NoopSettings),
 }
 
 impl FromStr for TargetAddr {
@@ -52,6 +67,16 @@ impl FromStr for TargetAddr {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if s.is_empty() {
             return Err("empty target".into());
+        }
+        if let Some(rest) = s.strip_prefix("noop:") {
+            return match rest.strip_prefix('?') {
+                Some(query) => NoopSettings::parse(s, query).map(TargetAddr::Noop),
+                None if rest.is_empty() => Ok(TargetAddr::Noop(NoopSettings::default())),
+                None => Err(format!(
+                    "target {s:?}: noop: takes no directory (it mounts its own); \
+                     a directory named so is ./{s}"
+                )),
+            };
         }
         if let Some(rest) = s.strip_prefix("loom://") {
             return parse_url(s, rest).map(TargetAddr::LoomUrl);
@@ -115,6 +140,7 @@ impl std::fmt::Display for TargetAddr {
                 a.dir,
                 a.key_file.display()
             ),
+            TargetAddr::Noop(n) => write!(f, "{n}"),
         }
     }
 }
@@ -137,6 +163,7 @@ impl TargetAddr {
                 .filter(|s| !s.is_empty())
                 .unwrap_or(&a.fsname)
                 .to_string(),
+            TargetAddr::Noop(_) => "noop".to_string(),
         }
     }
 
@@ -168,6 +195,16 @@ impl TargetAddr {
                     name: name.to_string(),
                     location: label,
                     fs_type: "loomfs-lib".into(),
+                    fs: Box::new(fs),
+                })
+            }
+            TargetAddr::Noop(n) => {
+                let fs = NoopTarget::open(*n, &label)?;
+                Ok(Target {
+                    name: name.to_string(),
+                    // The mount point, so that errors name real paths.
+                    location: fs.dir().display().to_string(),
+                    fs_type: format!("fuse.{}", loom_fuse::noop::NOOP_SUBTYPE),
                     fs: Box::new(fs),
                 })
             }
@@ -247,6 +284,27 @@ mod tests {
         );
         assert!("loom:".parse::<TargetAddr>().is_err());
         assert!("".parse::<TargetAddr>().is_err());
+    }
+
+    #[test]
+    fn noop_is_the_fuse_reference_with_optional_settings() {
+        let t: TargetAddr = "noop:".parse().expect("noop");
+        assert_eq!(t, TargetAddr::Noop(NoopSettings::default()));
+        assert_eq!(
+            (t.default_name(), t.to_string()),
+            ("noop".into(), "noop:".into())
+        );
+        let t: TargetAddr = "noop:?threads=2".parse().expect("noop");
+        let TargetAddr::Noop(s) = t else {
+            panic!("not noop: {t:?}")
+        };
+        assert_eq!(s.threads, 2);
+        assert!("noop:/tmp/x".parse::<TargetAddr>().is_err());
+        assert!("noop:?x=1".parse::<TargetAddr>().is_err());
+        let named: TargetSpec = "ceiling=noop:".parse().expect("spec");
+        assert_eq!(named.name, "ceiling");
+        let bare: TargetSpec = "noop:?attr-timeout=0".parse().expect("spec");
+        assert_eq!(bare.name, "noop");
     }
 
     #[test]

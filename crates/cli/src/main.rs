@@ -1,12 +1,14 @@
 //! `loom`: the one binary of loomfs.
 //!
 //! Servers (`server`, `format`), a whole local cluster (`up`, `down`),
-//! client mounts (`mount`, `umount`), lfs-style tools (`setstripe`,
-//! `getstripe`, `df`) and the benchmark suite (`bench`).
+//! client mounts (`mount`, `umount`), the no-op FUSE reference file
+//! system (`mount-noop`), lfs-style tools (`setstripe`, `getstripe`, `df`)
+//! and the benchmark suite (`bench`).
 
 mod cluster;
 mod dirtools;
 mod mount;
+mod noop;
 mod registry;
 mod tools;
 mod up;
@@ -45,6 +47,10 @@ enum Cmd {
     },
     /// Mount a file system: `loom mount MGS_ADDR:/FSNAME DIR`.
     Mount(mount::MountArgs),
+    /// Mount the no-op in-memory FUSE file system, a benchmark reference
+    /// ("the FUSE ceiling"): `loom mount-noop DIR`.
+    #[command(long_about = noop::LONG_ABOUT)]
+    MountNoop(noop::MountNoopArgs),
     /// Unmount a loomfs mount.
     Umount {
         /// The mount point.
@@ -93,6 +99,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Format(a) => cluster::format(a),
         Cmd::Keygen { path } => cluster::keygen(&path),
         Cmd::Mount(a) => mount::mount(a),
+        Cmd::MountNoop(a) => noop::mount_noop(a),
         Cmd::Umount { dir } => mount::umount(&dir),
         Cmd::Setstripe(a) => tools::setstripe(a),
         Cmd::Getstripe(a) => tools::getstripe(a),

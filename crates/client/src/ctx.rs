@@ -84,8 +84,11 @@ const GROUPS_TTL: std::time::Duration = std::time::Duration::from_secs(1);
 /// [`GROUPS_TTL`]: a reused pid with other ids is read afresh.
 #[derive(Debug, Default)]
 pub struct GroupsCache {
-    map: Mutex<HashMap<(u32, u32, u32), (std::time::Instant, Vec<u32>)>>,
+    map: Mutex<HashMap<ProcessIds, (std::time::Instant, Vec<u32>)>>,
 }
+
+/// (pid, uid, gid) of a calling process.
+type ProcessIds = (u32, u32, u32);
 
 impl GroupsCache {
     /// The groups of process `pid` (empty if it is gone or unreadable).

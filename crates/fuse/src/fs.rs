@@ -28,9 +28,9 @@
 use crate::attr::{file_attr, file_type, wire_time};
 use fuser::{
     AccessFlags, BsdFileFlags, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    InitFlags, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
-    ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs,
-    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use loom_client::ctx::GroupsCache;
 use loom_client::{Allocation, Caller, Client, OpenFile};
@@ -562,32 +562,9 @@ fn reply_empty(reply: ReplyEmpty, r: R<()>) {
 
 impl Filesystem for LoomFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
-        // 1 MiB writes: one kernel request per default stripe unit.
-        if let Err(max) = config.set_max_write(MAX_WRITE) {
-            let _ = config.set_max_write(max);
-        }
-        if let Err(max) = config.set_max_readahead(MAX_READAHEAD) {
-            let _ = config.set_max_readahead(max);
-        }
-        // More readahead and async reads in flight to the OSTs at once.
-        let _ = config.set_max_background(64);
-        // readdirplus when the kernel thinks it pays (ls -l); lookups and
-        // creates in one directory may run in parallel (the MDT orders them).
-        // HANDLE_KILLPRIV_V2: we clear set-user-ID and set-group-ID on a
-        // write, truncate or chown (the MDT applies POSIX's rule from the
-        // caller's uid). Without it the kernel sends a chmod of its own
-        // before a write, which the MDT refuses to a writer who is not the
-        // owner.
-        for cap in [
-            InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO,
-            InitFlags::FUSE_PARALLEL_DIROPS,
-            InitFlags::FUSE_HANDLE_KILLPRIV_V2,
-            InitFlags::FUSE_ATOMIC_O_TRUNC,
-        ] {
-            if let Err(missing) = config.add_capabilities(cap) {
-                tracing::debug!("kernel lacks FUSE capabilities {missing:?}");
-            }
-        }
+        // The same capabilities as the no-op reference (settings.rs), so
+        // that benchmarks compare like with like.
+        crate::settings::negotiate(config);
         Ok(())
     }
 

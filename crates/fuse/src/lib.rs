@@ -8,6 +8,10 @@
 //!
 //! - [`attr`]: proto attributes to `fuser::FileAttr`, times both ways.
 //! - [`fs`]: the `Filesystem` implementation and its open-file table.
+//! - [`settings`]: the FUSE settings every mount shares (threads, mount
+//!   options, what `init` negotiates, readahead).
+//! - [`noop`]: a no-op in-memory file system mounted with the same
+//!   settings, the reference `loom bench` measures "the FUSE ceiling" with.
 //!
 //! Inode numbers are FIDs ([`loom_proto::Fid::ino`]); the root is inode 1.
 //! Per inode, only what the kernel was last told (size, mtime, and whether
@@ -16,6 +20,8 @@
 
 pub mod attr;
 pub mod fs;
+pub mod noop;
+pub mod settings;
 
 use loom_client::Client;
 use std::path::Path;
@@ -61,32 +67,13 @@ pub fn mount(
     mountpoint: &Path,
     opts: MountOptions,
 ) -> std::io::Result<fuser::BackgroundSession> {
-    let mut cfg = fuser::Config::default();
-    cfg.n_threads = Some(opts.threads.max(1));
-    cfg.clone_fd = true;
-    cfg.mount_options = vec![
-        fuser::MountOption::FSName(opts.fsname.clone()),
-        fuser::MountOption::Subtype("loom".to_string()),
-        // The kernel checks mode bits and ownership itself, from the
-        // attributes we return: the servers need not be asked per access.
-        fuser::MountOption::DefaultPermissions,
-    ];
-    if opts.allow_other {
-        cfg.acl = fuser::SessionACL::All;
-    }
+    let cfg = settings::fuser_config(&opts, "loom");
     let notifier = Arc::new(OnceLock::new());
     let fs = fs::LoomFs::new(client, rt, opts.attr_timeout, notifier.clone());
     let session = fuser::Session::new(fs, mountpoint, &cfg)?;
     let _ = notifier.set(session.notifier());
     let bg = session.spawn()?;
-    if let Some(kb) = opts.readahead_kb {
-        if let Err(e) = set_readahead(mountpoint, kb) {
-            tracing::warn!(
-                "setting readahead of {} to {kb} KiB: {e}",
-                mountpoint.display()
-            );
-        }
-    }
+    settings::apply_readahead(mountpoint, &opts);
     Ok(bg)
 }
 
