@@ -5,7 +5,11 @@
 # local ext4 directory and tmpfs, interleaved target by target for each
 # iteration. Results (JSON) and charts (SVG, PNG) go to docs/charts/.
 #
-#   ./scripts/benchmarks.sh [md|io|sweep|dne|io500|all]   (as root; default all)
+#   ./scripts/benchmarks.sh [md|io|sweep|dne|io500|ceiling|all]   (as root; default all)
+#
+# `ceiling` measures issue #8's targets: loomfs (loom up --mdts 2 --osts 4)
+# against ext4, tmpfs and the no-op FUSE reference (the most FUSE allows
+# here), with loom bench md and with tar/rm -rf of /usr/include.
 #
 # Needs what `./scripts/run.sh demo` installs.
 set -euo pipefail
@@ -90,6 +94,50 @@ if [[ $what == dne || $what == all ]]; then
         --json "$out/md-shared-p4-local.json" --chart "$out/md-shared-p4-local" ext4=$ext4 tmpfs=$tmpfs
     "$loom" bench compare md -F -u -n 2000 -p 4 -i 3 --no-progress \
         --json "$out/md-unique-p4-local.json" --chart "$out/md-unique-p4-local" ext4=$ext4 tmpfs=$tmpfs
+fi
+
+if [[ $what == ceiling || $what == all ]]; then
+    up 2 4
+    ceil="ext4=$ext4 tmpfs=$tmpfs noop=noop: loomfs=$mnt/b"
+    # mdtest-style empty files, 4 processes, a directory each (-u).
+    "$loom" bench compare md -F -u -n 2000 -p 4 -i 3 --no-progress \
+        --json "$out/ceiling-unique.json" --chart "$out/ceiling-unique" $ceil
+    # The same in one shared directory.
+    "$loom" bench compare md -F -n 2000 -p 4 -i 3 --no-progress \
+        --json "$out/ceiling-shared.json" --chart "$out/ceiling-shared" $ceil
+    # One process.
+    "$loom" bench compare md -F -u -n 4000 -p 1 -i 3 --no-progress \
+        --json "$out/ceiling-one.json" --chart "$out/ceiling-one" $ceil
+    # 4 KiB files written at create and read back, 4 processes.
+    "$loom" bench compare md -F -u -n 1000 -p 4 -i 3 -w 4096 -e 4096 --no-progress \
+        --json "$out/ceiling-4k.json" --chart "$out/ceiling-4k" $ceil
+    # Untar of /usr/include, then rm -rf: wall seconds, interleaved by
+    # target for each of 3 rounds.
+    tarball=/var/tmp/loom-bench-include.tar
+    [ -f "$tarball" ] || tar cf "$tarball" -C /usr include
+    noopmnt=/mnt/loom-bench-noop
+    mkdir -p "$noopmnt"
+    "$loom" mount-noop "$noopmnt" >/var/tmp/loom-bench-noop.log 2>&1 &
+    noop_pid=$!
+    for _ in $(seq 1 100); do
+        grep -q "^mounted at" /var/tmp/loom-bench-noop.log 2>/dev/null && break
+        sleep 0.1
+    done
+    {
+        echo "round target untar_s rm_s"
+        for round in 1 2 3; do
+            for t in ext4=$ext4 tmpfs=$tmpfs noop=$noopmnt loomfs=$mnt/b; do
+                name=${t%%=*} dir=${t#*=}/untar
+                rm -rf "$dir"; mkdir -p "$dir"; sync
+                s=$(date +%s.%N); tar xf "$tarball" -C "$dir"; m=$(date +%s.%N)
+                rm -rf "$dir"; e=$(date +%s.%N)
+                awk -v r="$round" -v n="$name" -v s="$s" -v m="$m" -v e="$e" \
+                    'BEGIN { printf "%s %s %.2f %.2f\n", r, n, m - s, e - m }'
+            done
+        done
+    } | tee "$out/ceiling-untar.txt"
+    kill "$noop_pid"; wait "$noop_pid" 2>/dev/null || true
+    down
 fi
 
 if [[ $what == io500 || $what == all ]]; then
