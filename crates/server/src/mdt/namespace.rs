@@ -194,10 +194,11 @@ impl MdtService {
         } else {
             None
         };
+        self.ensure_fid_room().await?;
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let p = self.free_name_in(&mut t, &Cred::of(ctx), parent, name)?;
-        let fid = self.alloc_fid(&mut t).await?;
+        let fid = self.alloc_fid(&mut t)?;
         let now = Time::now();
         let (uid, gid, perm) = Self::owner(ctx, &p, kind, perm);
         let mut rec = InodeRec {

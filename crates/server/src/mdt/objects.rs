@@ -32,6 +32,11 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// FIDs left in a sequence below which the next change fetches a new one
+/// before taking the namespace lock: more than the creates that can be
+/// between that check and their allocation at once.
+const FID_HEADROOM: u32 = 1 << 16;
+
 /// Objects asked of an OST per refill.
 const PRECREATE_BATCH: u32 = 4096;
 /// A pool with fewer ids than this is refilled in the background.
@@ -97,35 +102,70 @@ impl Pools {
 }
 
 impl MdtService {
-    /// A new FID from this MDT's current sequence, recording the allocator's
-    /// new position in `t`. MDT0 starts in sequence 0 (the root's); the
-    /// others, and MDT0 once sequence 0 is used up, ask the MGS for one.
-    pub(super) async fn alloc_fid(&self, t: &mut Tx<'_>) -> Result<Fid, WireError> {
+    /// Make sure the FID allocator has a sequence with room, asking the MGS
+    /// for a new one when this MDT has none yet (MDT0 starts in sequence 0,
+    /// the root's; the others ask) or fewer than [`FID_HEADROOM`] ids are
+    /// left. Called before the namespace lock is taken: no RPC is made
+    /// under it, and [`Self::alloc_fid`] under it never needs to call out.
+    pub(super) async fn ensure_fid_room(&self) -> Result<(), WireError> {
         let cur = *lock(&self.fid_alloc);
-        let (seq, oid) = match cur {
-            Some((seq, oid)) if oid < u32::MAX => (seq, oid),
-            None if self.index == 0 => (0, 2),
-            _ => {
-                let r = match self
-                    .peers
-                    .call_mgs(Request::AllocSeq { mdt: self.index })
-                    .await?
-                {
-                    Reply::Seq(r) => r,
-                    other => {
-                        return Err(WireError::new(
-                            Errno::EPROTO,
-                            format!("AllocSeq answered {other:?}"),
-                        ))
-                    }
-                };
-                if r.start > MAX_INO_SEQ {
-                    return Err(WireError::new(Errno::ENOSPC, "FID sequences exhausted"));
+        match cur {
+            Some((_, oid)) if oid <= u32::MAX - FID_HEADROOM => return Ok(()),
+            None if self.index == 0 => {
+                let mut a = lock(&self.fid_alloc);
+                if a.is_none() {
+                    *a = Some((0, 2));
                 }
-                (r.start, 1)
+                return Ok(());
+            }
+            _ => {}
+        }
+        let r = match self
+            .peers
+            .call_mgs(Request::AllocSeq { mdt: self.index })
+            .await?
+        {
+            Reply::Seq(r) => r,
+            other => {
+                return Err(WireError::new(
+                    Errno::EPROTO,
+                    format!("AllocSeq answered {other:?}"),
+                ))
             }
         };
-        *lock(&self.fid_alloc) = Some((seq, oid + 1));
+        if r.start > MAX_INO_SEQ {
+            return Err(WireError::new(Errno::ENOSPC, "FID sequences exhausted"));
+        }
+        let mut a = lock(&self.fid_alloc);
+        // Another task may have switched first: keep the newer sequence
+        // (the MGS hands them out in rising order); a sequence fetched and
+        // not used is wasted, as a restart wastes one.
+        if a.is_none_or(|(seq, oid)| seq < r.start && oid > u32::MAX - FID_HEADROOM) {
+            *a = Some((r.start, 1));
+        }
+        Ok(())
+    }
+
+    /// A new FID from this MDT's current sequence, recording the
+    /// allocator's new position in `t`. Never calls out: the sequence was
+    /// made ready by [`Self::ensure_fid_room`] before the namespace lock.
+    pub(super) fn alloc_fid(&self, t: &mut Tx<'_>) -> Result<Fid, WireError> {
+        let mut a = lock(&self.fid_alloc);
+        let Some((seq, oid)) = *a else {
+            return Err(WireError::new(
+                Errno::EAGAIN,
+                "no FID sequence yet (the MGS was not reached); try again",
+            ));
+        };
+        if oid == u32::MAX {
+            // More than FID_HEADROOM creates raced past one refill.
+            return Err(WireError::new(
+                Errno::EAGAIN,
+                format!("FID sequence {seq:#x} used up; try again"),
+            ));
+        }
+        *a = Some((seq, oid + 1));
+        drop(a);
         t.put_meta(meta::FID_ALLOC, &(seq, oid + 1))?;
         Ok(Fid::new(seq, oid))
     }

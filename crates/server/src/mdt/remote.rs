@@ -176,6 +176,7 @@ impl MdtService {
     }
 
     async fn make_dir_object(self: &Arc<Self>, intent: IntentRef, new: DirObject) -> ReplyResult {
+        self.ensure_fid_room().await?;
         let g = self.ns.lock().await;
         if let Some(fid) = read_meta::<Fid>(&*self.store, &made_key(intent))? {
             if fid == UNDONE {
@@ -196,7 +197,7 @@ impl MdtService {
             });
         }
         let mut t = Tx::new(&*self.store);
-        let fid = self.alloc_fid(&mut t).await?;
+        let fid = self.alloc_fid(&mut t)?;
         let layout = new.others.map(|o| {
             let mut shards = vec![fid];
             shards.extend(o);
