@@ -331,25 +331,28 @@ impl LoomFs {
             // the access mode.
             want |= access::WRITE;
         }
-        let (mut attr, layout) = self
-            .run(self.client.open_entry(&c, f, want))
-            .map_err(stale)?;
-        let (FileKind::File, Some(layout)) = (attr.kind, layout) else {
-            return Err(Errno::EINVAL);
-        };
+        // One round trip: permission, fresh attributes and the layout.
+        let (mut attr, file) = self
+            .run(self.client.open_checked(&c, f, want))
+            .map_err(|e| {
+                if e == Errno::EISDIR {
+                    Errno::EINVAL
+                } else {
+                    stale(e)
+                }
+            })?;
         // ATOMIC_O_TRUNC: the kernel leaves O_TRUNC to the open, which has
         // just checked write access and holds the layout.
         if truncate {
-            attr = self.run(self.client.truncate_at_open(&c, f, &layout))?;
-            self.forget_cached_attrs(ino);
+            attr = self.run(self.client.truncate_at_open(&c, f, file.layout()))?;
+            // A user's truncate may have cleared set-user-ID.
+            file.note_mode(attr.perm);
         }
         // Close-to-open: what another mount wrote and closed before this
-        // open must show, whatever the kernel cached.
-        if self.kernel_may_be_stale(&attr) {
+        // open (or this truncate) must show, whatever the kernel cached.
+        if truncate || self.kernel_may_be_stale(&attr) {
             self.forget_cached_attrs(ino);
         }
-        let file = self.client.open_as(&c, f, layout, attr.size);
-        file.note_mode(attr.perm);
         Ok(self.insert_file(file))
     }
 
