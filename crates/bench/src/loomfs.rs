@@ -117,6 +117,13 @@ pub struct LoomFs {
     dirs: RwLock<HashMap<PathBuf, Fid>>,
 }
 
+impl Drop for LoomFs {
+    fn drop(&mut self) {
+        // Commit what the run changed and leave the MDTs' recovery.
+        self.rt.block_on(self.client.close());
+    }
+}
+
 impl std::fmt::Debug for LoomFs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LoomFs")

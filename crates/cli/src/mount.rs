@@ -151,6 +151,7 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
         allow_other: plan.allow_other,
         ..loom_fuse::MountOptions::default()
     };
+    let ours = client.clone();
     let session = loom_fuse::mount(client, rt.handle().clone(), &mountpoint, fopts)
         .with_context(|| format!("mounting on {}", mountpoint.display()))?;
     registry::add(&registry::Entry {
@@ -183,6 +184,8 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
     }
     let _ = joiner.join();
     registry::remove(&mountpoint);
+    // Commit what the mount changed and leave the MDTs' recovery.
+    rt.block_on(ours.close());
     rt.shutdown_timeout(Duration::from_secs(2));
     Ok(())
 }

@@ -103,6 +103,13 @@ pub(crate) struct Session {
     pub(crate) entry: Entry,
 }
 
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Commit what the tool changed and leave the MDTs' recovery.
+        self.rt.block_on(self.client.close());
+    }
+}
+
 pub(crate) fn connect(entry: Entry) -> anyhow::Result<Session> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -66,6 +66,11 @@ pub struct UpArgs {
     /// Seconds an operation waits for an unreachable server before failing with EIO.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
+    /// Seconds a restarted MDT waits for the clients to replay the changes
+    /// it acknowledged and had not committed; a client that does not come
+    /// back within it is evicted and those changes are lost.
+    #[arg(long, default_value_t = 60)]
+    pub recovery_window: u64,
     /// Seconds the mount's kernel may cache attributes and names (see
     /// `loom mount --help`); 0: every stat asks the MDT.
     #[arg(long, default_value_t = 1.0, value_parser = crate::mount::parse_seconds)]
@@ -329,6 +334,7 @@ fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
                 .map(|t| PathBuf::from("../targets").join(t))
                 .collect(),
             timeout_secs: a.timeout,
+            recovery_window_secs: a.recovery_window,
         };
         // Atomic (temporary file, fsync, rename): a crash while writing
         // must not leave a half file that stops the next `loom up`.

@@ -120,7 +120,38 @@ impl Client {
             dir_layouts: Default::default(),
         });
         client.spawn_orphan_renewal();
+        client.router.spawn_recovery(client.ctxs.client_id());
         Ok(client)
+    }
+
+    /// Wait until every change this client made is committed on its MDT
+    /// (fsync of a directory, syncfs): the changes' replies leave before
+    /// their commit (see [`crate::replay`]).
+    pub async fn sync_all(&self) -> Result<(), Errno> {
+        self.router.commit_all().await
+    }
+
+    /// Leave the file system (unmount, end of a tool): every MDT this
+    /// client changed something on commits and stops waiting for it in
+    /// its recovery after a restart. A client that ends without this
+    /// (killed) is waited for by a restarted MDT until its recovery window
+    /// ends.
+    pub async fn close(&self) {
+        self.router.disconnect_all().await
+    }
+
+    /// Changes acknowledged and not yet committed, on MDT `mdt` (for tests
+    /// and statistics).
+    pub fn uncommitted(&self, mdt: u32) -> usize {
+        self.router.replay.kept(mdt)
+    }
+
+    /// Acknowledged changes lost because an MDT evicted this client.
+    pub fn lost_changes(&self) -> u64 {
+        self.router
+            .replay
+            .lost
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The file system's name.

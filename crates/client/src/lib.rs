@@ -12,6 +12,8 @@
 //! - [`meta`]: metadata operations (lookup, create, rename, xattrs, statfs...).
 //! - [`io`]: striped file data: pure request planning in [`io::plan`] and
 //!   [`OpenFile`] in [`io::file`].
+//! - [`replay`]: changes MDTs acknowledged and have not committed, kept
+//!   and replayed to a restarted MDT.
 //! - [`registry`]: the live mounts of this machine (`/run/loom/mounts`), so
 //!   tools given a path on a mount can reach its cluster.
 //!
@@ -24,6 +26,7 @@ pub mod error;
 pub mod io;
 pub mod meta;
 pub mod registry;
+pub mod replay;
 pub mod routing;
 
 mod client;

@@ -904,8 +904,8 @@ impl Filesystem for LoomFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        // Every metadata change is durable when its reply arrives.
-        reply.ok();
+        // Changes are answered before their commit: wait for it.
+        reply_empty(reply, self.run(self.client.sync_all()));
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {

@@ -36,8 +36,11 @@ pub mod flags {
     pub const REPLY: u8 = 0x01;
     /// The reply body is a `WireError` instead of a reply message.
     pub const ERROR: u8 = 0x02;
+    /// The reply body starts with a `msg::Commit` (an MDT's answer to a
+    /// client: the change's transaction number and what is committed).
+    pub const COMMIT: u8 = 0x04;
     /// Bits that this version knows; others must be zero.
-    pub const KNOWN: u8 = REPLY | ERROR;
+    pub const KNOWN: u8 = REPLY | ERROR | COMMIT;
 }
 
 /// The fixed part of every frame.
@@ -264,7 +267,7 @@ mod tests {
         }
 
         #[test]
-        fn encode_decode_round_trip(flags in 0u8..4, op: u16, id: u64, body in 0u32..MAX_BODY, bulk in 0u32..MAX_BULK, crc: u32) {
+        fn encode_decode_round_trip(flags in 0u8..8, op: u16, id: u64, body in 0u32..MAX_BODY, bulk in 0u32..MAX_BULK, crc: u32) {
             let h = FrameHeader { flags, opcode: op, request_id: id, body_len: body, bulk_len: bulk, bulk_crc: crc };
             prop_assert_eq!(FrameHeader::decode(&h.encode()), Ok(Some(h)));
         }

@@ -747,6 +747,59 @@ pub enum Request {
         /// Its intent.
         id: u64,
     },
+    /// Client to a restarted MDT, during its recovery window: changes the
+    /// MDT acknowledged under boot `boot` but had not committed, in
+    /// transaction order. `last` ends the client's replay. Opcode 60.
+    Replay {
+        /// The MDT instance that acknowledged them.
+        boot: u64,
+        /// The changes, ascending by transaction number.
+        entries: Vec<Replayed>,
+        /// No more entries follow from this client.
+        last: bool,
+    },
+    /// Client to MDT: make every change applied so far durable before
+    /// answering (fsync, syncfs, O_SYNC). Opcode 61.
+    Sync,
+    /// Client to MDT: the client leaves (unmount, end of a tool): commit,
+    /// and stop waiting for it in recovery. Opcode 62.
+    Disconnect,
+    /// Client to MDT: nothing but the commit state in the answer (the
+    /// MDT's instance and last committed number), also during recovery:
+    /// how a client learns that its changes are committed, or that the
+    /// MDT restarted. (`Ping` is answered by the transport.) Opcode 63.
+    CommitState,
+}
+
+/// An acknowledged change, as a client keeps it until it is committed and
+/// replays it to a restarted MDT: the request as first sent, and the reply
+/// whose results (new FIDs, layouts, times) the replay must reproduce.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replayed {
+    /// Its transaction number on the MDT.
+    pub transno: u64,
+    /// The context it was sent with (client, sequence, credentials).
+    pub ctx: ReqCtx,
+    /// The request.
+    pub req: Request,
+    /// The reply it got.
+    pub reply: Reply,
+}
+
+/// The commit state an MDT's reply to a client carries (Lustre's transno
+/// and last_committed): the frame's COMMIT flag puts it before the body.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Commit {
+    /// The MDT's instance: random at each start, so a client sees a restart.
+    pub boot: u64,
+    /// The change's transaction number (0: the request changed nothing).
+    pub transno: u64,
+    /// Every change up to this number is on stable storage.
+    pub last_committed: u64,
+    /// The last number committed when this instance started: a change an
+    /// earlier instance acknowledged is committed if its number is at most
+    /// this, and was lost in a crash (unless replayed) if above.
+    pub started_at: u64,
 }
 
 impl Request {
@@ -797,6 +850,10 @@ impl Request {
             Request::UnsealDir { .. } => 48,
             Request::DestroyDir { .. } => 49,
             Request::ForgetIntent { .. } => 59,
+            Request::Replay { .. } => 60,
+            Request::Sync => 61,
+            Request::Disconnect => 62,
+            Request::CommitState => 63,
         }
     }
 
@@ -847,6 +904,10 @@ impl Request {
             Request::UnsealDir { .. } => "unseal_dir",
             Request::DestroyDir { .. } => "destroy_dir",
             Request::ForgetIntent { .. } => "forget_intent",
+            Request::Replay { .. } => "replay",
+            Request::Sync => "sync",
+            Request::Disconnect => "disconnect",
+            Request::CommitState => "commit_state",
         }
     }
 }
@@ -914,6 +975,11 @@ pub type ReplyResult = Result<Reply, WireError>;
 /// Encode a value with postcard.
 pub fn encode<T: Serialize>(v: &T) -> Result<Vec<u8>, WireError> {
     postcard::to_stdvec(v).map_err(|e| WireError::new(Errno::EPROTO, format!("encode: {e}")))
+}
+
+/// Decode a value from the start of `b`; returns it and the bytes after it.
+pub fn decode_prefix<'a, T: Deserialize<'a>>(b: &'a [u8]) -> Result<(T, &'a [u8]), WireError> {
+    postcard::take_from_bytes(b).map_err(|e| WireError::new(Errno::EPROTO, format!("decode: {e}")))
 }
 
 /// Decode a value with postcard; trailing bytes are an error.

@@ -23,7 +23,7 @@ use crate::auth::{self, ClusterKey};
 use crate::conn::{read_frame, write_frame};
 use bytes::Bytes;
 use loom_proto::frame::{flags, FrameHeader, HEADER_LEN};
-use loom_proto::msg::{self, Envelope, Reply, Request, TargetId};
+use loom_proto::msg::{self, Commit, Envelope, Reply, Request, TargetId};
 use loom_proto::{Errno, WireError};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -157,6 +157,8 @@ struct ConnState {
     /// Serialises probes: one ping at a time per connection.
     probing: tokio::sync::Mutex<()>,
     tasks: OnceLock<[AbortHandle; 2]>,
+    /// The client's count of lost connections, bumped when this one dies.
+    losses: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl ConnState {
@@ -173,6 +175,7 @@ impl ConnState {
         }
         // Dropping the senders wakes the callers.
         lock(&self.pending).clear();
+        self.losses.send_modify(|n| *n += 1);
     }
 
     fn is_dead(&self) -> bool {
@@ -215,6 +218,17 @@ pub struct RpcStats {
     pub resends: u64,
 }
 
+/// A server's whole answer to one call.
+#[derive(Debug)]
+pub struct Replied {
+    /// The reply, or the error the server sent.
+    pub result: Result<Reply, WireError>,
+    /// Bulk data after the body.
+    pub bulk: Vec<u8>,
+    /// The MDT's commit state, when it sent one.
+    pub commit: Option<Commit>,
+}
+
 /// A client of one server address.
 pub struct RpcClient {
     addr: Mutex<String>,
@@ -225,6 +239,7 @@ pub struct RpcClient {
     next_serial: AtomicU64,
     probes: AtomicU64,
     resends: AtomicU64,
+    losses: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl std::fmt::Debug for RpcClient {
@@ -302,7 +317,14 @@ impl RpcClient {
             next_serial: AtomicU64::new(1),
             probes: AtomicU64::new(0),
             resends: AtomicU64::new(0),
+            losses: Arc::new(tokio::sync::watch::channel(0).0),
         }
+    }
+
+    /// Counts the connections that died; a watcher learns at once that the
+    /// server may have restarted (the MDT's clients reconnect to replay).
+    pub fn losses(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.losses.subscribe()
     }
 
     /// What this client has done so far.
@@ -363,6 +385,7 @@ impl RpcClient {
             born: Instant::now(),
             probing: tokio::sync::Mutex::new(()),
             tasks: OnceLock::new(),
+            losses: self.losses.clone(),
         });
         let (tx, rx) = mpsc::channel(WRITE_QUEUE);
         let st = state.clone();
@@ -544,6 +567,25 @@ impl RpcClient {
         deadline: Instant,
         unreachable_after: Duration,
     ) -> Result<(Reply, Vec<u8>), RpcError> {
+        let r = self
+            .call_replied(env, bulk, deadline, unreachable_after)
+            .await?;
+        match r.result {
+            Ok(reply) => Ok((reply, r.bulk)),
+            Err(e) => Err(RpcError::Remote(e)),
+        }
+    }
+
+    /// As [`RpcClient::call_until`], with the server's answer whole: an
+    /// error the server sent comes back as `Ok` with its commit state (an
+    /// MDT's commit state rides on errors too).
+    pub async fn call_replied(
+        &self,
+        env: &Envelope,
+        bulk: Bytes,
+        deadline: Instant,
+        unreachable_after: Duration,
+    ) -> Result<Replied, RpcError> {
         let body = msg::encode(env).map_err(RpcError::Remote)?;
         let opcode = env.req.opcode();
         let start = Instant::now();
@@ -605,18 +647,26 @@ impl RpcClient {
         h: FrameHeader,
         body: &[u8],
         bulk: Vec<u8>,
-    ) -> Result<(Reply, Vec<u8>), RpcError> {
-        if h.flags & flags::ERROR != 0 {
-            let e: WireError = msg::decode(body).map_err(|e| RpcError::Protocol {
-                addr: self.addr(),
-                msg: e.to_string(),
-            })?;
-            return Err(RpcError::Remote(e));
-        }
-        let r: Reply = msg::decode(body).map_err(|e| RpcError::Protocol {
+    ) -> Result<Replied, RpcError> {
+        let bad = |e: WireError| RpcError::Protocol {
             addr: self.addr(),
             msg: e.to_string(),
-        })?;
-        Ok((r, bulk))
+        };
+        let (commit, body) = if h.flags & flags::COMMIT != 0 {
+            let (c, rest) = msg::decode_prefix::<Commit>(body).map_err(bad)?;
+            (Some(c), rest)
+        } else {
+            (None, body)
+        };
+        let result = if h.flags & flags::ERROR != 0 {
+            Err(msg::decode::<WireError>(body).map_err(bad)?)
+        } else {
+            Ok(msg::decode::<Reply>(body).map_err(bad)?)
+        };
+        Ok(Replied {
+            result,
+            bulk,
+            commit,
+        })
     }
 }

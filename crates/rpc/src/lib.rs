@@ -14,5 +14,5 @@ pub mod conn;
 pub mod server;
 
 pub use auth::ClusterKey;
-pub use client::{ClientOptions, RpcClient, RpcError, RpcStats};
-pub use server::{serve, Service};
+pub use client::{ClientOptions, Replied, RpcClient, RpcError, RpcStats};
+pub use server::{serve, Answer, Service};

@@ -8,7 +8,7 @@
 use crate::auth::{self, ClusterKey};
 use crate::conn::{read_frame, write_frame, ReadError};
 use loom_proto::frame::{flags, FrameHeader};
-use loom_proto::msg::{self, Envelope, Reply, ReplyResult, Request};
+use loom_proto::msg::{self, Commit, Envelope, Reply, ReplyResult, Request};
 use loom_proto::{Errno, WireError};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -30,15 +30,54 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
 const PING: u16 = Request::Ping.opcode();
 
-/// A service that answers requests. The bulk returned goes out after the
-/// reply body (file data for reads).
+/// What a service answers: the reply or error, the bulk that goes out
+/// after the reply body (file data for reads), and for an MDT's answer to
+/// a client the commit state (sent before the body, under the COMMIT flag).
+#[derive(Debug)]
+pub struct Answer {
+    /// The reply or the error.
+    pub result: ReplyResult,
+    /// Bulk data after the body.
+    pub bulk: Vec<u8>,
+    /// Transaction number and last committed, if the service keeps them.
+    pub commit: Option<Commit>,
+}
+
+impl From<(ReplyResult, Vec<u8>)> for Answer {
+    fn from((result, bulk): (ReplyResult, Vec<u8>)) -> Answer {
+        Answer {
+            result,
+            bulk,
+            commit: None,
+        }
+    }
+}
+
+/// A service that answers requests.
 pub trait Service: Send + Sync + 'static {
-    /// Handle one request. `peer` is for logging only.
-    fn handle(
-        self: Arc<Self>,
-        env: Envelope,
-        bulk: Vec<u8>,
-    ) -> impl Future<Output = (ReplyResult, Vec<u8>)> + Send;
+    /// Handle one request.
+    fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>)
+        -> impl Future<Output = Answer> + Send;
+}
+
+/// The body of an answer and its flags: the commit state first when there
+/// is one, then the reply or the error.
+fn answer_body(result: ReplyResult, commit: Option<Commit>) -> (u8, Vec<u8>) {
+    let (mut fl, mut body) = match commit {
+        Some(c) => match msg::encode(&c) {
+            Ok(b) => (flags::REPLY | flags::COMMIT, b),
+            Err(_) => (flags::REPLY, Vec::new()),
+        },
+        None => (flags::REPLY, Vec::new()),
+    };
+    match result.and_then(|r| msg::encode(&r)) {
+        Ok(b) => body.extend_from_slice(&b),
+        Err(e) => {
+            fl |= flags::ERROR;
+            body.extend_from_slice(&msg::encode(&e).unwrap_or_default());
+        }
+    }
+    (fl, body)
 }
 
 /// Accept connections on `listener` until the task is dropped.
@@ -126,7 +165,7 @@ async fn connection<S: Service>(
         let tx = tx.clone();
         let svc = svc.clone();
         tokio::spawn(async move {
-            let (res, bulk) = match msg::decode::<Envelope>(&frame.body) {
+            let a: Answer = match msg::decode::<Envelope>(&frame.body) {
                 Ok(env) if env.req.opcode() == opcode => svc.handle(env, frame.bulk).await,
                 Ok(env) => (
                     Err(WireError::new(
@@ -134,16 +173,12 @@ async fn connection<S: Service>(
                         format!("header opcode {opcode} but body is {}", env.req.name()),
                     )),
                     Vec::new(),
-                ),
-                Err(e) => (Err(e), Vec::new()),
+                )
+                    .into(),
+                Err(e) => (Err(e), Vec::new()).into(),
             };
-            let (fl, body) = match res.and_then(|r| msg::encode(&r)) {
-                Ok(b) => (flags::REPLY, b),
-                Err(e) => (
-                    flags::REPLY | flags::ERROR,
-                    msg::encode(&e).unwrap_or_default(),
-                ),
-            };
+            let bulk = a.bulk;
+            let (fl, body) = answer_body(a.result, a.commit);
             let h = FrameHeader::new(fl, opcode, id, &body, &bulk);
             let _ = tx.send((h, body, bulk)).await;
             drop(permit);

@@ -7,9 +7,9 @@ use crate::ost::OstService;
 use crate::peers::Peers;
 use crate::target;
 use anyhow::{bail, Context};
-use loom_proto::msg::{Envelope, ReplyResult, Request, Role, TargetInfo};
+use loom_proto::msg::{Envelope, Request, Role, TargetInfo};
 use loom_proto::{Errno, WireError};
-use loom_rpc::{ClientOptions, ClusterKey, Service};
+use loom_rpc::{Answer, ClientOptions, ClusterKey, Service};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -36,6 +36,15 @@ pub struct NodeConfig {
     /// Seconds a request to another server may take before it fails.
     #[serde(default = "default_timeout")]
     pub timeout_secs: u64,
+    /// Seconds a restarted MDT waits for its clients to replay the changes
+    /// it acknowledged but had not committed; clients that miss it are
+    /// evicted.
+    #[serde(default = "default_recovery_window")]
+    pub recovery_window_secs: u64,
+}
+
+fn default_recovery_window() -> u64 {
+    crate::mdt::recovery::DEFAULT_WINDOW.as_secs()
 }
 
 fn default_timeout() -> u64 {
@@ -75,7 +84,7 @@ pub struct Node {
 }
 
 impl Service for Node {
-    async fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>) -> (ReplyResult, Vec<u8>) {
+    async fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>) -> Answer {
         let t = env.target;
         let missing = || {
             (
@@ -88,16 +97,23 @@ impl Service for Node {
         };
         match t.role {
             Role::Mgs => match &self.mgs {
-                Some(m) => m.handle(&env.ctx, env.req, bulk).await,
-                None => missing(),
+                Some(m) => m.handle(&env.ctx, env.req, bulk).await.into(),
+                None => missing().into(),
             },
             Role::Mdt => match self.mdts.get(&t.index) {
-                Some(m) => (m.handle(&env.ctx, env.req).await, Vec::new()),
-                None => missing(),
+                Some(m) => {
+                    let (result, commit) = m.handle(&env.ctx, env.req).await;
+                    Answer {
+                        result,
+                        bulk: Vec::new(),
+                        commit,
+                    }
+                }
+                None => missing().into(),
             },
             Role::Ost => match self.osts.get(&t.index) {
-                Some(o) => o.handle(&env.ctx, env.req, bulk).await,
-                None => missing(),
+                Some(o) => o.handle(&env.ctx, env.req, bulk).await.into(),
+                None => missing().into(),
             },
         }
     }
@@ -118,6 +134,9 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
         mdts: HashMap::new(),
         osts: HashMap::new(),
     };
+    let mdt_opts = crate::mdt::MdtOptions {
+        recovery_window: Duration::from_secs(cfg.recovery_window_secs),
+    };
     let mut infos = Vec::new();
     for dir in &cfg.targets {
         let id = target::load(dir)?;
@@ -133,8 +152,10 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
         match id.role {
             Role::Mgs => node.mgs = Some(MgsService::open(dir, &cfg.fsname)?),
             Role::Mdt => {
-                node.mdts
-                    .insert(id.index, MdtService::open(id.index, dir, peers.clone())?);
+                node.mdts.insert(
+                    id.index,
+                    MdtService::open_with(id.index, dir, peers.clone(), mdt_opts.clone())?,
+                );
             }
             Role::Ost => {
                 node.osts.insert(id.index, OstService::open(id.index, dir)?);
@@ -175,6 +196,9 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
     wait_for_signal().await?;
     tracing::info!("stopping");
     server.abort();
+    for m in &mdts {
+        m.stop();
+    }
     Ok(())
 }
 

@@ -156,6 +156,8 @@ pub struct Cluster {
     up_args: Vec<std::ffi::OsString>,
     /// Extra processes (restarted servers, second mounts) to stop at the end.
     pub extra: Vec<(Child, Option<PathBuf>)>,
+    /// Servers restarted by the test: name -> index in `extra`.
+    restarted: std::collections::HashMap<String, usize>,
 }
 
 impl Cluster {
@@ -188,6 +190,7 @@ impl Cluster {
             up: Some(up),
             up_args,
             extra: Vec::new(),
+            restarted: Default::default(),
         }
     }
 
@@ -305,9 +308,29 @@ impl Cluster {
         cmd.arg("server")
             .arg("--config")
             .arg(self.state.join("nodes").join(format!("{name}.toml")));
-        let log = self.tmp.path().join(format!("{name}-restart.log"));
+        // Each restart keeps its own log.
+        let mut log = self.tmp.path().join(format!("{name}-restart.log"));
+        let mut n = 1;
+        while log.exists() {
+            n += 1;
+            log = self.tmp.path().join(format!("{name}-restart-{n}.log"));
+        }
         let child = spawn_until(cmd, "loom server: serving", name, &log);
+        self.restarted.insert(name.to_string(), self.extra.len());
         self.extra.push((child, None));
+    }
+
+    /// kill -9 server `name`, whether `loom up` or [`Cluster::restart`]
+    /// started it last, and wait until it is gone.
+    pub fn kill9_latest(&mut self, name: &str) {
+        match self.restarted.remove(name) {
+            Some(i) => {
+                let child = &mut self.extra[i].0;
+                child.kill().expect("kill");
+                child.wait().expect("wait");
+            }
+            None => self.kill9(name),
+        }
     }
 
     /// Start server `name` again from its config with crash point `point`

@@ -331,7 +331,10 @@ impl OpenFile {
                 h.flush().await?;
             }
         }
-        self.report(true).await
+        self.report(true).await?;
+        // The durable report committed the file's MDT; what this client
+        // changed on others (the names leading here) commits too.
+        self.client.sync_all().await
     }
 
     /// fallocate(2) on the file's objects: reserve, punch or zero

@@ -4,9 +4,9 @@
 //! about the transport itself.
 #![allow(dead_code)]
 
-use loom_proto::msg::{Envelope, Reply, ReplyResult, ReqCtx, Request, TargetId};
+use loom_proto::msg::{Envelope, Reply, ReqCtx, Request, TargetId};
 use loom_proto::Fid;
-use loom_rpc::{serve, ClientOptions, ClusterKey, RpcClient, Service};
+use loom_rpc::{serve, Answer, ClientOptions, ClusterKey, RpcClient, Service};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,7 +34,7 @@ pub struct TestService {
 }
 
 impl Service for TestService {
-    async fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>) -> (ReplyResult, Vec<u8>) {
+    async fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>) -> Answer {
         *self
             .executions
             .lock()
@@ -48,9 +48,9 @@ impl Service for TestService {
                     self.started.notify_one();
                     self.release.notified().await;
                 }
-                (Ok(Reply::Link(format!("seq {}", env.ctx.seq).into())), bulk)
+                (Ok(Reply::Link(format!("seq {}", env.ctx.seq).into())), bulk).into()
             }
-            _ => (Ok(Reply::Ok), bulk),
+            _ => (Ok(Reply::Ok), bulk).into(),
         }
     }
 }

@@ -46,7 +46,7 @@ impl MdtService {
         let reply = Reply::Attr(attr);
         let ticket = self.apply(t, &reply)?;
         drop(g);
-        self.sync(ticket).await?;
+        self.settle(ticket).await?;
         Ok(reply)
     }
 
@@ -81,7 +81,7 @@ impl MdtService {
         }
         let ticket = self.apply(t, &Reply::Ok)?;
         drop(g);
-        self.sync(ticket).await?;
+        self.commit_through(ticket).await?;
         Ok(Reply::Ok)
     }
 
@@ -128,7 +128,7 @@ impl MdtService {
         t.batch.put(Space::Xattrs, key, value);
         let ticket = self.apply(t, &Reply::Ok)?;
         drop(g);
-        self.sync(ticket).await?;
+        self.settle(ticket).await?;
         Ok(Reply::Ok)
     }
 
@@ -183,7 +183,7 @@ impl MdtService {
         t.batch.delete(Space::Xattrs, key);
         let ticket = self.apply(t, &Reply::Ok)?;
         drop(g);
-        self.sync(ticket).await?;
+        self.settle(ticket).await?;
         Ok(Reply::Ok)
     }
 }

@@ -132,7 +132,7 @@ impl MdtService {
         let id = self.next_intent.fetch_add(1, Ordering::AcqRel);
         t.put_meta(NEXT_INTENT, &(id + 1))?;
         let reply_to = replies::SLOT
-            .try_with(|k| (k.client, k.seq, k.acked_below))
+            .try_with(|c| (c.key.client, c.key.seq, c.key.acked_below))
             .ok();
         let rec = IntentRec {
             version: INTENT_REC_VERSION,
@@ -152,7 +152,7 @@ impl MdtService {
             None => t.batch.delete(Space::Intents, intent_key(id)),
         }
         let ticket = self.apply_step(t)?;
-        self.sync(ticket).await
+        self.commit_through(ticket).await
     }
 
     /// `mkdir` with a placement: a remote directory or a striped one.
@@ -191,7 +191,7 @@ impl MdtService {
         let id = self.log_intent(&mut t, op.clone())?;
         let ticket = self.apply_step(t)?;
         drop(g);
-        self.resolve_on_error(self.sync(ticket).await)?;
+        self.resolve_on_error(self.commit_through(ticket).await)?;
         fail::point("mkdir_striped:logged");
         let made = match self.make_parts(id, &op).await {
             Ok(m) => m,
@@ -268,7 +268,7 @@ impl MdtService {
         let reply = Reply::Entry { attr, layout };
         let ticket = self.apply(t, &reply)?;
         drop(g);
-        self.sync(ticket).await?;
+        self.commit_through(ticket).await?;
         Ok(Some(reply))
     }
 
@@ -451,7 +451,7 @@ impl MdtService {
         let id = self.log_intent(&mut t, op)?;
         let ticket = self.apply_step(t)?;
         drop(g);
-        self.resolve_on_error(self.sync(ticket).await)?;
+        self.resolve_on_error(self.commit_through(ticket).await)?;
         fail::point("rmdir_distributed:logged");
         let mut refused = None;
         for (k, (mdt, fid)) in shards.iter().enumerate() {
@@ -565,7 +565,7 @@ impl MdtService {
         t.batch.delete(Space::Intents, intent_key(id));
         let ticket = self.apply(t, &Reply::Ok)?;
         drop(g);
-        self.sync(ticket).await
+        self.commit_through(ticket).await
     }
 
     /// Resolve every intent in the log (see the module notes), retrying
@@ -672,7 +672,9 @@ impl MdtService {
                             seq,
                             acked_below,
                         };
-                        replies::SLOT.scope(key, enter).await?
+                        replies::SLOT
+                            .scope(replies::Current::new(key), enter)
+                            .await?
                     }
                     None => enter.await?,
                 };
@@ -721,7 +723,9 @@ impl MdtService {
                             seq,
                             acked_below,
                         };
-                        replies::SLOT.scope(key, finish).await?
+                        replies::SLOT
+                            .scope(replies::Current::new(key), finish)
+                            .await?
                     }
                     None => finish.await?,
                 }

@@ -2,10 +2,13 @@
 //!
 //! Inodes, directory entries, xattrs and layouts live in the MDT's
 //! key-value store (see [`records`]). Every change runs under one namespace
-//! lock, is applied as one atomic batch, and is made durable by a grouped
-//! fsync before the reply leaves: an acknowledged change survives a crash.
-//! Files get their layout at create from objects the MDT precreated on
-//! the OSTs ([`objects`]), so a create is one client round trip.
+//! lock and is applied as one atomic batch with a transaction number. The
+//! reply to a client leaves before the commit, carrying the number and the
+//! last committed one; the client keeps the change until it is committed
+//! and replays it if the MDT restarts first ([`syncer`], [`recovery`]):
+//! an acknowledged change survives a crash of the MDT while its client
+//! lives. Files get their layout at create from objects the MDT precreated
+//! on the OSTs ([`objects`]), so a create is one client round trip.
 
 mod attrs;
 mod intents;
@@ -14,16 +17,18 @@ mod objects;
 mod orphans;
 mod perm;
 pub mod records;
+pub mod recovery;
 mod remote;
 pub mod replies;
 mod syncer;
 mod tx;
 
-use loom_proto::msg::{FileKind, Reply, ReplyResult, ReqCtx, Request, Time};
+use loom_proto::msg::{Commit, FileKind, Reply, ReplyResult, ReqCtx, Request, Time};
 use loom_proto::{Errno, Fid, WireError};
 use loom_store::kv::{FjallStore, KvStore, Ticket};
 use records::{meta, InodeRec, INODE_REC_VERSION};
-use replies::{ReplyCache, ReplyKey};
+use recovery::{Recovery, Registered};
+use replies::{Current, ReplyCache, ReplyKey};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -35,6 +40,21 @@ use crate::peers::Peers;
 /// How far the FID allocator skips ahead at start (see [`MdtService::open`]):
 /// more than the creates that can be applied but not yet synced at once.
 const FID_SKIP_AT_START: u32 = 1 << 16;
+
+/// Settings of an MDT.
+#[derive(Clone, Debug)]
+pub struct MdtOptions {
+    /// How long a restarted MDT waits for its clients to replay.
+    pub recovery_window: std::time::Duration,
+}
+
+impl Default for MdtOptions {
+    fn default() -> Self {
+        MdtOptions {
+            recovery_window: recovery::DEFAULT_WINDOW,
+        }
+    }
+}
 
 /// Counters of one MDT, by operation name.
 #[derive(Default)]
@@ -86,6 +106,14 @@ pub struct MdtService {
     orphans: orphans::Orphans,
     /// Makes applied changes durable, many at a time.
     syncer: syncer::Syncer,
+    /// Transaction numbers given and committed.
+    commits: Arc<syncer::CommitState>,
+    /// Clients that may hold changes not yet committed.
+    clients: Registered,
+    /// The replays after a restart.
+    recovery: Recovery,
+    /// Set by [`MdtService::stop`]: replies are held back.
+    stopping: std::sync::atomic::AtomicBool,
     /// Round-robin start for new files' stripes.
     rr: AtomicU32,
     inode_count: AtomicU64,
@@ -97,10 +125,26 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+impl Drop for MdtService {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 impl MdtService {
     /// Open MDT `index` whose target directory is `dir`; MDT0 creates the
     /// root directory on first start.
     pub fn open(index: u32, dir: &Path, peers: Arc<Peers>) -> anyhow::Result<Arc<MdtService>> {
+        MdtService::open_with(index, dir, peers, MdtOptions::default())
+    }
+
+    /// As [`MdtService::open`], with settings.
+    pub fn open_with(
+        index: u32,
+        dir: &Path,
+        peers: Arc<Peers>,
+        opts: MdtOptions,
+    ) -> anyhow::Result<Arc<MdtService>> {
         let store: Arc<dyn KvStore> = Arc::new(FjallStore::open(&dir.join("db"))?);
         // Skip ahead of FIDs that a crash may have lost after they were
         // handed out (applied, seen by a client, not yet synced): a FID is
@@ -109,7 +153,26 @@ impl MdtService {
             .map(|(seq, oid)| (seq, oid.saturating_add(FID_SKIP_AT_START)));
         let (replies, kept, removed) = ReplyCache::load(&*store)?;
         let orphans = orphans::Orphans::load(&*store)?;
-        let syncer = syncer::Syncer::start(store.clone(), &format!("mdt{index}"))?;
+        let commits = Arc::new(syncer::CommitState::new(recovery::stored_transno(&*store)?));
+        let syncer = syncer::Syncer::start(store.clone(), commits.clone(), &format!("mdt{index}"))?;
+        let clients = Registered::load(&*store)?;
+        // After a clean stop everything acknowledged is committed: no one
+        // has anything to replay.
+        let clean = read_meta::<u64>(&*store, recovery::CLEAN_STOP)?
+            == Some(recovery::stored_transno(&*store)?);
+        let waiting = if clean {
+            Default::default()
+        } else {
+            clients.all()
+        };
+        if !waiting.is_empty() {
+            tracing::info!(
+                "MDT{index:04x}: waiting up to {:?} for {} clients to replay",
+                opts.recovery_window,
+                waiting.len()
+            );
+        }
+        let recovery = Recovery::new(waiting, opts.recovery_window);
         tracing::info!("MDT{index:04x}: reply cache holds {kept} records ({removed} expired)");
         let inode_count = read_meta::<u64>(&*store, meta::INODE_COUNT)?.unwrap_or(0);
         let next_intent = MdtService::stored_next_intent(&*store)?;
@@ -130,6 +193,10 @@ impl MdtService {
             replies,
             orphans,
             syncer,
+            commits,
+            clients,
+            recovery,
+            stopping: std::sync::atomic::AtomicBool::new(false),
             rr: AtomicU32::new(rand::random::<u32>() % 1024),
             inode_count: AtomicU64::new(inode_count),
             stats: MdtStats::default(),
@@ -186,9 +253,14 @@ impl MdtService {
     ) -> Result<Ticket, WireError> {
         let (batch, delta) = t.into_batch()?;
         let mut batch = batch;
-        let recorded = match (replies::SLOT.try_with(|k| *k), reply) {
-            (Ok(key), Some(reply)) => Some((key, self.replies.record(&mut batch, key, reply)?)),
-            _ => None,
+        let current = replies::SLOT
+            .try_with(|c| (c.key, c.replay.as_ref().map(|r| r.0)))
+            .ok()
+            .filter(|_| reply.is_some());
+        let forced = current.and_then(|c| c.1);
+        let new_client = match current {
+            Some((key, _)) => self.clients.register(&mut batch, key.client)?,
+            None => false,
         };
         let count = if delta != 0 {
             let c = (self.inode_count.load(Ordering::Acquire) as i64 + delta).max(0) as u64;
@@ -201,34 +273,124 @@ impl MdtService {
         } else {
             None
         };
-        let ticket = if flushed {
-            self.store.apply_flushed(batch)
-        } else {
-            self.store.apply(batch)
-        }
-        .map_err(store_err)?;
+        let (transno, ticket) = self.commits.applied(forced, |transno| {
+            batch.put(
+                loom_store::kv::Space::Meta,
+                recovery::LAST_TRANSNO.as_bytes().to_vec(),
+                loom_proto::msg::encode(&transno)?,
+            );
+            let recorded = match (current, reply) {
+                (Some((key, _)), Some(reply)) => {
+                    Some((key, self.replies.record(&mut batch, key, transno, reply)?))
+                }
+                _ => None,
+            };
+            let ticket = if flushed {
+                self.store.apply_flushed(batch)
+            } else {
+                self.store.apply(batch)
+            }
+            .map_err(store_err)?;
+            if let Some((key, pruned)) = recorded {
+                self.replies.commit(key, &pruned);
+            }
+            Ok::<_, WireError>(ticket)
+        })?;
         if let Some(c) = count {
             self.inode_count.store(c, Ordering::Release);
         }
-        if let Some((key, pruned)) = recorded {
-            self.replies.commit(key, &pruned);
+        if let Some((key, _)) = current {
+            if new_client {
+                self.clients.registered(key.client);
+            }
+            let _ = replies::SLOT.try_with(|c| {
+                c.transno.set(transno);
+                if new_client {
+                    c.must_commit.set(true);
+                }
+            });
         }
         Ok(ticket)
     }
 
-    /// Wait until `ticket` is on stable storage: the reply may leave then.
-    async fn sync(&self, ticket: Ticket) -> Result<(), WireError> {
+    /// A clean stop: no reply leaves after this, everything applied is
+    /// committed, and the store says so, so that the next start does not
+    /// wait for clients to replay. A change applied after it is never
+    /// answered: its client sends it again to the next instance.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        let (transno, _) = self.commits.last_applied();
+        let mut b = loom_store::kv::Batch::new();
+        match loom_proto::msg::encode(&transno) {
+            Ok(v) => b.put(
+                loom_store::kv::Space::Meta,
+                recovery::CLEAN_STOP.as_bytes().to_vec(),
+                v,
+            ),
+            Err(_) => return,
+        }
+        let r = self.store.apply(b).and_then(|t| self.store.sync_through(t));
+        if let Err(e) = r {
+            tracing::error!("MDT{:04x}: recording the clean stop: {e}", self.index);
+        }
+    }
+
+    /// Wait until `ticket` is on stable storage.
+    async fn commit_through(&self, ticket: Ticket) -> Result<(), WireError> {
         self.syncer.sync(ticket).await.map_err(store_err)
     }
 
+    /// After a change is applied, before its reply: a client's change
+    /// leaves at once (the client keeps it for replay until it is
+    /// committed), unless it is the client's first (see `recovery`); a
+    /// change without a client (a peer's, the MDT's own) waits for the
+    /// commit.
+    async fn settle(&self, ticket: Ticket) -> Result<(), WireError> {
+        let wait = replies::SLOT
+            .try_with(|c| c.must_commit.get())
+            .unwrap_or(true);
+        if wait {
+            self.commit_through(ticket).await
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Commit everything applied so far.
+    async fn commit_all(&self) -> Result<(), WireError> {
+        let (_, ticket) = self.commits.last_applied();
+        self.commit_through(ticket).await
+    }
+
+    /// This MDT's commit state for a reply whose change got `transno`.
+    fn commit_state(&self, transno: u64) -> Commit {
+        Commit {
+            boot: self.commits.boot,
+            transno,
+            last_committed: self.commits.last_committed(),
+            started_at: self.commits.started_at,
+        }
+    }
+
     /// Start background work: destroy objects of files unlinked before a
-    /// restart, and orphans whose lease runs out.
-    /// Cross-MDT operations a crash interrupted are resolved (see
-    /// `intents`) before client changes are let in.
+    /// restart, and orphans whose lease runs out. After a restart the
+    /// clients' replays are applied first (see `recovery`); cross-MDT
+    /// operations a crash interrupted are resolved next (see `intents`);
+    /// client changes are let in after both.
     pub fn start(self: &Arc<Self>) {
         let me = self.clone();
         tokio::spawn(async move { me.resume_destroys().await });
         self.spawn_orphan_sweeper();
+        let me = self.clone();
+        tokio::spawn(async move {
+            if !me.recovery.is_open() {
+                me.replay_all().await;
+            }
+            me.resolve_at_start();
+        });
+    }
+
+    fn resolve_at_start(self: &Arc<Self>) {
         match self.has_intents() {
             Ok(false) => {
                 self.recovered.send_replace(true);
@@ -247,29 +409,175 @@ impl MdtService {
         }
     }
 
-    /// Handle one request. A change that can be resent runs once per
-    /// (client, sequence): a resend waits for its first execution and gets
-    /// its recorded reply.
-    pub async fn handle(self: &Arc<Self>, ctx: &ReqCtx, req: Request) -> ReplyResult {
+    /// Wait for the clients' replays, apply them in transaction order,
+    /// evict the clients that did not come, commit, and open.
+    async fn replay_all(self: &Arc<Self>) {
+        let (queue, evicted) = self.recovery.close_when_ready().await;
+        let (mut done, mut failed) = (0usize, 0usize);
+        for e in queue {
+            let key = ReplyKey {
+                client: e.ctx.client_id,
+                seq: e.ctx.seq,
+                acked_below: e.ctx.acked_below,
+            };
+            let current = Current {
+                replay: Some((e.transno, e.reply)),
+                ..Current::new(key)
+            };
+            let name = e.req.name();
+            match replies::SLOT
+                .scope(current, self.dispatch(&e.ctx, e.req))
+                .await
+            {
+                Ok(_) => done += 1,
+                Err(err) => {
+                    failed += 1;
+                    self.stats.count("replay_failed");
+                    tracing::error!(
+                        client = format_args!("{:#x}", key.client),
+                        transno = e.transno,
+                        "MDT{:04x}: replayed {name} failed: {err}",
+                        self.index
+                    );
+                }
+            }
+        }
+        let mut b = loom_store::kv::Batch::new();
+        for c in &evicted {
+            b.delete(loom_store::kv::Space::Meta, recovery::client_key(*c));
+            self.clients.forget(*c);
+            tracing::warn!(
+                "MDT{:04x}: evicted client {c:#x}: it did not replay within {:?}; changes it held uncommitted are lost",
+                self.index,
+                self.recovery.window
+            );
+        }
+        let r = match self.store.apply(b).map_err(store_err) {
+            Ok(ticket) => self.commit_through(ticket).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = r {
+            // Serving now could acknowledge changes on top of replays that
+            // are not durable: stay shut.
+            tracing::error!("MDT{:04x}: committing the replays: {e}", self.index);
+            return;
+        }
+        // At the default log level: a recovery is an event operators want
+        // to see.
+        tracing::warn!(
+            "MDT{:04x}: recovery done: {done} changes replayed, {failed} failed, {} clients evicted",
+            self.index,
+            evicted.len()
+        );
+        self.recovery.open();
+    }
+
+    /// Handle one request; a client's gets this MDT's commit state with
+    /// its answer. A change that can be resent runs once per (client,
+    /// sequence): a resend waits for its first execution and gets its
+    /// recorded reply.
+    pub async fn handle(
+        self: &Arc<Self>,
+        ctx: &ReqCtx,
+        req: Request,
+    ) -> (ReplyResult, Option<Commit>) {
         self.stats.count(req.name());
+        if ctx.client_id == 0 || ctx.seq == 0 {
+            // A peer MDT or a tool without a sequence: no commit state.
+            return (self.dispatch(ctx, req).await, None);
+        }
+        match req {
+            Request::Ping | Request::CommitState => {
+                return (Ok(Reply::Ok), Some(self.commit_state(0)))
+            }
+            Request::Replay { entries, last, .. } => {
+                let r = self.take_replay(ctx.client_id, entries, last).await;
+                return (r, Some(self.commit_state(0)));
+            }
+            _ => {}
+        }
+        if !self.recovery.is_open() {
+            self.recovery.wait_open().await;
+        }
+        match req {
+            Request::Sync => {
+                let r = self.commit_all().await.map(|_| Reply::Ok);
+                return (r, Some(self.commit_state(0)));
+            }
+            Request::Disconnect => {
+                let r = self.disconnect(ctx.client_id).await.map(|_| Reply::Ok);
+                return (r, Some(self.commit_state(0)));
+            }
+            _ => {}
+        }
         let Some(key) = ReplyKey::of(ctx, &req) else {
-            return self.dispatch(ctx, req).await;
+            return (self.dispatch(ctx, req).await, Some(self.commit_state(0)));
         };
         if !*self.recovered.borrow() {
             let mut rx = self.recovered.subscribe();
             let _ = rx.wait_for(|done| *done).await;
         }
         let _running = self.replies.enter(key).await;
-        if let Some(r) = self.replies.lookup(&*self.store, key)? {
-            self.stats.count("resent");
-            tracing::debug!(
-                client = format_args!("{:#x}", key.client),
-                seq = key.seq,
-                "answered a resend from the reply cache"
-            );
-            return Ok(r);
+        match self.replies.lookup(&*self.store, key) {
+            Ok(Some((transno, r))) => {
+                self.stats.count("resent");
+                tracing::debug!(
+                    client = format_args!("{:#x}", key.client),
+                    seq = key.seq,
+                    "answered a resend from the reply cache"
+                );
+                return (Ok(r), Some(self.commit_state(transno)));
+            }
+            Ok(None) => {}
+            Err(e) => return (Err(e), Some(self.commit_state(0))),
         }
-        replies::SLOT.scope(key, self.dispatch(ctx, req)).await
+        let (r, transno) = replies::SLOT
+            .scope(Current::new(key), async {
+                let r = self.dispatch(ctx, req).await;
+                (r, replies::SLOT.with(|c| c.transno.get()))
+            })
+            .await;
+        if self.stopping.load(Ordering::SeqCst) {
+            // Perhaps applied after the clean stop's mark: the next
+            // instance will not have it, so no reply may say it was done.
+            std::future::pending::<()>().await;
+        }
+        (r, Some(self.commit_state(transno)))
+    }
+
+    /// Take a client's replays (see `recovery`); its last waits until the
+    /// MDT has applied and committed every client's.
+    async fn take_replay(
+        &self,
+        client: u64,
+        entries: Vec<loom_proto::msg::Replayed>,
+        last: bool,
+    ) -> ReplyResult {
+        let n = entries.len();
+        match self.recovery.accept(client, entries, last)? {
+            recovery::Accepted::Queued => Ok(Reply::Ok),
+            recovery::Accepted::Complete => {
+                tracing::warn!(
+                    "MDT{:04x}: client {client:#x} replayed ({n} in its last request); {} still awaited",
+                    self.index,
+                    self.recovery.waiting()
+                );
+                self.recovery.wait_open().await;
+                Ok(Reply::Ok)
+            }
+        }
+    }
+
+    /// A client leaves: commit everything and forget its registration.
+    async fn disconnect(&self, client: u64) -> Result<(), WireError> {
+        if self.clients.contains(client) {
+            let mut b = loom_store::kv::Batch::new();
+            b.delete(loom_store::kv::Space::Meta, recovery::client_key(client));
+            let ticket = self.store.apply(b).map_err(store_err)?;
+            self.clients.forget(client);
+            return self.commit_through(ticket).await;
+        }
+        self.commit_all().await
     }
 
     /// Number of replies in the reply cache.

@@ -84,6 +84,17 @@ enum Dropped {
     Orphaned(Fid),
 }
 
+/// The attributes and layout a replayed create's first execution returned.
+fn replayed_entry() -> Option<(loom_proto::msg::Attr, Option<loom_proto::layout::Layout>)> {
+    super::replies::SLOT
+        .try_with(|c| match &c.replay {
+            Some((_, Reply::Entry { attr, layout })) => Some((attr.clone(), layout.clone())),
+            _ => None,
+        })
+        .ok()
+        .flatten()
+}
+
 impl MdtService {
     pub(super) async fn lookup(
         self: &Arc<Self>,
@@ -182,8 +193,13 @@ impl MdtService {
         if let Some(s) = &stripe {
             s.validate().map_err(|m| WireError::new(Errno::EINVAL, m))?;
         }
+        // A replayed create makes the inode its first execution made: same
+        // FID, objects, owner, mode and times.
+        let replayed = replayed_entry();
         // Objects are chosen before the lock: that may wait for an OST.
-        let layout = if kind == FileKind::File {
+        let layout = if let Some((_, layout)) = &replayed {
+            layout.clone()
+        } else if kind == FileKind::File {
             if read_dentry(&*self.store, parent, name)?.is_some() {
                 // Spare the objects of a create that is bound to fail.
                 return Err(exists(name));
@@ -198,12 +214,28 @@ impl MdtService {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let p = self.free_name_in(&mut t, &Cred::of(ctx), parent, name)?;
-        let fid = self.alloc_fid(&mut t)?;
         let now = Time::now();
-        let (uid, gid, perm) = Self::owner(ctx, &p, kind, perm);
+        let (fid, attr) = match &replayed {
+            Some((a, _)) => {
+                if read_inode(&*self.store, a.fid).is_ok() {
+                    return Err(WireError::new(
+                        Errno::EEXIST,
+                        format!("replayed FID {} is in use", a.fid),
+                    ));
+                }
+                let mut attr = new_attr(a.fid, kind, a.perm, a.uid, a.gid, a.ctime);
+                (attr.atime, attr.mtime) = (a.atime, a.mtime);
+                (a.fid, attr)
+            }
+            None => {
+                let fid = self.alloc_fid(&mut t)?;
+                let (uid, gid, perm) = Self::owner(ctx, &p, kind, perm);
+                (fid, new_attr(fid, kind, perm, uid, gid, now))
+            }
+        };
         let mut rec = InodeRec {
             version: INODE_REC_VERSION,
-            attr: new_attr(fid, kind, perm, uid, gid, now),
+            attr,
             parent,
             layout,
             symlink: None,
@@ -229,7 +261,7 @@ impl MdtService {
         t.create_inode(rec);
         let ticket = self.apply(t, &reply)?;
         drop(g);
-        self.sync(ticket).await?;
+        self.settle(ticket).await?;
         Ok(reply)
     }
 
@@ -356,9 +388,9 @@ impl MdtService {
             self.orphan_made(fid);
         }
         drop(g);
-        self.sync(ticket).await?;
+        self.settle(ticket).await?;
         if let Dropped::Freed(Some((fid, objs))) = dropped {
-            self.spawn_destroy(fid, objs);
+            self.spawn_destroy(fid, objs, ticket);
         }
         Ok(reply)
     }
@@ -718,7 +750,7 @@ impl MdtService {
         p.attr.ctime = now;
         let ticket = self.apply(t, &reply)?;
         drop(g);
-        self.sync(ticket).await?;
+        self.settle(ticket).await?;
         Ok(reply)
     }
 

@@ -337,10 +337,23 @@ impl MdtService {
         Ok(())
     }
 
-    /// Destroy recorded objects in the background (after the unlink is durable).
-    pub(super) fn spawn_destroy(self: &std::sync::Arc<Self>, fid: Fid, objs: Vec<ObjRef>) {
+    /// Destroy recorded objects in the background, once the unlink
+    /// (applied as `ticket`) is committed: an unlink a crash took back
+    /// must find its file's data still there.
+    pub(super) fn spawn_destroy(
+        self: &std::sync::Arc<Self>,
+        fid: Fid,
+        objs: Vec<ObjRef>,
+        ticket: loom_store::kv::Ticket,
+    ) {
         let me = self.clone();
-        tokio::spawn(async move { me.destroy(fid, objs).await });
+        tokio::spawn(async move {
+            match me.commit_through(ticket).await {
+                Ok(()) => me.destroy(fid, objs).await,
+                // The record stays; the next start destroys them.
+                Err(e) => tracing::error!(%fid, "objects left for the next start: {e}"),
+            }
+        });
     }
 
     async fn destroy(&self, fid: Fid, objs: Vec<ObjRef>) {

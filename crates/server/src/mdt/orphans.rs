@@ -130,9 +130,9 @@ impl MdtService {
         let ticket = self.apply(t, &Reply::Ok)?;
         lock(&self.orphans.renewed).remove(&fid);
         drop(g);
-        self.sync(ticket).await?;
+        self.settle(ticket).await?;
         if let Some((fid, objs)) = freed {
-            self.spawn_destroy(fid, objs);
+            self.spawn_destroy(fid, objs, ticket);
         }
         tracing::debug!("MDT{:04x}: orphan {fid} released", self.index);
         Ok(Reply::Ok)

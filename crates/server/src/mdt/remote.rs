@@ -171,7 +171,7 @@ impl MdtService {
         let ticket = self.apply(t, &reply)?;
         applied();
         drop(g);
-        self.sync(ticket).await?;
+        self.commit_through(ticket).await?;
         Ok(reply)
     }
 

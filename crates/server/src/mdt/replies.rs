@@ -19,13 +19,19 @@
 //! - Failed requests record nothing (they changed nothing) and run again.
 //!
 //! The record key is the current request's, carried to
-//! [`MdtService::apply`](super::MdtService) in a task-local ([`SLOT`]), so
-//! the operations themselves need not know about the cache.
+//! [`MdtService::apply`](super::MdtService) in a task-local ([`SLOT`], with
+//! what the commit model needs: the transaction number given, whether the
+//! reply must wait for the commit, and for a replayed change the reply it
+//! first got), so the operations themselves need not know about the cache.
+//! Each record keeps the change's transaction number, so that a resend is
+//! answered with it and the client keeps the change for replay until it
+//! is committed.
 
 use super::tx::store_err;
 use loom_proto::msg::{self, Reply, ReqCtx, Request, Time};
 use loom_proto::WireError;
 use loom_store::kv::{Batch, KvStore, Space};
+use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
@@ -65,9 +71,37 @@ impl ReplyKey {
     }
 }
 
+/// The client request the current task handles.
+#[derive(Debug)]
+pub struct Current {
+    /// Where its reply is recorded.
+    pub key: ReplyKey,
+    /// Set when replaying: the transaction number and the reply the change
+    /// got when it was first done (its new FID, layout and times are kept).
+    pub replay: Option<(u64, Reply)>,
+    /// The transaction number of the change that recorded the reply.
+    pub transno: Cell<u64>,
+    /// The reply must wait for the commit: the client's first change on
+    /// this MDT registers it, and that must be durable before the client
+    /// can hold changes that only a replay would bring back.
+    pub must_commit: Cell<bool>,
+}
+
+impl Current {
+    /// A request being handled for the first time.
+    pub fn new(key: ReplyKey) -> Current {
+        Current {
+            key,
+            replay: None,
+            transno: Cell::new(0),
+            must_commit: Cell::new(false),
+        }
+    }
+}
+
 tokio::task_local! {
     /// The request whose reply the current task's change records.
-    pub static SLOT: ReplyKey;
+    pub static SLOT: Current;
 }
 
 /// Whether `req` changes the MDT's state, and so records its reply.
@@ -91,8 +125,8 @@ pub fn is_update(req: &Request) -> bool {
     )
 }
 
-/// The stored value: when, and the reply.
-type Record = (Time, Reply);
+/// The stored value: when, the change's transaction number, and the reply.
+type Record = (Time, u64, Reply);
 
 /// Held by the execution of one request; its resends wait on it.
 type Gate = Arc<tokio::sync::Mutex<()>>;
@@ -142,8 +176,10 @@ impl ReplyCache {
                     removed += 1;
                     continue;
                 };
+                // A record of another format (an older version) is dropped
+                // like an expired one.
                 let old = match msg::decode::<Record>(v) {
-                    Ok((t, _)) => now.sec - t.sec > REPLY_TTL_SECS,
+                    Ok((t, _, _)) => now.sec - t.sec > REPLY_TTL_SECS,
                     Err(_) => true,
                 };
                 if old {
@@ -181,8 +217,13 @@ impl ReplyCache {
         }
     }
 
-    /// The recorded reply of `key`, if its first execution was applied.
-    pub fn lookup(&self, store: &dyn KvStore, key: ReplyKey) -> Result<Option<Reply>, WireError> {
+    /// The recorded reply of `key` and its transaction number, if its
+    /// first execution was applied.
+    pub fn lookup(
+        &self,
+        store: &dyn KvStore,
+        key: ReplyKey,
+    ) -> Result<Option<(u64, Reply)>, WireError> {
         if !lock(&self.recorded)
             .get(&key.client)
             .is_some_and(|s| s.contains(&key.seq))
@@ -194,11 +235,11 @@ impl ReplyCache {
             .map_err(store_err)?
         {
             None => Ok(None),
-            Some(v) => Ok(Some(
-                msg::decode::<Record>(&v)
-                    .map_err(|e| store_err(format!("reply record: {e}")))?
-                    .1,
-            )),
+            Some(v) => {
+                let (_, transno, reply) = msg::decode::<Record>(&v)
+                    .map_err(|e| store_err(format!("reply record: {e}")))?;
+                Ok(Some((transno, reply)))
+            }
         }
     }
 
@@ -209,12 +250,13 @@ impl ReplyCache {
         &self,
         batch: &mut Batch,
         key: ReplyKey,
+        transno: u64,
         reply: &Reply,
     ) -> Result<Vec<u64>, WireError> {
         batch.put(
             Space::Replies,
             ReplyKey::bytes(key.client, key.seq),
-            msg::encode(&(Time::now(), reply))?,
+            msg::encode(&(Time::now(), transno, reply))?,
         );
         let prune: Vec<u64> = lock(&self.recorded)
             .get(&key.client)

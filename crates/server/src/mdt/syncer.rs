@@ -1,21 +1,93 @@
-//! Grouped commits: one thread makes the store durable for every request
-//! waiting at that moment.
+//! Commits: one thread makes the store durable, in the background and for
+//! everyone waiting, and publishes how far it got.
 //!
-//! A change is applied (visible) under the namespace lock, then its request
-//! waits here until the store is synced through its ticket; only then does
-//! the reply leave. The syncer thread takes every waiter queued, syncs once
-//! (which covers everything applied so far) and wakes them all, so N
-//! concurrent changes cost one fsync, and waiting costs an async task, not
-//! a blocking thread each (which made the MDT spend its time switching
-//! between threads contending for the store's sync lock).
+//! Every change is applied (visible) under the namespace lock with the next
+//! transaction number ([`CommitState::applied`] pairs the number with the
+//! store's ticket, in the same order). Most replies leave at once, carrying
+//! the number and the last committed one; the client keeps the change until
+//! a later reply says it is committed, and replays it if the MDT restarts
+//! before that (see `recovery`). The syncer thread commits whatever was
+//! applied at least every [`COMMIT_INTERVAL`], and at once for a request
+//! that must wait (a client's first change, fsync, cross-MDT steps): it
+//! takes every waiter queued, syncs once (which covers everything applied
+//! so far) and wakes them all, so N waiting changes cost one fsync, and a
+//! wait costs an async task, not a blocking thread.
 
 use loom_store::kv::{KvStore, Ticket};
-use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 use tokio::sync::oneshot;
 
+/// The longest an applied change waits for its commit when nobody asks
+/// for it sooner.
+pub const COMMIT_INTERVAL: Duration = Duration::from_millis(5);
+
 type Waiter = (Ticket, oneshot::Sender<Result<(), String>>);
+
+/// Transaction numbers of one MDT: what was applied and what is committed.
+#[derive(Debug)]
+pub struct CommitState {
+    /// This instance of the MDT (random per start).
+    pub boot: u64,
+    /// The last transaction number committed when it started.
+    pub started_at: u64,
+    /// The last transaction number given and the store's ticket of its batch.
+    applied: Mutex<(u64, Ticket)>,
+    /// Every transaction up to this number is on stable storage.
+    committed: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl CommitState {
+    /// The state after a start: `last` is the number the store holds, all
+    /// of it committed.
+    pub fn new(last: u64) -> CommitState {
+        CommitState {
+            boot: rand::random::<u64>() | 1,
+            started_at: last,
+            applied: Mutex::new((last, 0)),
+            committed: AtomicU64::new(last),
+        }
+    }
+
+    /// Give the next transaction number to the batch `apply` applies, under
+    /// one lock, so numbers follow the store's order. `apply` gets the
+    /// number (`forced`: a replayed change keeps its first one).
+    pub fn applied<E>(
+        &self,
+        forced: Option<u64>,
+        apply: impl FnOnce(u64) -> Result<Ticket, E>,
+    ) -> Result<(u64, Ticket), E> {
+        let mut a = lock(&self.applied);
+        let transno = match forced {
+            Some(n) => n.max(a.0 + 1),
+            None => a.0 + 1,
+        };
+        let ticket = apply(transno)?;
+        *a = (transno, ticket.max(a.1));
+        Ok((transno, ticket))
+    }
+
+    /// The last number given and its ticket.
+    pub fn last_applied(&self) -> (u64, Ticket) {
+        *lock(&self.applied)
+    }
+
+    /// The last committed transaction number.
+    pub fn last_committed(&self) -> u64 {
+        self.committed.load(Ordering::Acquire)
+    }
+
+    fn set_committed(&self, n: u64) {
+        self.committed.fetch_max(n, Ordering::AcqRel);
+    }
+}
 
 /// The syncer of one store. Dropping it stops its thread (after the syncs
 /// already asked for), so the store can be reopened at once.
@@ -26,24 +98,45 @@ pub struct Syncer {
 
 impl Syncer {
     /// Start the syncer thread of `store`, named after `name`.
-    pub fn start(store: Arc<dyn KvStore>, name: &str) -> std::io::Result<Syncer> {
+    pub fn start(
+        store: Arc<dyn KvStore>,
+        state: Arc<CommitState>,
+        name: &str,
+    ) -> std::io::Result<Syncer> {
         let (tx, rx) = mpsc::channel::<Waiter>();
         let thread = std::thread::Builder::new()
             .name(format!("{name}-sync"))
-            .spawn(move || {
-                while let Ok(first) = rx.recv() {
-                    let mut waiters = vec![first];
-                    waiters.extend(rx.try_iter());
-                    let upto = waiters.iter().map(|w| w.0).max().unwrap_or(0);
-                    // fsync: every change applied before this point, and
-                    // so every waiter's, is on stable storage after it.
-                    let r = store.sync_through(upto).map_err(|e| e.to_string());
-                    if let Err(e) = &r {
-                        tracing::error!("{e}");
+            .spawn(move || loop {
+                let mut waiters = match rx.recv_timeout(COMMIT_INTERVAL) {
+                    Ok(first) => vec![first],
+                    Err(RecvTimeoutError::Timeout) => Vec::new(),
+                    Err(RecvTimeoutError::Disconnected) => {
+                        // A clean stop commits what was applied.
+                        let (transno, ticket) = state.last_applied();
+                        match store.sync_through(ticket) {
+                            Ok(()) => state.set_committed(transno),
+                            Err(e) => tracing::error!("final commit: {e}"),
+                        }
+                        break;
                     }
-                    for (_, w) in waiters {
-                        let _ = w.send(r.clone());
-                    }
+                };
+                waiters.extend(rx.try_iter());
+                // Read after the waiters: their batches are applied, so the
+                // ticket covers them.
+                let (transno, ticket) = state.last_applied();
+                if waiters.is_empty() && transno <= state.last_committed() {
+                    continue;
+                }
+                let upto = waiters.iter().map(|w| w.0).max().unwrap_or(0).max(ticket);
+                // fsync: every change applied before this point, and so
+                // every waiter's, is on stable storage after it.
+                let r = store.sync_through(upto).map_err(|e| e.to_string());
+                match &r {
+                    Ok(()) => state.set_committed(transno),
+                    Err(e) => tracing::error!("{e}"),
+                }
+                for (_, w) in waiters {
+                    let _ = w.send(r.clone());
                 }
             })?;
         Ok(Syncer {

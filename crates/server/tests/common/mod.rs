@@ -12,7 +12,7 @@ use loom_proto::msg::{
     Attr, DirEntry, Envelope, FileKind, Reply, ReqCtx, Request, Role, TargetId, TargetInfo,
 };
 use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec, WireError};
-use loom_rpc::{ClientOptions, ClusterKey, RpcClient, Service};
+use loom_rpc::{Answer, ClientOptions, ClusterKey, RpcClient, Service};
 use loom_server::mdt::MdtService;
 use loom_server::mgs::MgsService;
 use loom_server::ost::OstService;
@@ -50,22 +50,25 @@ fn not_hosted(t: TargetId) -> (Result<Reply, WireError>, Vec<u8>) {
 }
 
 impl Service for Slots {
-    async fn handle(
-        self: Arc<Self>,
-        env: Envelope,
-        bulk: Vec<u8>,
-    ) -> (Result<Reply, WireError>, Vec<u8>) {
+    async fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>) -> Answer {
         let t = env.target;
         match t.role {
             Role::Mgs => match read(&self.mgs) {
-                Some(m) => m.handle(&env.ctx, env.req, bulk).await,
-                None => not_hosted(t),
+                Some(m) => m.handle(&env.ctx, env.req, bulk).await.into(),
+                None => not_hosted(t).into(),
             },
             Role::Mdt if t.index == 0 => match read(&self.mdt) {
-                Some(m) => (m.handle(&env.ctx, env.req).await, Vec::new()),
-                None => not_hosted(t),
+                Some(m) => {
+                    let (result, commit) = m.handle(&env.ctx, env.req).await;
+                    Answer {
+                        result,
+                        bulk: Vec::new(),
+                        commit,
+                    }
+                }
+                None => not_hosted(t).into(),
             },
-            Role::Mdt => not_hosted(t),
+            Role::Mdt => not_hosted(t).into(),
             Role::Ost => {
                 let o = self
                     .osts
@@ -74,8 +77,8 @@ impl Service for Slots {
                     .get(&t.index)
                     .cloned();
                 match o {
-                    Some(o) => o.handle(&env.ctx, env.req, bulk).await,
-                    None => not_hosted(t),
+                    Some(o) => o.handle(&env.ctx, env.req, bulk).await.into(),
+                    None => not_hosted(t).into(),
                 }
             }
         }
