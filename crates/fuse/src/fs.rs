@@ -964,10 +964,23 @@ impl Filesystem for LoomFs {
         name: &OsStr,
         mode: u32,
         umask: u32,
-        _flags: i32,
+        flags: i32,
         reply: ReplyCreate,
     ) {
-        match self.do_create(req, parent, name, mode, umask) {
+        let made = self
+            .do_create(req, parent, name, mode, umask)
+            .and_then(|(a, fh)| {
+                // O_SYNC/O_DSYNC: the new name is durable when open returns
+                // (the data is, at each write: the kernel fsyncs then).
+                if flags & (libc::O_SYNC | libc::O_DSYNC) != 0 {
+                    if let Err(e) = self.run(self.client.sync_all()) {
+                        self.lock_files().remove(&fh.0);
+                        return Err(e);
+                    }
+                }
+                Ok((a, fh))
+            });
+        match made {
             Ok((a, fh)) => {
                 self.note(&a);
                 // A new file has no xattrs.

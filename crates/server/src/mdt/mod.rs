@@ -273,7 +273,7 @@ impl MdtService {
         } else {
             None
         };
-        let (transno, ticket) = self.commits.applied(forced, |transno| {
+        let (transno, ticket, was_idle) = self.commits.applied(forced, |transno| {
             batch.put(
                 loom_store::kv::Space::Meta,
                 recovery::LAST_TRANSNO.as_bytes().to_vec(),
@@ -296,6 +296,9 @@ impl MdtService {
             }
             Ok::<_, WireError>(ticket)
         })?;
+        if was_idle {
+            self.syncer.kick();
+        }
         if let Some(c) = count {
             self.inode_count.store(c, Ordering::Release);
         }

@@ -7,7 +7,8 @@
 //! the number and the last committed one; the client keeps the change until
 //! a later reply says it is committed, and replays it if the MDT restarts
 //! before that (see `recovery`). The syncer thread commits whatever was
-//! applied at least every [`COMMIT_INTERVAL`], and at once for a request
+//! applied within [`COMMIT_INTERVAL`] (and sleeps while nothing is
+//! pending), and at once for a request
 //! that must wait (a client's first change, fsync, cross-MDT steps): it
 //! takes every waiter queued, syncs once (which covers everything applied
 //! so far) and wakes them all, so N waiting changes cost one fsync, and a
@@ -26,6 +27,14 @@ use tokio::sync::oneshot;
 pub const COMMIT_INTERVAL: Duration = Duration::from_millis(5);
 
 type Waiter = (Ticket, oneshot::Sender<Result<(), String>>);
+
+/// What the syncer thread is told.
+enum Msg {
+    /// Something was applied while nothing waited to be committed.
+    Kick,
+    /// Commit through the ticket, then answer.
+    Wait(Waiter),
+}
 
 /// Transaction numbers of one MDT: what was applied and what is committed.
 #[derive(Debug)]
@@ -58,20 +67,28 @@ impl CommitState {
 
     /// Give the next transaction number to the batch `apply` applies, under
     /// one lock, so numbers follow the store's order. `apply` gets the
-    /// number (`forced`: a replayed change keeps its first one).
+    /// number (`forced`: a replayed change keeps its first one). Also says
+    /// whether everything before was committed (the syncer sleeps then and
+    /// must be woken).
     pub fn applied<E>(
         &self,
         forced: Option<u64>,
         apply: impl FnOnce(u64) -> Result<Ticket, E>,
-    ) -> Result<(u64, Ticket), E> {
+    ) -> Result<(u64, Ticket, bool), E> {
         let mut a = lock(&self.applied);
         let transno = match forced {
             Some(n) => n.max(a.0 + 1),
             None => a.0 + 1,
         };
         let ticket = apply(transno)?;
+        let was_idle = a.0 <= self.last_committed();
         *a = (transno, ticket.max(a.1));
-        Ok((transno, ticket))
+        Ok((transno, ticket, was_idle))
+    }
+
+    /// Whether something applied is not committed yet.
+    fn pending(&self) -> bool {
+        lock(&self.applied).0 > self.last_committed()
     }
 
     /// The last number given and its ticket.
@@ -92,7 +109,7 @@ impl CommitState {
 /// The syncer of one store. Dropping it stops its thread (after the syncs
 /// already asked for), so the store can be reopened at once.
 pub struct Syncer {
-    tx: Option<mpsc::Sender<Waiter>>,
+    tx: Option<mpsc::Sender<Msg>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -103,40 +120,55 @@ impl Syncer {
         state: Arc<CommitState>,
         name: &str,
     ) -> std::io::Result<Syncer> {
-        let (tx, rx) = mpsc::channel::<Waiter>();
+        let (tx, rx) = mpsc::channel::<Msg>();
         let thread = std::thread::Builder::new()
             .name(format!("{name}-sync"))
-            .spawn(move || loop {
-                let mut waiters = match rx.recv_timeout(COMMIT_INTERVAL) {
-                    Ok(first) => vec![first],
-                    Err(RecvTimeoutError::Timeout) => Vec::new(),
-                    Err(RecvTimeoutError::Disconnected) => {
-                        // A clean stop commits what was applied.
-                        let (transno, ticket) = state.last_applied();
-                        match store.sync_through(ticket) {
-                            Ok(()) => state.set_committed(transno),
-                            Err(e) => tracing::error!("final commit: {e}"),
-                        }
-                        break;
+            .spawn(move || {
+                // A clean stop commits what was applied.
+                let last_commit = |state: &CommitState| {
+                    let (transno, ticket) = state.last_applied();
+                    match store.sync_through(ticket) {
+                        Ok(()) => state.set_committed(transno),
+                        Err(e) => tracing::error!("final commit: {e}"),
                     }
                 };
-                waiters.extend(rx.try_iter());
-                // Read after the waiters: their batches are applied, so the
-                // ticket covers them.
-                let (transno, ticket) = state.last_applied();
-                if waiters.is_empty() && transno <= state.last_committed() {
-                    continue;
-                }
-                let upto = waiters.iter().map(|w| w.0).max().unwrap_or(0).max(ticket);
-                // fsync: every change applied before this point, and so
-                // every waiter's, is on stable storage after it.
-                let r = store.sync_through(upto).map_err(|e| e.to_string());
-                match &r {
-                    Ok(()) => state.set_committed(transno),
-                    Err(e) => tracing::error!("{e}"),
-                }
-                for (_, w) in waiters {
-                    let _ = w.send(r.clone());
+                loop {
+                    let mut waiters = Vec::new();
+                    // Idle: sleep until something is applied or awaited.
+                    if !state.pending() {
+                        match rx.recv() {
+                            Ok(Msg::Wait(w)) => waiters.push(w),
+                            Ok(Msg::Kick) => {}
+                            Err(_) => return last_commit(&state),
+                        }
+                    }
+                    // Let more changes join the commit, for at most the
+                    // interval, unless someone waits already.
+                    if waiters.is_empty() {
+                        match rx.recv_timeout(COMMIT_INTERVAL) {
+                            Ok(Msg::Wait(w)) => waiters.push(w),
+                            Ok(Msg::Kick) | Err(RecvTimeoutError::Timeout) => {}
+                            Err(RecvTimeoutError::Disconnected) => return last_commit(&state),
+                        }
+                    }
+                    waiters.extend(rx.try_iter().filter_map(|m| match m {
+                        Msg::Wait(w) => Some(w),
+                        Msg::Kick => None,
+                    }));
+                    // Read after the waiters: their batches are applied, so
+                    // the ticket covers them.
+                    let (transno, ticket) = state.last_applied();
+                    let upto = waiters.iter().map(|w| w.0).max().unwrap_or(0).max(ticket);
+                    // fsync: every change applied before this point, and
+                    // so every waiter's, is on stable storage after it.
+                    let r = store.sync_through(upto).map_err(|e| e.to_string());
+                    match &r {
+                        Ok(()) => state.set_committed(transno),
+                        Err(e) => tracing::error!("{e}"),
+                    }
+                    for (_, w) in waiters {
+                        let _ = w.send(r.clone());
+                    }
                 }
             })?;
         Ok(Syncer {
@@ -151,10 +183,19 @@ impl Syncer {
         self.tx
             .as_ref()
             .ok_or("the syncer is stopped")?
-            .send((ticket, tx))
+            .send(Msg::Wait((ticket, tx)))
             .map_err(|_| "the syncer thread is gone".to_string())?;
         rx.await
             .map_err(|_| "the syncer thread is gone".to_string())?
+    }
+}
+
+impl Syncer {
+    /// Wake the sleeping syncer: a change was applied after a quiet spell.
+    pub fn kick(&self) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Msg::Kick);
+        }
     }
 }
 
