@@ -2,9 +2,10 @@
 
 use super::perm::{self, Cred};
 use super::records::xattr_key;
+use super::request::Rq;
 use super::tx::{read_inode, store_err, Tx};
 use super::MdtService;
-use loom_proto::msg::{xattr_flags, Attr, FileKind, Reply, ReplyResult, ReqCtx, SetAttr, Time};
+use loom_proto::msg::{xattr_flags, Attr, FileKind, Reply, ReplyResult, SetAttr, Time};
 use loom_proto::Name;
 use loom_proto::{Errno, Fid, WireError};
 use loom_store::kv::Space;
@@ -37,16 +38,16 @@ pub fn new_attr(fid: Fid, kind: FileKind, perm: u32, uid: u32, gid: u32, now: Ti
 impl MdtService {
     /// Change attributes under POSIX's rules for the caller (see
     /// [`perm::apply_setattr`]).
-    pub(super) async fn setattr(&self, ctx: &ReqCtx, fid: Fid, set: SetAttr) -> ReplyResult {
+    pub(super) async fn setattr(&self, ctx: &Rq<'_>, fid: Fid, set: SetAttr) -> ReplyResult {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let r = t.inode(fid)?;
         perm::apply_setattr(&Cred::of(ctx), &mut r.attr, &set, Time::now())?;
         let attr = r.attr.clone();
         let reply = Reply::Attr(attr);
-        let ticket = self.apply(t, &reply)?;
+        let ticket = self.apply(ctx, t, &reply)?;
         drop(g);
-        self.settle(ticket).await?;
+        self.settle(ctx, ticket).await?;
         Ok(reply)
     }
 
@@ -58,6 +59,7 @@ impl MdtService {
     /// everything applied before it.
     pub(super) async fn update_size(
         &self,
+        ctx: &Rq<'_>,
         fid: Fid,
         size: u64,
         mtime: Time,
@@ -76,10 +78,10 @@ impl MdtService {
         r.attr.mtime = r.attr.mtime.max(mtime);
         r.attr.ctime = r.attr.ctime.max(mtime);
         if !durable {
-            self.apply_flushed(t, &Reply::Ok)?;
+            self.apply_flushed(ctx, t, &Reply::Ok)?;
             return Ok(Reply::Ok);
         }
-        let ticket = self.apply(t, &Reply::Ok)?;
+        let ticket = self.apply(ctx, t, &Reply::Ok)?;
         drop(g);
         self.commit_through(ticket).await?;
         Ok(Reply::Ok)
@@ -87,7 +89,7 @@ impl MdtService {
 
     pub(super) async fn setxattr(
         &self,
-        ctx: &ReqCtx,
+        ctx: &Rq<'_>,
         fid: Fid,
         name: &Name,
         value: Vec<u8>,
@@ -126,13 +128,13 @@ impl MdtService {
         let mut t = Tx::new(&*self.store);
         t.inode(fid)?.attr.ctime = Time::now();
         t.batch.put(Space::Xattrs, key, value);
-        let ticket = self.apply(t, &Reply::Ok)?;
+        let ticket = self.apply(ctx, t, &Reply::Ok)?;
         drop(g);
-        self.settle(ticket).await?;
+        self.settle(ctx, ticket).await?;
         Ok(Reply::Ok)
     }
 
-    pub(super) fn getxattr(&self, ctx: &ReqCtx, fid: Fid, name: &Name) -> ReplyResult {
+    pub(super) fn getxattr(&self, ctx: &Rq<'_>, fid: Fid, name: &Name) -> ReplyResult {
         let a = read_inode(&*self.store, fid)?.attr;
         perm::may_xattr(&Cred::of(ctx), &a, name, false)?;
         self.store
@@ -142,7 +144,7 @@ impl MdtService {
             .ok_or_else(|| WireError::new(Errno::ENODATA, format!("no xattr {name}")))
     }
 
-    pub(super) fn listxattr(&self, ctx: &ReqCtx, fid: Fid) -> ReplyResult {
+    pub(super) fn listxattr(&self, ctx: &Rq<'_>, fid: Fid) -> ReplyResult {
         read_inode(&*self.store, fid)?;
         let c = Cred::of(ctx);
         let prefix = fid.to_key();
@@ -165,7 +167,7 @@ impl MdtService {
         }
     }
 
-    pub(super) async fn removexattr(&self, ctx: &ReqCtx, fid: Fid, name: &Name) -> ReplyResult {
+    pub(super) async fn removexattr(&self, ctx: &Rq<'_>, fid: Fid, name: &Name) -> ReplyResult {
         let g = self.ns.lock().await;
         let a = read_inode(&*self.store, fid)?.attr;
         perm::may_xattr(&Cred::of(ctx), &a, name, true)?;
@@ -181,9 +183,9 @@ impl MdtService {
         let mut t = Tx::new(&*self.store);
         t.inode(fid)?.attr.ctime = Time::now();
         t.batch.delete(Space::Xattrs, key);
-        let ticket = self.apply(t, &Reply::Ok)?;
+        let ticket = self.apply(ctx, t, &Reply::Ok)?;
         drop(g);
-        self.settle(ticket).await?;
+        self.settle(ctx, ticket).await?;
         Ok(Reply::Ok)
     }
 }

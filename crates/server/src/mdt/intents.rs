@@ -28,7 +28,8 @@
 
 use super::perm::Cred;
 use super::records::DentryRec;
-use super::replies::{self, ReplyKey};
+use super::replies::ReplyKey;
+use super::request::{Current, Rq};
 use super::tx::{read_dentry, read_inode, read_meta, store_err, Tx};
 use super::MdtService;
 use crate::fail;
@@ -96,6 +97,28 @@ fn intent_key(id: u64) -> Vec<u8> {
     id.to_be_bytes().to_vec()
 }
 
+/// The request an interrupted operation finishes for: its reply is
+/// recorded under the original (client, sequence) for the resend.
+fn answering(reply_to: Option<(u64, u64, u64)>) -> (ReqCtx, Option<Current>) {
+    match reply_to {
+        Some((client, seq, acked_below)) => {
+            let key = ReplyKey {
+                client,
+                seq,
+                acked_below,
+            };
+            let ctx = ReqCtx {
+                client_id: client,
+                seq,
+                acked_below,
+                ..ReqCtx::default()
+            };
+            (ctx, Some(Current::new(key)))
+        }
+        None => (ReqCtx::default(), None),
+    }
+}
+
 impl MdtService {
     /// The MDTs of a new directory's parts, master first: `count` MDTs in
     /// index order starting at `start_mdt` (this MDT if -1), wrapping.
@@ -128,12 +151,10 @@ impl MdtService {
     }
 
     /// Add intent `op` to `t`: its id.
-    fn log_intent(&self, t: &mut Tx<'_>, op: IntentOp) -> Result<u64, WireError> {
+    fn log_intent(&self, rq: &Rq<'_>, t: &mut Tx<'_>, op: IntentOp) -> Result<u64, WireError> {
         let id = self.next_intent.fetch_add(1, Ordering::AcqRel);
         t.put_meta(NEXT_INTENT, &(id + 1))?;
-        let reply_to = replies::SLOT
-            .try_with(|c| (c.key.client, c.key.seq, c.key.acked_below))
-            .ok();
+        let reply_to = rq.cur.map(|c| (c.key.client, c.key.seq, c.key.acked_below));
         let rec = IntentRec {
             version: INTENT_REC_VERSION,
             reply_to,
@@ -158,7 +179,7 @@ impl MdtService {
     /// `mkdir` with a placement: a remote directory or a striped one.
     pub(super) async fn mkdir_striped(
         self: &Arc<Self>,
-        ctx: &ReqCtx,
+        ctx: &Rq<'_>,
         parent: Fid,
         name: &Name,
         perm: u32,
@@ -188,7 +209,7 @@ impl MdtService {
             mdts: mdts.clone(),
             aborted: false,
         };
-        let id = self.log_intent(&mut t, op.clone())?;
+        let id = self.log_intent(ctx, &mut t, op.clone())?;
         let ticket = self.apply_step(t)?;
         drop(g);
         self.resolve_on_error(self.commit_through(ticket).await)?;
@@ -208,7 +229,7 @@ impl MdtService {
                 "MakeDirObject answered no entry",
             ));
         };
-        match self.enter_mkdir(id, &op, attr, layout).await {
+        match self.enter_mkdir(ctx, id, &op, attr, layout).await {
             Ok(Some(reply)) => {
                 self.stats.count("dne_mkdir");
                 self.forget_later(id, mdts);
@@ -233,6 +254,7 @@ impl MdtService {
     /// names the master already counts as done.
     async fn enter_mkdir(
         &self,
+        rq: &Rq<'_>,
         id: u64,
         op: &IntentOp,
         attr: Attr,
@@ -266,7 +288,7 @@ impl MdtService {
         }
         t.batch.delete(Space::Intents, intent_key(id));
         let reply = Reply::Entry { attr, layout };
-        let ticket = self.apply(t, &reply)?;
+        let ticket = self.apply(rq, t, &reply)?;
         drop(g);
         self.commit_through(ticket).await?;
         Ok(Some(reply))
@@ -413,6 +435,7 @@ impl MdtService {
     /// then remove the entry.
     pub(super) async fn rmdir_distributed(
         self: &Arc<Self>,
+        rq: &Rq<'_>,
         parent: Fid,
         name: &Name,
     ) -> ReplyResult {
@@ -448,7 +471,7 @@ impl MdtService {
             ));
         }
         let mut t = Tx::new(&*self.store);
-        let id = self.log_intent(&mut t, op)?;
+        let id = self.log_intent(rq, &mut t, op)?;
         let ticket = self.apply_step(t)?;
         drop(g);
         self.resolve_on_error(self.commit_through(ticket).await)?;
@@ -492,7 +515,7 @@ impl MdtService {
             return Err(e);
         }
         fail::point("rmdir_distributed:destroyed");
-        self.resolve_on_error(self.finish_rmdir(id, parent, name, d.fid).await)?;
+        self.resolve_on_error(self.finish_rmdir(rq, id, parent, name, d.fid).await)?;
         self.stats.count("dne_rmdir");
         Ok(Reply::Ok)
     }
@@ -547,6 +570,7 @@ impl MdtService {
     /// reply is recorded for the request being answered.
     async fn finish_rmdir(
         &self,
+        rq: &Rq<'_>,
         id: u64,
         parent: Fid,
         name: &Name,
@@ -563,7 +587,7 @@ impl MdtService {
             p.attr.ctime = now;
         }
         t.batch.delete(Space::Intents, intent_key(id));
-        let ticket = self.apply(t, &Reply::Ok)?;
+        let ticket = self.apply(rq, t, &Reply::Ok)?;
         drop(g);
         self.commit_through(ticket).await
     }
@@ -664,20 +688,12 @@ impl MdtService {
                         "MakeDirObject answered no entry",
                     ));
                 };
-                let enter = self.enter_mkdir(id, &rec.op, attr, layout);
-                let entered = match rec.reply_to {
-                    Some((client, seq, acked_below)) => {
-                        let key = ReplyKey {
-                            client,
-                            seq,
-                            acked_below,
-                        };
-                        replies::SLOT
-                            .scope(replies::Current::new(key), enter)
-                            .await?
-                    }
-                    None => enter.await?,
+                let (ctx, cur) = answering(rec.reply_to);
+                let rq = Rq {
+                    ctx: &ctx,
+                    cur: cur.as_ref(),
                 };
+                let entered = self.enter_mkdir(&rq, id, &rec.op, attr, layout).await?;
                 if entered.is_some() {
                     self.forget_later(id, mdts.clone());
                     tracing::info!(
@@ -715,20 +731,12 @@ impl MdtService {
             } => {
                 self.destroy_all(&shards).await?;
                 let fid = shards.first().map(|s| s.1).unwrap_or_default();
-                let finish = self.finish_rmdir(id, parent, &name, fid);
-                match rec.reply_to {
-                    Some((client, seq, acked_below)) => {
-                        let key = ReplyKey {
-                            client,
-                            seq,
-                            acked_below,
-                        };
-                        replies::SLOT
-                            .scope(replies::Current::new(key), finish)
-                            .await?
-                    }
-                    None => finish.await?,
-                }
+                let (ctx, cur) = answering(rec.reply_to);
+                let rq = Rq {
+                    ctx: &ctx,
+                    cur: cur.as_ref(),
+                };
+                self.finish_rmdir(&rq, id, parent, &name, fid).await?;
                 tracing::info!(
                     id,
                     "MDT{:04x}: completed an interrupted cross-MDT rmdir",

@@ -20,6 +20,7 @@ pub mod records;
 pub mod recovery;
 mod remote;
 pub mod replies;
+pub mod request;
 mod syncer;
 mod tx;
 
@@ -28,7 +29,8 @@ use loom_proto::{Errno, Fid, WireError};
 use loom_store::kv::{FjallStore, KvStore, Ticket};
 use records::{meta, InodeRec, INODE_REC_VERSION};
 use recovery::{Recovery, Registered};
-use replies::{Current, ReplyCache, ReplyKey};
+use replies::{ReplyCache, ReplyKey};
+use request::{Current, Rq};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -218,48 +220,46 @@ impl MdtService {
             symlink: None,
             default_stripe: None,
         });
-        let ticket = self.apply(t, &Reply::Ok)?;
+        let ticket = self.apply_step(t)?;
         self.store.sync_through(ticket)?;
         tracing::info!("MDT{:04x}: created the root directory", self.index);
         Ok(())
     }
 
-    /// Apply a transaction (visible now, durable after [`Self::sync`])
-    /// whose request will be answered with `reply`: when the request can be
-    /// resent, the reply is recorded in the same batch (see [`replies`]).
-    fn apply(&self, t: Tx<'_>, reply: &Reply) -> Result<Ticket, WireError> {
-        self.apply_as(t, Some(reply), false)
+    /// Apply a transaction (visible now, durable once committed) whose
+    /// request `rq` will be answered with `reply`: the one commit step of
+    /// every change. For a client's change the reply, its transaction
+    /// number and (on the client's first change) its registration go into
+    /// the same batch (see [`replies`], [`recovery`]).
+    fn apply(&self, rq: &Rq<'_>, t: Tx<'_>, reply: &Reply) -> Result<Ticket, WireError> {
+        self.apply_as(rq.cur.map(|c| (c, reply)), t, false)
     }
 
-    /// As [`Self::apply`] for a step that is not the answer to the request
-    /// being handled (an intent record of a cross-MDT operation): no reply
-    /// is recorded.
+    /// As [`Self::apply`] for a step that is not the answer to a client's
+    /// request (an intent record, a peer's part, the MDT's own work): no
+    /// reply is recorded.
     fn apply_step(&self, t: Tx<'_>) -> Result<Ticket, WireError> {
-        self.apply_as(t, None, false)
+        self.apply_as(None, t, false)
     }
 
     /// As [`Self::apply`], with the batch handed to the operating system
     /// before returning (it survives a crash of this process, not of the
-    /// machine), for changes answered without an fsync.
-    fn apply_flushed(&self, t: Tx<'_>, reply: &Reply) -> Result<Ticket, WireError> {
-        self.apply_as(t, Some(reply), true)
+    /// machine).
+    fn apply_flushed(&self, rq: &Rq<'_>, t: Tx<'_>, reply: &Reply) -> Result<Ticket, WireError> {
+        self.apply_as(rq.cur.map(|c| (c, reply)), t, true)
     }
 
     fn apply_as(
         &self,
+        recorded_as: Option<(&Current, &Reply)>,
         t: Tx<'_>,
-        reply: Option<&Reply>,
         flushed: bool,
     ) -> Result<Ticket, WireError> {
         let (batch, delta) = t.into_batch()?;
         let mut batch = batch;
-        let current = replies::SLOT
-            .try_with(|c| (c.key, c.replay.as_ref().map(|r| r.0)))
-            .ok()
-            .filter(|_| reply.is_some());
-        let forced = current.and_then(|c| c.1);
-        let new_client = match current {
-            Some((key, _)) => self.clients.register(&mut batch, key.client)?,
+        let forced = recorded_as.and_then(|(c, _)| c.replay.as_ref().map(|r| r.0));
+        let new_client = match recorded_as {
+            Some((c, _)) => self.clients.register(&mut batch, c.key.client)?,
             None => false,
         };
         let count = if delta != 0 {
@@ -279,11 +279,12 @@ impl MdtService {
                 recovery::LAST_TRANSNO.as_bytes().to_vec(),
                 loom_proto::msg::encode(&transno)?,
             );
-            let recorded = match (current, reply) {
-                (Some((key, _)), Some(reply)) => {
-                    Some((key, self.replies.record(&mut batch, key, transno, reply)?))
-                }
-                _ => None,
+            let recorded = match recorded_as {
+                Some((c, reply)) => Some((
+                    c.key,
+                    self.replies.record(&mut batch, c.key, transno, reply)?,
+                )),
+                None => None,
             };
             let ticket = if flushed {
                 self.store.apply_flushed(batch)
@@ -302,16 +303,11 @@ impl MdtService {
         if let Some(c) = count {
             self.inode_count.store(c, Ordering::Release);
         }
-        if let Some((key, _)) = current {
+        if let Some((c, _)) = recorded_as {
             if new_client {
-                self.clients.registered(key.client);
+                self.clients.registered(c.key.client);
             }
-            let _ = replies::SLOT.try_with(|c| {
-                c.transno.set(transno);
-                if new_client {
-                    c.must_commit.set(true);
-                }
-            });
+            c.applied(transno, new_client);
         }
         Ok(ticket)
     }
@@ -348,10 +344,8 @@ impl MdtService {
     /// committed), unless it is the client's first (see `recovery`); a
     /// change without a client (a peer's, the MDT's own) waits for the
     /// commit.
-    async fn settle(&self, ticket: Ticket) -> Result<(), WireError> {
-        let wait = replies::SLOT
-            .try_with(|c| c.must_commit.get())
-            .unwrap_or(true);
+    async fn settle(&self, rq: &Rq<'_>, ticket: Ticket) -> Result<(), WireError> {
+        let wait = rq.cur.is_none_or(|c| c.must_commit());
         if wait {
             self.commit_through(ticket).await
         } else {
@@ -423,15 +417,9 @@ impl MdtService {
                 seq: e.ctx.seq,
                 acked_below: e.ctx.acked_below,
             };
-            let current = Current {
-                replay: Some((e.transno, e.reply)),
-                ..Current::new(key)
-            };
+            let current = Current::replayed(key, e.transno, e.reply);
             let name = e.req.name();
-            match replies::SLOT
-                .scope(current, self.dispatch(&e.ctx, e.req))
-                .await
-            {
+            match self.dispatch(&Rq::change(&e.ctx, &current), e.req).await {
                 Ok(_) => done += 1,
                 Err(err) => {
                     failed += 1;
@@ -487,7 +475,7 @@ impl MdtService {
         self.stats.count(req.name());
         if ctx.client_id == 0 || ctx.seq == 0 {
             // A peer MDT or a tool without a sequence: no commit state.
-            return (self.dispatch(ctx, req).await, None);
+            return (self.dispatch(&Rq::plain(ctx), req).await, None);
         }
         match req {
             Request::Ping | Request::CommitState => {
@@ -514,7 +502,10 @@ impl MdtService {
             _ => {}
         }
         let Some(key) = ReplyKey::of(ctx, &req) else {
-            return (self.dispatch(ctx, req).await, Some(self.commit_state(0)));
+            return (
+                self.dispatch(&Rq::plain(ctx), req).await,
+                Some(self.commit_state(0)),
+            );
         };
         if !*self.recovered.borrow() {
             let mut rx = self.recovered.subscribe();
@@ -534,12 +525,9 @@ impl MdtService {
             Ok(None) => {}
             Err(e) => return (Err(e), Some(self.commit_state(0))),
         }
-        let (r, transno) = replies::SLOT
-            .scope(Current::new(key), async {
-                let r = self.dispatch(ctx, req).await;
-                (r, replies::SLOT.with(|c| c.transno.get()))
-            })
-            .await;
+        let current = Current::new(key);
+        let r = self.dispatch(&Rq::change(ctx, &current), req).await;
+        let transno = current.transno();
         if self.stopping.load(Ordering::SeqCst) {
             // Perhaps applied after the clean stop's mark: the next
             // instance will not have it, so no reply may say it was done.
@@ -588,7 +576,7 @@ impl MdtService {
         self.replies.len()
     }
 
-    async fn dispatch(self: &Arc<Self>, ctx: &ReqCtx, req: Request) -> ReplyResult {
+    async fn dispatch(self: &Arc<Self>, ctx: &Rq<'_>, req: Request) -> ReplyResult {
         match req {
             Request::Ping => Ok(Reply::Ok),
             Request::Lookup { parent, name } => self.lookup(ctx, parent, &name).await,
@@ -650,7 +638,7 @@ impl MdtService {
                 let to = (new_parent, &new_name);
                 self.rename(ctx, (parent, &name), to, flags, keep).await
             }
-            Request::ReleaseOrphan { fid } => self.release_orphan(fid).await,
+            Request::ReleaseOrphan { fid } => self.release_orphan(ctx, fid).await,
             Request::RenewOrphans { fids } => self.renew_orphans(&fids),
             Request::Link { fid, parent, name } => self.link(ctx, fid, parent, &name).await,
             Request::Symlink {
@@ -690,7 +678,7 @@ impl MdtService {
                 size,
                 mtime,
                 durable,
-            } => self.update_size(fid, size, mtime, durable).await,
+            } => self.update_size(ctx, fid, size, mtime, durable).await,
             other => Err(WireError::new(
                 Errno::EOPNOTSUPP,
                 format!("MDT does not handle {}", other.name()),

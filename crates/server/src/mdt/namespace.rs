@@ -7,9 +7,10 @@ use super::records::{
     dentry_prefix, dentry_resume_key, parse_dentry_key, DentryRec, InodeRec, INODE_REC_VERSION,
 };
 use super::remote::{being_removed, shown_attr};
+use super::request::Rq;
 use super::tx::{read_dentry, read_inode, store_err, Tx};
 use super::MdtService;
-use loom_proto::msg::{self, rename_flags, DirEntry, FileKind, Reply, ReplyResult, ReqCtx, Time};
+use loom_proto::msg::{self, rename_flags, DirEntry, FileKind, Reply, ReplyResult, Time};
 use loom_proto::Name;
 use loom_proto::{Errno, Fid, ObjRef, StripeSpec, WireError};
 use loom_store::kv::Space;
@@ -84,21 +85,10 @@ enum Dropped {
     Orphaned(Fid),
 }
 
-/// The attributes and layout a replayed create's first execution returned.
-fn replayed_entry() -> Option<(loom_proto::msg::Attr, Option<loom_proto::layout::Layout>)> {
-    super::replies::SLOT
-        .try_with(|c| match &c.replay {
-            Some((_, Reply::Entry { attr, layout })) => Some((attr.clone(), layout.clone())),
-            _ => None,
-        })
-        .ok()
-        .flatten()
-}
-
 impl MdtService {
     pub(super) async fn lookup(
         self: &Arc<Self>,
-        ctx: &ReqCtx,
+        ctx: &Rq<'_>,
         parent: Fid,
         name: &Name,
     ) -> ReplyResult {
@@ -158,7 +148,7 @@ impl MdtService {
     /// keep the bit); a new file in a group the caller is not in loses
     /// set-group-ID.
     pub(super) fn owner(
-        ctx: &ReqCtx,
+        ctx: &Rq<'_>,
         parent: &InodeRec,
         kind: FileKind,
         perm: u32,
@@ -180,7 +170,7 @@ impl MdtService {
     /// Shared tail of every operation that makes a new name.
     async fn add_inode(
         self: &Arc<Self>,
-        ctx: &ReqCtx,
+        ctx: &Rq<'_>,
         parent: Fid,
         name: &Name,
         new: NewInode,
@@ -195,7 +185,7 @@ impl MdtService {
         }
         // A replayed create makes the inode its first execution made: same
         // FID, objects, owner, mode and times.
-        let replayed = replayed_entry();
+        let replayed = ctx.replayed_entry();
         // Objects are chosen before the lock: that may wait for an OST.
         let layout = if let Some((_, layout)) = &replayed {
             layout.clone()
@@ -259,16 +249,16 @@ impl MdtService {
             layout: rec.layout.clone(),
         };
         t.create_inode(rec);
-        let ticket = self.apply(t, &reply)?;
+        let ticket = self.apply(ctx, t, &reply)?;
         drop(g);
-        self.settle(ticket).await?;
+        self.settle(ctx, ticket).await?;
         Ok(reply)
     }
 
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn create(
         self: &Arc<Self>,
-        ctx: &ReqCtx,
+        ctx: &Rq<'_>,
         parent: Fid,
         name: &Name,
         kind: FileKind,
@@ -289,7 +279,7 @@ impl MdtService {
 
     pub(super) async fn mkdir(
         self: &Arc<Self>,
-        ctx: &ReqCtx,
+        ctx: &Rq<'_>,
         parent: Fid,
         name: &Name,
         perm: u32,
@@ -304,7 +294,7 @@ impl MdtService {
 
     pub(super) async fn symlink(
         self: &Arc<Self>,
-        ctx: &ReqCtx,
+        ctx: &Rq<'_>,
         parent: Fid,
         name: &Name,
         target: &Name,
@@ -375,6 +365,7 @@ impl MdtService {
 
     async fn finish(
         self: &Arc<Self>,
+        ctx: &Rq<'_>,
         t: Tx<'_>,
         g: tokio::sync::MutexGuard<'_, ()>,
         dropped: Dropped,
@@ -383,12 +374,12 @@ impl MdtService {
             Dropped::Orphaned(fid) => Reply::Orphaned { fid },
             _ => Reply::Ok,
         };
-        let ticket = self.apply(t, &reply)?;
+        let ticket = self.apply(ctx, t, &reply)?;
         if let Dropped::Orphaned(fid) = dropped {
             self.orphan_made(fid);
         }
         drop(g);
-        self.settle(ticket).await?;
+        self.settle(ctx, ticket).await?;
         if let Dropped::Freed(Some((fid, objs))) = dropped {
             self.spawn_destroy(fid, objs, ticket);
         }
@@ -397,7 +388,7 @@ impl MdtService {
 
     pub(super) async fn unlink(
         self: &Arc<Self>,
-        ctx: &ReqCtx,
+        ctx: &Rq<'_>,
         parent: Fid,
         name: &Name,
         keep_for: Option<u64>,
@@ -420,12 +411,12 @@ impl MdtService {
         let p = t.inode(parent)?;
         p.attr.mtime = now;
         p.attr.ctime = now;
-        self.finish(t, g, dropped).await
+        self.finish(ctx, t, g, dropped).await
     }
 
     pub(super) async fn rmdir(
         self: &Arc<Self>,
-        ctx: &ReqCtx,
+        ctx: &Rq<'_>,
         parent: Fid,
         name: &Name,
     ) -> ReplyResult {
@@ -457,7 +448,7 @@ impl MdtService {
             drop(g);
             let victim = self.uid_anywhere(d.fid).await?;
             perm::may_delete(&c, &dir, name, Some(victim))?;
-            return self.rmdir_distributed(parent, name).await;
+            return self.rmdir_distributed(ctx, parent, name).await;
         }
         perm::may_delete(&c, &dir, name, here.map(|r| r.attr.uid))?;
         let now = Time::now();
@@ -466,7 +457,7 @@ impl MdtService {
         let p = t.inode(parent)?;
         p.attr.mtime = now;
         p.attr.ctime = now;
-        self.finish(t, g, Dropped::Freed(None)).await
+        self.finish(ctx, t, g, Dropped::Freed(None)).await
     }
 
     /// Whether the entry's inode can change parents here: not a directory,
@@ -566,7 +557,7 @@ impl MdtService {
 
     pub(super) async fn rename(
         self: &Arc<Self>,
-        ctx: &ReqCtx,
+        ctx: &Rq<'_>,
         (parent, name): (Fid, &Name),
         (new_parent, new_name): (Fid, &Name),
         flags: u32,
@@ -699,12 +690,12 @@ impl MdtService {
             r.attr.mtime = now;
             r.attr.ctime = now;
         }
-        self.finish(t, g, dropped).await
+        self.finish(ctx, t, g, dropped).await
     }
 
     pub(super) async fn link(
         self: &Arc<Self>,
-        ctx: &ReqCtx,
+        ctx: &Rq<'_>,
         fid: Fid,
         parent: Fid,
         name: &Name,
@@ -748,15 +739,15 @@ impl MdtService {
         let p = t.inode(parent)?;
         p.attr.mtime = now;
         p.attr.ctime = now;
-        let ticket = self.apply(t, &reply)?;
+        let ticket = self.apply(ctx, t, &reply)?;
         drop(g);
-        self.settle(ticket).await?;
+        self.settle(ctx, ticket).await?;
         Ok(reply)
     }
 
     pub(super) async fn readdir(
         self: &Arc<Self>,
-        ctx: &ReqCtx,
+        ctx: &Rq<'_>,
         dir: Fid,
         cookie: u64,
         max: u32,
@@ -809,7 +800,7 @@ impl MdtService {
 
     pub(super) async fn set_default_stripe(
         self: &Arc<Self>,
-        ctx: &ReqCtx,
+        ctx: &Rq<'_>,
         dir: Fid,
         spec: Option<StripeSpec>,
     ) -> ReplyResult {
@@ -827,6 +818,6 @@ impl MdtService {
         }
         r.default_stripe = spec;
         r.attr.ctime = Time::now();
-        self.finish(t, g, Dropped::Freed(None)).await
+        self.finish(ctx, t, g, Dropped::Freed(None)).await
     }
 }

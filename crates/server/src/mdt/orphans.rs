@@ -19,6 +19,7 @@
 //! Only the unlinking client's handles are protected: a file open on
 //! another client when its last name goes is destroyed (as on NFS).
 
+use super::request::Rq;
 use super::tx::{read_inode, store_err, Tx};
 use super::{lock, MdtService};
 use loom_proto::msg::{FileKind, Reply, ReplyResult, Time};
@@ -98,7 +99,7 @@ impl MdtService {
     /// Destroy orphan `fid` (its holder closed it). Anything else (a FID
     /// that is gone, or has a name again) is left alone: the request may
     /// be a resend.
-    pub(super) async fn release_orphan(self: &Arc<Self>, fid: Fid) -> ReplyResult {
+    pub(super) async fn release_orphan(self: &Arc<Self>, ctx: &Rq<'_>, fid: Fid) -> ReplyResult {
         let g = self.ns.lock().await;
         let known = lock(&self.orphans.renewed).contains_key(&fid);
         let r = match read_inode(&*self.store, fid) {
@@ -107,7 +108,7 @@ impl MdtService {
                 if known {
                     let mut t = Tx::new(&*self.store);
                     t.batch.delete(Space::Orphans, fid.to_key().to_vec());
-                    self.apply(t, &Reply::Ok)?;
+                    self.apply(ctx, t, &Reply::Ok)?;
                     lock(&self.orphans.renewed).remove(&fid);
                 }
                 return Ok(Reply::Ok);
@@ -127,10 +128,10 @@ impl MdtService {
             }
             None => None,
         };
-        let ticket = self.apply(t, &Reply::Ok)?;
+        let ticket = self.apply(ctx, t, &Reply::Ok)?;
         lock(&self.orphans.renewed).remove(&fid);
         drop(g);
-        self.settle(ticket).await?;
+        self.settle(ctx, ticket).await?;
         if let Some((fid, objs)) = freed {
             self.spawn_destroy(fid, objs, ticket);
         }
@@ -175,7 +176,8 @@ impl MdtService {
                 "MDT{:04x}: orphan {fid} was not renewed for {lease:?}; destroying it",
                 self.index
             );
-            if let Err(e) = self.release_orphan(fid).await {
+            let none = loom_proto::msg::ReqCtx::default();
+            if let Err(e) = self.release_orphan(&Rq::plain(&none), fid).await {
                 tracing::warn!("MDT{:04x}: destroying orphan {fid}: {e}", self.index);
             }
         }

@@ -107,9 +107,7 @@ impl MdtService {
     /// directly when that is this MDT).
     pub(super) async fn mdt_call(self: &Arc<Self>, mdt: u32, req: Request) -> ReplyResult {
         if mdt == self.index {
-            // In a task of its own: the caller's task may be answering a
-            // client, and a part must not record its reply as that
-            // request's (see `replies::SLOT`).
+            // In a task of its own, as a peer's request would run.
             let me = self.clone();
             return tokio::spawn(async move { me.participant(req).await })
                 .await
@@ -168,7 +166,7 @@ impl MdtService {
         reply: Reply,
         applied: impl FnOnce(),
     ) -> ReplyResult {
-        let ticket = self.apply(t, &reply)?;
+        let ticket = self.apply_step(t)?;
         applied();
         drop(g);
         self.commit_through(ticket).await?;
@@ -315,7 +313,7 @@ impl MdtService {
             t.batch.delete(Space::Meta, k);
         }
         // Losing this batch in a crash only leaves the records behind.
-        self.apply_flushed(t, &Reply::Ok)?;
+        self.apply_as(None, t, true)?;
         drop(g);
         Ok(Reply::Ok)
     }

@@ -18,12 +18,9 @@
 //!   deleted at start once older than [`REPLY_TTL`].
 //! - Failed requests record nothing (they changed nothing) and run again.
 //!
-//! The record key is the current request's, carried to
-//! [`MdtService::apply`](super::MdtService) in a task-local ([`SLOT`], with
-//! what the commit model needs: the transaction number given, whether the
-//! reply must wait for the commit, and for a replayed change the reply it
-//! first got), so the operations themselves need not know about the cache.
-//! Each record keeps the change's transaction number, so that a resend is
+//! The record key is the request's, carried to
+//! [`MdtService::apply`](super::MdtService) in its explicit request context
+//! (`request::Rq`). Each record keeps the change's transaction number, so that a resend is
 //! answered with it and the client keeps the change for replay until it
 //! is committed.
 
@@ -31,7 +28,6 @@ use super::tx::store_err;
 use loom_proto::msg::{self, Reply, ReqCtx, Request, Time};
 use loom_proto::WireError;
 use loom_store::kv::{Batch, KvStore, Space};
-use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
@@ -69,39 +65,6 @@ impl ReplyKey {
         k.extend_from_slice(&seq.to_be_bytes());
         k
     }
-}
-
-/// The client request the current task handles.
-#[derive(Debug)]
-pub struct Current {
-    /// Where its reply is recorded.
-    pub key: ReplyKey,
-    /// Set when replaying: the transaction number and the reply the change
-    /// got when it was first done (its new FID, layout and times are kept).
-    pub replay: Option<(u64, Reply)>,
-    /// The transaction number of the change that recorded the reply.
-    pub transno: Cell<u64>,
-    /// The reply must wait for the commit: the client's first change on
-    /// this MDT registers it, and that must be durable before the client
-    /// can hold changes that only a replay would bring back.
-    pub must_commit: Cell<bool>,
-}
-
-impl Current {
-    /// A request being handled for the first time.
-    pub fn new(key: ReplyKey) -> Current {
-        Current {
-            key,
-            replay: None,
-            transno: Cell::new(0),
-            must_commit: Cell::new(false),
-        }
-    }
-}
-
-tokio::task_local! {
-    /// The request whose reply the current task's change records.
-    pub static SLOT: Current;
 }
 
 /// Whether `req` changes the MDT's state, and so records its reply.

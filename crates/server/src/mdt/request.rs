@@ -1,0 +1,111 @@
+//! The request a handler serves, passed explicitly to every operation
+//! (no task-local state): the caller's context and, for a client's change,
+//! the slot of its reply.
+//!
+//! [`Current`] is what the commit step needs of a client's change: where
+//! its reply is recorded, the transaction number it was given, whether the
+//! reply must wait for the commit, and for a replayed change the reply it
+//! first got. Changelog records, quota deltas and per-job counters will be
+//! gathered here too, for the same batch.
+
+use super::replies::ReplyKey;
+use loom_proto::layout::Layout;
+use loom_proto::msg::{Attr, Reply, ReqCtx};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// A client's change being handled.
+#[derive(Debug)]
+pub struct Current {
+    /// Where its reply is recorded.
+    pub key: ReplyKey,
+    /// Set when replaying: the transaction number and the reply the change
+    /// got when it was first done (its new FID, layout and times are kept).
+    pub replay: Option<(u64, Reply)>,
+    /// The transaction number of the change that recorded the reply.
+    transno: AtomicU64,
+    /// The reply must wait for the commit: the client's first change on
+    /// this MDT registers it, and that must be durable before the client
+    /// can hold changes that only a replay would bring back.
+    must_commit: AtomicBool,
+}
+
+impl Current {
+    /// A request being handled for the first time.
+    pub fn new(key: ReplyKey) -> Current {
+        Current {
+            key,
+            replay: None,
+            transno: AtomicU64::new(0),
+            must_commit: AtomicBool::new(false),
+        }
+    }
+
+    /// A change replayed after a restart: it keeps `transno` and the
+    /// results of `reply`, its first execution's answer.
+    pub fn replayed(key: ReplyKey, transno: u64, reply: Reply) -> Current {
+        Current {
+            replay: Some((transno, reply)),
+            ..Current::new(key)
+        }
+    }
+
+    /// The change was applied as `transno`; `must_commit` if its reply
+    /// must wait for the commit.
+    pub fn applied(&self, transno: u64, must_commit: bool) {
+        self.transno.store(transno, Ordering::Release);
+        if must_commit {
+            self.must_commit.store(true, Ordering::Release);
+        }
+    }
+
+    /// The transaction number of the change that recorded the reply (0:
+    /// none).
+    pub fn transno(&self) -> u64 {
+        self.transno.load(Ordering::Acquire)
+    }
+
+    /// Whether the reply must wait for the commit.
+    pub fn must_commit(&self) -> bool {
+        self.must_commit.load(Ordering::Acquire)
+    }
+}
+
+/// The request a handler serves.
+#[derive(Clone, Copy, Debug)]
+pub struct Rq<'a> {
+    /// Who asks (credentials, client, sequence, job id).
+    pub ctx: &'a ReqCtx,
+    /// Set for a client's change: its reply is recorded with it.
+    pub cur: Option<&'a Current>,
+}
+
+impl<'a> Rq<'a> {
+    /// A request whose reply is not recorded (a read, a peer's step).
+    pub fn plain(ctx: &'a ReqCtx) -> Rq<'a> {
+        Rq { ctx, cur: None }
+    }
+
+    /// A client's change, recorded under `cur`.
+    pub fn change(ctx: &'a ReqCtx, cur: &'a Current) -> Rq<'a> {
+        Rq {
+            ctx,
+            cur: Some(cur),
+        }
+    }
+
+    /// The attributes and layout a replayed create's first execution
+    /// returned.
+    pub fn replayed_entry(&self) -> Option<(Attr, Option<Layout>)> {
+        match self.cur.and_then(|c| c.replay.as_ref()) {
+            Some((_, Reply::Entry { attr, layout })) => Some((attr.clone(), layout.clone())),
+            _ => None,
+        }
+    }
+}
+
+impl std::ops::Deref for Rq<'_> {
+    type Target = ReqCtx;
+    fn deref(&self) -> &ReqCtx {
+        self.ctx
+    }
+}
