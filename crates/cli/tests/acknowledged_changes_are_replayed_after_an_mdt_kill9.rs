@@ -4,8 +4,8 @@
 //!
 //! - kill -9 of MDTs at random moments while clients (two mounts, two
 //!   workers each, one of them in a directory made on the other MDT by a
-//!   cross-MDT mkdir) create and write, mkdir, rename, chmod and unlink,
-//!   each worker
+//!   cross-MDT mkdir, and one an unprivileged user) create and write,
+//!   mkdir, rename, chmod and unlink, each worker
 //!   keeping the list of what it was answered: after the restarts the
 //!   namespace holds exactly that, seen from both mounts, and the MDTs'
 //!   logs show changes were replayed.
@@ -22,10 +22,11 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 /// A worker: `ops` random namespace changes in DIR, each recorded once the
-/// file system answered it; at the end, the state it expects as JSON.
+/// file system answered it; at the end, the state it expects, as JSON on
+/// standard output.
 const WORKER: &str = r#"
 import json, os, random, sys
-d, seed, ops, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+d, seed, ops = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 rnd = random.Random(seed)
 files, dirs = {}, set()
 for i in range(ops):
@@ -54,17 +55,31 @@ for i in range(ops):
         n = rnd.choice(sorted(files))
         os.unlink(os.path.join(d, n))
         del files[n]
-json.dump({"files": files, "dirs": sorted(dirs)}, open(out, "w"))
+json.dump({"files": files, "dirs": sorted(dirs)}, sys.stdout)
 "#;
 
-fn start_worker(dir: &Path, seed: u32, ops: u32, out: &Path) -> Child {
-    Command::new("python3")
-        .arg("-c")
+/// Start a worker in `dir`, as root or (`nobody`) as uid/gid 65534.
+fn start_worker(dir: &Path, seed: u32, ops: u32, nobody: bool) -> Child {
+    let mut cmd = if nobody {
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            // The system's: a per-user install (pyenv) may be closed to
+            // other users.
+            "/usr/bin/python3",
+        ]);
+        c
+    } else {
+        Command::new("python3")
+    };
+    cmd.arg("-c")
         .arg(WORKER)
         .arg(dir)
         .arg(seed.to_string())
         .arg(ops.to_string())
-        .arg(out)
+        .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("python3")
 }
@@ -88,9 +103,8 @@ fn listing(dir: &Path) -> (BTreeMap<String, (u32, u64)>, Vec<String>) {
     (files, dirs)
 }
 
-fn expected(out: &Path) -> (BTreeMap<String, (u32, u64)>, Vec<String>) {
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out).expect("worker output")).expect("json");
+fn expected(out: &[u8]) -> (BTreeMap<String, (u32, u64)>, Vec<String>) {
+    let v: serde_json::Value = serde_json::from_slice(out).expect("worker output, json");
     let files = v["files"]
         .as_object()
         .expect("files")
@@ -137,9 +151,12 @@ fn kill9_of_mdts_at_random_moments_keeps_exactly_what_was_acknowledged() {
     let other = c.second_mount("mnt2");
     // Worker directories: three on MDT0, one made on MDT1 by a cross-MDT
     // mkdir (committed before its reply; what is made in it is replayed).
+    // Worker 1 is an unprivileged user in a directory open to all: its
+    // changes are replayed with its credentials.
     for w in 0..3 {
         std::fs::create_dir(c.path(&format!("w{w}"))).expect("mkdir");
     }
+    std::fs::set_permissions(c.path("w1"), std::fs::Permissions::from_mode(0o777)).expect("chmod");
     loom_ok(&["mkdir", "-i", "1", c.path("w3").to_str().expect("path")]);
     assert_eq!(mdt_of(&c.path("w3")), 1);
     let mut workers = Vec::new();
@@ -150,11 +167,8 @@ fn kill9_of_mdts_at_random_moments_keeps_exactly_what_was_acknowledged() {
         } else {
             other.clone()
         };
-        let out = c.tmp.path().join(format!("w{w}.json"));
-        workers.push((
-            start_worker(&base.join(format!("w{w}")), 1000 + w, 1500, &out),
-            out,
-        ));
+        let dir = base.join(format!("w{w}"));
+        workers.push(start_worker(&dir, 1000 + w, 1500, w == 1));
     }
     // Three kills, at random moments while the workers run, of MDT0,
     // MDT1, then both.
@@ -174,11 +188,13 @@ fn kill9_of_mdts_at_random_moments_keeps_exactly_what_was_acknowledged() {
             restarts += 1;
         }
     }
-    for (w, (child, _)) in workers.iter_mut().enumerate() {
-        let status = child.wait().expect("wait worker");
-        assert!(status.success(), "worker {w}: {status}");
+    let mut outs = Vec::new();
+    for (w, child) in workers.into_iter().enumerate() {
+        let out = child.wait_with_output().expect("wait worker");
+        assert!(out.status.success(), "worker {w}: {}", out.status);
+        outs.push(out.stdout);
     }
-    for (w, (_, out)) in workers.iter().enumerate() {
+    for (w, out) in outs.iter().enumerate() {
         let want = expected(out);
         let rel = format!("w{w}");
         assert_eq!(
@@ -193,6 +209,16 @@ fn kill9_of_mdts_at_random_moments_keeps_exactly_what_was_acknowledged() {
         );
     }
     assert_eq!(restarts, 4);
+    let owner =
+        std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(c.path("w1")).expect("stat w1"));
+    assert_eq!(owner, 0);
+    for e in std::fs::read_dir(c.path("w1"))
+        .expect("readdir w1")
+        .flatten()
+    {
+        let uid = std::os::unix::fs::MetadataExt::uid(&e.metadata().expect("stat"));
+        assert_eq!(uid, 65534, "{:?} of the unprivileged worker", e.file_name());
+    }
     let replayed = replayed_in_logs(&c);
     assert!(
         replayed > 0,
