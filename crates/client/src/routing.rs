@@ -52,6 +52,8 @@ pub struct Router {
     pub replay: ReplayLog,
     /// Client id of the contexts this router sends its own requests with.
     client_id: std::sync::atomic::AtomicU64,
+    /// Calls made, by target role (MGS, MDT, OST), resends not counted.
+    calls: [std::sync::atomic::AtomicU64; 3],
 }
 
 /// This client's request sequence numbers and those still waiting.
@@ -101,6 +103,7 @@ impl Router {
             }),
             replay: ReplayLog::default(),
             client_id: std::sync::atomic::AtomicU64::new(0),
+            calls: Default::default(),
         }
     }
 
@@ -249,6 +252,7 @@ impl Router {
         let (seq, low) = self.begin();
         ctx.seq = seq.1;
         ctx.acked_below = low;
+        self.calls[role_slot(target.role)].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let env = Envelope { target, ctx, req };
         let deadline = Instant::now() + timeout;
         loop {
@@ -544,10 +548,26 @@ impl Router {
         }
     }
 
+    /// Calls this client made to MDTs and to OSTs so far (each counted
+    /// once, however often it was resent): what an operation costs in
+    /// round trips.
+    pub fn calls(&self) -> (u64, u64) {
+        let n = |r: Role| self.calls[role_slot(r)].load(std::sync::atomic::Ordering::Relaxed);
+        (n(Role::Mdt), n(Role::Ost))
+    }
+
     fn own_ctx(&self) -> ReqCtx {
         ReqCtx {
             client_id: self.client_id.load(std::sync::atomic::Ordering::Relaxed),
             ..ReqCtx::default()
         }
+    }
+}
+
+fn role_slot(r: Role) -> usize {
+    match r {
+        Role::Mgs => 0,
+        Role::Mdt => 1,
+        Role::Ost => 2,
     }
 }
