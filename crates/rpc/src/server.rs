@@ -53,6 +53,17 @@ impl From<(ReplyResult, Vec<u8>)> for Answer {
     }
 }
 
+impl From<(ReplyResult, Option<Commit>)> for Answer {
+    /// An MDT's answer: no bulk, and its commit state.
+    fn from((result, commit): (ReplyResult, Option<Commit>)) -> Answer {
+        Answer {
+            result,
+            bulk: Vec::new(),
+            commit,
+        }
+    }
+}
+
 /// A service that answers requests.
 pub trait Service: Send + Sync + 'static {
     /// Handle one request.

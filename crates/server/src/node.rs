@@ -101,14 +101,7 @@ impl Service for Node {
                 None => missing().into(),
             },
             Role::Mdt => match self.mdts.get(&t.index) {
-                Some(m) => {
-                    let (result, commit) = m.handle(&env.ctx, env.req).await;
-                    Answer {
-                        result,
-                        bulk: Vec::new(),
-                        commit,
-                    }
-                }
+                Some(m) => m.handle(&env.ctx, env.req).await.into(),
                 None => missing().into(),
             },
             Role::Ost => match self.osts.get(&t.index) {

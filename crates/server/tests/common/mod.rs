@@ -58,14 +58,7 @@ impl Service for Slots {
                 None => not_hosted(t).into(),
             },
             Role::Mdt if t.index == 0 => match read(&self.mdt) {
-                Some(m) => {
-                    let (result, commit) = m.handle(&env.ctx, env.req).await;
-                    Answer {
-                        result,
-                        bulk: Vec::new(),
-                        commit,
-                    }
-                }
+                Some(m) => m.handle(&env.ctx, env.req).await.into(),
                 None => not_hosted(t).into(),
             },
             Role::Mdt => not_hosted(t).into(),
