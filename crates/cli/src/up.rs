@@ -71,6 +71,10 @@ pub struct UpArgs {
     /// back within it is evicted and those changes are lost.
     #[arg(long, default_value_t = 60)]
     pub recovery_window: u64,
+    /// Milliseconds an MDT may hold applied changes before it commits them
+    /// (clients keep them for replay until then).
+    #[arg(long, default_value_t = 5)]
+    pub commit_interval_ms: u64,
     /// Seconds the mount's kernel may cache attributes and names (see
     /// `loom mount --help`); 0: every stat asks the MDT.
     #[arg(long, default_value_t = 1.0, value_parser = crate::mount::parse_seconds)]
@@ -335,6 +339,7 @@ fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
                 .collect(),
             timeout_secs: a.timeout,
             recovery_window_secs: a.recovery_window,
+            commit_interval_ms: a.commit_interval_ms,
         };
         // Atomic (temporary file, fsync, rename): a crash while writing
         // must not leave a half file that stops the next `loom up`.

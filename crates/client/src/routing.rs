@@ -468,16 +468,14 @@ impl Router {
                     }
                     return;
                 }
-                Ok((Err(e), _)) => {
-                    tracing::warn!("replay to MDT{mdt:04x}: {e}; trying again");
-                    self.replay.with(mdt, |l| {
-                        l.replaying_to = None;
-                        l.losses_seen = u64::MAX;
-                    });
-                    return;
-                }
-                Err(e) => {
-                    tracing::warn!("replay to MDT{mdt:04x}: {e}; trying again");
+                other => {
+                    let why = match other {
+                        Ok((Err(e), _)) => e.to_string(),
+                        Err(e) => e.to_string(),
+                        Ok((Ok(_), _)) => String::new(),
+                    };
+                    tracing::warn!("replay to MDT{mdt:04x}: {why}; trying again");
+                    // Ask again at the next tick.
                     self.replay.with(mdt, |l| {
                         l.replaying_to = None;
                         l.losses_seen = u64::MAX;

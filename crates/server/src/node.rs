@@ -41,6 +41,18 @@ pub struct NodeConfig {
     /// evicted.
     #[serde(default = "default_recovery_window")]
     pub recovery_window_secs: u64,
+    /// Milliseconds an MDT may hold applied changes before it commits
+    /// them (clients keep them for replay meanwhile). Longer batches more
+    /// changes per fsync; what a crash of a client and its MDT together
+    /// can lose grows with it.
+    #[serde(default = "default_commit_interval")]
+    pub commit_interval_ms: u64,
+}
+
+fn default_commit_interval() -> u64 {
+    crate::mdt::MdtOptions::default()
+        .commit_interval
+        .as_millis() as u64
 }
 
 fn default_recovery_window() -> u64 {
@@ -129,6 +141,7 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
     };
     let mdt_opts = crate::mdt::MdtOptions {
         recovery_window: Duration::from_secs(cfg.recovery_window_secs),
+        commit_interval: Duration::from_millis(cfg.commit_interval_ms.max(1)),
     };
     let mut infos = Vec::new();
     for dir in &cfg.targets {

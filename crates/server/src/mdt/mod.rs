@@ -48,12 +48,15 @@ const FID_SKIP_AT_START: u32 = 1 << 16;
 pub struct MdtOptions {
     /// How long a restarted MDT waits for its clients to replay.
     pub recovery_window: std::time::Duration,
+    /// The longest an applied change waits for its commit.
+    pub commit_interval: std::time::Duration,
 }
 
 impl Default for MdtOptions {
     fn default() -> Self {
         MdtOptions {
             recovery_window: recovery::DEFAULT_WINDOW,
+            commit_interval: syncer::COMMIT_INTERVAL,
         }
     }
 }
@@ -156,7 +159,12 @@ impl MdtService {
         let (replies, kept, removed) = ReplyCache::load(&*store)?;
         let orphans = orphans::Orphans::load(&*store)?;
         let commits = Arc::new(syncer::CommitState::new(recovery::stored_transno(&*store)?));
-        let syncer = syncer::Syncer::start(store.clone(), commits.clone(), &format!("mdt{index}"))?;
+        let syncer = syncer::Syncer::start(
+            store.clone(),
+            commits.clone(),
+            &format!("mdt{index}"),
+            opts.commit_interval,
+        )?;
         let clients = Registered::load(&*store)?;
         // After a clean stop everything acknowledged is committed: no one
         // has anything to replay.

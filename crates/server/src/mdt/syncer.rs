@@ -7,7 +7,7 @@
 //! the number and the last committed one; the client keeps the change until
 //! a later reply says it is committed, and replays it if the MDT restarts
 //! before that (see `recovery`). The syncer thread commits whatever was
-//! applied within [`COMMIT_INTERVAL`] (and sleeps while nothing is
+//! applied within its interval ([`COMMIT_INTERVAL`] by default; and sleeps while nothing is
 //! pending), and at once for a request
 //! that must wait (a client's first change, fsync, cross-MDT steps): it
 //! takes every waiter queued, syncs once (which covers everything applied
@@ -23,7 +23,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// The longest an applied change waits for its commit when nobody asks
-/// for it sooner.
+/// for it sooner, by default.
 pub const COMMIT_INTERVAL: Duration = Duration::from_millis(5);
 
 type Waiter = (Ticket, oneshot::Sender<Result<(), String>>);
@@ -47,6 +47,8 @@ pub struct CommitState {
     applied: Mutex<(u64, Ticket)>,
     /// Every transaction up to this number is on stable storage.
     committed: AtomicU64,
+    /// The same, for those who wait for a commit without asking for one.
+    committed_tx: tokio::sync::watch::Sender<u64>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -62,6 +64,7 @@ impl CommitState {
             started_at: last,
             applied: Mutex::new((last, 0)),
             committed: AtomicU64::new(last),
+            committed_tx: tokio::sync::watch::channel(last).0,
         }
     }
 
@@ -103,6 +106,14 @@ impl CommitState {
 
     fn set_committed(&self, n: u64) {
         self.committed.fetch_max(n, Ordering::AcqRel);
+        self.committed_tx.send_modify(|c| *c = (*c).max(n));
+    }
+
+    /// Wait, without hurrying the syncer, until transaction `n` is
+    /// committed (work that must follow a commit but need not force one).
+    pub async fn committed(&self, n: u64) {
+        let mut rx = self.committed_tx.subscribe();
+        let _ = rx.wait_for(|c| *c >= n).await;
     }
 }
 
@@ -119,6 +130,7 @@ impl Syncer {
         store: Arc<dyn KvStore>,
         state: Arc<CommitState>,
         name: &str,
+        interval: Duration,
     ) -> std::io::Result<Syncer> {
         let (tx, rx) = mpsc::channel::<Msg>();
         let thread = std::thread::Builder::new()
@@ -145,7 +157,7 @@ impl Syncer {
                     // Let more changes join the commit, for at most the
                     // interval, unless someone waits already.
                     if waiters.is_empty() {
-                        match rx.recv_timeout(COMMIT_INTERVAL) {
+                        match rx.recv_timeout(interval) {
                             Ok(Msg::Wait(w)) => waiters.push(w),
                             Ok(Msg::Kick) | Err(RecvTimeoutError::Timeout) => {}
                             Err(RecvTimeoutError::Disconnected) => return last_commit(&state),
