@@ -381,7 +381,7 @@ impl MdtService {
         drop(g);
         self.settle(ctx, ticket).await?;
         if let Dropped::Freed(Some((fid, objs))) = dropped {
-            self.spawn_destroy(fid, objs, ticket);
+            self.spawn_destroy(fid, objs, ctx.cur.map_or(0, |c| c.transno()), ticket);
         }
         Ok(reply)
     }

@@ -338,20 +338,25 @@ impl MdtService {
     }
 
     /// Destroy recorded objects in the background, once the unlink
-    /// (applied as `ticket`) is committed: an
-    /// unlink a crash took back must find its file's data still there.
+    /// (transaction `transno`, applied as `ticket`) is committed: an
+    /// unlink a crash took back must find its file's data still there. A
+    /// client's unlink waits for the next commit rather than forcing one
+    /// (one fsync per unlink otherwise); others (`transno` 0) commit.
     pub(super) fn spawn_destroy(
         self: &std::sync::Arc<Self>,
         fid: Fid,
         objs: Vec<ObjRef>,
+        transno: u64,
         ticket: loom_store::kv::Ticket,
     ) {
         let me = self.clone();
         tokio::spawn(async move {
-            // Forcing the commit, not waiting for the next one: destroys
-            // that lag let a write retried after ENOSPC meet a bug still
-            // open (docs/ARCHITECTURE.md, Known gaps).
-            let durable = me.commit_through(ticket).await;
+            let durable = if transno > 0 {
+                me.commits.committed(transno).await;
+                Ok(())
+            } else {
+                me.commit_through(ticket).await
+            };
             match durable {
                 Ok(()) => me.destroy(fid, objs).await,
                 // The record stays; the next start destroys them.

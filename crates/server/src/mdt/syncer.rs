@@ -47,6 +47,8 @@ pub struct CommitState {
     applied: Mutex<(u64, Ticket)>,
     /// Every transaction up to this number is on stable storage.
     committed: AtomicU64,
+    /// The same, for those who wait for a commit without asking for one.
+    committed_tx: tokio::sync::watch::Sender<u64>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -62,6 +64,7 @@ impl CommitState {
             started_at: last,
             applied: Mutex::new((last, 0)),
             committed: AtomicU64::new(last),
+            committed_tx: tokio::sync::watch::channel(last).0,
         }
     }
 
@@ -103,6 +106,14 @@ impl CommitState {
 
     fn set_committed(&self, n: u64) {
         self.committed.fetch_max(n, Ordering::AcqRel);
+        self.committed_tx.send_modify(|c| *c = (*c).max(n));
+    }
+
+    /// Wait, without hurrying the syncer, until transaction `n` is
+    /// committed (work that must follow a commit but need not force one).
+    pub async fn committed(&self, n: u64) {
+        let mut rx = self.committed_tx.subscribe();
+        let _ = rx.wait_for(|c| *c >= n).await;
     }
 }
 
