@@ -50,9 +50,19 @@ pub fn format(a: FormatArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Write a fresh key to `path`, readable by its owner only.
+/// Write a fresh cluster key to `path`, readable by its owner only.
 pub fn keygen(path: &Path) -> anyhow::Result<()> {
-    let key = loom_rpc::ClusterKey::generate();
+    write_key(path, &loom_rpc::ClusterKey::generate())
+}
+
+/// Write the client key of the cluster key in `cluster` to `path`: what
+/// client nodes hold instead of the cluster key (docs/OPERATIONS.md).
+pub fn client_keygen(cluster: &Path, path: &Path) -> anyhow::Result<()> {
+    let key = loom_server::node::load_key(cluster)?;
+    write_key(path, &key.client_key())
+}
+
+fn write_key(path: &Path, key: &loom_rpc::ClusterKey) -> anyhow::Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -40,10 +40,15 @@ enum Cmd {
     },
     /// Initialise a target directory (MGS, MDT or OST) for a file system.
     Format(cluster::FormatArgs),
-    /// Write a new random cluster key file.
+    /// Write a new random cluster key file (for servers), or with
+    /// `--client-from` the client key of a cluster key (for client nodes:
+    /// it mounts and runs the tools, but cannot act as a server).
     Keygen {
         /// Where to write the key (refuses to overwrite).
         path: PathBuf,
+        /// Derive the client key of this cluster key file instead.
+        #[arg(long, value_name = "CLUSTER_KEY")]
+        client_from: Option<PathBuf>,
     },
     /// Mount a file system: `loom mount MGS_ADDR:/FSNAME DIR`.
     Mount(mount::MountArgs),
@@ -97,7 +102,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Down(a) => up::down(a),
         Cmd::Server { config } => runtime()?.block_on(loom_server::node::run(&config)),
         Cmd::Format(a) => cluster::format(a),
-        Cmd::Keygen { path } => cluster::keygen(&path),
+        Cmd::Keygen { path, client_from } => match client_from {
+            Some(cluster) => cluster::client_keygen(&cluster, &path),
+            None => cluster::keygen(&path),
+        },
         Cmd::Mount(a) => mount::mount(a),
         Cmd::MountNoop(a) => noop::mount_noop(a),
         Cmd::Umount { dir } => mount::umount(&dir),

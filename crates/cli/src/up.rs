@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! STATE/cluster.toml        shape and ports, reused when `up` runs again
-//! STATE/cluster.key         the cluster's shared key (made on first run)
+//! STATE/cluster.key         the cluster key, for servers (made on first run)
+//! STATE/client.key          its client key, for mounts and tools (derived from it)
 //! STATE/nodes/NODE.toml     one config per server process
 //! STATE/targets/NAME/       the formatted target directories (mgs, mdt0, ost0, ...)
 //! STATE/logs/NODE.log       each server process's log
@@ -291,6 +292,11 @@ fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
     if !key.exists() {
         crate::cluster::keygen(&key)?;
     }
+    // The mount holds the client key, as a client node would.
+    let client_key = dir.join("client.key");
+    if !client_key.exists() {
+        crate::cluster::client_keygen(&key, &client_key)?;
+    }
     let nodes = nodes(&shape, a.servers)?;
     for node in &nodes {
         if !shape.ports.contains_key(node.port_key()) {
@@ -447,7 +453,7 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
         let plan = MountPlan {
             mgs,
             fsname: shape.fsname.clone(),
-            key_file: a.dir.join("cluster.key"),
+            key_file: a.dir.join("client.key"),
             mountpoint: a.mount.clone(),
             timeout: Duration::from_secs(a.timeout),
             attr_timeout: Duration::from_secs_f64(a.attr_timeout),

@@ -165,6 +165,18 @@ fn kill9_of_mdts_at_random_moments_keeps_exactly_what_was_acknowledged() {
     std::fs::set_permissions(c.path("w1"), std::fs::Permissions::from_mode(0o777)).expect("chmod");
     loom_ok(&["mkdir", "-i", "1", c.path("w3").to_str().expect("path")]);
     assert_eq!(mdt_of(&c.path("w3")), 1);
+    // Markers: one change on each victim made just before its kill, so
+    // every kill finds at least that one uncommitted (commits are held
+    // 300 ms) whether or not a worker was between changes.
+    std::fs::create_dir(c.path("m0")).expect("mkdir m0");
+    loom_ok(&["mkdir", "-i", "1", c.path("m1").to_str().expect("path")]);
+    assert_eq!(mdt_of(&c.path("m1")), 1);
+    // This mount's first change on each MDT registers it there and waits
+    // for the commit: make it now, not with a marker.
+    for m in ["m0", "m1"] {
+        std::fs::write(c.path(&format!("{m}/registered")), b"").expect("first change");
+    }
+    let mut markers = Vec::new();
     let mut workers = Vec::new();
     for w in 0..4u32 {
         // Two workers on each mount.
@@ -186,6 +198,11 @@ fn kill9_of_mdts_at_random_moments_keeps_exactly_what_was_acknowledged() {
             1 => &["mdt1"],
             _ => &["mdt0", "mdt1"],
         };
+        for v in victims {
+            let m = c.path(&format!("m{}/round{round}", &v[3..]));
+            std::fs::write(&m, b"acknowledged").expect("marker");
+            markers.push(m);
+        }
         for v in victims {
             c.kill9_latest(v);
         }
@@ -215,6 +232,14 @@ fn kill9_of_mdts_at_random_moments_keeps_exactly_what_was_acknowledged() {
         );
     }
     assert_eq!(restarts, 4);
+    for m in &markers {
+        assert_eq!(
+            std::fs::read(m).expect("an acknowledged marker is there"),
+            b"acknowledged",
+            "{}",
+            m.display()
+        );
+    }
     let owner =
         std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(c.path("w1")).expect("stat w1"));
     assert_eq!(owner, 0);

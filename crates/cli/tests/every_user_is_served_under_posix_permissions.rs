@@ -277,7 +277,7 @@ fn every_user_is_served_under_posix_permissions() {
     }
     let nobody = c.tmp.path().join("nobody");
     std::fs::create_dir_all(nobody.join("mnt")).expect("mkdir");
-    std::fs::copy(c.state.join("cluster.key"), nobody.join("key")).expect("key");
+    std::fs::copy(c.state.join("client.key"), nobody.join("key")).expect("key");
     sh(&format!(
         "chown -R 65534:65534 {0} && chmod 0600 {0}/key",
         nobody.display()

@@ -31,7 +31,7 @@ fn gone(pid: i32) -> bool {
 fn background_mount_then_umount() {
     let c = Cluster::up(1, 1, &[]);
     let dir = c.tmp.path().join("bg");
-    let key = c.state.join("cluster.key");
+    let key = c.state.join("client.key");
     let log = c.tmp.path().join("bg.log");
     let out = loom_ok(&[
         "mount",
@@ -84,7 +84,7 @@ fn foreground_mount_stops_cleanly_on_sigterm_and_sigint() {
 fn bad_sources_keys_and_names_fail_clearly_and_mount_nothing() {
     let c = Cluster::up(1, 1, &[]);
     let dir = c.tmp.path().join("never");
-    let key = c.state.join("cluster.key");
+    let key = c.state.join("client.key");
     let d = dir.to_str().expect("utf8");
     let k = key.to_str().expect("utf8");
     let mgs = c.mgs();

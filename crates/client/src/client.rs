@@ -7,7 +7,7 @@ use crate::io::writeback::FileWrites;
 use crate::routing::Router;
 use bytes::Bytes;
 use loom_proto::msg::ORPHAN_RENEW;
-use loom_proto::msg::{Attr, FileKind, Reply, ReqCtx, Request, TargetId};
+use loom_proto::msg::{Attr, FileKind, MdtRequest, OstRequest, Reply, ReqCtx, TargetId};
 use loom_proto::{Errno, Fid, Layout};
 use loom_rpc::{ClusterKey, RpcError};
 use std::collections::{HashMap, HashSet};
@@ -184,7 +184,7 @@ impl Client {
         &self,
         c: &Caller,
         fid: Fid,
-        req: Request,
+        req: MdtRequest,
     ) -> Result<Reply, Errno> {
         let target = self.router.mdt_of(fid).await?;
         self.router
@@ -198,7 +198,7 @@ impl Client {
         &self,
         c: &Caller,
         ost: u32,
-        req: Request,
+        req: OstRequest,
         bulk: Bytes,
     ) -> Result<(Reply, Vec<u8>), Errno> {
         self.router
@@ -212,7 +212,7 @@ impl Client {
     pub(crate) async fn ost_call_each(
         &self,
         c: &Caller,
-        reqs: Vec<(u32, Request)>,
+        reqs: Vec<(u32, OstRequest)>,
         op: &str,
     ) -> Result<(), Errno> {
         let mut set = tokio::task::JoinSet::new();
@@ -373,7 +373,7 @@ impl Client {
 
     async fn release_orphan(&self, fid: Fid) {
         let r = self
-            .mdt_call(&Caller::current(), fid, Request::ReleaseOrphan { fid })
+            .mdt_call(&Caller::current(), fid, MdtRequest::ReleaseOrphan { fid })
             .await;
         if let Err(e) = r {
             // The MDT destroys it when its lease runs out.
@@ -387,7 +387,7 @@ impl Client {
         self.rt.spawn(async move {
             let r = match router.mdt_of(fid).await {
                 Ok(t) => router
-                    .call(t, ctx, Request::ReleaseOrphan { fid }, Bytes::new())
+                    .call(t, ctx, MdtRequest::ReleaseOrphan { fid }, Bytes::new())
                     .await
                     .map(|_| ()),
                 Err(e) => Err(e),
@@ -414,7 +414,7 @@ impl Client {
                 }
                 for (t, fids) in by_mdt {
                     let ctx = c.ctx(&Caller::current());
-                    let req = Request::RenewOrphans { fids };
+                    let req = MdtRequest::RenewOrphans { fids };
                     if let Err(e) = c.router.call(t, ctx, req, Bytes::new()).await {
                         tracing::warn!(%t, "renewing orphan leases: {e}");
                     }

@@ -13,7 +13,7 @@
 use crate::ctx::Caller;
 use crate::io::file::unexpected;
 use crate::Client;
-use loom_proto::msg::{Attr, DirEntry, DirStripe, FileKind, Reply, Request};
+use loom_proto::msg::{Attr, DirEntry, DirStripe, FileKind, MdtRequest, Reply};
 use loom_proto::{Errno, Fid, Layout, Name};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -58,7 +58,10 @@ impl Client {
         if let Some(s) = self.dir_layouts.get(dir) {
             return Ok(s);
         }
-        let layout = match self.mdt_call(c, dir, Request::GetLayout { fid: dir }).await {
+        let layout = match self
+            .mdt_call(c, dir, MdtRequest::GetLayout { fid: dir })
+            .await
+        {
             Ok(Reply::Layout(l)) => Some(l),
             Ok(other) => return Err(unexpected("GetLayout", &other)),
             Err(Errno::ENODATA) => None,
@@ -106,7 +109,7 @@ impl Client {
             return Err(Errno::EINVAL);
         }
         let at = self.name_dir(c, parent, name.as_ref()).await?;
-        let req = Request::MkdirStriped {
+        let req = MdtRequest::MkdirStriped {
             parent: at,
             name: Name::from(name.as_ref()),
             perm: perm & 0o7777,
@@ -145,7 +148,7 @@ impl Client {
             let (router, ctx) = (self.router_handle(), self.ctx(c));
             set.spawn(async move {
                 let target = router.mdt_of(fid).await?;
-                let req = Request::Readdir {
+                let req = MdtRequest::Readdir {
                     fid,
                     cookie,
                     max: share,

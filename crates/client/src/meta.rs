@@ -13,7 +13,8 @@ use crate::Client;
 use bytes::Bytes;
 use loom_proto::layout::object_size_for;
 use loom_proto::msg::{
-    rename_flags, Attr, DirEntry, FileKind, Reply, Request, Role, SetAttr, StatFs, TargetId,
+    rename_flags, Attr, DirEntry, FileKind, MdtRequest, OstRequest, Reply, Request, Role, SetAttr,
+    StatFs, TargetId,
 };
 use loom_proto::{Errno, Fid, Layout, Name, ObjRef, StripeSpec};
 use std::time::Duration;
@@ -103,7 +104,7 @@ impl Client {
             .mdt_call(
                 c,
                 parent,
-                Request::Lookup {
+                MdtRequest::Lookup {
                     parent,
                     name: Name::from(name.as_ref()),
                 },
@@ -122,13 +123,15 @@ impl Client {
         fid: Fid,
         access: u32,
     ) -> Result<(Attr, Option<Layout>), Errno> {
-        let r = self.mdt_call(c, fid, Request::Open { fid, access }).await?;
+        let r = self
+            .mdt_call(c, fid, MdtRequest::Open { fid, access })
+            .await?;
         self.entry(r, "Open")
     }
 
     /// Attributes of `fid`.
     pub async fn getattr(&self, c: &Caller, fid: Fid) -> Result<Attr, Errno> {
-        match self.mdt_call(c, fid, Request::GetAttr { fid }).await? {
+        match self.mdt_call(c, fid, MdtRequest::GetAttr { fid }).await? {
             Reply::Attr(a) => Ok(self.with_local_size(a)),
             other => Err(unexpected("GetAttr", &other)),
         }
@@ -176,7 +179,9 @@ impl Client {
             gid: set.gid,
             ..SetAttr::default()
         };
-        let r = self.mdt_call(c, fid, Request::SetAttr { fid, set }).await?;
+        let r = self
+            .mdt_call(c, fid, MdtRequest::SetAttr { fid, set })
+            .await?;
         if let Some(s) = size {
             self.note_truncate(fid, s);
         }
@@ -207,7 +212,9 @@ impl Client {
             by_write_handle: true,
             ..SetAttr::default()
         };
-        let r = self.mdt_call(c, fid, Request::SetAttr { fid, set }).await?;
+        let r = self
+            .mdt_call(c, fid, MdtRequest::SetAttr { fid, set })
+            .await?;
         self.note_truncate(fid, 0);
         match r {
             Reply::Attr(a) => Ok(self.with_local_size(a)),
@@ -224,7 +231,7 @@ impl Client {
             return Ok(());
         };
         for &shard in shards.iter().filter(|s| **s != dir) {
-            let req = Request::SetAttr {
+            let req = MdtRequest::SetAttr {
                 fid: shard,
                 set: set.clone(),
             };
@@ -247,7 +254,7 @@ impl Client {
             .enumerate()
             .map(|(i, obj)| {
                 let size = object_size_for(ss, objs.len(), i, size);
-                (obj.ost, Request::ObjTruncate { obj: *obj, size })
+                (obj.ost, OstRequest::ObjTruncate { obj: *obj, size })
             })
             .collect();
         self.ost_call_each(c, reqs, "ObjTruncate").await
@@ -272,7 +279,7 @@ impl Client {
             return Err(Errno::EINVAL);
         }
         let parent = self.name_dir(c, parent, name.as_ref()).await?;
-        let req = Request::Create {
+        let req = MdtRequest::Create {
             parent,
             name: Name::from(name.as_ref()),
             kind,
@@ -293,7 +300,7 @@ impl Client {
         perm: u32,
     ) -> Result<Attr, Errno> {
         let (parent, name) = self.entry_at(c, parent, name.as_ref()).await?;
-        let req = Request::Mkdir {
+        let req = MdtRequest::Mkdir {
             parent,
             name,
             perm: perm & 0o7777,
@@ -311,7 +318,7 @@ impl Client {
         name: impl AsRef<[u8]>,
     ) -> Result<(), Errno> {
         let (parent, name) = self.entry_at(c, parent, name.as_ref()).await?;
-        let req = Request::Unlink {
+        let req = MdtRequest::Unlink {
             parent,
             name,
             keep_orphan: self.has_open_files(),
@@ -328,7 +335,7 @@ impl Client {
         name: impl AsRef<[u8]>,
     ) -> Result<(), Errno> {
         let (parent, name) = self.entry_at(c, parent, name.as_ref()).await?;
-        let req = Request::Rmdir { parent, name };
+        let req = MdtRequest::Rmdir { parent, name };
         Self::ok(self.mdt_call(c, parent, req).await?, "Rmdir")
     }
 
@@ -356,7 +363,7 @@ impl Client {
             // copies instead.
             return Err(Errno::EXDEV);
         }
-        let req = Request::Rename {
+        let req = MdtRequest::Rename {
             parent,
             name: Name::from(name.as_ref()),
             new_parent,
@@ -381,7 +388,7 @@ impl Client {
             // Hard links across MDTs are not supported yet (as rename).
             return Err(Errno::EXDEV);
         }
-        let req = Request::Link { fid, parent, name };
+        let req = MdtRequest::Link { fid, parent, name };
         let r = self.mdt_call(c, parent, req).await?;
         self.entry(r, "Link").map(|(a, _)| a)
     }
@@ -399,7 +406,7 @@ impl Client {
             return Err(Errno::ENOENT);
         }
         let parent = self.name_dir(c, parent, name.as_ref()).await?;
-        let req = Request::Symlink {
+        let req = MdtRequest::Symlink {
             parent,
             name: Name::from(name.as_ref()),
             target: Name::from(target.as_ref()),
@@ -410,7 +417,7 @@ impl Client {
 
     /// The target of symbolic link `fid`.
     pub async fn readlink(&self, c: &Caller, fid: Fid) -> Result<Name, Errno> {
-        match self.mdt_call(c, fid, Request::Readlink { fid }).await? {
+        match self.mdt_call(c, fid, MdtRequest::Readlink { fid }).await? {
             Reply::Link(t) => Ok(t),
             other => Err(unexpected("Readlink", &other)),
         }
@@ -432,7 +439,7 @@ impl Client {
                 Reply::Dir { entries, eof }
             }
             None => {
-                self.mdt_call(c, fid, Request::Readdir { fid, cookie, max })
+                self.mdt_call(c, fid, MdtRequest::Readdir { fid, cookie, max })
                     .await?
             }
         };
@@ -454,7 +461,7 @@ impl Client {
 
     /// The layout of regular file `fid`.
     pub async fn get_layout_as(&self, c: &Caller, fid: Fid) -> Result<Layout, Errno> {
-        match self.mdt_call(c, fid, Request::GetLayout { fid }).await? {
+        match self.mdt_call(c, fid, MdtRequest::GetLayout { fid }).await? {
             Reply::Layout(l) => Ok(l),
             other => Err(unexpected("GetLayout", &other)),
         }
@@ -489,7 +496,7 @@ impl Client {
         };
         dirs.reverse();
         for dir in dirs {
-            let req = Request::SetDefaultStripe {
+            let req = MdtRequest::SetDefaultStripe {
                 fid: dir,
                 spec: spec.clone(),
             };
@@ -503,7 +510,7 @@ impl Client {
     pub async fn get_default_stripe(&self, fid: Fid) -> Result<Option<StripeSpec>, Errno> {
         let c = Caller::current();
         match self
-            .mdt_call(&c, fid, Request::GetDefaultStripe { fid })
+            .mdt_call(&c, fid, MdtRequest::GetDefaultStripe { fid })
             .await?
         {
             Reply::Stripe(s) => Ok(s),
@@ -521,7 +528,7 @@ impl Client {
         value: &[u8],
         flags: u32,
     ) -> Result<(), Errno> {
-        let req = Request::SetXattr {
+        let req = MdtRequest::SetXattr {
             fid,
             name: Name::from(name.as_ref()),
             value: value.to_vec(),
@@ -537,7 +544,7 @@ impl Client {
         fid: Fid,
         name: impl AsRef<[u8]>,
     ) -> Result<Vec<u8>, Errno> {
-        let req = Request::GetXattr {
+        let req = MdtRequest::GetXattr {
             fid,
             name: Name::from(name.as_ref()),
         };
@@ -549,7 +556,7 @@ impl Client {
 
     /// Names of `fid`'s extended attributes.
     pub async fn listxattr(&self, c: &Caller, fid: Fid) -> Result<Vec<Name>, Errno> {
-        match self.mdt_call(c, fid, Request::ListXattr { fid }).await? {
+        match self.mdt_call(c, fid, MdtRequest::ListXattr { fid }).await? {
             Reply::XattrNames(v) => Ok(v),
             other => Err(unexpected("ListXattr", &other)),
         }
@@ -562,7 +569,7 @@ impl Client {
         fid: Fid,
         name: impl AsRef<[u8]>,
     ) -> Result<(), Errno> {
-        let req = Request::RemoveXattr {
+        let req = MdtRequest::RemoveXattr {
             fid,
             name: Name::from(name.as_ref()),
         };
@@ -616,7 +623,13 @@ impl Client {
             let (router, ctx, id) = (self.router_handle(), self.ctx(&c), *id);
             set.spawn(async move {
                 let r = router
-                    .call_within(id, ctx, Request::StatFs, Bytes::new(), STATFS_TIMEOUT)
+                    .call_within(
+                        id,
+                        ctx,
+                        Request::statfs(id.role),
+                        Bytes::new(),
+                        STATFS_TIMEOUT,
+                    )
                     .await;
                 (i, r)
             });
@@ -683,7 +696,7 @@ impl Client {
     pub async fn object_size(&self, obj: ObjRef) -> Result<u64, Errno> {
         let c = Caller::current();
         match self
-            .ost_call(&c, obj.ost, Request::ObjGetSize { obj }, Bytes::new())
+            .ost_call(&c, obj.ost, OstRequest::ObjGetSize { obj }, Bytes::new())
             .await?
         {
             (Reply::Size(s), _) => Ok(s),

@@ -11,7 +11,7 @@
 //! after the window was evicted: its kept changes are dropped and the loss
 //! is logged as an error.
 
-use loom_proto::msg::{Commit, Envelope, Replayed, Reply};
+use loom_proto::msg::{Commit, Envelope, Replayed, Reply, Request};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -99,14 +99,14 @@ impl ReplayLog {
             l.last_committed = l.last_committed.max(c.last_committed);
             if c.transno > 0 {
                 l.registered = true;
-                if let Some(reply) = reply {
+                if let (Some(reply), Request::Mdt(req)) = (reply, &env.req) {
                     if c.transno > l.last_committed {
                         l.entries.insert(
                             c.transno,
                             Replayed {
                                 transno: c.transno,
                                 ctx: env.ctx.clone(),
-                                req: env.req.clone(),
+                                req: req.clone(),
                                 reply: reply.clone(),
                             },
                         );
@@ -139,7 +139,7 @@ impl ReplayLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loom_proto::msg::{ReqCtx, Request, TargetId};
+    use loom_proto::msg::{MdtRequest, ReqCtx, TargetId};
 
     fn env(seq: u64) -> Envelope {
         Envelope {
@@ -149,7 +149,7 @@ mod tests {
                 seq,
                 ..ReqCtx::default()
             },
-            req: Request::Sync,
+            req: MdtRequest::Sync.into(),
         }
     }
 

@@ -22,7 +22,9 @@
 
 use crate::replay::{ReplayLog, ASK_AFTER, REPLAY_BATCH};
 use bytes::Bytes;
-use loom_proto::msg::{ClusterConfig, Commit, Envelope, Reply, ReqCtx, Request, Role, TargetId};
+use loom_proto::msg::{
+    ClusterConfig, Commit, Envelope, MdtRequest, MgsRequest, Reply, ReqCtx, Request, Role, TargetId,
+};
 use loom_proto::{Errno, Fid};
 use loom_rpc::{ClientOptions as RpcOptions, ClusterKey, RpcClient, RpcError};
 use std::collections::{BTreeSet, HashMap};
@@ -161,7 +163,7 @@ impl Router {
         let env = Envelope {
             target: TargetId::MGS,
             ctx: ReqCtx::default(),
-            req: Request::GetConfig,
+            req: MgsRequest::GetConfig.into(),
         };
         let (reply, _) = self
             .rpc(&self.mgs_addr)
@@ -232,7 +234,7 @@ impl Router {
         &self,
         target: TargetId,
         ctx: ReqCtx,
-        req: Request,
+        req: impl Into<Request>,
         bulk: Bytes,
     ) -> Result<(Reply, Vec<u8>), Errno> {
         self.call_within(target, ctx, req, bulk, self.call_timeout)
@@ -245,7 +247,7 @@ impl Router {
         &self,
         target: TargetId,
         mut ctx: ReqCtx,
-        req: Request,
+        req: impl Into<Request>,
         bulk: Bytes,
         timeout: Duration,
     ) -> Result<(Reply, Vec<u8>), Errno> {
@@ -253,7 +255,11 @@ impl Router {
         ctx.seq = seq.1;
         ctx.acked_below = low;
         self.calls[role_slot(target.role)].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let env = Envelope { target, ctx, req };
+        let env = Envelope {
+            target,
+            ctx,
+            req: req.into(),
+        };
         let deadline = Instant::now() + timeout;
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
@@ -371,7 +377,7 @@ impl Router {
     async fn mdt_exchange(
         &self,
         mdt: u32,
-        req: Request,
+        req: MdtRequest,
     ) -> Result<(Result<Reply, loom_proto::WireError>, Option<Commit>), Errno> {
         let target = TargetId::mdt(mdt);
         let addr = self
@@ -386,7 +392,11 @@ impl Router {
             acked_below: low,
             ..ReqCtx::default()
         };
-        let env = Envelope { target, ctx, req };
+        let env = Envelope {
+            target,
+            ctx,
+            req: req.into(),
+        };
         let deadline = Instant::now() + self.call_timeout;
         match self
             .rpc(&addr)
@@ -400,7 +410,7 @@ impl Router {
 
     /// Ask MDT `mdt` how far it committed; replay to it if it restarted.
     async fn check_mdt(&self, mdt: u32) {
-        let r = self.mdt_exchange(mdt, Request::CommitState).await;
+        let r = self.mdt_exchange(mdt, MdtRequest::CommitState).await;
         if r.is_err() {
             // Ask again at the next tick.
             self.replay.with(mdt, |l| l.losses_seen = u64::MAX);
@@ -411,7 +421,7 @@ impl Router {
                 let env = Envelope {
                     target: TargetId::mdt(mdt),
                     ctx: ReqCtx::default(),
-                    req: Request::CommitState,
+                    req: MdtRequest::CommitState.into(),
                 };
                 self.replay
                     .note(mdt, Commit { transno: 0, ..c }, &env, None);
@@ -443,7 +453,7 @@ impl Router {
         }
         let n = chunks.len();
         for (i, chunk) in chunks.into_iter().enumerate() {
-            let req = Request::Replay {
+            let req = MdtRequest::Replay {
                 boot: old_boot,
                 entries: chunk,
                 last: i + 1 == n,
@@ -506,7 +516,7 @@ impl Router {
             self.call(
                 TargetId::mdt(mdt),
                 self.own_ctx(),
-                Request::Sync,
+                MdtRequest::Sync,
                 Bytes::new(),
             )
             .await?;
@@ -531,7 +541,7 @@ impl Router {
                 .call_within(
                     TargetId::mdt(mdt),
                     self.own_ctx(),
-                    Request::Disconnect,
+                    MdtRequest::Disconnect,
                     Bytes::new(),
                     DISCONNECT_TIMEOUT,
                 )

@@ -4,6 +4,8 @@
 //! - [`fid`]: 128-bit file identifiers whose sequence names the owning MDT.
 //! - [`frame`]: the fixed 40-byte frame header and its pure codec.
 //! - [`msg`]: request and reply bodies (serde + postcard).
+//! - [`requests`]: each service's requests, declared once with opcode, name,
+//!   effect and who may send them.
 //! - [`layout`]: file layouts (components, RAID-0 striping) and their maths.
 //! - [`error`]: the wire's error codes, which are POSIX errno values.
 //! - [`name`]: file names, symlink targets and xattr names as bytes.
@@ -18,6 +20,7 @@ pub mod frame;
 pub mod layout;
 pub mod msg;
 pub mod name;
+pub mod requests;
 
 pub use error::{Errno, WireError};
 pub use fid::Fid;

@@ -8,9 +8,13 @@
 
 use crate::error::{Errno, WireError};
 use crate::fid::Fid;
-use crate::layout::{Layout, ObjRef, StripeSpec};
+use crate::layout::{Layout, StripeSpec};
 use crate::name::Name;
 use serde::{Deserialize, Serialize};
+
+pub use crate::requests::{
+    Effect, MdtRequest, MgsRequest, Op, OstRequest, PeerRequest, Request, Senders,
+};
 
 /// The role of a target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -335,7 +339,7 @@ pub struct StatFs {
 }
 
 /// How often a client renews the leases of the orphans it holds (see
-/// `Request::RenewOrphans`).
+/// `MdtRequest::RenewOrphans`).
 pub const ORPHAN_RENEW: std::time::Duration = std::time::Duration::from_secs(60);
 /// How long an MDT keeps an orphan whose lease is not renewed.
 pub const ORPHAN_LEASE: std::time::Duration = std::time::Duration::from_secs(600);
@@ -412,365 +416,6 @@ pub struct DirObject {
     pub others: Option<Vec<Fid>>,
 }
 
-/// Every request. Each variant's opcode is given by [`Request::opcode`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Request {
-    /// Liveness check, any target. Opcode 1.
-    Ping,
-    /// A server announces a target it hosts. Opcode 10.
-    Register {
-        /// File system the target was formatted for.
-        fsname: String,
-        /// The target.
-        target: TargetInfo,
-    },
-    /// Fetch the cluster configuration. Opcode 11.
-    GetConfig,
-    /// An MDT asks for a new FID sequence. Opcode 12.
-    AllocSeq {
-        /// The asking MDT.
-        mdt: u32,
-    },
-    /// Find `name` in `parent`. Opcode 20.
-    Lookup {
-        /// Directory.
-        parent: Fid,
-        /// Name.
-        name: Name,
-    },
-    /// Attributes of `fid`. Opcode 21.
-    GetAttr {
-        /// Inode.
-        fid: Fid,
-    },
-    /// Change attributes. Opcode 22.
-    SetAttr {
-        /// Inode.
-        fid: Fid,
-        /// What to change.
-        set: SetAttr,
-    },
-    /// Create a non-directory: regular file (with layout), FIFO, device,
-    /// socket. Opcode 23.
-    Create {
-        /// Directory.
-        parent: Fid,
-        /// Name.
-        name: Name,
-        /// Type.
-        kind: FileKind,
-        /// Permission bits after umask.
-        perm: u32,
-        /// Device number.
-        rdev: u32,
-        /// Explicit striping (setstripe on a new file), else inherited.
-        stripe: Option<StripeSpec>,
-    },
-    /// Make a directory. Opcode 24.
-    Mkdir {
-        /// Parent.
-        parent: Fid,
-        /// Name.
-        name: Name,
-        /// Permission bits after umask.
-        perm: u32,
-    },
-    /// Remove a non-directory name. Opcode 25.
-    Unlink {
-        /// Directory.
-        parent: Fid,
-        /// Name.
-        name: Name,
-        /// The caller has files open: if this drops the last link of a
-        /// file, keep it as an orphan (answer `Orphaned`) until the caller
-        /// sends `ReleaseOrphan`.
-        keep_orphan: bool,
-    },
-    /// Remove an empty directory. Opcode 26.
-    Rmdir {
-        /// Parent.
-        parent: Fid,
-        /// Name.
-        name: Name,
-    },
-    /// Rename, with `rename_flags`. Opcode 27.
-    Rename {
-        /// Source directory.
-        parent: Fid,
-        /// Source name.
-        name: Name,
-        /// Destination directory.
-        new_parent: Fid,
-        /// Destination name.
-        new_name: Name,
-        /// NOREPLACE / EXCHANGE.
-        flags: u32,
-        /// As `Unlink::keep_orphan`, for a file the rename replaces.
-        keep_orphan: bool,
-    },
-    /// New hard link to `fid`. Opcode 28.
-    Link {
-        /// Existing inode.
-        fid: Fid,
-        /// Directory of the new name.
-        parent: Fid,
-        /// New name.
-        name: Name,
-    },
-    /// Make a symbolic link. Opcode 29.
-    Symlink {
-        /// Directory.
-        parent: Fid,
-        /// Name.
-        name: Name,
-        /// Link target.
-        target: Name,
-    },
-    /// Read a symbolic link. Opcode 30.
-    Readlink {
-        /// Link inode.
-        fid: Fid,
-    },
-    /// List a directory from `cookie` (0 = start). Opcode 31.
-    Readdir {
-        /// Directory.
-        fid: Fid,
-        /// Resume after the entry with this cookie.
-        cookie: u64,
-        /// Most entries to return.
-        max: u32,
-    },
-    /// A file's layout. Opcode 32.
-    GetLayout {
-        /// File.
-        fid: Fid,
-    },
-    /// Set a directory's default striping (`setstripe` on a directory). Opcode 33.
-    SetDefaultStripe {
-        /// Directory.
-        fid: Fid,
-        /// New default; `None` removes it.
-        spec: Option<StripeSpec>,
-    },
-    /// A directory's default striping, explicit or inherited. Opcode 34.
-    GetDefaultStripe {
-        /// Directory.
-        fid: Fid,
-    },
-    /// Set an extended attribute. Opcode 35.
-    SetXattr {
-        /// Inode.
-        fid: Fid,
-        /// Name.
-        name: Name,
-        /// Value.
-        value: Vec<u8>,
-        /// `xattr_flags`.
-        flags: u32,
-    },
-    /// Get an extended attribute. Opcode 36.
-    GetXattr {
-        /// Inode.
-        fid: Fid,
-        /// Name.
-        name: Name,
-    },
-    /// List extended attribute names. Opcode 37.
-    ListXattr {
-        /// Inode.
-        fid: Fid,
-    },
-    /// Remove an extended attribute. Opcode 38.
-    RemoveXattr {
-        /// Inode.
-        fid: Fid,
-        /// Name.
-        name: Name,
-    },
-    /// Space and inode usage of a target (MDT or OST). Opcode 39.
-    StatFs,
-    /// The writer reports data it wrote: size grows to at least `size`,
-    /// mtime to at least `mtime` (reports may arrive out of order).
-    /// Opcode 40.
-    UpdateSize {
-        /// File.
-        fid: Fid,
-        /// End of the data written.
-        size: u64,
-        /// Time of the last write.
-        mtime: Time,
-        /// Make the record durable (and everything the MDT applied before
-        /// it) before answering: an fsync. Otherwise (a close) it survives
-        /// a crash of the MDT's process but not of its machine, as the data
-        /// written does until an fsync.
-        durable: bool,
-    },
-    /// Write the bulk data at `offset` of an object. Opcode 50.
-    ObjWrite {
-        /// Object.
-        obj: ObjRef,
-        /// Object offset.
-        offset: u64,
-    },
-    /// Read up to `len` bytes; the reply's bulk holds them (short at the
-    /// object's end; holes read as zeros). Opcode 51.
-    ObjRead {
-        /// Object.
-        obj: ObjRef,
-        /// Object offset.
-        offset: u64,
-        /// Bytes wanted.
-        len: u32,
-    },
-    /// Set an object's size. Opcode 52.
-    ObjTruncate {
-        /// Object.
-        obj: ObjRef,
-        /// New size.
-        size: u64,
-    },
-    /// Deallocate a byte range, keeping the size. Opcode 53.
-    ObjPunch {
-        /// Object.
-        obj: ObjRef,
-        /// Start.
-        offset: u64,
-        /// Length.
-        len: u64,
-    },
-    /// Make an object's data durable. Opcode 54.
-    ObjSync {
-        /// Object.
-        obj: ObjRef,
-    },
-    /// Reserve `count` new object ids on the OST (for an MDT's pool). Opcode 55.
-    Precreate {
-        /// How many.
-        count: u32,
-    },
-    /// Destroy objects (after unlink). Opcode 56.
-    Destroy {
-        /// Objects, all on the receiving OST.
-        objs: Vec<ObjRef>,
-    },
-    /// Size of an object (for tools and checks). Opcode 57.
-    ObjGetSize {
-        /// Object.
-        obj: ObjRef,
-    },
-    /// The last handle of an orphan (an unlinked file kept for a client
-    /// that had it open) closed: destroy it. Opcode 41.
-    ReleaseOrphan {
-        /// The orphan.
-        fid: Fid,
-    },
-    /// The client still has these orphans open: renew their lease.
-    /// Opcode 42.
-    RenewOrphans {
-        /// Orphans on the receiving MDT.
-        fids: Vec<Fid>,
-    },
-    /// Attributes and layout of `fid`, fresh, for an open: one round trip
-    /// where GetAttr and GetLayout would take two. Opcode 43.
-    Open {
-        /// The inode being opened.
-        fid: Fid,
-        /// What the opener asks for, checked against the mode bits:
-        /// `access::READ | access::WRITE` (0 for a peer that only wants
-        /// the attributes).
-        access: u32,
-    },
-    /// Reserve space for a byte range, keeping the size (fallocate with
-    /// KEEP_SIZE: later writes there cannot fail for lack of space).
-    /// Opcode 58.
-    ObjAllocate {
-        /// Object.
-        obj: ObjRef,
-        /// Start.
-        offset: u64,
-        /// Length.
-        len: u64,
-    },
-    /// Make a directory placed on chosen MDTs: a remote directory
-    /// (`count` 1 on another MDT) or a striped one. Sent to the parent's
-    /// MDT, which coordinates. Opcode 44.
-    MkdirStriped {
-        /// Parent.
-        parent: Fid,
-        /// Name.
-        name: Name,
-        /// Permission bits after umask.
-        perm: u32,
-        /// Placement.
-        stripe: DirStripe,
-    },
-    /// MDT to MDT: make a directory object (a remote directory, a shard,
-    /// or with `others` the master of a striped directory whose other
-    /// shards are `others`) as part `intent`. Done once per part: sent
-    /// again, it answers the object made the first time. Opcode 45.
-    MakeDirObject {
-        /// The part of the coordinator's operation.
-        intent: IntentRef,
-        /// What to make.
-        dir: DirObject,
-    },
-    /// MDT to MDT: remove what part `intent` made, if anything (an
-    /// operation rolled back). Opcode 46.
-    UndoDirObject {
-        /// The part.
-        intent: IntentRef,
-    },
-    /// MDT to MDT: if directory `fid` is empty, mark it as being removed:
-    /// it takes no new entries until unsealed or destroyed; ENOTEMPTY
-    /// otherwise. Opcode 47.
-    SealDir {
-        /// Directory object on the receiving MDT.
-        fid: Fid,
-    },
-    /// MDT to MDT: a removal was given up; `fid` takes entries again.
-    /// Opcode 48.
-    UnsealDir {
-        /// Directory object.
-        fid: Fid,
-    },
-    /// MDT to MDT: destroy sealed directory object `fid` (done if it is
-    /// already gone). Opcode 49.
-    DestroyDir {
-        /// Directory object.
-        fid: Fid,
-    },
-    /// MDT to MDT: the coordinator's intent `id` is finished; forget the
-    /// records kept to make its steps repeatable. Opcode 59.
-    ForgetIntent {
-        /// Coordinating MDT.
-        coord: u32,
-        /// Its intent.
-        id: u64,
-    },
-    /// Client to a restarted MDT, during its recovery window: changes the
-    /// MDT acknowledged under boot `boot` but had not committed, in
-    /// transaction order. `last` ends the client's replay. Opcode 60.
-    Replay {
-        /// The MDT instance that acknowledged them.
-        boot: u64,
-        /// The changes, ascending by transaction number.
-        entries: Vec<Replayed>,
-        /// No more entries follow from this client.
-        last: bool,
-    },
-    /// Client to MDT: make every change applied so far durable before
-    /// answering (fsync, syncfs, O_SYNC). Opcode 61.
-    Sync,
-    /// Client to MDT: the client leaves (unmount, end of a tool): commit,
-    /// and stop waiting for it in recovery. Opcode 62.
-    Disconnect,
-    /// Client to MDT: nothing but the commit state in the answer (the
-    /// MDT's instance and last committed number), also during recovery:
-    /// how a client learns that its changes are committed, or that the
-    /// MDT restarted. (`Ping` is answered by the transport.) Opcode 63.
-    CommitState,
-}
-
 /// An acknowledged change, as a client keeps it until it is committed and
 /// replays it to a restarted MDT: the request as first sent, and the reply
 /// whose results (new FIDs, layouts, times) the replay must reproduce.
@@ -781,7 +426,7 @@ pub struct Replayed {
     /// The context it was sent with (client, sequence, credentials).
     pub ctx: ReqCtx,
     /// The request.
-    pub req: Request,
+    pub req: MdtRequest,
     /// The reply it got.
     pub reply: Reply,
 }
@@ -800,116 +445,6 @@ pub struct Commit {
     /// earlier instance acknowledged is committed if its number is at most
     /// this, and was lost in a crash (unless replayed) if above.
     pub started_at: u64,
-}
-
-impl Request {
-    /// The explicit opcode of this request, carried in the frame header.
-    pub const fn opcode(&self) -> u16 {
-        match self {
-            Request::Ping => 1,
-            Request::Register { .. } => 10,
-            Request::GetConfig => 11,
-            Request::AllocSeq { .. } => 12,
-            Request::Lookup { .. } => 20,
-            Request::GetAttr { .. } => 21,
-            Request::SetAttr { .. } => 22,
-            Request::Create { .. } => 23,
-            Request::Mkdir { .. } => 24,
-            Request::Unlink { .. } => 25,
-            Request::Rmdir { .. } => 26,
-            Request::Rename { .. } => 27,
-            Request::Link { .. } => 28,
-            Request::Symlink { .. } => 29,
-            Request::Readlink { .. } => 30,
-            Request::Readdir { .. } => 31,
-            Request::GetLayout { .. } => 32,
-            Request::SetDefaultStripe { .. } => 33,
-            Request::GetDefaultStripe { .. } => 34,
-            Request::SetXattr { .. } => 35,
-            Request::GetXattr { .. } => 36,
-            Request::ListXattr { .. } => 37,
-            Request::RemoveXattr { .. } => 38,
-            Request::StatFs => 39,
-            Request::UpdateSize { .. } => 40,
-            Request::ObjWrite { .. } => 50,
-            Request::ObjRead { .. } => 51,
-            Request::ObjTruncate { .. } => 52,
-            Request::ObjPunch { .. } => 53,
-            Request::ObjSync { .. } => 54,
-            Request::Precreate { .. } => 55,
-            Request::Destroy { .. } => 56,
-            Request::ObjGetSize { .. } => 57,
-            Request::ReleaseOrphan { .. } => 41,
-            Request::RenewOrphans { .. } => 42,
-            Request::Open { .. } => 43,
-            Request::ObjAllocate { .. } => 58,
-            Request::MkdirStriped { .. } => 44,
-            Request::MakeDirObject { .. } => 45,
-            Request::UndoDirObject { .. } => 46,
-            Request::SealDir { .. } => 47,
-            Request::UnsealDir { .. } => 48,
-            Request::DestroyDir { .. } => 49,
-            Request::ForgetIntent { .. } => 59,
-            Request::Replay { .. } => 60,
-            Request::Sync => 61,
-            Request::Disconnect => 62,
-            Request::CommitState => 63,
-        }
-    }
-
-    /// A short name for logs and statistics.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Request::Ping => "ping",
-            Request::Register { .. } => "register",
-            Request::GetConfig => "get_config",
-            Request::AllocSeq { .. } => "alloc_seq",
-            Request::Lookup { .. } => "lookup",
-            Request::GetAttr { .. } => "getattr",
-            Request::SetAttr { .. } => "setattr",
-            Request::Create { .. } => "create",
-            Request::Mkdir { .. } => "mkdir",
-            Request::Unlink { .. } => "unlink",
-            Request::Rmdir { .. } => "rmdir",
-            Request::Rename { .. } => "rename",
-            Request::Link { .. } => "link",
-            Request::Symlink { .. } => "symlink",
-            Request::Readlink { .. } => "readlink",
-            Request::Readdir { .. } => "readdir",
-            Request::GetLayout { .. } => "getlayout",
-            Request::SetDefaultStripe { .. } => "set_default_stripe",
-            Request::GetDefaultStripe { .. } => "get_default_stripe",
-            Request::SetXattr { .. } => "setxattr",
-            Request::GetXattr { .. } => "getxattr",
-            Request::ListXattr { .. } => "listxattr",
-            Request::RemoveXattr { .. } => "removexattr",
-            Request::StatFs => "statfs",
-            Request::UpdateSize { .. } => "update_size",
-            Request::ObjWrite { .. } => "obj_write",
-            Request::ObjRead { .. } => "obj_read",
-            Request::ObjTruncate { .. } => "obj_truncate",
-            Request::ObjPunch { .. } => "obj_punch",
-            Request::ObjSync { .. } => "obj_sync",
-            Request::Precreate { .. } => "precreate",
-            Request::Destroy { .. } => "destroy",
-            Request::ObjGetSize { .. } => "obj_getsize",
-            Request::ReleaseOrphan { .. } => "release_orphan",
-            Request::RenewOrphans { .. } => "renew_orphans",
-            Request::Open { .. } => "open",
-            Request::ObjAllocate { .. } => "obj_allocate",
-            Request::MkdirStriped { .. } => "mkdir_striped",
-            Request::MakeDirObject { .. } => "make_dir_object",
-            Request::UndoDirObject { .. } => "undo_dir_object",
-            Request::SealDir { .. } => "seal_dir",
-            Request::UnsealDir { .. } => "unseal_dir",
-            Request::DestroyDir { .. } => "destroy_dir",
-            Request::ForgetIntent { .. } => "forget_intent",
-            Request::Replay { .. } => "replay",
-            Request::Sync => "sync",
-            Request::Disconnect => "disconnect",
-            Request::CommitState => "commit_state",
-        }
-    }
 }
 
 /// Every reply body (the success half).
@@ -1013,14 +548,14 @@ mod tests {
                 gid: 100,
                 groups: vec![4, 5],
             },
-            req: Request::Rename {
+            req: Request::Mdt(MdtRequest::Rename {
                 parent: Fid::ROOT,
                 name: "a".into(),
                 new_parent: Fid::new(5, 6),
                 new_name: "b".into(),
                 flags: rename_flags::NOREPLACE,
                 keep_orphan: false,
-            },
+            }),
         };
         let b = encode(&e).expect("encode");
         assert_eq!(decode::<Envelope>(&b).expect("decode"), e);

@@ -1,4 +1,12 @@
-//! Connection authentication: both ends prove they hold the cluster key.
+//! Connection authentication: both ends prove they hold a key of the
+//! cluster.
+//!
+//! There are two keys. Servers hold the cluster key; clients hold the
+//! client key, which is derived from it ([`ClusterKey::client_key`]) and
+//! cannot be turned back into it. A server accepts either and learns from
+//! the proof which one the other end holds ([`Standing`]): operations meant
+//! only for servers are refused on a client's connection. A client cannot
+//! tell which key a server would accept from it, so it simply uses its own.
 //!
 //! ```text
 //! server -> client: "LOOMAUTH" | nonce_s (32)
@@ -28,6 +36,16 @@ impl std::fmt::Debug for ClusterKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ClusterKey(..)")
     }
+}
+
+/// Which key the other end of an accepted connection proved it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Standing {
+    /// The cluster key: another server of the cluster (or an admin tool
+    /// run with the cluster key).
+    Peer,
+    /// The client key: a client mount or tool.
+    Client,
 }
 
 /// Why a handshake failed.
@@ -86,6 +104,14 @@ impl ClusterKey {
         ClusterKey::from_bytes(b)
     }
 
+    /// The client key of this cluster key: HMAC-SHA256(cluster key,
+    /// "loomfs client key v1"). Given to client nodes instead of the
+    /// cluster key; a server recognises it, and nobody can derive the
+    /// cluster key from it.
+    pub fn client_key(&self) -> ClusterKey {
+        ClusterKey(self.mac(b"loomfs client key v1", &[], &[]).to_vec())
+    }
+
     fn mac(&self, label: &[u8], a: &[u8], b: &[u8]) -> [u8; 32] {
         // new_from_slice only fails for zero-length keys on some MACs; HMAC
         // accepts any length, so fall back to an impossible-to-match value.
@@ -116,11 +142,13 @@ fn nonce() -> [u8; 32] {
     n
 }
 
-/// Server side of the handshake.
+/// Server side of the handshake, holding cluster key `key`: the other end
+/// may prove either the cluster key or its client key.
 pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
     key: &ClusterKey,
-) -> Result<(), AuthError> {
+) -> Result<Standing, AuthError> {
+    let client_key = key.client_key();
     tokio::time::timeout(HANDSHAKE_TIMEOUT, async {
         let ns = nonce();
         let mut hello = Vec::with_capacity(40);
@@ -130,11 +158,16 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
         let mut msg = [0u8; 64];
         s.read_exact(&mut msg).await?;
         let (nc, proof) = msg.split_at(32);
-        if !key.verify(b"client", &ns, nc, proof) {
+        let (standing, proven) = if key.verify(b"client", &ns, nc, proof) {
+            (Standing::Peer, key)
+        } else if client_key.verify(b"client", &ns, nc, proof) {
+            (Standing::Client, &client_key)
+        } else {
             return Err(AuthError::BadProof);
-        }
-        s.write_all(&key.mac(b"server", nc, &ns)).await?;
-        Ok(())
+        };
+        // Answered with the key the other end proved: the one it can check.
+        s.write_all(&proven.mac(b"server", nc, &ns)).await?;
+        Ok(standing)
     })
     .await
     .map_err(|_| AuthError::Timeout)?
@@ -166,4 +199,39 @@ pub async fn connect<S: AsyncRead + AsyncWrite + Unpin>(
     })
     .await
     .map_err(|_| AuthError::Timeout)?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn handshake(server: &ClusterKey, client: &ClusterKey) -> Result<Standing, AuthError> {
+        let (mut a, mut b) = tokio::io::duplex(256);
+        // The server's end closes once it has decided, as its connection
+        // task's would.
+        let serve = async move { accept(&mut a, server).await };
+        let (s, c) = tokio::join!(serve, connect(&mut b, client));
+        if s.is_ok() {
+            c.expect("the client accepts the server's proof");
+        }
+        s
+    }
+
+    #[tokio::test]
+    async fn the_key_proven_sets_the_standing() {
+        let k = ClusterKey::generate();
+        assert_eq!(handshake(&k, &k).await.expect("peer"), Standing::Peer);
+        let ck = k.client_key();
+        assert_eq!(handshake(&k, &ck).await.expect("client"), Standing::Client);
+        assert!(matches!(
+            handshake(&k, &ClusterKey::generate()).await,
+            Err(AuthError::BadProof)
+        ));
+        // The client key of a client key is no key of this cluster.
+        assert!(matches!(
+            handshake(&k, &ck.client_key()).await,
+            Err(AuthError::BadProof)
+        ));
+        assert_ne!(ck.to_hex(), k.to_hex());
+    }
 }

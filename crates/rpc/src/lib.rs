@@ -13,6 +13,6 @@ pub mod client;
 pub mod conn;
 pub mod server;
 
-pub use auth::ClusterKey;
+pub use auth::{ClusterKey, Standing};
 pub use client::{ClientOptions, Replied, RpcClient, RpcError, RpcStats};
 pub use server::{serve, Answer, Service};

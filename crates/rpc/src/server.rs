@@ -1,11 +1,13 @@
 //! The accept loop and per-connection request dispatch.
 //!
-//! Each connection is authenticated first. Frames are then read in a loop;
+//! Each connection is authenticated first; a connection that proved only
+//! the client key is refused every operation declared for servers only
+//! (EPERM), before any service sees it. Frames are then read in a loop;
 //! each request runs as its own task and its reply is queued to a writer
 //! task, so replies may leave in any order (the request id pairs them). A
 //! malformed frame closes only its connection, with the reason logged.
 
-use crate::auth::{self, ClusterKey};
+use crate::auth::{self, ClusterKey, Standing};
 use crate::conn::{read_frame, write_frame, ReadError};
 use loom_proto::frame::{flags, FrameHeader};
 use loom_proto::msg::{self, Commit, Envelope, Reply, ReplyResult, Request};
@@ -29,6 +31,17 @@ pub const MAX_CONNECTIONS: usize = 4096;
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
 const PING: u16 = Request::Ping.opcode();
+
+/// Why a client's connection is refused an operation.
+fn peers_only(req: &Request) -> WireError {
+    WireError::new(
+        Errno::EPERM,
+        format!(
+            "{} is an operation between servers; this connection holds the client key",
+            req.name()
+        ),
+    )
+}
 
 /// What a service answers: the reply or error, the bulk that goes out
 /// after the reply body (file data for reads), and for an MDT's answer to
@@ -126,7 +139,7 @@ async fn connection<S: Service>(
     key: ClusterKey,
     svc: Arc<S>,
 ) -> Result<(), String> {
-    auth::accept(&mut stream, &key)
+    let standing = auth::accept(&mut stream, &key)
         .await
         .map_err(|e| format!("handshake failed: {e}"))?;
     let (mut rd, mut wr) = stream.into_split();
@@ -177,8 +190,7 @@ async fn connection<S: Service>(
         let svc = svc.clone();
         tokio::spawn(async move {
             let a: Answer = match msg::decode::<Envelope>(&frame.body) {
-                Ok(env) if env.req.opcode() == opcode => svc.handle(env, frame.bulk).await,
-                Ok(env) => (
+                Ok(env) if env.req.opcode() != opcode => (
                     Err(WireError::new(
                         Errno::EPROTO,
                         format!("header opcode {opcode} but body is {}", env.req.name()),
@@ -186,6 +198,11 @@ async fn connection<S: Service>(
                     Vec::new(),
                 )
                     .into(),
+                Ok(env) if standing == Standing::Client && env.req.peers_only() => {
+                    tracing::warn!(%peer, "refused {} from a client connection", env.req.name());
+                    (Err(peers_only(&env.req)), Vec::new()).into()
+                }
+                Ok(env) => svc.handle(env, frame.bulk).await,
                 Err(e) => (Err(e), Vec::new()).into(),
             };
             let bulk = a.bulk;

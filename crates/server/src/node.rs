@@ -7,7 +7,7 @@ use crate::ost::OstService;
 use crate::peers::Peers;
 use crate::target;
 use anyhow::{bail, Context};
-use loom_proto::msg::{Envelope, Request, Role, TargetInfo};
+use loom_proto::msg::{Envelope, MgsRequest, Reply, Request, Role, TargetInfo};
 use loom_proto::{Errno, WireError};
 use loom_rpc::{Answer, ClientOptions, ClusterKey, Service};
 use serde::{Deserialize, Serialize};
@@ -107,19 +107,34 @@ impl Service for Node {
                 Vec::new(),
             )
         };
-        match t.role {
-            Role::Mgs => match &self.mgs {
-                Some(m) => m.handle(&env.ctx, env.req, bulk).await.into(),
+        // Each request type goes to its own service; a target of another
+        // role does not serve it.
+        match (t.role, env.req) {
+            (_, Request::Ping) => (Ok(Reply::Ok), Vec::new()).into(),
+            (Role::Mgs, Request::Mgs(req)) => match &self.mgs {
+                Some(m) => m.handle(&env.ctx, req, bulk).await.into(),
                 None => missing().into(),
             },
-            Role::Mdt => match self.mdts.get(&t.index) {
-                Some(m) => m.handle(&env.ctx, env.req).await.into(),
+            (Role::Mdt, Request::Mdt(req)) => match self.mdts.get(&t.index) {
+                Some(m) => m.handle(&env.ctx, req).await.into(),
                 None => missing().into(),
             },
-            Role::Ost => match self.osts.get(&t.index) {
-                Some(o) => o.handle(&env.ctx, env.req, bulk).await.into(),
+            (Role::Mdt, Request::Peer(req)) => match self.mdts.get(&t.index) {
+                Some(m) => (m.handle_peer(&env.ctx, req).await, Vec::new()).into(),
                 None => missing().into(),
             },
+            (Role::Ost, Request::Ost(req)) => match self.osts.get(&t.index) {
+                Some(o) => o.handle(&env.ctx, req, bulk).await.into(),
+                None => missing().into(),
+            },
+            (_, req) => (
+                Err(WireError::new(
+                    Errno::EPROTO,
+                    format!("{t} does not serve {}", req.name()),
+                )),
+                Vec::new(),
+            )
+                .into(),
         }
     }
 }
@@ -180,7 +195,7 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
     let mdts: Vec<_> = node.mdts.values().cloned().collect();
     let server = tokio::spawn(loom_rpc::serve(listener, key, node));
     for id in &infos {
-        let req = Request::Register {
+        let req = MgsRequest::Register {
             fsname: cfg.fsname.clone(),
             target: TargetInfo {
                 id: id.id(),

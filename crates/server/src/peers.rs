@@ -2,7 +2,7 @@
 //! MGS and one RPC client per server address.
 
 use bytes::Bytes;
-use loom_proto::msg::{ClusterConfig, Envelope, Reply, ReqCtx, Request, TargetId};
+use loom_proto::msg::{ClusterConfig, Envelope, MgsRequest, Reply, ReqCtx, Request, TargetId};
 use loom_proto::{Errno, WireError};
 use loom_rpc::{ClientOptions, ClusterKey, RpcClient};
 use std::collections::HashMap;
@@ -50,11 +50,11 @@ impl Peers {
     }
 
     /// Send a request to the MGS.
-    pub async fn call_mgs(&self, req: Request) -> Result<Reply, WireError> {
+    pub async fn call_mgs(&self, req: MgsRequest) -> Result<Reply, WireError> {
         let env = Envelope {
             target: TargetId::MGS,
             ctx: self.ctx.clone(),
-            req,
+            req: req.into(),
         };
         Ok(self.mgs.call(&env, Bytes::new()).await?.0)
     }
@@ -91,7 +91,7 @@ impl Peers {
         let env = Envelope {
             target: TargetId::MGS,
             ctx: self.ctx.clone(),
-            req: Request::GetConfig,
+            req: MgsRequest::GetConfig.into(),
         };
         match self
             .mgs
@@ -114,7 +114,7 @@ impl Peers {
     pub async fn call(
         self: &Arc<Self>,
         target: TargetId,
-        req: Request,
+        req: impl Into<Request>,
         bulk: Bytes,
         timeout: Duration,
     ) -> Result<(Reply, Vec<u8>), WireError> {
@@ -138,7 +138,7 @@ impl Peers {
         let env = Envelope {
             target,
             ctx: self.ctx.clone(),
-            req,
+            req: req.into(),
         };
         Ok(client.call_with_timeout(&env, bulk, timeout).await?)
     }

@@ -10,7 +10,7 @@ mod common;
 use common::{eventually, objects, Cluster, GID, UID};
 use loom_proto::layout::DEFAULT_STRIPE_SIZE;
 use loom_proto::msg::{
-    rename_flags, xattr_flags, FileKind, Reply, Request, SetAttr, SetTime, Time,
+    rename_flags, xattr_flags, FileKind, MdtRequest, Reply, SetAttr, SetTime, Time,
 };
 use loom_proto::Name;
 use loom_proto::{Errno, Fid, ObjRef, StripeSpec};
@@ -33,8 +33,8 @@ fn stripe_params(l: &loom_proto::Layout) -> (u32, Vec<ObjRef>) {
     (size, objs.to_vec())
 }
 
-fn create_req(parent: Fid, name: &str, stripe: Option<StripeSpec>) -> Request {
-    Request::Create {
+fn create_req(parent: Fid, name: &str, stripe: Option<StripeSpec>) -> MdtRequest {
+    MdtRequest::Create {
         parent,
         name: name.into(),
         kind: FileKind::File,
@@ -44,8 +44,8 @@ fn create_req(parent: Fid, name: &str, stripe: Option<StripeSpec>) -> Request {
     }
 }
 
-fn mkdir_req(parent: Fid, name: &str) -> Request {
-    Request::Mkdir {
+fn mkdir_req(parent: Fid, name: &str) -> MdtRequest {
+    MdtRequest::Mkdir {
         parent,
         name: name.into(),
         perm: 0o755,
@@ -64,7 +64,7 @@ async fn create_then_lookup_and_getattr_return_the_same_inode() {
     assert_eq!(root0.nlink, 2);
 
     let (a, layout) = c
-        .entry(Request::Create {
+        .entry(MdtRequest::Create {
             parent: ROOT,
             name: "f".into(),
             kind: FileKind::File,
@@ -87,7 +87,7 @@ async fn create_then_lookup_and_getattr_return_the_same_inode() {
     assert_eq!(c.getattr(a.fid).await, a);
     assert_eq!(c.layout(a.fid).await, layout);
     match c
-        .call(Request::Lookup {
+        .call(MdtRequest::Lookup {
             parent: ROOT,
             name: "f".into(),
         })
@@ -104,7 +104,7 @@ async fn create_then_lookup_and_getattr_return_the_same_inode() {
 
     // A FIFO gets no layout and keeps its kind.
     let (fifo, fl) = c
-        .entry(Request::Create {
+        .entry(MdtRequest::Create {
             parent: ROOT,
             name: "p".into(),
             kind: FileKind::Fifo,
@@ -124,7 +124,7 @@ async fn create_refuses_directories_and_symlinks() {
     let c = Cluster::start().await;
     for kind in [FileKind::Dir, FileKind::Symlink] {
         let e = c
-            .errno(Request::Create {
+            .errno(MdtRequest::Create {
                 parent: ROOT,
                 name: "x".into(),
                 kind,
@@ -155,7 +155,7 @@ async fn a_duplicate_name_is_eexist_for_every_kind_of_new_name() {
             "mkdir {name}"
         );
         assert_eq!(
-            c.errno(Request::Symlink {
+            c.errno(MdtRequest::Symlink {
                 parent: ROOT,
                 name: name.into(),
                 target: "t".into()
@@ -165,7 +165,7 @@ async fn a_duplicate_name_is_eexist_for_every_kind_of_new_name() {
             "symlink {name}"
         );
         assert_eq!(
-            c.errno(Request::Link {
+            c.errno(MdtRequest::Link {
                 fid: f.fid,
                 parent: ROOT,
                 name: name.into()
@@ -188,7 +188,7 @@ async fn missing_names_and_inodes_are_enoent() {
     assert_eq!(c.lookup_errno(ROOT, "nope").await, Errno::ENOENT);
     let ghost = Fid::new(0, 999_999);
     assert_eq!(
-        c.errno(Request::GetAttr { fid: ghost }).await,
+        c.errno(MdtRequest::GetAttr { fid: ghost }).await,
         Errno::ENOENT
     );
     assert_eq!(
@@ -198,16 +198,16 @@ async fn missing_names_and_inodes_are_enoent() {
     );
     assert_eq!(c.errno(mkdir_req(ghost, "x")).await, Errno::ENOENT);
     for req in [
-        Request::Unlink {
+        MdtRequest::Unlink {
             parent: ROOT,
             name: "nope".into(),
             keep_orphan: false,
         },
-        Request::Rmdir {
+        MdtRequest::Rmdir {
             parent: ROOT,
             name: "nope".into(),
         },
-        Request::Rename {
+        MdtRequest::Rename {
             parent: ROOT,
             name: "nope".into(),
             new_parent: ROOT,
@@ -215,17 +215,17 @@ async fn missing_names_and_inodes_are_enoent() {
             flags: 0,
             keep_orphan: false,
         },
-        Request::Link {
+        MdtRequest::Link {
             fid: ghost,
             parent: ROOT,
             name: "l".into(),
         },
-        Request::Readdir {
+        MdtRequest::Readdir {
             fid: ghost,
             cookie: 0,
             max: 10,
         },
-        Request::SetAttr {
+        MdtRequest::SetAttr {
             fid: ghost,
             set: SetAttr {
                 perm: Some(0o600),
@@ -238,7 +238,7 @@ async fn missing_names_and_inodes_are_enoent() {
     }
     // A removed file is gone by name and by FID.
     let f = c.create(ROOT, "f").await;
-    c.ok(Request::Unlink {
+    c.ok(MdtRequest::Unlink {
         parent: ROOT,
         name: "f".into(),
         keep_orphan: false,
@@ -246,7 +246,7 @@ async fn missing_names_and_inodes_are_enoent() {
     .await;
     assert_eq!(c.lookup_errno(ROOT, "f").await, Errno::ENOENT);
     assert_eq!(
-        c.errno(Request::GetAttr { fid: f.fid }).await,
+        c.errno(MdtRequest::GetAttr { fid: f.fid }).await,
         Errno::ENOENT
     );
 }
@@ -258,26 +258,26 @@ async fn a_regular_file_as_parent_is_enotdir_for_changes_and_readdir() {
     let reqs = vec![
         create_req(f, "x", None),
         mkdir_req(f, "x"),
-        Request::Symlink {
+        MdtRequest::Symlink {
             parent: f,
             name: "x".into(),
             target: "t".into(),
         },
-        Request::Link {
+        MdtRequest::Link {
             fid: f,
             parent: f,
             name: "x".into(),
         },
-        Request::Unlink {
+        MdtRequest::Unlink {
             parent: f,
             name: "x".into(),
             keep_orphan: false,
         },
-        Request::Rmdir {
+        MdtRequest::Rmdir {
             parent: f,
             name: "x".into(),
         },
-        Request::Rename {
+        MdtRequest::Rename {
             parent: ROOT,
             name: "f".into(),
             new_parent: f,
@@ -285,7 +285,7 @@ async fn a_regular_file_as_parent_is_enotdir_for_changes_and_readdir() {
             flags: 0,
             keep_orphan: false,
         },
-        Request::Readdir {
+        MdtRequest::Readdir {
             fid: f,
             cookie: 0,
             max: 10,
@@ -325,17 +325,17 @@ async fn invalid_names_are_refused_by_every_operation_that_makes_a_name() {
         let reqs = vec![
             create_req(ROOT, name, None),
             mkdir_req(ROOT, name),
-            Request::Symlink {
+            MdtRequest::Symlink {
                 parent: ROOT,
                 name: name.into(),
                 target: "t".into(),
             },
-            Request::Link {
+            MdtRequest::Link {
                 fid: f,
                 parent: ROOT,
                 name: name.into(),
             },
-            Request::Rename {
+            MdtRequest::Rename {
                 parent: ROOT,
                 name: "f".into(),
                 new_parent: ROOT,
@@ -391,7 +391,7 @@ async fn a_directory_has_two_links_plus_one_per_subdirectory() {
     }
     // Files and symlinks add no links to their directory.
     c.create(d.fid, "file").await;
-    c.ok(Request::Rmdir {
+    c.ok(MdtRequest::Rmdir {
         parent: d.fid,
         name: "s0".into(),
     })
@@ -399,28 +399,28 @@ async fn a_directory_has_two_links_plus_one_per_subdirectory() {
     assert_eq!(c.getattr(d.fid).await.nlink, 2 + 2);
     assert_eq!(c.getattr(ROOT).await.nlink, 3);
 
-    c.ok(Request::Unlink {
+    c.ok(MdtRequest::Unlink {
         parent: d.fid,
         name: "file".into(),
         keep_orphan: false,
     })
     .await;
     for s in ["s1", "s2"] {
-        c.ok(Request::Rmdir {
+        c.ok(MdtRequest::Rmdir {
             parent: d.fid,
             name: s.into(),
         })
         .await;
     }
     assert_eq!(c.getattr(d.fid).await.nlink, 2);
-    c.ok(Request::Rmdir {
+    c.ok(MdtRequest::Rmdir {
         parent: ROOT,
         name: "d".into(),
     })
     .await;
     assert_eq!(c.getattr(ROOT).await.nlink, 2);
     assert_eq!(
-        c.errno(Request::GetAttr { fid: d.fid }).await,
+        c.errno(MdtRequest::GetAttr { fid: d.fid }).await,
         Errno::ENOENT
     );
 }
@@ -430,7 +430,7 @@ async fn rmdir_of_a_non_empty_directory_is_enotempty_and_keeps_it() {
     let c = Cluster::start().await;
     let d = c.mkdir(ROOT, "d").await.fid;
     c.create(d, "f").await;
-    let rm = || Request::Rmdir {
+    let rm = || MdtRequest::Rmdir {
         parent: ROOT,
         name: "d".into(),
     };
@@ -439,7 +439,7 @@ async fn rmdir_of_a_non_empty_directory_is_enotempty_and_keeps_it() {
     assert_eq!(c.getattr(ROOT).await.nlink, 3);
 
     // A subdirectory alone also makes it non-empty.
-    c.ok(Request::Unlink {
+    c.ok(MdtRequest::Unlink {
         parent: d,
         name: "f".into(),
         keep_orphan: false,
@@ -447,7 +447,7 @@ async fn rmdir_of_a_non_empty_directory_is_enotempty_and_keeps_it() {
     .await;
     c.mkdir(d, "s").await;
     assert_eq!(c.errno(rm()).await, Errno::ENOTEMPTY);
-    c.ok(Request::Rmdir {
+    c.ok(MdtRequest::Rmdir {
         parent: d,
         name: "s".into(),
     })
@@ -462,7 +462,7 @@ async fn unlink_of_a_directory_is_eisdir_and_rmdir_of_a_file_is_enotdir() {
     let d = c.mkdir(ROOT, "d").await.fid;
     let f = c.create(ROOT, "f").await.fid;
     assert_eq!(
-        c.errno(Request::Unlink {
+        c.errno(MdtRequest::Unlink {
             parent: ROOT,
             name: "d".into(),
             keep_orphan: false,
@@ -471,7 +471,7 @@ async fn unlink_of_a_directory_is_eisdir_and_rmdir_of_a_file_is_enotdir() {
         Errno::EISDIR
     );
     assert_eq!(
-        c.errno(Request::Rmdir {
+        c.errno(MdtRequest::Rmdir {
             parent: ROOT,
             name: "f".into()
         })
@@ -483,7 +483,7 @@ async fn unlink_of_a_directory_is_eisdir_and_rmdir_of_a_file_is_enotdir() {
     assert_eq!(c.getattr(ROOT).await.nlink, 3);
     // rmdir of "." and ".." are refused.
     assert_eq!(
-        c.errno(Request::Rmdir {
+        c.errno(MdtRequest::Rmdir {
             parent: d,
             name: ".".into()
         })
@@ -491,7 +491,7 @@ async fn unlink_of_a_directory_is_eisdir_and_rmdir_of_a_file_is_enotdir() {
         Errno::EINVAL
     );
     assert_eq!(
-        c.errno(Request::Rmdir {
+        c.errno(MdtRequest::Rmdir {
             parent: d,
             name: "..".into()
         })
@@ -510,7 +510,7 @@ async fn hard_links_count_names_and_the_inode_lives_until_the_last_goes() {
     let d = c.mkdir(ROOT, "d").await.fid;
     let (f, layout) = c.create_striped(ROOT, "a", None).await;
     let (l, ll) = c
-        .entry(Request::Link {
+        .entry(MdtRequest::Link {
             fid: f.fid,
             parent: d,
             name: "b".into(),
@@ -519,7 +519,7 @@ async fn hard_links_count_names_and_the_inode_lives_until_the_last_goes() {
     assert_eq!(l.fid, f.fid);
     assert_eq!(l.nlink, 2);
     assert_eq!(ll, layout, "a link reports the file's layout");
-    c.entry(Request::Link {
+    c.entry(MdtRequest::Link {
         fid: f.fid,
         parent: ROOT,
         name: "c".into(),
@@ -532,7 +532,7 @@ async fn hard_links_count_names_and_the_inode_lives_until_the_last_goes() {
         assert_eq!(c.lookup(p, n).await.fid, f.fid);
     }
 
-    c.ok(Request::Unlink {
+    c.ok(MdtRequest::Unlink {
         parent: ROOT,
         name: "a".into(),
         keep_orphan: false,
@@ -544,21 +544,21 @@ async fn hard_links_count_names_and_the_inode_lives_until_the_last_goes() {
     assert_eq!(c.lookup(d, "b").await.nlink, 2);
     assert_eq!(c.layout(f.fid).await, layout.clone().expect("layout"));
 
-    c.ok(Request::Unlink {
+    c.ok(MdtRequest::Unlink {
         parent: d,
         name: "b".into(),
         keep_orphan: false,
     })
     .await;
     assert_eq!(c.getattr(f.fid).await.nlink, 1);
-    c.ok(Request::Unlink {
+    c.ok(MdtRequest::Unlink {
         parent: ROOT,
         name: "c".into(),
         keep_orphan: false,
     })
     .await;
     assert_eq!(
-        c.errno(Request::GetAttr { fid: f.fid }).await,
+        c.errno(MdtRequest::GetAttr { fid: f.fid }).await,
         Errno::ENOENT
     );
 }
@@ -568,7 +568,7 @@ async fn a_hard_link_to_a_directory_is_eperm() {
     let c = Cluster::start().await;
     let d = c.mkdir(ROOT, "d").await.fid;
     assert_eq!(
-        c.errno(Request::Link {
+        c.errno(MdtRequest::Link {
             fid: d,
             parent: ROOT,
             name: "d2".into()
@@ -589,13 +589,13 @@ async fn unlinking_one_of_two_hard_links_keeps_the_objects() {
     for o in &objs {
         c.write_object(*o, b"data").await;
     }
-    c.entry(Request::Link {
+    c.entry(MdtRequest::Link {
         fid: f.fid,
         parent: ROOT,
         name: "b".into(),
     })
     .await;
-    c.ok(Request::Unlink {
+    c.ok(MdtRequest::Unlink {
         parent: ROOT,
         name: "a".into(),
         keep_orphan: false,
@@ -659,7 +659,7 @@ async fn rename_over_an_existing_file_removes_the_old_target() {
     assert_eq!(c.lookup(ROOT, "b").await.fid, a);
     assert_eq!(c.lookup_errno(ROOT, "a").await, Errno::ENOENT);
     assert_eq!(
-        c.errno(Request::GetAttr { fid: b }).await,
+        c.errno(MdtRequest::GetAttr { fid: b }).await,
         Errno::ENOENT,
         "the replaced inode had nlink 1 and must be gone"
     );
@@ -667,7 +667,7 @@ async fn rename_over_an_existing_file_removes_the_old_target() {
 
     // A replaced target with another hard link loses one link only.
     let x = c.create(ROOT, "x").await.fid;
-    c.entry(Request::Link {
+    c.entry(MdtRequest::Link {
         fid: x,
         parent: ROOT,
         name: "x2".into(),
@@ -790,17 +790,17 @@ async fn rename_exchange_of_directories_across_parents_keeps_link_counts() {
         "z now lives in p2"
     );
     // Both can be removed once emptied, leaving consistent counts.
-    c.ok(Request::Rmdir {
+    c.ok(MdtRequest::Rmdir {
         parent: x,
         name: "deep".into(),
     })
     .await;
-    c.ok(Request::Rmdir {
+    c.ok(MdtRequest::Rmdir {
         parent: p1,
         name: "z".into(),
     })
     .await;
-    c.ok(Request::Rmdir {
+    c.ok(MdtRequest::Rmdir {
         parent: p2,
         name: "y".into(),
     })
@@ -878,14 +878,14 @@ async fn renaming_a_directory_over_a_non_empty_directory_is_enotempty() {
         .await
         .expect("over empty dir");
     assert_eq!(c.lookup(ROOT, "e").await.fid, a);
-    assert_eq!(c.errno(Request::GetAttr { fid: e }).await, Errno::ENOENT);
+    assert_eq!(c.errno(MdtRequest::GetAttr { fid: e }).await, Errno::ENOENT);
     assert_eq!(c.getattr(ROOT).await.nlink, 4);
 
     // Across parents over an empty directory: source parent loses one.
     let d = c.mkdir(b, "sub").await.fid;
     assert_eq!(c.getattr(b).await.nlink, 3);
     c.rename(ROOT, "e", b, "sub", 0).await.expect("across");
-    assert_eq!(c.errno(Request::GetAttr { fid: d }).await, Errno::ENOENT);
+    assert_eq!(c.errno(MdtRequest::GetAttr { fid: d }).await, Errno::ENOENT);
     assert_eq!(c.getattr(b).await.nlink, 3);
     assert_eq!(c.getattr(ROOT).await.nlink, 3);
 }
@@ -928,13 +928,13 @@ async fn renaming_between_two_hard_links_of_one_inode_keeps_both_names() {
     let c = Cluster::start().await;
     let d = c.mkdir(ROOT, "d").await.fid;
     let f = c.create(ROOT, "a").await.fid;
-    c.entry(Request::Link {
+    c.entry(MdtRequest::Link {
         fid: f,
         parent: ROOT,
         name: "b".into(),
     })
     .await;
-    c.entry(Request::Link {
+    c.entry(MdtRequest::Link {
         fid: f,
         parent: d,
         name: "c".into(),
@@ -967,7 +967,7 @@ async fn readdir_pages_list_every_one_of_2500_names_exactly_once() {
                 } else {
                     FileKind::File
                 };
-                c.entry(Request::Create {
+                c.entry(MdtRequest::Create {
                     parent: d,
                     name: format!("entry-{i:05}").into(),
                     kind,
@@ -1045,7 +1045,7 @@ async fn a_symlink_reads_back_its_target() {
     let c = Cluster::start().await;
     let target = "../some/where/else";
     let (s, layout) = c
-        .entry(Request::Symlink {
+        .entry(MdtRequest::Symlink {
             parent: ROOT,
             name: "ln".into(),
             target: target.into(),
@@ -1056,17 +1056,20 @@ async fn a_symlink_reads_back_its_target() {
     assert_eq!(s.perm, 0o777);
     assert!(layout.is_none());
     assert_eq!(
-        c.call(Request::Readlink { fid: s.fid }).await,
+        c.call(MdtRequest::Readlink { fid: s.fid }).await,
         Ok(Reply::Link(target.into()))
     );
     assert_eq!(c.lookup(ROOT, "ln").await, s);
     // readlink of something else is EINVAL.
     let f = c.create(ROOT, "f").await.fid;
-    assert_eq!(c.errno(Request::Readlink { fid: f }).await, Errno::EINVAL);
+    assert_eq!(
+        c.errno(MdtRequest::Readlink { fid: f }).await,
+        Errno::EINVAL
+    );
     // An empty or over-long target is refused.
     for t in [String::new(), "x".repeat(4096)] {
         assert_eq!(
-            c.errno(Request::Symlink {
+            c.errno(MdtRequest::Symlink {
                 parent: ROOT,
                 name: "bad".into(),
                 target: t.into()
@@ -1076,14 +1079,14 @@ async fn a_symlink_reads_back_its_target() {
         );
     }
     // A symlink is unlinked like a file.
-    c.ok(Request::Unlink {
+    c.ok(MdtRequest::Unlink {
         parent: ROOT,
         name: "ln".into(),
         keep_orphan: false,
     })
     .await;
     assert_eq!(
-        c.errno(Request::Readlink { fid: s.fid }).await,
+        c.errno(MdtRequest::Readlink { fid: s.fid }).await,
         Errno::ENOENT
     );
 }
@@ -1096,19 +1099,19 @@ async fn a_symlink_reads_back_its_target() {
 async fn xattrs_follow_create_and_replace_flags() {
     let c = Cluster::start().await;
     let f = c.create(ROOT, "f").await.fid;
-    let set = |name: &str, value: &[u8], flags: u32| Request::SetXattr {
+    let set = |name: &str, value: &[u8], flags: u32| MdtRequest::SetXattr {
         fid: f,
         name: name.into(),
         value: value.to_vec(),
         flags,
     };
-    let get = |name: &str| Request::GetXattr {
+    let get = |name: &str| MdtRequest::GetXattr {
         fid: f,
         name: name.into(),
     };
     assert_eq!(c.errno(get("user.a")).await, Errno::ENODATA);
     assert_eq!(
-        c.call(Request::ListXattr { fid: f }).await,
+        c.call(MdtRequest::ListXattr { fid: f }).await,
         Ok(Reply::XattrNames(vec![]))
     );
 
@@ -1139,7 +1142,7 @@ async fn xattrs_follow_create_and_replace_flags() {
     assert_eq!(c.call(get("user.b")).await, Ok(Reply::Xattr(vec![])));
     c.ok(set("user.c", &[0u8, 255, 7], 0)).await;
 
-    let names = match c.call(Request::ListXattr { fid: f }).await {
+    let names = match c.call(MdtRequest::ListXattr { fid: f }).await {
         Ok(Reply::XattrNames(n)) => n.into_iter().collect::<BTreeSet<_>>(),
         other => panic!("listxattr: {other:?}"),
     };
@@ -1149,32 +1152,32 @@ async fn xattrs_follow_create_and_replace_flags() {
         .collect();
     assert_eq!(names, want);
 
-    c.ok(Request::RemoveXattr {
+    c.ok(MdtRequest::RemoveXattr {
         fid: f,
         name: "user.a".into(),
     })
     .await;
     assert_eq!(c.errno(get("user.a")).await, Errno::ENODATA);
     assert_eq!(
-        c.errno(Request::RemoveXattr {
+        c.errno(MdtRequest::RemoveXattr {
             fid: f,
             name: "user.a".into()
         })
         .await,
         Errno::ENODATA
     );
-    match c.call(Request::ListXattr { fid: f }).await {
+    match c.call(MdtRequest::ListXattr { fid: f }).await {
         Ok(Reply::XattrNames(n)) => assert_eq!(n.len(), 2, "{n:?}"),
         other => panic!("listxattr: {other:?}"),
     }
     // Xattrs of one inode are not another's.
     let g = c.create(ROOT, "g").await.fid;
     assert_eq!(
-        c.call(Request::ListXattr { fid: g }).await,
+        c.call(MdtRequest::ListXattr { fid: g }).await,
         Ok(Reply::XattrNames(vec![]))
     );
     // Directories carry xattrs too.
-    c.ok(Request::SetXattr {
+    c.ok(MdtRequest::SetXattr {
         fid: ROOT,
         name: "user.dir".into(),
         value: b"v".to_vec(),
@@ -1182,7 +1185,7 @@ async fn xattrs_follow_create_and_replace_flags() {
     })
     .await;
     assert_eq!(
-        c.call(Request::GetXattr {
+        c.call(MdtRequest::GetXattr {
             fid: ROOT,
             name: "user.dir".into()
         })
@@ -1196,7 +1199,7 @@ async fn xattrs_of_a_missing_inode_are_enoent() {
     let c = Cluster::start().await;
     let ghost = Fid::new(0, 777_777);
     assert_eq!(
-        c.errno(Request::SetXattr {
+        c.errno(MdtRequest::SetXattr {
             fid: ghost,
             name: "user.a".into(),
             value: vec![1],
@@ -1206,7 +1209,7 @@ async fn xattrs_of_a_missing_inode_are_enoent() {
         Errno::ENOENT
     );
     assert_eq!(
-        c.errno(Request::GetXattr {
+        c.errno(MdtRequest::GetXattr {
             fid: ghost,
             name: "user.a".into()
         })
@@ -1214,7 +1217,7 @@ async fn xattrs_of_a_missing_inode_are_enoent() {
         Errno::ENOENT
     );
     assert_eq!(
-        c.errno(Request::ListXattr { fid: ghost }).await,
+        c.errno(MdtRequest::ListXattr { fid: ghost }).await,
         Errno::ENOENT
     );
 }
@@ -1226,7 +1229,7 @@ async fn xattrs_of_a_missing_inode_are_enoent() {
 /// A setattr as root: these tests are about what it changes (who may is
 /// in `mdt/perm.rs` and the permission tests).
 async fn setattr(c: &Cluster, fid: Fid, set: SetAttr) -> loom_proto::msg::Attr {
-    match c.call_root(Request::SetAttr { fid, set }).await {
+    match c.call_root(MdtRequest::SetAttr { fid, set }).await {
         Ok(Reply::Attr(a)) => a,
         other => panic!("setattr {fid}: {other:?}"),
     }
@@ -1320,7 +1323,7 @@ async fn setattr_changes_mode_owner_size_and_times() {
         ..SetAttr::default()
     };
     assert_eq!(
-        c.errno(Request::SetAttr {
+        c.errno(MdtRequest::SetAttr {
             fid: d,
             set: size.clone()
         })
@@ -1328,14 +1331,14 @@ async fn setattr_changes_mode_owner_size_and_times() {
         Errno::EISDIR
     );
     let (s, _) = c
-        .entry(Request::Symlink {
+        .entry(MdtRequest::Symlink {
             parent: ROOT,
             name: "s".into(),
             target: "t".into(),
         })
         .await;
     assert_eq!(
-        c.errno(Request::SetAttr {
+        c.errno(MdtRequest::SetAttr {
             fid: s.fid,
             set: size
         })
@@ -1353,7 +1356,7 @@ async fn update_size_only_ever_grows_the_size() {
         nsec: 0,
     };
     let t1 = later(100);
-    c.ok(Request::UpdateSize {
+    c.ok(MdtRequest::UpdateSize {
         fid: f,
         size: 5000,
         mtime: t1,
@@ -1363,7 +1366,7 @@ async fn update_size_only_ever_grows_the_size() {
     let a = c.getattr(f).await;
     assert_eq!(a.size, 5000);
     assert_eq!(a.mtime, t1);
-    c.ok(Request::UpdateSize {
+    c.ok(MdtRequest::UpdateSize {
         fid: f,
         size: 10,
         mtime: later(50),
@@ -1373,7 +1376,7 @@ async fn update_size_only_ever_grows_the_size() {
     let a = c.getattr(f).await;
     assert_eq!(a.size, 5000, "a late small report");
     assert_eq!(a.mtime, t1, "a late, older report");
-    c.ok(Request::UpdateSize {
+    c.ok(MdtRequest::UpdateSize {
         fid: f,
         size: 1 << 40,
         mtime: later(300),
@@ -1384,7 +1387,7 @@ async fn update_size_only_ever_grows_the_size() {
     // Only regular files have a size to report.
     let d = c.mkdir(ROOT, "d").await.fid;
     assert_eq!(
-        c.errno(Request::UpdateSize {
+        c.errno(MdtRequest::UpdateSize {
             fid: d,
             size: 1,
             mtime: t1,
@@ -1404,17 +1407,17 @@ async fn a_directory_default_stripe_is_inherited_by_new_files_and_subdirectories
     let c = Cluster::start().await;
     let d = c.mkdir(ROOT, "d").await.fid;
     assert_eq!(
-        c.call(Request::GetDefaultStripe { fid: d }).await,
+        c.call(MdtRequest::GetDefaultStripe { fid: d }).await,
         Ok(Reply::Stripe(None))
     );
     let s = spec(2, 128 << 10, -1);
-    c.ok(Request::SetDefaultStripe {
+    c.ok(MdtRequest::SetDefaultStripe {
         fid: d,
         spec: Some(s.clone()),
     })
     .await;
     assert_eq!(
-        c.call(Request::GetDefaultStripe { fid: d }).await,
+        c.call(MdtRequest::GetDefaultStripe { fid: d }).await,
         Ok(Reply::Stripe(Some(s.clone())))
     );
 
@@ -1426,7 +1429,7 @@ async fn a_directory_default_stripe_is_inherited_by_new_files_and_subdirectories
 
     let sub = c.mkdir(d, "sub").await.fid;
     assert_eq!(
-        c.call(Request::GetDefaultStripe { fid: sub }).await,
+        c.call(MdtRequest::GetDefaultStripe { fid: sub }).await,
         Ok(Reply::Stripe(Some(s.clone())))
     );
     let (_, l) = c.create_striped(sub, "g", None).await;
@@ -1444,14 +1447,15 @@ async fn a_directory_default_stripe_is_inherited_by_new_files_and_subdirectories
     assert_eq!((size, objs.len()), (DEFAULT_STRIPE_SIZE, 1));
 
     // Removing the default makes the directory inherit from its ancestors.
-    c.ok(Request::SetDefaultStripe { fid: d, spec: None }).await;
+    c.ok(MdtRequest::SetDefaultStripe { fid: d, spec: None })
+        .await;
     assert_eq!(
-        c.call(Request::GetDefaultStripe { fid: d }).await,
+        c.call(MdtRequest::GetDefaultStripe { fid: d }).await,
         Ok(Reply::Stripe(None))
     );
     // A bad default is refused; so is a default on a file.
     assert_eq!(
-        c.errno(Request::SetDefaultStripe {
+        c.errno(MdtRequest::SetDefaultStripe {
             fid: d,
             spec: Some(spec(1, 1000, -1))
         })
@@ -1460,7 +1464,7 @@ async fn a_directory_default_stripe_is_inherited_by_new_files_and_subdirectories
     );
     let f = c.lookup(d, "f").await.fid;
     assert_eq!(
-        c.errno(Request::SetDefaultStripe {
+        c.errno(MdtRequest::SetDefaultStripe {
             fid: f,
             spec: Some(s)
         })
@@ -1473,7 +1477,7 @@ async fn a_directory_default_stripe_is_inherited_by_new_files_and_subdirectories
 async fn a_directory_default_start_ost_is_inherited_by_new_files() {
     let c = Cluster::start().await;
     let d = c.mkdir(ROOT, "d").await.fid;
-    c.ok(Request::SetDefaultStripe {
+    c.ok(MdtRequest::SetDefaultStripe {
         fid: d,
         spec: Some(spec(1, 0, 2)),
     })
@@ -1492,14 +1496,14 @@ async fn a_directory_default_is_inherited_through_grandparents() {
     let a = c.mkdir(ROOT, "a").await.fid;
     let b = c.mkdir(a, "b").await.fid;
     let s = spec(-1, 64 << 10, -1);
-    c.ok(Request::SetDefaultStripe {
+    c.ok(MdtRequest::SetDefaultStripe {
         fid: a,
         spec: Some(s.clone()),
     })
     .await;
     // b existed before the default was set: it inherits through the walk.
     assert_eq!(
-        c.call(Request::GetDefaultStripe { fid: b }).await,
+        c.call(MdtRequest::GetDefaultStripe { fid: b }).await,
         Ok(Reply::Stripe(Some(s)))
     );
     let (_, l) = c.create_striped(b, "f", None).await;
@@ -1707,7 +1711,7 @@ async fn every_acknowledged_change_survives_reopening_every_service() {
         let mut size = 0;
         if i % 3 == 0 {
             size = 1000 + i as u64;
-            c.ok(Request::UpdateSize {
+            c.ok(MdtRequest::UpdateSize {
                 fid: f.fid,
                 size,
                 mtime: Time::now(),
@@ -1763,7 +1767,7 @@ async fn every_acknowledged_change_survives_reopening_every_service() {
             } else {
                 model[parent].1
             };
-            c.ok(Request::Unlink {
+            c.ok(MdtRequest::Unlink {
                 parent: pf,
                 name: name.into(),
                 keep_orphan: false,
@@ -1773,13 +1777,13 @@ async fn every_acknowledged_change_survives_reopening_every_service() {
         }
     }
     c.mkdir(ROOT, "gone").await;
-    c.ok(Request::Rmdir {
+    c.ok(MdtRequest::Rmdir {
         parent: ROOT,
         name: "gone".into(),
     })
     .await;
     let xf = model["/d0"].1;
-    c.ok(Request::SetXattr {
+    c.ok(MdtRequest::SetXattr {
         fid: xf,
         name: "user.k".into(),
         value: b"v".to_vec(),
@@ -1800,7 +1804,7 @@ async fn every_acknowledged_change_survives_reopening_every_service() {
     assert_eq!(c.getattr(ROOT).await, root_before);
     check_dir_links(&c, &model).await;
     assert_eq!(
-        c.call(Request::GetXattr {
+        c.call(MdtRequest::GetXattr {
             fid: xf,
             name: "user.k".into()
         })
@@ -1833,14 +1837,14 @@ async fn unlinking_a_file_eventually_destroys_its_objects() {
         c.write_object(*o, b"some bytes").await;
         assert!(c.object_path(*o).exists(), "object {o:?} written");
     }
-    c.ok(Request::Unlink {
+    c.ok(MdtRequest::Unlink {
         parent: ROOT,
         name: "f".into(),
         keep_orphan: false,
     })
     .await;
     assert_eq!(
-        c.errno(Request::GetAttr { fid: f.fid }).await,
+        c.errno(MdtRequest::GetAttr { fid: f.fid }).await,
         Errno::ENOENT
     );
     let paths: Vec<_> = objs.iter().map(|o| c.object_path(*o)).collect();
@@ -1860,7 +1864,7 @@ async fn objects_of_a_file_unlinked_while_its_ost_was_away_are_destroyed_after_a
     // Take OST1 out of service: the destroy after unlink fails and its
     // record must stay for the next start.
     let ost = c.slots_take_ost(1).expect("OST1 was open");
-    c.ok(Request::Unlink {
+    c.ok(MdtRequest::Unlink {
         parent: ROOT,
         name: "f".into(),
         keep_orphan: false,
@@ -1996,7 +2000,7 @@ async fn every_acknowledged_create_survives_a_sigkill_of_the_server() {
                         gid: GID,
                         ..Default::default()
                     },
-                    req: create_req(ROOT, &name, Some(spec(-1, 0, -1))),
+                    req: create_req(ROOT, &name, Some(spec(-1, 0, -1))).into(),
                 };
                 match client.call(&env, bytes::Bytes::new()).await {
                     Ok((Reply::Entry { attr, layout }, _)) => acked

@@ -3,15 +3,15 @@
 //! client releases it or its lease runs out; the record survives a restart.
 mod common;
 use common::*;
-use loom_proto::msg::{Reply, Request};
+use loom_proto::msg::{MdtRequest, Reply};
 use loom_proto::{Errno, Fid};
 use std::time::Duration;
 
 const ROOT: Fid = Fid::ROOT;
 const CLIENT: u64 = 0x99;
 
-fn unlink(name: &str, keep: bool) -> Request {
-    Request::Unlink {
+fn unlink(name: &str, keep: bool) -> MdtRequest {
+    MdtRequest::Unlink {
         parent: ROOT,
         name: name.into(),
         keep_orphan: keep,
@@ -29,7 +29,7 @@ async fn file_with_data(c: &Cluster, name: &str) -> (Fid, std::path::PathBuf) {
 }
 
 async fn gone(c: &Cluster, fid: Fid, obj: &std::path::Path) {
-    assert_eq!(c.errno(Request::GetAttr { fid }).await, Errno::ENOENT);
+    assert_eq!(c.errno(MdtRequest::GetAttr { fid }).await, Errno::ENOENT);
     assert!(
         eventually(10, || !exists(obj)).await,
         "the object of {fid} was not destroyed"
@@ -48,11 +48,11 @@ async fn unlinking_an_open_file_keeps_it_until_it_is_released() {
     assert_eq!(c.getattr(fid).await.nlink, 0);
     assert!(exists(&obj));
     assert_eq!(c.mdt().orphan_count(), 1);
-    c.ok(Request::ReleaseOrphan { fid }).await;
+    c.ok(MdtRequest::ReleaseOrphan { fid }).await;
     gone(&c, fid, &obj).await;
     assert_eq!(c.mdt().orphan_count(), 0);
     // A repeated release (a resend) is harmless.
-    c.ok(Request::ReleaseOrphan { fid }).await;
+    c.ok(MdtRequest::ReleaseOrphan { fid }).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -76,7 +76,7 @@ async fn a_rename_over_an_open_file_keeps_the_replaced_file() {
             CLIENT,
             2,
             2,
-            Request::Rename {
+            MdtRequest::Rename {
                 parent: ROOT,
                 name: "data.new".into(),
                 new_parent: ROOT,
@@ -102,7 +102,7 @@ async fn an_orphan_survives_an_mdt_restart_and_expires_without_renewal() {
     assert_eq!(c.mdt().orphan_count(), 1);
     assert_eq!(c.getattr(fid).await.nlink, 0);
     // A renewal keeps it through a sweep with a long lease...
-    c.ok(Request::RenewOrphans { fids: vec![fid] }).await;
+    c.ok(MdtRequest::RenewOrphans { fids: vec![fid] }).await;
     c.mdt().sweep_orphans(Duration::from_secs(3600)).await;
     assert_eq!(c.mdt().orphan_count(), 1);
     // ...and a lease that has run out destroys it.
@@ -118,7 +118,7 @@ async fn a_hard_link_gives_an_orphan_a_name_again() {
     c.call_as(CLIENT, 1, 1, unlink("o", true))
         .await
         .expect("unlink");
-    c.entry(Request::Link {
+    c.entry(MdtRequest::Link {
         fid,
         parent: ROOT,
         name: "back".into(),
@@ -127,7 +127,7 @@ async fn a_hard_link_gives_an_orphan_a_name_again() {
     assert_eq!(c.mdt().orphan_count(), 0);
     assert_eq!(c.getattr(fid).await.nlink, 1);
     // A late release must not destroy a file that has a name.
-    c.ok(Request::ReleaseOrphan { fid }).await;
+    c.ok(MdtRequest::ReleaseOrphan { fid }).await;
     assert_eq!(c.lookup(ROOT, "back").await.fid, fid);
     assert!(exists(&obj));
 }
@@ -135,7 +135,7 @@ async fn a_hard_link_gives_an_orphan_a_name_again() {
 #[tokio::test(flavor = "multi_thread")]
 async fn only_regular_files_become_orphans() {
     let c = Cluster::start().await;
-    c.call(Request::Symlink {
+    c.call(MdtRequest::Symlink {
         parent: ROOT,
         name: "l".into(),
         target: "x".into(),

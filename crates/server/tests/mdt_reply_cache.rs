@@ -4,14 +4,14 @@
 //! are forgotten.
 mod common;
 use common::*;
-use loom_proto::msg::{FileKind, Reply, Request};
+use loom_proto::msg::{FileKind, MdtRequest, Reply};
 use loom_proto::{Errno, Fid};
 
 const ROOT: Fid = Fid::ROOT;
 const CLIENT: u64 = 0x77;
 
-fn create(name: &str) -> Request {
-    Request::Create {
+fn create(name: &str) -> MdtRequest {
+    MdtRequest::Create {
         parent: ROOT,
         name: name.into(),
         kind: FileKind::File,
@@ -21,8 +21,8 @@ fn create(name: &str) -> Request {
     }
 }
 
-fn unlink(name: &str) -> Request {
-    Request::Unlink {
+fn unlink(name: &str) -> MdtRequest {
+    MdtRequest::Unlink {
         parent: ROOT,
         name: name.into(),
         keep_orphan: false,

@@ -353,7 +353,7 @@ impl Cluster {
             .arg(format!("{}:/loom", self.mgs()))
             .arg(&dir)
             .arg("--key-file")
-            .arg(self.state.join("cluster.key"))
+            .arg(self.state.join("client.key"))
             .arg("--foreground");
         let log = self.tmp.path().join(format!("{rel}.log"));
         let child = spawn_until(cmd, "mounted at", "second mount", &log);

@@ -19,7 +19,7 @@ use crate::ctx::Caller;
 use crate::Client;
 use bytes::Bytes;
 use loom_proto::layout::object_range_for;
-use loom_proto::msg::{Reply, Request, Time};
+use loom_proto::msg::{MdtRequest, OstRequest, Reply, Time};
 use loom_proto::{Errno, Fid, Layout, ObjRef};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -177,7 +177,7 @@ impl OpenFile {
         let mut set = JoinSet::new();
         for (i, ext) in exts.iter().enumerate() {
             let obj = objs[ext.stripe];
-            let req = Request::ObjRead {
+            let req = OstRequest::ObjRead {
                 obj,
                 offset: ext.obj_offset,
                 len: ext.len as u32,
@@ -241,7 +241,7 @@ impl OpenFile {
         for ext in &exts {
             let obj = objs[ext.stripe];
             let bulk = Bytes::from(gather(data, ext));
-            let req = Request::ObjWrite {
+            let req = OstRequest::ObjWrite {
                 obj,
                 offset: ext.obj_offset,
             };
@@ -295,7 +295,7 @@ impl OpenFile {
         if !dirty && !durable {
             return Ok(());
         }
-        let req = Request::UpdateSize {
+        let req = MdtRequest::UpdateSize {
             fid: self.fid,
             size: self.written_end.load(Ordering::Acquire),
             mtime: *self.lock_last_write(),
@@ -319,7 +319,7 @@ impl OpenFile {
         self.landed().await?;
         let syncs = self.layout.objects().into_iter();
         let syncs = syncs
-            .map(|obj| (obj.ost, Request::ObjSync { obj }))
+            .map(|obj| (obj.ost, OstRequest::ObjSync { obj }))
             .collect();
         self.client
             .ost_call_each(&self.caller, syncs, "ObjSync")
@@ -364,7 +364,7 @@ impl OpenFile {
         let (ss, objs) = self.raid0()?;
         self.client.wait_writes(self.fid).await;
         // Each object's share of the range, as one request.
-        let each = |make: fn(ObjRef, u64, u64) -> Request| -> Vec<(u32, Request)> {
+        let each = |make: fn(ObjRef, u64, u64) -> OstRequest| -> Vec<(u32, OstRequest)> {
             objs.iter()
                 .enumerate()
                 .filter_map(|(stripe, &obj)| {
@@ -373,8 +373,8 @@ impl OpenFile {
                 })
                 .collect()
         };
-        let punch = |obj, offset, len| Request::ObjPunch { obj, offset, len };
-        let allocate = |obj, offset, len| Request::ObjAllocate { obj, offset, len };
+        let punch = |obj, offset, len| OstRequest::ObjPunch { obj, offset, len };
+        let allocate = |obj, offset, len| OstRequest::ObjAllocate { obj, offset, len };
         let (client, c) = (&self.client, &self.caller);
         match what {
             Allocation::Reserve => {

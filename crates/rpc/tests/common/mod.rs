@@ -4,7 +4,7 @@
 //! about the transport itself.
 #![allow(dead_code)]
 
-use loom_proto::msg::{Envelope, Reply, ReqCtx, Request, TargetId};
+use loom_proto::msg::{Envelope, MdtRequest, Reply, ReqCtx, Request, TargetId};
 use loom_proto::Fid;
 use loom_rpc::{serve, Answer, ClientOptions, ClusterKey, RpcClient, Service};
 use std::collections::HashMap;
@@ -43,7 +43,7 @@ impl Service for TestService {
             .or_insert(0) += 1;
         self.total.fetch_add(1, Ordering::SeqCst);
         match env.req {
-            Request::Readlink { fid } => {
+            Request::Mdt(MdtRequest::Readlink { fid }) => {
                 if fid.oid == 1 {
                     self.started.notify_one();
                     self.release.notified().await;
@@ -182,9 +182,10 @@ pub fn readlink(seq: u64, oid: u32) -> Envelope {
             seq,
             ..ReqCtx::default()
         },
-        req: Request::Readlink {
+        req: MdtRequest::Readlink {
             fid: Fid::new(0, oid),
-        },
+        }
+        .into(),
     }
 }
 

@@ -34,7 +34,7 @@ use super::tx::{read_dentry, read_inode, read_meta, store_err, Tx};
 use super::MdtService;
 use crate::fail;
 use loom_proto::msg::{
-    self, Attr, DirObject, DirStripe, FileKind, IntentRef, Reply, ReplyResult, ReqCtx, Request,
+    self, Attr, DirObject, DirStripe, FileKind, IntentRef, PeerRequest, Reply, ReplyResult, ReqCtx,
     Role, Time,
 };
 use loom_proto::{Errno, Fid, Layout, Name, WireError};
@@ -300,7 +300,7 @@ impl MdtService {
         let IntentOp::Mkdir { dir, mdts, .. } = op else {
             return Err(WireError::new(Errno::EINVAL, "not a mkdir intent"));
         };
-        let part = |index: usize, others: Option<Vec<Fid>>| Request::MakeDirObject {
+        let part = |index: usize, others: Option<Vec<Fid>>| PeerRequest::MakeDirObject {
             intent: IntentRef {
                 coord: self.index,
                 id,
@@ -380,7 +380,7 @@ impl MdtService {
                 id,
                 index: k as u32,
             };
-            self.mdt_call(*mdt, Request::UndoDirObject { intent })
+            self.mdt_call(*mdt, PeerRequest::UndoDirObject { intent })
                 .await?;
         }
         self.set_intent(id, None).await?;
@@ -396,7 +396,7 @@ impl MdtService {
         let me = self.clone();
         tokio::spawn(async move {
             for mdt in mdts {
-                let req = Request::ForgetIntent {
+                let req = PeerRequest::ForgetIntent {
                     coord: me.index,
                     id,
                 };
@@ -478,7 +478,10 @@ impl MdtService {
         fail::point("rmdir_distributed:logged");
         let mut refused = None;
         for (k, (mdt, fid)) in shards.iter().enumerate() {
-            match self.mdt_call(*mdt, Request::SealDir { fid: *fid }).await {
+            match self
+                .mdt_call(*mdt, PeerRequest::SealDir { fid: *fid })
+                .await
+            {
                 Ok(_) => {
                     if k + 1 < shards.len() {
                         fail::point("rmdir_distributed:sealing");
@@ -552,7 +555,7 @@ impl MdtService {
 
     async fn unseal_all(self: &Arc<Self>, id: u64, shards: &[(u32, Fid)]) -> Result<(), WireError> {
         for (mdt, fid) in shards {
-            self.mdt_call(*mdt, Request::UnsealDir { fid: *fid })
+            self.mdt_call(*mdt, PeerRequest::UnsealDir { fid: *fid })
                 .await?;
         }
         self.set_intent(id, None).await
@@ -560,7 +563,7 @@ impl MdtService {
 
     async fn destroy_all(self: &Arc<Self>, shards: &[(u32, Fid)]) -> Result<(), WireError> {
         for (mdt, fid) in shards {
-            self.mdt_call(*mdt, Request::DestroyDir { fid: *fid })
+            self.mdt_call(*mdt, PeerRequest::DestroyDir { fid: *fid })
                 .await?;
         }
         Ok(())

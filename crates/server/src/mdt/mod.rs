@@ -24,7 +24,9 @@ pub mod request;
 mod syncer;
 mod tx;
 
-use loom_proto::msg::{Commit, FileKind, Reply, ReplyResult, ReqCtx, Request, Time};
+use loom_proto::msg::{
+    Commit, FileKind, MdtRequest, PeerRequest, Reply, ReplyResult, ReqCtx, Time,
+};
 use loom_proto::{Errno, Fid, WireError};
 use loom_store::kv::{FjallStore, KvStore, Ticket};
 use records::{meta, InodeRec, INODE_REC_VERSION};
@@ -426,7 +428,7 @@ impl MdtService {
                 acked_below: e.ctx.acked_below,
             };
             let current = Current::replayed(key, e.transno, e.reply);
-            let name = e.req.name();
+            let name = e.req.op().name;
             match self.dispatch(&Rq::change(&e.ctx, &current), e.req).await {
                 Ok(_) => done += 1,
                 Err(err) => {
@@ -478,18 +480,16 @@ impl MdtService {
     pub async fn handle(
         self: &Arc<Self>,
         ctx: &ReqCtx,
-        req: Request,
+        req: MdtRequest,
     ) -> (ReplyResult, Option<Commit>) {
-        self.stats.count(req.name());
+        self.stats.count(req.op().name);
         if ctx.client_id == 0 || ctx.seq == 0 {
             // A peer MDT or a tool without a sequence: no commit state.
             return (self.dispatch(&Rq::plain(ctx), req).await, None);
         }
         match req {
-            Request::Ping | Request::CommitState => {
-                return (Ok(Reply::Ok), Some(self.commit_state(0)))
-            }
-            Request::Replay { entries, last, .. } => {
+            MdtRequest::CommitState => return (Ok(Reply::Ok), Some(self.commit_state(0))),
+            MdtRequest::Replay { entries, last, .. } => {
                 let r = self.take_replay(ctx.client_id, entries, last).await;
                 return (r, Some(self.commit_state(0)));
             }
@@ -499,11 +499,11 @@ impl MdtService {
             self.recovery.wait_open().await;
         }
         match req {
-            Request::Sync => {
+            MdtRequest::Sync => {
                 let r = self.commit_all().await.map(|_| Reply::Ok);
                 return (r, Some(self.commit_state(0)));
             }
-            Request::Disconnect => {
+            MdtRequest::Disconnect => {
                 let r = self.disconnect(ctx.client_id).await.map(|_| Reply::Ok);
                 return (r, Some(self.commit_state(0)));
             }
@@ -542,6 +542,13 @@ impl MdtService {
             std::future::pending::<()>().await;
         }
         (r, Some(self.commit_state(transno)))
+    }
+
+    /// Handle a step of an operation another MDT coordinates (the
+    /// transport has checked that the sender holds the cluster key).
+    pub async fn handle_peer(self: &Arc<Self>, _ctx: &ReqCtx, req: PeerRequest) -> ReplyResult {
+        self.stats.count(req.op().name);
+        self.participant(req).await
     }
 
     /// Take a client's replays (see `recovery`); its last waits until the
@@ -584,15 +591,14 @@ impl MdtService {
         self.replies.len()
     }
 
-    async fn dispatch(self: &Arc<Self>, ctx: &Rq<'_>, req: Request) -> ReplyResult {
+    async fn dispatch(self: &Arc<Self>, ctx: &Rq<'_>, req: MdtRequest) -> ReplyResult {
         match req {
-            Request::Ping => Ok(Reply::Ok),
-            Request::Lookup { parent, name } => self.lookup(ctx, parent, &name).await,
-            Request::GetAttr { fid } => Ok(Reply::Attr(remote::shown_attr(&tx::read_inode(
+            MdtRequest::Lookup { parent, name } => self.lookup(ctx, parent, &name).await,
+            MdtRequest::GetAttr { fid } => Ok(Reply::Attr(remote::shown_attr(&tx::read_inode(
                 &*self.store,
                 fid,
             )?))),
-            Request::Open { fid, access } => {
+            MdtRequest::Open { fid, access } => {
                 let r = tx::read_inode(&*self.store, fid)?;
                 perm::may(&perm::Cred::of(ctx), &r.attr, access)?;
                 Ok(Reply::Entry {
@@ -600,8 +606,8 @@ impl MdtService {
                     layout: r.layout,
                 })
             }
-            Request::SetAttr { fid, set } => self.setattr(ctx, fid, set).await,
-            Request::Create {
+            MdtRequest::SetAttr { fid, set } => self.setattr(ctx, fid, set).await,
+            MdtRequest::Create {
                 parent,
                 name,
                 kind,
@@ -612,20 +618,14 @@ impl MdtService {
                 self.create(ctx, parent, &name, kind, perm, rdev, stripe)
                     .await
             }
-            Request::Mkdir { parent, name, perm } => self.mkdir(ctx, parent, &name, perm).await,
-            Request::MkdirStriped {
+            MdtRequest::Mkdir { parent, name, perm } => self.mkdir(ctx, parent, &name, perm).await,
+            MdtRequest::MkdirStriped {
                 parent,
                 name,
                 perm,
                 stripe,
             } => self.mkdir_striped(ctx, parent, &name, perm, stripe).await,
-            req @ (Request::MakeDirObject { .. }
-            | Request::UndoDirObject { .. }
-            | Request::SealDir { .. }
-            | Request::UnsealDir { .. }
-            | Request::DestroyDir { .. }
-            | Request::ForgetIntent { .. }) => self.participant(req).await,
-            Request::Unlink {
+            MdtRequest::Unlink {
                 parent,
                 name,
                 keep_orphan,
@@ -633,8 +633,8 @@ impl MdtService {
                 let keep = keep_orphan.then_some(ctx.client_id);
                 self.unlink(ctx, parent, &name, keep).await
             }
-            Request::Rmdir { parent, name } => self.rmdir(ctx, parent, &name).await,
-            Request::Rename {
+            MdtRequest::Rmdir { parent, name } => self.rmdir(ctx, parent, &name).await,
+            MdtRequest::Rename {
                 parent,
                 name,
                 new_parent,
@@ -646,50 +646,54 @@ impl MdtService {
                 let to = (new_parent, &new_name);
                 self.rename(ctx, (parent, &name), to, flags, keep).await
             }
-            Request::ReleaseOrphan { fid } => self.release_orphan(ctx, fid).await,
-            Request::RenewOrphans { fids } => self.renew_orphans(&fids),
-            Request::Link { fid, parent, name } => self.link(ctx, fid, parent, &name).await,
-            Request::Symlink {
+            MdtRequest::ReleaseOrphan { fid } => self.release_orphan(ctx, fid).await,
+            MdtRequest::RenewOrphans { fids } => self.renew_orphans(&fids),
+            MdtRequest::Link { fid, parent, name } => self.link(ctx, fid, parent, &name).await,
+            MdtRequest::Symlink {
                 parent,
                 name,
                 target,
             } => self.symlink(ctx, parent, &name, &target).await,
-            Request::Readlink { fid } => {
+            MdtRequest::Readlink { fid } => {
                 let r = tx::read_inode(&*self.store, fid)?;
                 r.symlink
                     .map(Reply::Link)
                     .ok_or_else(|| WireError::new(Errno::EINVAL, format!("{fid} is not a symlink")))
             }
-            Request::Readdir { fid, cookie, max } => self.readdir(ctx, fid, cookie, max).await,
-            Request::GetLayout { fid } => {
+            MdtRequest::Readdir { fid, cookie, max } => self.readdir(ctx, fid, cookie, max).await,
+            MdtRequest::GetLayout { fid } => {
                 let r = tx::read_inode(&*self.store, fid)?;
                 r.layout
                     .map(Reply::Layout)
                     .ok_or_else(|| WireError::new(Errno::ENODATA, format!("{fid} has no layout")))
             }
-            Request::SetDefaultStripe { fid, spec } => {
+            MdtRequest::SetDefaultStripe { fid, spec } => {
                 self.set_default_stripe(ctx, fid, spec).await
             }
-            Request::GetDefaultStripe { fid } => Ok(Reply::Stripe(self.default_stripe(fid)?)),
-            Request::SetXattr {
+            MdtRequest::GetDefaultStripe { fid } => Ok(Reply::Stripe(self.default_stripe(fid)?)),
+            MdtRequest::SetXattr {
                 fid,
                 name,
                 value,
                 flags,
             } => self.setxattr(ctx, fid, &name, value, flags).await,
-            Request::GetXattr { fid, name } => self.getxattr(ctx, fid, &name),
-            Request::ListXattr { fid } => self.listxattr(ctx, fid),
-            Request::RemoveXattr { fid, name } => self.removexattr(ctx, fid, &name).await,
-            Request::StatFs => self.statfs(),
-            Request::UpdateSize {
+            MdtRequest::GetXattr { fid, name } => self.getxattr(ctx, fid, &name),
+            MdtRequest::ListXattr { fid } => self.listxattr(ctx, fid),
+            MdtRequest::RemoveXattr { fid, name } => self.removexattr(ctx, fid, &name).await,
+            MdtRequest::StatFs => self.statfs(),
+            MdtRequest::UpdateSize {
                 fid,
                 size,
                 mtime,
                 durable,
             } => self.update_size(ctx, fid, size, mtime, durable).await,
-            other => Err(WireError::new(
-                Errno::EOPNOTSUPP,
-                format!("MDT does not handle {}", other.name()),
+            // A client's are answered by `handle` before this; these are
+            // what a caller without a sequence (a peer, a tool) gets.
+            MdtRequest::Sync | MdtRequest::Disconnect => self.commit_all().await.map(|_| Reply::Ok),
+            MdtRequest::CommitState => Ok(Reply::Ok),
+            MdtRequest::Replay { .. } => Err(WireError::new(
+                Errno::EPROTO,
+                "a replay needs the client identity and sequence it was made under",
             )),
         }
     }

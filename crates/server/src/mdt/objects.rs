@@ -25,7 +25,7 @@ use super::{lock, MdtService};
 use bytes::Bytes;
 use loom_proto::fid::MAX_INO_SEQ;
 use loom_proto::layout::{DEFAULT_STRIPE_SIZE, MAX_STRIPE_COUNT};
-use loom_proto::msg::{self, Reply, Request, Role, TargetId};
+use loom_proto::msg::{self, MgsRequest, OstRequest, Reply, Role, TargetId};
 use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec, WireError};
 use loom_store::kv::{Batch, Space};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -122,7 +122,7 @@ impl MdtService {
         }
         let r = match self
             .peers
-            .call_mgs(Request::AllocSeq { mdt: self.index })
+            .call_mgs(MgsRequest::AllocSeq { mdt: self.index })
             .await?
         {
             Reply::Seq(r) => r,
@@ -297,7 +297,7 @@ impl MdtService {
             .peers
             .call(
                 TargetId::ost(ost),
-                Request::Precreate {
+                OstRequest::Precreate {
                     count: PRECREATE_BATCH,
                 },
                 Bytes::new(),
@@ -375,7 +375,7 @@ impl MdtService {
                 .peers
                 .call(
                     TargetId::ost(ost),
-                    Request::Destroy { objs },
+                    OstRequest::Destroy { objs },
                     Bytes::new(),
                     DESTROY_TIMEOUT,
                 )

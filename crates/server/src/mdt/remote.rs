@@ -16,7 +16,9 @@ use super::attrs::new_attr;
 use super::records::{InodeRec, INODE_REC_VERSION};
 use super::tx::{read_inode, read_meta, store_err, Tx};
 use super::MdtService;
-use loom_proto::msg::{DirObject, FileKind, IntentRef, Reply, ReplyResult, Request, TargetId};
+use loom_proto::msg::{
+    DirObject, FileKind, IntentRef, MdtRequest, PeerRequest, Reply, ReplyResult, TargetId,
+};
 use loom_proto::{Errno, Fid, Layout, WireError};
 use loom_store::kv::Space;
 use std::collections::HashSet;
@@ -105,7 +107,7 @@ impl MdtService {
 
     /// Send a part of a cross-MDT operation to MDT `mdt` (done here
     /// directly when that is this MDT).
-    pub(super) async fn mdt_call(self: &Arc<Self>, mdt: u32, req: Request) -> ReplyResult {
+    pub(super) async fn mdt_call(self: &Arc<Self>, mdt: u32, req: PeerRequest) -> ReplyResult {
         if mdt == self.index {
             // In a task of its own, as a peer's request would run.
             let me = self.clone();
@@ -128,10 +130,17 @@ impl MdtService {
         if owner == self.index {
             return Err(WireError::new(Errno::ENOENT, format!("no inode {fid}")));
         }
-        match self
-            .mdt_call(owner, Request::Open { fid, access: 0 })
-            .await?
-        {
+        let open = MdtRequest::Open { fid, access: 0 };
+        let (reply, _) = self
+            .peers
+            .call(
+                TargetId::mdt(owner),
+                open,
+                bytes::Bytes::new(),
+                PEER_TIMEOUT,
+            )
+            .await?;
+        match reply {
             r @ Reply::Entry { .. } => Ok(r),
             other => Err(WireError::new(
                 Errno::EPROTO,
@@ -142,18 +151,14 @@ impl MdtService {
 
     /// Handle one part of an operation another MDT (or this one)
     /// coordinates.
-    pub(super) async fn participant(self: &Arc<Self>, req: Request) -> ReplyResult {
+    pub(super) async fn participant(self: &Arc<Self>, req: PeerRequest) -> ReplyResult {
         match req {
-            Request::MakeDirObject { intent, dir } => self.make_dir_object(intent, dir).await,
-            Request::UndoDirObject { intent } => self.undo_dir_object(intent).await,
-            Request::SealDir { fid } => self.seal_dir(fid).await,
-            Request::UnsealDir { fid } => self.unseal_dir(fid).await,
-            Request::DestroyDir { fid } => self.destroy_dir(fid).await,
-            Request::ForgetIntent { coord, id } => self.forget_intent(coord, id).await,
-            other => Err(WireError::new(
-                Errno::EOPNOTSUPP,
-                format!("{} is not a cross-MDT step", other.name()),
-            )),
+            PeerRequest::MakeDirObject { intent, dir } => self.make_dir_object(intent, dir).await,
+            PeerRequest::UndoDirObject { intent } => self.undo_dir_object(intent).await,
+            PeerRequest::SealDir { fid } => self.seal_dir(fid).await,
+            PeerRequest::UnsealDir { fid } => self.unseal_dir(fid).await,
+            PeerRequest::DestroyDir { fid } => self.destroy_dir(fid).await,
+            PeerRequest::ForgetIntent { coord, id } => self.forget_intent(coord, id).await,
         }
     }
 

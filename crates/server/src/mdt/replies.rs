@@ -25,7 +25,7 @@
 //! is committed.
 
 use super::tx::store_err;
-use loom_proto::msg::{self, Reply, ReqCtx, Request, Time};
+use loom_proto::msg::{self, Effect, MdtRequest, Reply, ReqCtx, Time};
 use loom_proto::WireError;
 use loom_store::kv::{Batch, KvStore, Space};
 use std::collections::{BTreeSet, HashMap};
@@ -51,7 +51,7 @@ pub struct ReplyKey {
 impl ReplyKey {
     /// The key of a request, if it can be resent (the servers' own requests
     /// carry no sequence number and are never cached).
-    pub fn of(ctx: &ReqCtx, req: &Request) -> Option<ReplyKey> {
+    pub fn of(ctx: &ReqCtx, req: &MdtRequest) -> Option<ReplyKey> {
         (ctx.client_id != 0 && ctx.seq != 0 && is_update(req)).then_some(ReplyKey {
             client: ctx.client_id,
             seq: ctx.seq,
@@ -67,25 +67,10 @@ impl ReplyKey {
     }
 }
 
-/// Whether `req` changes the MDT's state, and so records its reply.
-pub fn is_update(req: &Request) -> bool {
-    matches!(
-        req,
-        Request::Create { .. }
-            | Request::Mkdir { .. }
-            | Request::MkdirStriped { .. }
-            | Request::Unlink { .. }
-            | Request::Rmdir { .. }
-            | Request::Rename { .. }
-            | Request::Link { .. }
-            | Request::Symlink { .. }
-            | Request::SetAttr { .. }
-            | Request::SetXattr { .. }
-            | Request::RemoveXattr { .. }
-            | Request::SetDefaultStripe { .. }
-            | Request::UpdateSize { .. }
-            | Request::ReleaseOrphan { .. }
-    )
+/// Whether `req` changes the MDT's state and must happen once, and so
+/// records its reply (as declared with the request).
+pub fn is_update(req: &MdtRequest) -> bool {
+    req.op().effect == Effect::Once
 }
 
 /// The stored value: when, the change's transaction number, and the reply.

@@ -156,11 +156,23 @@ impl Syncer {
                     }
                     // Let more changes join the commit, for at most the
                     // interval, unless someone waits already.
+                    // A kick only wakes an idle syncer: one queued by a
+                    // change made just after the last commit must not cut
+                    // this wait short (commits would stop grouping).
                     if waiters.is_empty() {
-                        match rx.recv_timeout(interval) {
-                            Ok(Msg::Wait(w)) => waiters.push(w),
-                            Ok(Msg::Kick) | Err(RecvTimeoutError::Timeout) => {}
-                            Err(RecvTimeoutError::Disconnected) => return last_commit(&state),
+                        let deadline = std::time::Instant::now() + interval;
+                        loop {
+                            let left =
+                                deadline.saturating_duration_since(std::time::Instant::now());
+                            match rx.recv_timeout(left) {
+                                Ok(Msg::Wait(w)) => {
+                                    waiters.push(w);
+                                    break;
+                                }
+                                Ok(Msg::Kick) => {}
+                                Err(RecvTimeoutError::Timeout) => break,
+                                Err(RecvTimeoutError::Disconnected) => return last_commit(&state),
+                            }
                         }
                     }
                     waiters.extend(rx.try_iter().filter_map(|m| match m {
@@ -217,5 +229,80 @@ impl Drop for Syncer {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loom_store::kv::{Batch, FjallStore, KvError, Pairs, Space};
+    use std::sync::atomic::AtomicUsize;
+
+    /// A real store that counts its syncs.
+    struct Counting(FjallStore, AtomicUsize);
+
+    impl KvStore for Counting {
+        fn get(&self, s: Space, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
+            self.0.get(s, key)
+        }
+        fn scan(
+            &self,
+            s: Space,
+            prefix: &[u8],
+            after: Option<&[u8]>,
+            limit: usize,
+        ) -> Result<Pairs, KvError> {
+            self.0.scan(s, prefix, after, limit)
+        }
+        fn apply(&self, b: Batch) -> Result<Ticket, KvError> {
+            self.0.apply(b)
+        }
+        fn apply_flushed(&self, b: Batch) -> Result<Ticket, KvError> {
+            self.0.apply_flushed(b)
+        }
+        fn sync_through(&self, t: Ticket) -> Result<(), KvError> {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            self.0.sync_through(t)
+        }
+    }
+
+    fn change(store: &Counting, state: &CommitState, syncer: &Syncer, n: u8) -> Ticket {
+        let (_, ticket, was_idle) = state
+            .applied(None, |_| {
+                let mut b = Batch::new();
+                b.put(Space::Meta, vec![n], vec![n]);
+                store.apply(b)
+            })
+            .expect("apply");
+        if was_idle {
+            syncer.kick();
+        }
+        ticket
+    }
+
+    #[tokio::test]
+    async fn a_kick_wakes_the_syncer_but_does_not_cut_its_grouping_short() {
+        let d = tempfile::tempdir().expect("tmp");
+        let store = Arc::new(Counting(
+            FjallStore::open(d.path()).expect("open"),
+            AtomicUsize::new(0),
+        ));
+        let state = Arc::new(CommitState::new(0));
+        // An interval no test outlives: only a waiter may end it.
+        let syncer = Syncer::start(store.clone(), state.clone(), "t", Duration::from_secs(3600))
+            .expect("syncer");
+        let first = change(&store, &state, &syncer, 1);
+        syncer.sync(first).await.expect("commit");
+        // Idle again. The next change kicks the syncer awake; another kick
+        // (as a change racing the end of a commit sends) must not end the
+        // grouping wait: nothing commits until someone waits, however long
+        // we look (a bound here only limits how long we look).
+        let second = change(&store, &state, &syncer, 2);
+        syncer.kick();
+        let early = tokio::time::timeout(Duration::from_millis(300), state.committed(2)).await;
+        assert!(early.is_err(), "a kick committed without a waiter");
+        syncer.sync(second).await.expect("commit");
+        assert_eq!(store.1.load(Ordering::SeqCst), 2, "one commit per waiter");
+        assert_eq!(state.last_committed(), 2);
     }
 }

@@ -19,7 +19,7 @@
 
 use loom_proto::fid::MAX_INO_SEQ;
 use loom_proto::msg::{
-    ClusterConfig, Reply, ReplyResult, ReqCtx, Request, SeqRange, TargetId, TargetInfo,
+    ClusterConfig, MgsRequest, Reply, ReplyResult, ReqCtx, SeqRange, TargetId, TargetInfo,
 };
 use loom_proto::{Errno, WireError};
 use loom_store::durable::write_atomic;
@@ -176,19 +176,14 @@ impl MgsService {
     pub async fn handle(
         self: &Arc<Self>,
         _ctx: &ReqCtx,
-        req: Request,
+        req: MgsRequest,
         _bulk: Vec<u8>,
     ) -> (ReplyResult, Vec<u8>) {
         let res = match req {
-            Request::Ping => Ok(Reply::Ok),
-            Request::Register { fsname, target } => self.register(fsname, target).await,
-            Request::GetConfig => Ok(Reply::Config(self.config().await)),
-            Request::AllocSeq { mdt } => self.alloc_seq(mdt).await,
-            Request::StatFs => self.statfs().await,
-            other => Err(WireError::new(
-                Errno::EOPNOTSUPP,
-                format!("MGS does not handle {}", other.name()),
-            )),
+            MgsRequest::Register { fsname, target } => self.register(fsname, target).await,
+            MgsRequest::GetConfig => Ok(Reply::Config(self.config().await)),
+            MgsRequest::AllocSeq { mdt } => self.alloc_seq(mdt).await,
+            MgsRequest::StatFs => self.statfs().await,
         };
         (res, Vec::new())
     }

@@ -12,10 +12,10 @@
 mod stats;
 
 use loom_proto::frame::MAX_BULK;
-use loom_proto::msg::{Reply, ReplyResult, ReqCtx, Request, StatFs, TargetId};
+use loom_proto::msg::{OstRequest, Reply, ReplyResult, ReqCtx, StatFs, TargetId};
 use loom_proto::{Errno, ObjRef, WireError};
 use loom_store::object::{ObjectError, ObjectStore};
-use stats::{Op, OpStats};
+use stats::OpStats;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -65,43 +65,36 @@ impl OstService {
     pub async fn handle(
         self: &Arc<Self>,
         _ctx: &ReqCtx,
-        req: Request,
+        req: OstRequest,
         bulk: Vec<u8>,
     ) -> (ReplyResult, Vec<u8>) {
-        let op = Op::of(&req);
+        let op = req.op();
         let (res, out, bytes) = match req {
-            Request::Ping => (Ok(Reply::Ok), Vec::new(), 0),
-            Request::ObjWrite { obj, offset } => {
+            OstRequest::ObjWrite { obj, offset } => {
                 let n = bulk.len() as u64;
                 (self.write(obj, offset, bulk).await, Vec::new(), n)
             }
-            Request::ObjRead { obj, offset, len } => match self.read(obj, offset, len).await {
+            OstRequest::ObjRead { obj, offset, len } => match self.read(obj, offset, len).await {
                 Ok(data) => {
                     let n = data.len() as u64;
                     (Ok(Reply::Data), data, n)
                 }
                 Err(e) => (Err(e), Vec::new(), 0),
             },
-            Request::ObjTruncate { obj, size } => (self.truncate(obj, size).await, Vec::new(), 0),
-            Request::ObjPunch { obj, offset, len } => {
+            OstRequest::ObjTruncate { obj, size } => {
+                (self.truncate(obj, size).await, Vec::new(), 0)
+            }
+            OstRequest::ObjPunch { obj, offset, len } => {
                 (self.punch(obj, offset, len).await, Vec::new(), len)
             }
-            Request::ObjAllocate { obj, offset, len } => {
+            OstRequest::ObjAllocate { obj, offset, len } => {
                 (self.allocate(obj, offset, len).await, Vec::new(), len)
             }
-            Request::ObjSync { obj } => (self.sync(obj).await, Vec::new(), 0),
-            Request::Precreate { count } => (self.precreate(count).await, Vec::new(), 0),
-            Request::Destroy { objs } => (self.destroy(objs).await, Vec::new(), 0),
-            Request::ObjGetSize { obj } => (self.get_size(obj).await, Vec::new(), 0),
-            Request::StatFs => (self.statfs().await, Vec::new(), 0),
-            other => (
-                Err(WireError::new(
-                    Errno::EOPNOTSUPP,
-                    format!("OST does not handle {}", other.name()),
-                )),
-                Vec::new(),
-                0,
-            ),
+            OstRequest::ObjSync { obj } => (self.sync(obj).await, Vec::new(), 0),
+            OstRequest::Precreate { count } => (self.precreate(count).await, Vec::new(), 0),
+            OstRequest::Destroy { objs } => (self.destroy(objs).await, Vec::new(), 0),
+            OstRequest::ObjGetSize { obj } => (self.get_size(obj).await, Vec::new(), 0),
+            OstRequest::StatFs => (self.statfs().await, Vec::new(), 0),
         };
         self.stats.record(op, bytes, res.is_ok());
         (res, out)
@@ -229,7 +222,7 @@ mod tests {
         (d, s)
     }
 
-    async fn call(s: &Arc<OstService>, req: Request, bulk: Vec<u8>) -> (ReplyResult, Vec<u8>) {
+    async fn call(s: &Arc<OstService>, req: OstRequest, bulk: Vec<u8>) -> (ReplyResult, Vec<u8>) {
         s.handle(&ReqCtx::default(), req, bulk).await
     }
 
@@ -240,21 +233,21 @@ mod tests {
     #[tokio::test]
     async fn write_then_read_returns_the_data_in_the_bulk() {
         let (_d, s) = ost(2);
-        let start = match call(&s, Request::Precreate { count: 4 }, vec![]).await.0 {
+        let start = match call(&s, OstRequest::Precreate { count: 4 }, vec![]).await.0 {
             Ok(Reply::Precreated { start, count: 4 }) => start,
             other => panic!("precreate: {other:?}"),
         };
         let o = obj(2, start);
         let w = call(
             &s,
-            Request::ObjWrite { obj: o, offset: 5 },
+            OstRequest::ObjWrite { obj: o, offset: 5 },
             b"hello".to_vec(),
         )
         .await;
         assert_eq!(w.0, Ok(Reply::Ok));
         let (r, data) = call(
             &s,
-            Request::ObjRead {
+            OstRequest::ObjRead {
                 obj: o,
                 offset: 0,
                 len: 100,
@@ -264,10 +257,10 @@ mod tests {
         .await;
         assert_eq!(r, Ok(Reply::Data));
         assert_eq!(data, b"\0\0\0\0\0hello".to_vec());
-        let sz = call(&s, Request::ObjGetSize { obj: o }, vec![]).await.0;
+        let sz = call(&s, OstRequest::ObjGetSize { obj: o }, vec![]).await.0;
         assert_eq!(sz, Ok(Reply::Size(10)));
         assert_eq!(
-            call(&s, Request::ObjSync { obj: o }, vec![]).await.0,
+            call(&s, OstRequest::ObjSync { obj: o }, vec![]).await.0,
             Ok(Reply::Ok)
         );
         let stats = s.stats();
@@ -280,13 +273,18 @@ mod tests {
     async fn truncate_punch_and_destroy_change_the_object() {
         let (_d, s) = ost(0);
         let o = obj(0, 9);
-        let w = call(&s, Request::ObjWrite { obj: o, offset: 0 }, vec![7u8; 100]).await;
+        let w = call(
+            &s,
+            OstRequest::ObjWrite { obj: o, offset: 0 },
+            vec![7u8; 100],
+        )
+        .await;
         assert_eq!(w.0, Ok(Reply::Ok));
-        let r = call(&s, Request::ObjTruncate { obj: o, size: 50 }, vec![]).await;
+        let r = call(&s, OstRequest::ObjTruncate { obj: o, size: 50 }, vec![]).await;
         assert_eq!(r.0, Ok(Reply::Ok));
         let r = call(
             &s,
-            Request::ObjPunch {
+            OstRequest::ObjPunch {
                 obj: o,
                 offset: 10,
                 len: 10,
@@ -297,7 +295,7 @@ mod tests {
         assert_eq!(r.0, Ok(Reply::Ok));
         let (_, data) = call(
             &s,
-            Request::ObjRead {
+            OstRequest::ObjRead {
                 obj: o,
                 offset: 0,
                 len: 100,
@@ -308,9 +306,9 @@ mod tests {
         let mut want = vec![7u8; 50];
         want[10..20].fill(0);
         assert_eq!(data, want);
-        let r = call(&s, Request::Destroy { objs: vec![o] }, vec![]).await;
+        let r = call(&s, OstRequest::Destroy { objs: vec![o] }, vec![]).await;
         assert_eq!(r.0, Ok(Reply::Ok));
-        let sz = call(&s, Request::ObjGetSize { obj: o }, vec![]).await.0;
+        let sz = call(&s, OstRequest::ObjGetSize { obj: o }, vec![]).await.0;
         assert_eq!(sz, Ok(Reply::Size(0)));
     }
 
@@ -319,7 +317,7 @@ mod tests {
         let (_d, s) = ost(1);
         let (r, _) = call(
             &s,
-            Request::ObjWrite {
+            OstRequest::ObjWrite {
                 obj: obj(3, 1),
                 offset: 0,
             },
@@ -335,7 +333,7 @@ mod tests {
         );
         let (r, _) = call(
             &s,
-            Request::Destroy {
+            OstRequest::Destroy {
                 objs: vec![obj(1, 1), obj(2, 2)],
             },
             vec![],
@@ -349,7 +347,7 @@ mod tests {
         let (_d, s) = ost(0);
         let (r, _) = call(
             &s,
-            Request::ObjRead {
+            OstRequest::ObjRead {
                 obj: obj(0, 1),
                 offset: 0,
                 len: MAX_READ + 1,
@@ -359,12 +357,12 @@ mod tests {
         .await;
         assert_eq!(r.expect_err("too long").errno, Errno::EINVAL);
         for count in [0, MAX_PRECREATE + 1] {
-            let (r, _) = call(&s, Request::Precreate { count }, vec![]).await;
+            let (r, _) = call(&s, OstRequest::Precreate { count }, vec![]).await;
             assert_eq!(r.expect_err("bad count").errno, Errno::EINVAL);
         }
         let (r, _) = call(
             &s,
-            Request::Precreate {
+            OstRequest::Precreate {
                 count: MAX_PRECREATE,
             },
             vec![],
@@ -380,19 +378,9 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn metadata_requests_are_not_supported() {
-        let (_d, s) = ost(0);
-        let (r, _) = call(&s, Request::GetConfig, vec![]).await;
-        let e = r.expect_err("not an OST request");
-        assert_eq!(e.errno, Errno::EOPNOTSUPP);
-        assert!(e.msg.contains("get_config"));
-        assert_eq!(call(&s, Request::Ping, vec![]).await.0, Ok(Reply::Ok));
-    }
-
-    #[tokio::test]
     async fn statfs_names_this_ost() {
         let (_d, s) = ost(4);
-        match call(&s, Request::StatFs, vec![]).await.0 {
+        match call(&s, OstRequest::StatFs, vec![]).await.0 {
             Ok(Reply::StatFs(st)) => {
                 assert_eq!(st.target, Some(TargetId::ost(4)));
                 assert!(st.bytes_total > 0);

@@ -9,7 +9,8 @@
 #![allow(dead_code)]
 
 use loom_proto::msg::{
-    Attr, DirEntry, Envelope, FileKind, Reply, ReqCtx, Request, Role, TargetId, TargetInfo,
+    Attr, DirEntry, Envelope, FileKind, MdtRequest, MgsRequest, OstRequest, Reply, ReqCtx, Request,
+    Role, TargetId, TargetInfo,
 };
 use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec, WireError};
 use loom_rpc::{Answer, ClientOptions, ClusterKey, RpcClient, Service};
@@ -52,17 +53,21 @@ fn not_hosted(t: TargetId) -> (Result<Reply, WireError>, Vec<u8>) {
 impl Service for Slots {
     async fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>) -> Answer {
         let t = env.target;
-        match t.role {
-            Role::Mgs => match read(&self.mgs) {
-                Some(m) => m.handle(&env.ctx, env.req, bulk).await.into(),
+        match (t.role, env.req) {
+            (_, Request::Ping) => (Ok(Reply::Ok), Vec::new()).into(),
+            (Role::Mgs, Request::Mgs(req)) => match read(&self.mgs) {
+                Some(m) => m.handle(&env.ctx, req, bulk).await.into(),
                 None => not_hosted(t).into(),
             },
-            Role::Mdt if t.index == 0 => match read(&self.mdt) {
-                Some(m) => m.handle(&env.ctx, env.req).await.into(),
+            (Role::Mdt, Request::Mdt(req)) if t.index == 0 => match read(&self.mdt) {
+                Some(m) => m.handle(&env.ctx, req).await.into(),
                 None => not_hosted(t).into(),
             },
-            Role::Mdt => not_hosted(t).into(),
-            Role::Ost => {
+            (Role::Mdt, Request::Peer(req)) if t.index == 0 => match read(&self.mdt) {
+                Some(m) => (m.handle_peer(&env.ctx, req).await, Vec::new()).into(),
+                None => not_hosted(t).into(),
+            },
+            (Role::Ost, Request::Ost(req)) => {
                 let o = self
                     .osts
                     .read()
@@ -70,10 +75,11 @@ impl Service for Slots {
                     .get(&t.index)
                     .cloned();
                 match o {
-                    Some(o) => o.handle(&env.ctx, env.req, bulk).await.into(),
+                    Some(o) => o.handle(&env.ctx, req, bulk).await.into(),
                     None => not_hosted(t).into(),
                 }
             }
+            _ => not_hosted(t).into(),
         }
     }
 }
@@ -182,14 +188,15 @@ impl Cluster {
         let env = Envelope {
             target: TargetId::mdt(0),
             ctx: ReqCtx::default(),
-            req: Request::SetAttr {
+            req: MdtRequest::SetAttr {
                 fid: loom_proto::Fid::ROOT,
                 set: loom_proto::msg::SetAttr {
                     uid: Some(UID),
                     gid: Some(GID),
                     ..Default::default()
                 },
-            },
+            }
+            .into(),
         };
         self.client
             .call(&env, bytes::Bytes::new())
@@ -239,7 +246,7 @@ impl Cluster {
     }
 
     async fn register(&self, id: TargetId) {
-        let req = Request::Register {
+        let req = MgsRequest::Register {
             fsname: FSNAME.into(),
             target: TargetInfo {
                 id,
@@ -250,7 +257,7 @@ impl Cluster {
         let env = Envelope {
             target: TargetId::MGS,
             ctx: ReqCtx::default(),
-            req,
+            req: req.into(),
         };
         let r = self
             .client
@@ -343,7 +350,7 @@ impl Cluster {
     pub async fn call_to(
         &self,
         target: TargetId,
-        req: Request,
+        req: impl Into<Request>,
         bulk: &[u8],
     ) -> Result<(Reply, Vec<u8>), WireError> {
         let env = Envelope {
@@ -355,7 +362,7 @@ impl Cluster {
                 gid: GID,
                 ..ReqCtx::default()
             },
-            req,
+            req: req.into(),
         };
         Ok(self
             .client
@@ -370,7 +377,7 @@ impl Cluster {
         client: u64,
         seq: u64,
         acked_below: u64,
-        req: Request,
+        req: impl Into<Request>,
     ) -> Result<Reply, WireError> {
         let env = Envelope {
             target: TargetId::mdt(0),
@@ -382,29 +389,30 @@ impl Cluster {
                 gid: GID,
                 ..ReqCtx::default()
             },
-            req,
+            req: req.into(),
         };
         Ok(self.client.call(&env, bytes::Bytes::new()).await?.0)
     }
 
     /// Send `req` to MDT0.
-    pub async fn call(&self, req: Request) -> Result<Reply, WireError> {
+    pub async fn call(&self, req: impl Into<Request>) -> Result<Reply, WireError> {
         Ok(self.call_to(TargetId::mdt(0), req, &[]).await?.0)
     }
 
     /// Send `req` to MDT0 as root (uid 0), which passes every permission
     /// check: for tests of what an operation does, not who may do it.
-    pub async fn call_root(&self, req: Request) -> Result<Reply, WireError> {
+    pub async fn call_root(&self, req: impl Into<Request>) -> Result<Reply, WireError> {
         let env = Envelope {
             target: TargetId::mdt(0),
             ctx: ReqCtx::default(),
-            req,
+            req: req.into(),
         };
         Ok(self.client.call(&env, bytes::Bytes::new()).await?.0)
     }
 
     /// Send `req` to MDT0 and expect it to fail; its errno.
-    pub async fn errno(&self, req: Request) -> Errno {
+    pub async fn errno(&self, req: impl Into<Request>) -> Errno {
+        let req: Request = req.into();
         let what = format!("{req:?}");
         match self.call(req).await {
             Ok(r) => panic!("{what} succeeded with {r:?}, expected an error"),
@@ -413,7 +421,8 @@ impl Cluster {
     }
 
     /// Send `req` to MDT0 and expect `Reply::Ok`.
-    pub async fn ok(&self, req: Request) {
+    pub async fn ok(&self, req: impl Into<Request>) {
+        let req: Request = req.into();
         let what = format!("{req:?}");
         match self.call(req).await {
             Ok(Reply::Ok) => {}
@@ -422,7 +431,8 @@ impl Cluster {
     }
 
     /// Send a request expected to answer with an entry.
-    pub async fn entry(&self, req: Request) -> (Attr, Option<Layout>) {
+    pub async fn entry(&self, req: impl Into<Request>) -> (Attr, Option<Layout>) {
+        let req: Request = req.into();
         let what = format!("{req:?}");
         match self.call(req).await {
             Ok(Reply::Entry { attr, layout }) => (attr, layout),
@@ -442,7 +452,7 @@ impl Cluster {
         name: &str,
         stripe: Option<StripeSpec>,
     ) -> (Attr, Option<Layout>) {
-        self.entry(Request::Create {
+        self.entry(MdtRequest::Create {
             parent,
             name: name.into(),
             kind: FileKind::File,
@@ -455,7 +465,7 @@ impl Cluster {
 
     /// Make directory `name` in `parent` with mode 0755.
     pub async fn mkdir(&self, parent: Fid, name: &str) -> Attr {
-        self.entry(Request::Mkdir {
+        self.entry(MdtRequest::Mkdir {
             parent,
             name: name.into(),
             perm: 0o755,
@@ -466,7 +476,7 @@ impl Cluster {
 
     /// Look `name` up in `parent`.
     pub async fn lookup(&self, parent: Fid, name: &str) -> Attr {
-        self.entry(Request::Lookup {
+        self.entry(MdtRequest::Lookup {
             parent,
             name: name.into(),
         })
@@ -476,7 +486,7 @@ impl Cluster {
 
     /// The errno of looking `name` up in `parent`.
     pub async fn lookup_errno(&self, parent: Fid, name: &str) -> Errno {
-        self.errno(Request::Lookup {
+        self.errno(MdtRequest::Lookup {
             parent,
             name: name.into(),
         })
@@ -485,7 +495,7 @@ impl Cluster {
 
     /// Attributes of `fid`.
     pub async fn getattr(&self, fid: Fid) -> Attr {
-        match self.call(Request::GetAttr { fid }).await {
+        match self.call(MdtRequest::GetAttr { fid }).await {
             Ok(Reply::Attr(a)) => a,
             other => panic!("getattr {fid}: {other:?}"),
         }
@@ -493,7 +503,7 @@ impl Cluster {
 
     /// The layout of `fid`.
     pub async fn layout(&self, fid: Fid) -> Layout {
-        match self.call(Request::GetLayout { fid }).await {
+        match self.call(MdtRequest::GetLayout { fid }).await {
             Ok(Reply::Layout(l)) => l,
             other => panic!("getlayout {fid}: {other:?}"),
         }
@@ -508,7 +518,7 @@ impl Cluster {
         new_name: &str,
         flags: u32,
     ) -> Result<Reply, WireError> {
-        self.call(Request::Rename {
+        self.call(MdtRequest::Rename {
             parent,
             name: name.into(),
             new_parent,
@@ -521,7 +531,7 @@ impl Cluster {
 
     /// One page of directory `fid` after `cookie`.
     pub async fn readdir_page(&self, fid: Fid, cookie: u64, max: u32) -> (Vec<DirEntry>, bool) {
-        match self.call(Request::Readdir { fid, cookie, max }).await {
+        match self.call(MdtRequest::Readdir { fid, cookie, max }).await {
             Ok(Reply::Dir { entries, eof }) => (entries, eof),
             other => panic!("readdir {fid}: {other:?}"),
         }
@@ -554,7 +564,7 @@ impl Cluster {
         let r = self
             .call_to(
                 TargetId::ost(obj.ost),
-                Request::ObjWrite { obj, offset: 0 },
+                OstRequest::ObjWrite { obj, offset: 0 },
                 data,
             )
             .await

@@ -1,0 +1,633 @@
+//! Every request, declared once per service.
+//!
+//! Each service has its own request type: [`MgsRequest`], [`MdtRequest`]
+//! (from clients), [`PeerRequest`] (MDT to MDT) and [`OstRequest`]. A
+//! caller builds the type of the service it calls, so it can only send what
+//! that service serves; a service's handler matches its own type, with no
+//! catch-all arm, so an operation added without a handler does not compile.
+//! [`Request`] is what travels in an [`Envelope`](crate::msg::Envelope): one
+//! of them, or the transport's `Ping`.
+//!
+//! Each operation is declared in one place ([`declare_requests!`]) with:
+//! - its opcode, carried in the frame header and checked against the body;
+//! - its name, for logs and statistics;
+//! - its [`Effect`]: whether it changes state, and whether a resend must be
+//!   answered from the reply cache instead of being done again;
+//! - who may send it ([`Senders`]): anyone holding a key of the cluster, or
+//!   only its servers (a client's connection is refused those).
+//!
+//! Opcodes are append-only: never renumbered, never reused, only retired.
+//! One opcode means one operation in every service that serves it
+//! (`StatFs` is 39 on the MGS, MDTs and OSTs).
+
+use crate::fid::Fid;
+use crate::layout::{ObjRef, StripeSpec};
+use crate::msg::{
+    DirObject, DirStripe, FileKind, IntentRef, Replayed, Role, SetAttr, TargetInfo, Time,
+};
+use crate::name::Name;
+use serde::{Deserialize, Serialize};
+
+/// What an operation does to the state of the service that serves it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Nothing: it only reads.
+    Reads,
+    /// It changes state, and doing it again is harmless (a resend writes
+    /// the same bytes, or the service recognises the repeat itself).
+    Changes,
+    /// It changes state and must happen once: a resend is answered with the
+    /// first execution's reply (the MDT's reply cache) and the change is
+    /// kept by the client for replay until it is committed.
+    Once,
+}
+
+/// Who may send an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Senders {
+    /// Clients and servers.
+    Any,
+    /// Servers only (the cluster key's holders); refused on a connection
+    /// that proved only the client key.
+    Peers,
+}
+
+/// One declared operation, for tables and checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Op {
+    /// Frame opcode.
+    pub opcode: u16,
+    /// Name in logs and statistics.
+    pub name: &'static str,
+    /// What it does.
+    pub effect: Effect,
+    /// Who may send it.
+    pub senders: Senders,
+}
+
+/// Declares one service's request enum and, from the same lines, its
+/// opcodes, names, effects and senders.
+macro_rules! declare_requests {
+    (
+        $(#[$em:meta])*
+        pub enum $E:ident {
+            $(
+                $(#[$vm:meta])*
+                $V:ident $({ $($(#[$fm:meta])* $f:ident : $t:ty),* $(,)? })?
+                    => $op:literal, $name:literal, $effect:ident, $senders:ident;
+            )*
+        }
+    ) => {
+        $(#[$em])*
+        #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+        pub enum $E {
+            $(
+                $(#[$vm])*
+                $V $({ $($(#[$fm])* $f: $t),* })?,
+            )*
+        }
+
+        impl $E {
+            /// Every operation of this service, in declaration order.
+            pub const OPS: &'static [Op] = &[
+                $(Op { opcode: $op, name: $name, effect: Effect::$effect, senders: Senders::$senders },)*
+            ];
+
+            /// This request's declaration.
+            pub const fn op(&self) -> Op {
+                match self {
+                    $($E::$V { .. } => Op { opcode: $op, name: $name, effect: Effect::$effect, senders: Senders::$senders },)*
+                }
+            }
+        }
+    };
+}
+
+declare_requests! {
+    /// The management service (MGS).
+    pub enum MgsRequest {
+        /// A server announces a target it hosts.
+        Register {
+            /// File system the target was formatted for.
+            fsname: String,
+            /// The target.
+            target: TargetInfo,
+        } => 10, "register", Changes, Peers;
+        /// Fetch the cluster configuration.
+        GetConfig => 11, "get_config", Reads, Any;
+        /// An MDT asks for a new FID sequence.
+        AllocSeq {
+            /// The asking MDT.
+            mdt: u32,
+        } => 12, "alloc_seq", Changes, Peers;
+        /// Space and inode usage of a target (MDT or OST).
+        StatFs => 39, "statfs", Reads, Any;
+    }
+}
+
+declare_requests! {
+    /// A metadata target, from a client (or from another MDT acting for one).
+    pub enum MdtRequest {
+        /// Find `name` in `parent`.
+        Lookup {
+            /// Directory.
+            parent: Fid,
+            /// Name.
+            name: Name,
+        } => 20, "lookup", Reads, Any;
+        /// Attributes of `fid`.
+        GetAttr {
+            /// Inode.
+            fid: Fid,
+        } => 21, "getattr", Reads, Any;
+        /// Change attributes.
+        SetAttr {
+            /// Inode.
+            fid: Fid,
+            /// What to change.
+            set: SetAttr,
+        } => 22, "setattr", Once, Any;
+        /// Create a non-directory: regular file (with layout), FIFO, device,
+        /// socket.
+        Create {
+            /// Directory.
+            parent: Fid,
+            /// Name.
+            name: Name,
+            /// Type.
+            kind: FileKind,
+            /// Permission bits after umask.
+            perm: u32,
+            /// Device number.
+            rdev: u32,
+            /// Explicit striping (setstripe on a new file), else inherited.
+            stripe: Option<StripeSpec>,
+        } => 23, "create", Once, Any;
+        /// Make a directory.
+        Mkdir {
+            /// Parent.
+            parent: Fid,
+            /// Name.
+            name: Name,
+            /// Permission bits after umask.
+            perm: u32,
+        } => 24, "mkdir", Once, Any;
+        /// Remove a non-directory name.
+        Unlink {
+            /// Directory.
+            parent: Fid,
+            /// Name.
+            name: Name,
+            /// The caller has files open: if this drops the last link of a
+            /// file, keep it as an orphan (answer `Orphaned`) until the caller
+            /// sends `ReleaseOrphan`.
+            keep_orphan: bool,
+        } => 25, "unlink", Once, Any;
+        /// Remove an empty directory.
+        Rmdir {
+            /// Parent.
+            parent: Fid,
+            /// Name.
+            name: Name,
+        } => 26, "rmdir", Once, Any;
+        /// Rename, with `rename_flags`.
+        Rename {
+            /// Source directory.
+            parent: Fid,
+            /// Source name.
+            name: Name,
+            /// Destination directory.
+            new_parent: Fid,
+            /// Destination name.
+            new_name: Name,
+            /// NOREPLACE / EXCHANGE.
+            flags: u32,
+            /// As `MdtRequest::Unlink::keep_orphan`, for a file the rename replaces.
+            keep_orphan: bool,
+        } => 27, "rename", Once, Any;
+        /// New hard link to `fid`.
+        Link {
+            /// Existing inode.
+            fid: Fid,
+            /// Directory of the new name.
+            parent: Fid,
+            /// New name.
+            name: Name,
+        } => 28, "link", Once, Any;
+        /// Make a symbolic link.
+        Symlink {
+            /// Directory.
+            parent: Fid,
+            /// Name.
+            name: Name,
+            /// Link target.
+            target: Name,
+        } => 29, "symlink", Once, Any;
+        /// Read a symbolic link.
+        Readlink {
+            /// Link inode.
+            fid: Fid,
+        } => 30, "readlink", Reads, Any;
+        /// List a directory from `cookie` (0 = start).
+        Readdir {
+            /// Directory.
+            fid: Fid,
+            /// Resume after the entry with this cookie.
+            cookie: u64,
+            /// Most entries to return.
+            max: u32,
+        } => 31, "readdir", Reads, Any;
+        /// A file's layout.
+        GetLayout {
+            /// File.
+            fid: Fid,
+        } => 32, "getlayout", Reads, Any;
+        /// Set a directory's default striping (`setstripe` on a directory).
+        SetDefaultStripe {
+            /// Directory.
+            fid: Fid,
+            /// New default; `None` removes it.
+            spec: Option<StripeSpec>,
+        } => 33, "set_default_stripe", Once, Any;
+        /// A directory's default striping, explicit or inherited.
+        GetDefaultStripe {
+            /// Directory.
+            fid: Fid,
+        } => 34, "get_default_stripe", Reads, Any;
+        /// Set an extended attribute.
+        SetXattr {
+            /// Inode.
+            fid: Fid,
+            /// Name.
+            name: Name,
+            /// Value.
+            value: Vec<u8>,
+            /// `xattr_flags`.
+            flags: u32,
+        } => 35, "setxattr", Once, Any;
+        /// Get an extended attribute.
+        GetXattr {
+            /// Inode.
+            fid: Fid,
+            /// Name.
+            name: Name,
+        } => 36, "getxattr", Reads, Any;
+        /// List extended attribute names.
+        ListXattr {
+            /// Inode.
+            fid: Fid,
+        } => 37, "listxattr", Reads, Any;
+        /// Remove an extended attribute.
+        RemoveXattr {
+            /// Inode.
+            fid: Fid,
+            /// Name.
+            name: Name,
+        } => 38, "removexattr", Once, Any;
+        /// Space and inode usage of a target (MDT or OST).
+        StatFs => 39, "statfs", Reads, Any;
+        /// The writer reports data it wrote: size grows to at least `size`,
+        /// mtime to at least `mtime` (reports may arrive out of order).
+        UpdateSize {
+            /// File.
+            fid: Fid,
+            /// End of the data written.
+            size: u64,
+            /// Time of the last write.
+            mtime: Time,
+            /// Make the record durable (and everything the MDT applied before
+            /// it) before answering: an fsync. Otherwise (a close) it survives
+            /// a crash of the MDT's process but not of its machine, as the data
+            /// written does until an fsync.
+            durable: bool,
+        } => 40, "update_size", Once, Any;
+        /// The last handle of an orphan (an unlinked file kept for a client
+        /// that had it open) closed: destroy it.
+        ReleaseOrphan {
+            /// The orphan.
+            fid: Fid,
+        } => 41, "release_orphan", Once, Any;
+        /// The client still has these orphans open: renew their lease.
+        RenewOrphans {
+            /// Orphans on the receiving MDT.
+            fids: Vec<Fid>,
+        } => 42, "renew_orphans", Changes, Any;
+        /// Attributes and layout of `fid`, fresh, for an open: one round trip
+        /// where GetAttr and GetLayout would take two.
+        Open {
+            /// The inode being opened.
+            fid: Fid,
+            /// What the opener asks for, checked against the mode bits:
+            /// `access::READ | access::WRITE` (0 for a peer that only wants
+            /// the attributes).
+            access: u32,
+        } => 43, "open", Reads, Any;
+        /// Make a directory placed on chosen MDTs: a remote directory
+        /// (`count` 1 on another MDT) or a striped one. Sent to the parent's
+        /// MDT, which coordinates.
+        MkdirStriped {
+            /// Parent.
+            parent: Fid,
+            /// Name.
+            name: Name,
+            /// Permission bits after umask.
+            perm: u32,
+            /// Placement.
+            stripe: DirStripe,
+        } => 44, "mkdir_striped", Once, Any;
+        /// Client to a restarted MDT, during its recovery window: changes the
+        /// MDT acknowledged under boot `boot` but had not committed, in
+        /// transaction order. `last` ends the client's replay.
+        Replay {
+            /// The MDT instance that acknowledged them.
+            boot: u64,
+            /// The changes, ascending by transaction number.
+            entries: Vec<Replayed>,
+            /// No more entries follow from this client.
+            last: bool,
+        } => 60, "replay", Changes, Any;
+        /// Client to MDT: make every change applied so far durable before
+        /// answering (fsync, syncfs, O_SYNC).
+        Sync => 61, "sync", Changes, Any;
+        /// Client to MDT: the client leaves (unmount, end of a tool): commit,
+        /// and stop waiting for it in recovery.
+        Disconnect => 62, "disconnect", Changes, Any;
+        /// Client to MDT: nothing but the commit state in the answer (the
+        /// MDT's instance and last committed number), also during recovery:
+        /// how a client learns that its changes are committed, or that the
+        /// MDT restarted. (`Ping` is answered by the transport.)
+        CommitState => 63, "commit_state", Reads, Any;
+    }
+}
+
+declare_requests! {
+    /// A metadata target, from another MDT: the steps of cross-MDT operations. Refused on a client's connection.
+    pub enum PeerRequest {
+        /// MDT to MDT: make a directory object (a remote directory, a shard,
+        /// or with `others` the master of a striped directory whose other
+        /// shards are `others`) as part `intent`. Done once per part: sent
+        /// again, it answers the object made the first time.
+        MakeDirObject {
+            /// The part of the coordinator's operation.
+            intent: IntentRef,
+            /// What to make.
+            dir: DirObject,
+        } => 45, "make_dir_object", Changes, Peers;
+        /// MDT to MDT: remove what part `intent` made, if anything (an
+        /// operation rolled back).
+        UndoDirObject {
+            /// The part.
+            intent: IntentRef,
+        } => 46, "undo_dir_object", Changes, Peers;
+        /// MDT to MDT: if directory `fid` is empty, mark it as being removed:
+        /// it takes no new entries until unsealed or destroyed; ENOTEMPTY
+        /// otherwise.
+        SealDir {
+            /// Directory object on the receiving MDT.
+            fid: Fid,
+        } => 47, "seal_dir", Changes, Peers;
+        /// MDT to MDT: a removal was given up; `fid` takes entries again.
+        UnsealDir {
+            /// Directory object.
+            fid: Fid,
+        } => 48, "unseal_dir", Changes, Peers;
+        /// MDT to MDT: destroy sealed directory object `fid` (done if it is
+        /// already gone).
+        DestroyDir {
+            /// Directory object.
+            fid: Fid,
+        } => 49, "destroy_dir", Changes, Peers;
+        /// MDT to MDT: the coordinator's intent `id` is finished; forget the
+        /// records kept to make its steps repeatable.
+        ForgetIntent {
+            /// Coordinating MDT.
+            coord: u32,
+            /// Its intent.
+            id: u64,
+        } => 59, "forget_intent", Changes, Peers;
+    }
+}
+
+declare_requests! {
+    /// An object storage target.
+    pub enum OstRequest {
+        /// Write the bulk data at `offset` of an object.
+        ObjWrite {
+            /// Object.
+            obj: ObjRef,
+            /// Object offset.
+            offset: u64,
+        } => 50, "obj_write", Changes, Any;
+        /// Read up to `len` bytes; the reply's bulk holds them (short at the
+        /// object's end; holes read as zeros).
+        ObjRead {
+            /// Object.
+            obj: ObjRef,
+            /// Object offset.
+            offset: u64,
+            /// Bytes wanted.
+            len: u32,
+        } => 51, "obj_read", Reads, Any;
+        /// Set an object's size.
+        ObjTruncate {
+            /// Object.
+            obj: ObjRef,
+            /// New size.
+            size: u64,
+        } => 52, "obj_truncate", Changes, Any;
+        /// Deallocate a byte range, keeping the size.
+        ObjPunch {
+            /// Object.
+            obj: ObjRef,
+            /// Start.
+            offset: u64,
+            /// Length.
+            len: u64,
+        } => 53, "obj_punch", Changes, Any;
+        /// Make an object's data durable.
+        ObjSync {
+            /// Object.
+            obj: ObjRef,
+        } => 54, "obj_sync", Changes, Any;
+        /// Reserve `count` new object ids on the OST (for an MDT's pool).
+        Precreate {
+            /// How many.
+            count: u32,
+        } => 55, "precreate", Changes, Peers;
+        /// Destroy objects (after unlink).
+        Destroy {
+            /// Objects, all on the receiving OST.
+            objs: Vec<ObjRef>,
+        } => 56, "destroy", Changes, Peers;
+        /// Size of an object (for tools and checks).
+        ObjGetSize {
+            /// Object.
+            obj: ObjRef,
+        } => 57, "obj_getsize", Reads, Any;
+        /// Reserve space for a byte range, keeping the size (fallocate with
+        /// KEEP_SIZE: later writes there cannot fail for lack of space).
+        ObjAllocate {
+            /// Object.
+            obj: ObjRef,
+            /// Start.
+            offset: u64,
+            /// Length.
+            len: u64,
+        } => 58, "obj_allocate", Changes, Any;
+        /// Space and inode usage of a target (MDT or OST).
+        StatFs => 39, "statfs", Reads, Any;
+    }
+}
+
+/// A request as it travels: for one service, or the transport's liveness
+/// check.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    /// Liveness check, any target; answered by the transport. Opcode 1.
+    Ping,
+    /// To the MGS.
+    Mgs(MgsRequest),
+    /// To an MDT, from a client.
+    Mdt(MdtRequest),
+    /// To an MDT, from another MDT.
+    Peer(PeerRequest),
+    /// To an OST.
+    Ost(OstRequest),
+}
+
+/// `Ping`'s declaration.
+pub const PING: Op = Op {
+    opcode: 1,
+    name: "ping",
+    effect: Effect::Reads,
+    senders: Senders::Any,
+};
+
+impl Request {
+    /// This request's declaration.
+    pub const fn op(&self) -> Op {
+        match self {
+            Request::Ping => PING,
+            Request::Mgs(r) => r.op(),
+            Request::Mdt(r) => r.op(),
+            Request::Peer(r) => r.op(),
+            Request::Ost(r) => r.op(),
+        }
+    }
+
+    /// The opcode carried in the frame header.
+    pub const fn opcode(&self) -> u16 {
+        self.op().opcode
+    }
+
+    /// A short name for logs and statistics.
+    pub const fn name(&self) -> &'static str {
+        self.op().name
+    }
+
+    /// The space and inode usage question, for a target of `role` (every
+    /// service answers it).
+    pub const fn statfs(role: Role) -> Request {
+        match role {
+            Role::Mgs => Request::Mgs(MgsRequest::StatFs),
+            Role::Mdt => Request::Mdt(MdtRequest::StatFs),
+            Role::Ost => Request::Ost(OstRequest::StatFs),
+        }
+    }
+
+    /// Only servers may send it.
+    pub const fn peers_only(&self) -> bool {
+        matches!(self.op().senders, Senders::Peers)
+    }
+}
+
+impl From<MgsRequest> for Request {
+    fn from(r: MgsRequest) -> Request {
+        Request::Mgs(r)
+    }
+}
+
+impl From<MdtRequest> for Request {
+    fn from(r: MdtRequest) -> Request {
+        Request::Mdt(r)
+    }
+}
+
+impl From<PeerRequest> for Request {
+    fn from(r: PeerRequest) -> Request {
+        Request::Peer(r)
+    }
+}
+
+impl From<OstRequest> for Request {
+    fn from(r: OstRequest) -> Request {
+        Request::Ost(r)
+    }
+}
+
+/// Every declared operation of every service, `Ping` first.
+pub fn all_ops() -> impl Iterator<Item = Op> {
+    std::iter::once(PING)
+        .chain(MgsRequest::OPS.iter().copied())
+        .chain(MdtRequest::OPS.iter().copied())
+        .chain(PeerRequest::OPS.iter().copied())
+        .chain(OstRequest::OPS.iter().copied())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn one_opcode_means_one_operation_everywhere() {
+        let mut seen: HashMap<u16, Op> = HashMap::new();
+        let mut names: HashMap<&str, u16> = HashMap::new();
+        for op in all_ops() {
+            if let Some(prev) = seen.insert(op.opcode, op) {
+                assert_eq!(prev, op, "opcode {} declared twice, differently", op.opcode);
+            }
+            if let Some(prev) = names.insert(op.name, op.opcode) {
+                assert_eq!(prev, op.opcode, "name {} has two opcodes", op.name);
+            }
+        }
+        // Inside one service an opcode appears once.
+        for ops in [
+            MgsRequest::OPS,
+            MdtRequest::OPS,
+            PeerRequest::OPS,
+            OstRequest::OPS,
+        ] {
+            let mut codes: Vec<u16> = ops.iter().map(|o| o.opcode).collect();
+            codes.sort_unstable();
+            let n = codes.len();
+            codes.dedup();
+            assert_eq!(codes.len(), n, "an opcode repeats inside one service");
+        }
+    }
+
+    #[test]
+    fn a_request_reports_its_own_declaration() {
+        let r = Request::from(MdtRequest::Create {
+            parent: Fid::ROOT,
+            name: "a".into(),
+            kind: FileKind::File,
+            perm: 0o644,
+            rdev: 0,
+            stripe: None,
+        });
+        assert_eq!((r.opcode(), r.name()), (23, "create"));
+        assert_eq!(r.op().effect, Effect::Once);
+        assert!(!r.peers_only());
+        let p = Request::from(PeerRequest::SealDir { fid: Fid::ROOT });
+        assert!(p.peers_only());
+        let d = Request::from(OstRequest::Destroy { objs: vec![] });
+        assert!(d.peers_only());
+        assert!(!Request::from(OstRequest::StatFs).peers_only());
+    }
+
+    #[test]
+    fn every_peer_to_peer_step_is_for_peers_only() {
+        assert!(PeerRequest::OPS.iter().all(|o| o.senders == Senders::Peers));
+    }
+}
