@@ -6,8 +6,10 @@
 //! - [`target`]: a formatted target directory's identity (`loom format`).
 //! - [`peers`]: configuration and RPC clients for reaching other targets.
 //! - [`node`]: one `loom server` process: config file, listener, dispatch.
+//! - [`error`]: what handlers fail with; the one conversion to wire errors.
 #![warn(missing_docs)]
 
+pub mod error;
 pub mod fail;
 pub mod mdt;
 pub mod mgs;

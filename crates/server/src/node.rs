@@ -1,6 +1,7 @@
 //! One `loom server` process: reads its config file, opens the targets it
 //! hosts, serves them on one TCP address and registers them with the MGS.
 
+use crate::error::answer;
 use crate::mdt::MdtService;
 use crate::mgs::MgsService;
 use crate::ost::OstService;
@@ -112,19 +113,19 @@ impl Service for Node {
         match (t.role, env.req) {
             (_, Request::Ping) => (Ok(Reply::Ok), Vec::new()).into(),
             (Role::Mgs, Request::Mgs(req)) => match &self.mgs {
-                Some(m) => m.handle(&env.ctx, req, bulk).await.into(),
+                Some(m) => answer(t, m.handle(&env.ctx, req, bulk).await).into(),
                 None => missing().into(),
             },
             (Role::Mdt, Request::Mdt(req)) => match self.mdts.get(&t.index) {
-                Some(m) => m.handle(&env.ctx, req).await.into(),
+                Some(m) => answer(t, m.handle(&env.ctx, req).await).into(),
                 None => missing().into(),
             },
             (Role::Mdt, Request::Peer(req)) => match self.mdts.get(&t.index) {
-                Some(m) => (m.handle_peer(&env.ctx, req).await, Vec::new()).into(),
+                Some(m) => answer(t, (m.handle_peer(&env.ctx, req).await, Vec::new())).into(),
                 None => missing().into(),
             },
             (Role::Ost, Request::Ost(req)) => match self.osts.get(&t.index) {
-                Some(o) => o.handle(&env.ctx, req, bulk).await.into(),
+                Some(o) => answer(t, o.handle(&env.ctx, req, bulk).await).into(),
                 None => missing().into(),
             },
             (_, req) => (

@@ -1,9 +1,10 @@
 //! How a service reaches other targets: the cluster configuration from the
 //! MGS and one RPC client per server address.
 
+use crate::error::ServerError;
 use bytes::Bytes;
 use loom_proto::msg::{ClusterConfig, Envelope, MgsRequest, Reply, ReqCtx, Request, TargetId};
-use loom_proto::{Errno, WireError};
+use loom_proto::Errno;
 use loom_rpc::{ClientOptions, ClusterKey, RpcClient};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -50,7 +51,7 @@ impl Peers {
     }
 
     /// Send a request to the MGS.
-    pub async fn call_mgs(&self, req: MgsRequest) -> Result<Reply, WireError> {
+    pub async fn call_mgs(&self, req: MgsRequest) -> Result<Reply, ServerError> {
         let env = Envelope {
             target: TargetId::MGS,
             ctx: self.ctx.clone(),
@@ -63,7 +64,7 @@ impl Peers {
     /// the MGS: a stale copy is answered at once and a fresh one fetched in
     /// the background, so an MGS outage does not stall the services (the
     /// configuration changes only when targets register).
-    pub async fn config(self: &Arc<Self>) -> Result<ClusterConfig, WireError> {
+    pub async fn config(self: &Arc<Self>) -> Result<ClusterConfig, ServerError> {
         let cached = lock(&self.config).clone();
         match cached {
             Some((c, at)) => {
@@ -83,11 +84,11 @@ impl Peers {
     }
 
     /// Fetch the configuration from the MGS now.
-    pub async fn refresh(&self) -> Result<ClusterConfig, WireError> {
+    pub async fn refresh(&self) -> Result<ClusterConfig, ServerError> {
         self.refresh_within(self.opts.call_timeout).await
     }
 
-    async fn refresh_within(&self, timeout: Duration) -> Result<ClusterConfig, WireError> {
+    async fn refresh_within(&self, timeout: Duration) -> Result<ClusterConfig, ServerError> {
         let env = Envelope {
             target: TargetId::MGS,
             ctx: self.ctx.clone(),
@@ -103,7 +104,7 @@ impl Peers {
                 *lock(&self.config) = Some((c.clone(), Instant::now()));
                 Ok(c)
             }
-            other => Err(WireError::new(
+            other => Err(ServerError::peer(
                 Errno::EPROTO,
                 format!("MGS answered GetConfig with {other:?}"),
             )),
@@ -117,12 +118,12 @@ impl Peers {
         req: impl Into<Request>,
         bulk: Bytes,
         timeout: Duration,
-    ) -> Result<(Reply, Vec<u8>), WireError> {
+    ) -> Result<(Reply, Vec<u8>), ServerError> {
         let cfg = self.config().await?;
         let addr = cfg
             .target(target)
             .map(|t| t.addr.clone())
-            .ok_or_else(|| WireError::new(Errno::EIO, format!("{target} is not registered")))?;
+            .ok_or_else(|| ServerError::peer(Errno::EIO, format!("{target} is not registered")))?;
         let client = {
             let mut m = lock(&self.clients);
             m.entry(addr.clone())

@@ -98,7 +98,7 @@ pub enum ObjectError {
 
 impl ObjectError {
     fn io(op: &'static str, oid: Option<u64>, path: &Path, source: io::Error) -> ObjectError {
-        tracing::error!(op, ?oid, path = %path.display(), "object store I/O error: {source}");
+        // Not logged here: the OST logs it once, where it answers with it.
         ObjectError::Io {
             op,
             oid,

@@ -5,9 +5,10 @@ use super::records::xattr_key;
 use super::request::Rq;
 use super::tx::{read_inode, store_err, Tx};
 use super::MdtService;
-use loom_proto::msg::{xattr_flags, Attr, FileKind, Reply, ReplyResult, SetAttr, Time};
+use crate::error::{Handled, ServerError};
+use loom_proto::msg::{xattr_flags, Attr, FileKind, Reply, SetAttr, Time};
 use loom_proto::Name;
-use loom_proto::{Errno, Fid, WireError};
+use loom_proto::{Errno, Fid};
 use loom_store::kv::Space;
 
 /// Longest xattr name (Linux XATTR_NAME_MAX).
@@ -38,7 +39,7 @@ pub fn new_attr(fid: Fid, kind: FileKind, perm: u32, uid: u32, gid: u32, now: Ti
 impl MdtService {
     /// Change attributes under POSIX's rules for the caller (see
     /// [`perm::apply_setattr`]).
-    pub(super) async fn setattr(&self, ctx: &Rq<'_>, fid: Fid, set: SetAttr) -> ReplyResult {
+    pub(super) async fn setattr(&self, ctx: &Rq<'_>, fid: Fid, set: SetAttr) -> Handled {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let r = t.inode(fid)?;
@@ -64,12 +65,12 @@ impl MdtService {
         size: u64,
         mtime: Time,
         durable: bool,
-    ) -> ReplyResult {
+    ) -> Handled {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let r = t.inode(fid)?;
         if r.attr.kind != FileKind::File {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EINVAL,
                 format!("{fid} is not a regular file"),
             ));
@@ -94,15 +95,15 @@ impl MdtService {
         name: &Name,
         value: Vec<u8>,
         flags: u32,
-    ) -> ReplyResult {
+    ) -> Handled {
         if name.is_empty() || name.len() > XATTR_NAME_MAX {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::ERANGE,
                 format!("xattr name of {} bytes", name.len()),
             ));
         }
         if value.len() > XATTR_SIZE_MAX {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 E2BIG,
                 format!("xattr value of {} bytes", value.len()),
             ));
@@ -117,13 +118,16 @@ impl MdtService {
             .map_err(store_err)?
             .is_some();
         if flags & xattr_flags::CREATE != 0 && exists {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EEXIST,
                 format!("xattr {name} exists"),
             ));
         }
         if flags & xattr_flags::REPLACE != 0 && !exists {
-            return Err(WireError::new(Errno::ENODATA, format!("no xattr {name}")));
+            return Err(ServerError::refused(
+                Errno::ENODATA,
+                format!("no xattr {name}"),
+            ));
         }
         let mut t = Tx::new(&*self.store);
         t.inode(fid)?.attr.ctime = Time::now();
@@ -134,17 +138,17 @@ impl MdtService {
         Ok(Reply::Ok)
     }
 
-    pub(super) fn getxattr(&self, ctx: &Rq<'_>, fid: Fid, name: &Name) -> ReplyResult {
+    pub(super) fn getxattr(&self, ctx: &Rq<'_>, fid: Fid, name: &Name) -> Handled {
         let a = read_inode(&*self.store, fid)?.attr;
         perm::may_xattr(&Cred::of(ctx), &a, name, false)?;
         self.store
             .get(Space::Xattrs, &xattr_key(fid, name))
             .map_err(store_err)?
             .map(Reply::Xattr)
-            .ok_or_else(|| WireError::new(Errno::ENODATA, format!("no xattr {name}")))
+            .ok_or_else(|| ServerError::refused(Errno::ENODATA, format!("no xattr {name}")))
     }
 
-    pub(super) fn listxattr(&self, ctx: &Rq<'_>, fid: Fid) -> ReplyResult {
+    pub(super) fn listxattr(&self, ctx: &Rq<'_>, fid: Fid) -> Handled {
         read_inode(&*self.store, fid)?;
         let c = Cred::of(ctx);
         let prefix = fid.to_key();
@@ -167,7 +171,7 @@ impl MdtService {
         }
     }
 
-    pub(super) async fn removexattr(&self, ctx: &Rq<'_>, fid: Fid, name: &Name) -> ReplyResult {
+    pub(super) async fn removexattr(&self, ctx: &Rq<'_>, fid: Fid, name: &Name) -> Handled {
         let g = self.ns.lock().await;
         let a = read_inode(&*self.store, fid)?.attr;
         perm::may_xattr(&Cred::of(ctx), &a, name, true)?;
@@ -178,7 +182,10 @@ impl MdtService {
             .map_err(store_err)?
             .is_none()
         {
-            return Err(WireError::new(Errno::ENODATA, format!("no xattr {name}")));
+            return Err(ServerError::refused(
+                Errno::ENODATA,
+                format!("no xattr {name}"),
+            ));
         }
         let mut t = Tx::new(&*self.store);
         t.inode(fid)?.attr.ctime = Time::now();

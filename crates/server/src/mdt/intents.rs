@@ -32,12 +32,12 @@ use super::replies::ReplyKey;
 use super::request::{Current, Rq};
 use super::tx::{read_dentry, read_inode, read_meta, store_err, Tx};
 use super::MdtService;
+use crate::error::{Handled, ServerError};
 use crate::fail;
 use loom_proto::msg::{
-    self, Attr, DirObject, DirStripe, FileKind, IntentRef, PeerRequest, Reply, ReplyResult, ReqCtx,
-    Role, Time,
+    Attr, DirObject, DirStripe, FileKind, IntentRef, PeerRequest, Reply, ReqCtx, Role, Time,
 };
-use loom_proto::{Errno, Fid, Layout, Name, WireError};
+use loom_proto::{Errno, Fid, Layout, Name};
 use loom_store::kv::Space;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
@@ -122,10 +122,10 @@ fn answering(reply_to: Option<(u64, u64, u64)>) -> (ReqCtx, Option<Current>) {
 impl MdtService {
     /// The MDTs of a new directory's parts, master first: `count` MDTs in
     /// index order starting at `start_mdt` (this MDT if -1), wrapping.
-    async fn placement(&self, s: DirStripe) -> Result<Vec<u32>, WireError> {
+    async fn placement(&self, s: DirStripe) -> Result<Vec<u32>, ServerError> {
         let all = self.peers.config().await?.indices(Role::Mdt);
         if s.count == 0 || s.count as usize > all.len() {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EINVAL,
                 format!(
                     "directory stripe count {} is invalid: the file system has {} MDTs",
@@ -140,7 +140,7 @@ impl MdtService {
             s.start_mdt as u32
         };
         let Some(pos) = all.iter().position(|i| *i == start) else {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EINVAL,
                 format!("MDT index {start} is not in the file system (MDTs: {all:?})"),
             ));
@@ -151,7 +151,7 @@ impl MdtService {
     }
 
     /// Add intent `op` to `t`: its id.
-    fn log_intent(&self, rq: &Rq<'_>, t: &mut Tx<'_>, op: IntentOp) -> Result<u64, WireError> {
+    fn log_intent(&self, rq: &Rq<'_>, t: &mut Tx<'_>, op: IntentOp) -> Result<u64, ServerError> {
         let id = self.next_intent.fetch_add(1, Ordering::AcqRel);
         t.put_meta(NEXT_INTENT, &(id + 1))?;
         let reply_to = rq.cur.map(|c| (c.key.client, c.key.seq, c.key.acked_below));
@@ -160,16 +160,21 @@ impl MdtService {
             reply_to,
             op,
         };
-        t.batch
-            .put(Space::Intents, intent_key(id), msg::encode(&rec)?);
+        t.batch.put(
+            Space::Intents,
+            intent_key(id),
+            super::tx::encode_record(&rec)?,
+        );
         Ok(id)
     }
 
     /// Make the intent's new state durable (`None`: it is finished).
-    async fn set_intent(&self, id: u64, rec: Option<&IntentRec>) -> Result<(), WireError> {
+    async fn set_intent(&self, id: u64, rec: Option<&IntentRec>) -> Result<(), ServerError> {
         let mut t = Tx::new(&*self.store);
         match rec {
-            Some(r) => t.batch.put(Space::Intents, intent_key(id), msg::encode(r)?),
+            Some(r) => t
+                .batch
+                .put(Space::Intents, intent_key(id), super::tx::encode_record(r)?),
             None => t.batch.delete(Space::Intents, intent_key(id)),
         }
         let ticket = self.apply_step(t)?;
@@ -184,7 +189,7 @@ impl MdtService {
         name: &Name,
         perm: u32,
         stripe: DirStripe,
-    ) -> ReplyResult {
+    ) -> Handled {
         super::namespace::check_name(name)?;
         let mdts = self.placement(stripe).await?;
         if mdts == [self.index] {
@@ -224,7 +229,7 @@ impl MdtService {
         fail::point("mkdir_striped:parts_made");
         let Reply::Entry { attr, layout } = made else {
             self.give_up_mkdir(id, &op).await;
-            return Err(WireError::new(
+            return Err(ServerError::peer(
                 Errno::EPROTO,
                 "MakeDirObject answered no entry",
             ));
@@ -259,9 +264,9 @@ impl MdtService {
         op: &IntentOp,
         attr: Attr,
         layout: Option<Layout>,
-    ) -> Result<Option<Reply>, WireError> {
+    ) -> Result<Option<Reply>, ServerError> {
         let IntentOp::Mkdir { name, dir, .. } = op else {
-            return Err(WireError::new(Errno::EINVAL, "not a mkdir intent"));
+            return Err(ServerError::refused(Errno::EINVAL, "not a mkdir intent"));
         };
         let parent = dir.parent;
         let fid = attr.fid;
@@ -296,9 +301,9 @@ impl MdtService {
 
     /// Make every part of mkdir intent `id`: the shards, then the master
     /// that lists them. The master's entry.
-    async fn make_parts(self: &Arc<Self>, id: u64, op: &IntentOp) -> ReplyResult {
+    async fn make_parts(self: &Arc<Self>, id: u64, op: &IntentOp) -> Handled {
         let IntentOp::Mkdir { dir, mdts, .. } = op else {
-            return Err(WireError::new(Errno::EINVAL, "not a mkdir intent"));
+            return Err(ServerError::refused(Errno::EINVAL, "not a mkdir intent"));
         };
         let part = |index: usize, others: Option<Vec<Fid>>| PeerRequest::MakeDirObject {
             intent: IntentRef {
@@ -327,10 +332,10 @@ impl MdtService {
                     continue;
                 }
                 Ok((_, Ok(other))) => {
-                    WireError::new(Errno::EPROTO, format!("MakeDirObject answered {other:?}"))
+                    ServerError::peer(Errno::EPROTO, format!("MakeDirObject answered {other:?}"))
                 }
                 Ok((_, Err(e))) => e,
-                Err(e) => WireError::new(Errno::EIO, format!("shard step: {e}")),
+                Err(e) => ServerError::internal(format!("shard step: {e}")),
             };
             failed.get_or_insert(e);
         }
@@ -373,7 +378,7 @@ impl MdtService {
         }
     }
 
-    async fn undo_mkdir(self: &Arc<Self>, id: u64, mdts: &[u32]) -> Result<(), WireError> {
+    async fn undo_mkdir(self: &Arc<Self>, id: u64, mdts: &[u32]) -> Result<(), ServerError> {
         for (k, mdt) in mdts.iter().enumerate() {
             let intent = IntentRef {
                 coord: self.index,
@@ -410,10 +415,10 @@ impl MdtService {
 
     /// The objects of directory `fid` named in this MDT: its shards if it
     /// is striped, else itself, each with its MDT.
-    async fn dir_objects(self: &Arc<Self>, fid: Fid) -> Result<Vec<(u32, Fid)>, WireError> {
+    async fn dir_objects(self: &Arc<Self>, fid: Fid) -> Result<Vec<(u32, Fid)>, ServerError> {
         let layout = match read_inode(&*self.store, fid) {
             Ok(r) => r.layout,
-            Err(e) if e.errno == Errno::ENOENT => match self.remote_entry(fid).await? {
+            Err(e) if e.errno() == Errno::ENOENT => match self.remote_entry(fid).await? {
                 Reply::Entry { layout, .. } => layout,
                 _ => None,
             },
@@ -438,12 +443,12 @@ impl MdtService {
         rq: &Rq<'_>,
         parent: Fid,
         name: &Name,
-    ) -> ReplyResult {
+    ) -> Handled {
         let _one_at_a_time = self.dist.lock().await;
         let d = read_dentry(&*self.store, parent, name)?
             .ok_or_else(|| super::namespace::not_found(name))?;
         if d.kind != FileKind::Dir {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::ENOTDIR,
                 format!("{name} is not a directory"),
             ));
@@ -465,7 +470,7 @@ impl MdtService {
         if self.removal_in_progress(parent, name)? {
             // An earlier removal waits for an MDT: it finishes, or undoes
             // its seals, first.
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EBUSY,
                 format!("{name} is being removed"),
             ));
@@ -525,13 +530,17 @@ impl MdtService {
 
     /// Whether entry `name` of `parent` is a directory this MDT is
     /// removing across MDTs: it must keep its name until that is done.
-    pub(super) fn removal_in_progress(&self, parent: Fid, name: &Name) -> Result<bool, WireError> {
+    pub(super) fn removal_in_progress(
+        &self,
+        parent: Fid,
+        name: &Name,
+    ) -> Result<bool, ServerError> {
         for (_, v) in self
             .store
             .scan(Space::Intents, &[], None, usize::MAX)
             .map_err(store_err)?
         {
-            let rec: IntentRec = msg::decode(&v)?;
+            let rec: IntentRec = super::tx::decode_record(&v)?;
             if let IntentOp::Rmdir {
                 parent: p, name: n, ..
             } = &rec.op
@@ -544,16 +553,20 @@ impl MdtService {
         Ok(false)
     }
 
-    fn read_intent(&self, id: u64) -> Result<IntentRec, WireError> {
+    fn read_intent(&self, id: u64) -> Result<IntentRec, ServerError> {
         let v = self
             .store
             .get(Space::Intents, &intent_key(id))
             .map_err(store_err)?
-            .ok_or_else(|| WireError::new(Errno::EIO, format!("intent {id} vanished")))?;
-        msg::decode(&v)
+            .ok_or_else(|| super::tx::store_err(format!("intent {id} vanished")))?;
+        super::tx::decode_record(&v)
     }
 
-    async fn unseal_all(self: &Arc<Self>, id: u64, shards: &[(u32, Fid)]) -> Result<(), WireError> {
+    async fn unseal_all(
+        self: &Arc<Self>,
+        id: u64,
+        shards: &[(u32, Fid)],
+    ) -> Result<(), ServerError> {
         for (mdt, fid) in shards {
             self.mdt_call(*mdt, PeerRequest::UnsealDir { fid: *fid })
                 .await?;
@@ -561,7 +574,7 @@ impl MdtService {
         self.set_intent(id, None).await
     }
 
-    async fn destroy_all(self: &Arc<Self>, shards: &[(u32, Fid)]) -> Result<(), WireError> {
+    async fn destroy_all(self: &Arc<Self>, shards: &[(u32, Fid)]) -> Result<(), ServerError> {
         for (mdt, fid) in shards {
             self.mdt_call(*mdt, PeerRequest::DestroyDir { fid: *fid })
                 .await?;
@@ -578,7 +591,7 @@ impl MdtService {
         parent: Fid,
         name: &Name,
         fid: Fid,
-    ) -> Result<(), WireError> {
+    ) -> Result<(), ServerError> {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         if t.dentry(parent, name)?.is_some_and(|d| d.fid == fid) {
@@ -623,7 +636,7 @@ impl MdtService {
 
     /// `r`, starting the resolver if it failed: a step that failed after
     /// an intent was logged leaves that intent for it.
-    fn resolve_on_error<T>(self: &Arc<Self>, r: Result<T, WireError>) -> Result<T, WireError> {
+    fn resolve_on_error<T>(self: &Arc<Self>, r: Result<T, ServerError>) -> Result<T, ServerError> {
         if let Err(e) = &r {
             tracing::warn!(
                 "MDT{:04x}: cross-MDT step failed: {e}; will resolve",
@@ -642,7 +655,7 @@ impl MdtService {
     }
 
     /// One attempt at every intent: how many remain.
-    async fn resolve_pass(self: &Arc<Self>) -> Result<usize, WireError> {
+    async fn resolve_pass(self: &Arc<Self>) -> Result<usize, ServerError> {
         let _one_at_a_time = self.dist.lock().await;
         let intents = self
             .store
@@ -654,7 +667,7 @@ impl MdtService {
                 tracing::error!("MDT{:04x}: malformed intent key {k:?}", self.index);
                 continue;
             };
-            let rec: IntentRec = msg::decode(&v)?;
+            let rec: IntentRec = super::tx::decode_record(&v)?;
             if let Err(e) = self.resolve_one(id, rec).await {
                 tracing::warn!(
                     id,
@@ -667,7 +680,7 @@ impl MdtService {
         Ok(left)
     }
 
-    async fn resolve_one(self: &Arc<Self>, id: u64, rec: IntentRec) -> Result<(), WireError> {
+    async fn resolve_one(self: &Arc<Self>, id: u64, rec: IntentRec) -> Result<(), ServerError> {
         match rec.op {
             IntentOp::Mkdir {
                 ref mdts,
@@ -686,7 +699,7 @@ impl MdtService {
                 // used) before the crash took it back; parts are made again
                 // only where missing.
                 let Reply::Entry { attr, layout } = self.make_parts(id, &rec.op).await? else {
-                    return Err(WireError::new(
+                    return Err(ServerError::peer(
                         Errno::EPROTO,
                         "MakeDirObject answered no entry",
                     ));
@@ -751,7 +764,7 @@ impl MdtService {
     }
 
     /// Whether the log holds intents (at start: recovery is needed).
-    pub(super) fn has_intents(&self) -> Result<bool, WireError> {
+    pub(super) fn has_intents(&self) -> Result<bool, ServerError> {
         Ok(!self
             .store
             .scan(Space::Intents, &[], None, 1)
@@ -762,7 +775,7 @@ impl MdtService {
     /// The next intent id recorded in the store.
     pub(super) fn stored_next_intent(
         store: &dyn loom_store::kv::KvStore,
-    ) -> Result<u64, WireError> {
+    ) -> Result<u64, ServerError> {
         Ok(read_meta::<u64>(store, NEXT_INTENT)?.unwrap_or(1))
     }
 }

@@ -24,10 +24,9 @@ pub mod request;
 mod syncer;
 mod tx;
 
-use loom_proto::msg::{
-    Commit, FileKind, MdtRequest, PeerRequest, Reply, ReplyResult, ReqCtx, Time,
-};
-use loom_proto::{Errno, Fid, WireError};
+use crate::error::{Handled, ServerError};
+use loom_proto::msg::{Commit, FileKind, MdtRequest, PeerRequest, Reply, ReqCtx, Time};
+use loom_proto::{Errno, Fid};
 use loom_store::kv::{FjallStore, KvStore, Ticket};
 use records::{meta, InodeRec, INODE_REC_VERSION};
 use recovery::{Recovery, Registered};
@@ -241,21 +240,21 @@ impl MdtService {
     /// every change. For a client's change the reply, its transaction
     /// number and (on the client's first change) its registration go into
     /// the same batch (see [`replies`], [`recovery`]).
-    fn apply(&self, rq: &Rq<'_>, t: Tx<'_>, reply: &Reply) -> Result<Ticket, WireError> {
+    fn apply(&self, rq: &Rq<'_>, t: Tx<'_>, reply: &Reply) -> Result<Ticket, ServerError> {
         self.apply_as(rq.cur.map(|c| (c, reply)), t, false)
     }
 
     /// As [`Self::apply`] for a step that is not the answer to a client's
     /// request (an intent record, a peer's part, the MDT's own work): no
     /// reply is recorded.
-    fn apply_step(&self, t: Tx<'_>) -> Result<Ticket, WireError> {
+    fn apply_step(&self, t: Tx<'_>) -> Result<Ticket, ServerError> {
         self.apply_as(None, t, false)
     }
 
     /// As [`Self::apply`], with the batch handed to the operating system
     /// before returning (it survives a crash of this process, not of the
     /// machine).
-    fn apply_flushed(&self, rq: &Rq<'_>, t: Tx<'_>, reply: &Reply) -> Result<Ticket, WireError> {
+    fn apply_flushed(&self, rq: &Rq<'_>, t: Tx<'_>, reply: &Reply) -> Result<Ticket, ServerError> {
         self.apply_as(rq.cur.map(|c| (c, reply)), t, true)
     }
 
@@ -264,7 +263,7 @@ impl MdtService {
         recorded_as: Option<(&Current, &Reply)>,
         t: Tx<'_>,
         flushed: bool,
-    ) -> Result<Ticket, WireError> {
+    ) -> Result<Ticket, ServerError> {
         let (batch, delta) = t.into_batch()?;
         let mut batch = batch;
         let forced = recorded_as.and_then(|(c, _)| c.replay.as_ref().map(|r| r.0));
@@ -277,7 +276,7 @@ impl MdtService {
             batch.put(
                 loom_store::kv::Space::Meta,
                 meta::INODE_COUNT.as_bytes().to_vec(),
-                loom_proto::msg::encode(&c)?,
+                tx::encode_record(&c)?,
             );
             Some(c)
         } else {
@@ -287,7 +286,7 @@ impl MdtService {
             batch.put(
                 loom_store::kv::Space::Meta,
                 recovery::LAST_TRANSNO.as_bytes().to_vec(),
-                loom_proto::msg::encode(&transno)?,
+                tx::encode_record(&transno)?,
             );
             let recorded = match recorded_as {
                 Some((c, reply)) => Some((
@@ -305,7 +304,7 @@ impl MdtService {
             if let Some((key, pruned)) = recorded {
                 self.replies.commit(key, &pruned);
             }
-            Ok::<_, WireError>(ticket)
+            Ok::<_, ServerError>(ticket)
         })?;
         if was_idle {
             self.syncer.kick();
@@ -330,7 +329,7 @@ impl MdtService {
         self.stopping.store(true, Ordering::SeqCst);
         let (transno, _) = self.commits.last_applied();
         let mut b = loom_store::kv::Batch::new();
-        match loom_proto::msg::encode(&transno) {
+        match tx::encode_record(&transno) {
             Ok(v) => b.put(
                 loom_store::kv::Space::Meta,
                 recovery::CLEAN_STOP.as_bytes().to_vec(),
@@ -345,7 +344,7 @@ impl MdtService {
     }
 
     /// Wait until `ticket` is on stable storage.
-    async fn commit_through(&self, ticket: Ticket) -> Result<(), WireError> {
+    async fn commit_through(&self, ticket: Ticket) -> Result<(), ServerError> {
         self.syncer.sync(ticket).await.map_err(store_err)
     }
 
@@ -354,7 +353,7 @@ impl MdtService {
     /// committed), unless it is the client's first (see `recovery`); a
     /// change without a client (a peer's, the MDT's own) waits for the
     /// commit.
-    async fn settle(&self, rq: &Rq<'_>, ticket: Ticket) -> Result<(), WireError> {
+    async fn settle(&self, rq: &Rq<'_>, ticket: Ticket) -> Result<(), ServerError> {
         let wait = rq.cur.is_none_or(|c| c.must_commit());
         if wait {
             self.commit_through(ticket).await
@@ -364,7 +363,7 @@ impl MdtService {
     }
 
     /// Commit everything applied so far.
-    async fn commit_all(&self) -> Result<(), WireError> {
+    async fn commit_all(&self) -> Result<(), ServerError> {
         let (_, ticket) = self.commits.last_applied();
         self.commit_through(ticket).await
     }
@@ -481,7 +480,7 @@ impl MdtService {
         self: &Arc<Self>,
         ctx: &ReqCtx,
         req: MdtRequest,
-    ) -> (ReplyResult, Option<Commit>) {
+    ) -> (Handled, Option<Commit>) {
         self.stats.count(req.op().name);
         if ctx.client_id == 0 || ctx.seq == 0 {
             // A peer MDT or a tool without a sequence: no commit state.
@@ -546,7 +545,7 @@ impl MdtService {
 
     /// Handle a step of an operation another MDT coordinates (the
     /// transport has checked that the sender holds the cluster key).
-    pub async fn handle_peer(self: &Arc<Self>, _ctx: &ReqCtx, req: PeerRequest) -> ReplyResult {
+    pub async fn handle_peer(self: &Arc<Self>, _ctx: &ReqCtx, req: PeerRequest) -> Handled {
         self.stats.count(req.op().name);
         self.participant(req).await
     }
@@ -558,7 +557,7 @@ impl MdtService {
         client: u64,
         entries: Vec<loom_proto::msg::Replayed>,
         last: bool,
-    ) -> ReplyResult {
+    ) -> Handled {
         let n = entries.len();
         match self.recovery.accept(client, entries, last)? {
             recovery::Accepted::Queued => Ok(Reply::Ok),
@@ -575,7 +574,7 @@ impl MdtService {
     }
 
     /// A client leaves: commit everything and forget its registration.
-    async fn disconnect(&self, client: u64) -> Result<(), WireError> {
+    async fn disconnect(&self, client: u64) -> Result<(), ServerError> {
         if self.clients.contains(client) {
             let mut b = loom_store::kv::Batch::new();
             b.delete(loom_store::kv::Space::Meta, recovery::client_key(client));
@@ -591,7 +590,7 @@ impl MdtService {
         self.replies.len()
     }
 
-    async fn dispatch(self: &Arc<Self>, ctx: &Rq<'_>, req: MdtRequest) -> ReplyResult {
+    async fn dispatch(self: &Arc<Self>, ctx: &Rq<'_>, req: MdtRequest) -> Handled {
         match req {
             MdtRequest::Lookup { parent, name } => self.lookup(ctx, parent, &name).await,
             MdtRequest::GetAttr { fid } => Ok(Reply::Attr(remote::shown_attr(&tx::read_inode(
@@ -656,16 +655,16 @@ impl MdtService {
             } => self.symlink(ctx, parent, &name, &target).await,
             MdtRequest::Readlink { fid } => {
                 let r = tx::read_inode(&*self.store, fid)?;
-                r.symlink
-                    .map(Reply::Link)
-                    .ok_or_else(|| WireError::new(Errno::EINVAL, format!("{fid} is not a symlink")))
+                r.symlink.map(Reply::Link).ok_or_else(|| {
+                    ServerError::refused(Errno::EINVAL, format!("{fid} is not a symlink"))
+                })
             }
             MdtRequest::Readdir { fid, cookie, max } => self.readdir(ctx, fid, cookie, max).await,
             MdtRequest::GetLayout { fid } => {
                 let r = tx::read_inode(&*self.store, fid)?;
-                r.layout
-                    .map(Reply::Layout)
-                    .ok_or_else(|| WireError::new(Errno::ENODATA, format!("{fid} has no layout")))
+                r.layout.map(Reply::Layout).ok_or_else(|| {
+                    ServerError::refused(Errno::ENODATA, format!("{fid} has no layout"))
+                })
             }
             MdtRequest::SetDefaultStripe { fid, spec } => {
                 self.set_default_stripe(ctx, fid, spec).await
@@ -691,19 +690,17 @@ impl MdtService {
             // what a caller without a sequence (a peer, a tool) gets.
             MdtRequest::Sync | MdtRequest::Disconnect => self.commit_all().await.map(|_| Reply::Ok),
             MdtRequest::CommitState => Ok(Reply::Ok),
-            MdtRequest::Replay { .. } => Err(WireError::new(
+            MdtRequest::Replay { .. } => Err(ServerError::refused(
                 Errno::EPROTO,
                 "a replay needs the client identity and sequence it was made under",
             )),
         }
     }
 
-    fn statfs(&self) -> ReplyResult {
-        let v = nix::sys::statvfs::statvfs(&self.dir).map_err(|e| {
-            WireError::new(
-                Errno(e as i32),
-                format!("statvfs {}: {e}", self.dir.display()),
-            )
+    fn statfs(&self) -> Handled {
+        let v = nix::sys::statvfs::statvfs(&self.dir).map_err(|e| ServerError::Store {
+            errno: Errno(e as i32),
+            msg: format!("statvfs {}: {e}", self.dir.display()),
         })?;
         let frsize = v.fragment_size() as u64;
         let avail = v.blocks_available() as u64 * frsize;

@@ -10,9 +10,10 @@ use super::remote::{being_removed, shown_attr};
 use super::request::Rq;
 use super::tx::{read_dentry, read_inode, store_err, Tx};
 use super::MdtService;
-use loom_proto::msg::{self, rename_flags, DirEntry, FileKind, Reply, ReplyResult, Time};
+use crate::error::{Handled, ServerError};
+use loom_proto::msg::{self, rename_flags, DirEntry, FileKind, Reply, Time};
 use loom_proto::Name;
-use loom_proto::{Errno, Fid, ObjRef, StripeSpec, WireError};
+use loom_proto::{Errno, Fid, ObjRef, StripeSpec};
 use loom_store::kv::Space;
 use std::sync::Arc;
 
@@ -31,16 +32,16 @@ struct NewInode {
     stripe: Option<StripeSpec>,
 }
 
-pub(super) fn check_name(name: &Name) -> Result<(), WireError> {
+pub(super) fn check_name(name: &Name) -> Result<(), ServerError> {
     let b = name.as_bytes();
     if b.is_empty() || b == b"." || b == b".." || b.contains(&b'/') || b.contains(&0) {
-        return Err(WireError::new(
+        return Err(ServerError::refused(
             Errno::EINVAL,
             format!("invalid name {name:?}"),
         ));
     }
     if name.len() > NAME_MAX {
-        return Err(WireError::new(
+        return Err(ServerError::refused(
             Errno::ENAMETOOLONG,
             format!("name of {} bytes", name.len()),
         ));
@@ -48,29 +49,29 @@ pub(super) fn check_name(name: &Name) -> Result<(), WireError> {
     Ok(())
 }
 
-pub(super) fn exists(name: &Name) -> WireError {
-    WireError::new(Errno::EEXIST, format!("{name} exists"))
+pub(super) fn exists(name: &Name) -> ServerError {
+    ServerError::refused(Errno::EEXIST, format!("{name} exists"))
 }
 
-pub(super) fn not_found(name: &Name) -> WireError {
-    WireError::new(Errno::ENOENT, format!("no entry {name}"))
+pub(super) fn not_found(name: &Name) -> ServerError {
+    ServerError::refused(Errno::ENOENT, format!("no entry {name}"))
 }
 
 /// EXDEV, which rename(1) and mv(1) answer by copying: what crosses MDTs
 /// is not moved in one step yet (as with Lustre's first DNE release).
-fn cross_mdt(what: &str) -> WireError {
-    WireError::new(Errno::EXDEV, format!("{what} is not supported yet"))
+fn cross_mdt(what: &str) -> ServerError {
+    ServerError::refused(Errno::EXDEV, format!("{what} is not supported yet"))
 }
 
 /// Update `fid`'s ctime if its inode is on this MDT (a remote directory's
 /// is not).
-fn touch(t: &mut Tx<'_>, fid: Fid, now: Time) -> Result<(), WireError> {
+fn touch(t: &mut Tx<'_>, fid: Fid, now: Time) -> Result<(), ServerError> {
     match t.inode(fid) {
         Ok(r) => {
             r.attr.ctime = now;
             Ok(())
         }
-        Err(e) if e.errno == Errno::ENOENT => Ok(()),
+        Err(e) if e.errno() == Errno::ENOENT => Ok(()),
         Err(e) => Err(e),
     }
 }
@@ -91,9 +92,9 @@ impl MdtService {
         ctx: &Rq<'_>,
         parent: Fid,
         name: &Name,
-    ) -> ReplyResult {
+    ) -> Handled {
         if name.len() > NAME_MAX {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::ENAMETOOLONG,
                 format!("name of {} bytes; at most {NAME_MAX}", name.len()),
             ));
@@ -102,7 +103,7 @@ impl MdtService {
         // and needs search permission on every directory it passes.
         let p = read_inode(&*self.store, parent)?;
         if p.attr.kind != FileKind::Dir {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::ENOTDIR,
                 format!("{parent} is not a directory"),
             ));
@@ -117,7 +118,7 @@ impl MdtService {
                 layout: r.layout,
             }),
             // A remote directory: its inode is on another MDT.
-            Err(e) if e.errno == Errno::ENOENT => self.remote_entry(d.fid).await,
+            Err(e) if e.errno() == Errno::ENOENT => self.remote_entry(d.fid).await,
             Err(e) => Err(e),
         }
     }
@@ -131,7 +132,7 @@ impl MdtService {
         c: &Cred<'_>,
         parent: Fid,
         name: &Name,
-    ) -> Result<InodeRec, WireError> {
+    ) -> Result<InodeRec, ServerError> {
         let p = t.dir(parent)?.clone();
         if self.sealed.contains(parent) {
             return Err(being_removed(parent));
@@ -175,13 +176,14 @@ impl MdtService {
         name: &Name,
         new: NewInode,
         fill: impl FnOnce(&mut InodeRec),
-    ) -> ReplyResult {
+    ) -> Handled {
         let NewInode { kind, perm, stripe } = new;
         check_name(name)?;
         // Check what the caller asked for before it is merged with the
         // directory's default, which would hide a bad field.
         if let Some(s) = &stripe {
-            s.validate().map_err(|m| WireError::new(Errno::EINVAL, m))?;
+            s.validate()
+                .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
         }
         // A replayed create makes the inode its first execution made: same
         // FID, objects, owner, mode and times.
@@ -208,7 +210,7 @@ impl MdtService {
         let (fid, attr) = match &replayed {
             Some((a, _)) => {
                 if read_inode(&*self.store, a.fid).is_ok() {
-                    return Err(WireError::new(
+                    return Err(ServerError::refused(
                         Errno::EEXIST,
                         format!("replayed FID {} is in use", a.fid),
                     ));
@@ -265,9 +267,9 @@ impl MdtService {
         perm: u32,
         rdev: u32,
         stripe: Option<StripeSpec>,
-    ) -> ReplyResult {
+    ) -> Handled {
         if matches!(kind, FileKind::Dir | FileKind::Symlink) {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EINVAL,
                 "create makes files, FIFOs, devices and sockets",
             ));
@@ -283,7 +285,7 @@ impl MdtService {
         parent: Fid,
         name: &Name,
         perm: u32,
-    ) -> ReplyResult {
+    ) -> Handled {
         let new = NewInode {
             kind: FileKind::Dir,
             perm,
@@ -298,9 +300,9 @@ impl MdtService {
         parent: Fid,
         name: &Name,
         target: &Name,
-    ) -> ReplyResult {
+    ) -> Handled {
         if target.is_empty() || target.len() > 4095 {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::ENAMETOOLONG,
                 "symlink target must be 1 to 4095 bytes",
             ));
@@ -327,7 +329,7 @@ impl MdtService {
         fid: Fid,
         now: Time,
         keep_for: Option<u64>,
-    ) -> Result<Dropped, WireError> {
+    ) -> Result<Dropped, ServerError> {
         let r = t.inode(fid)?;
         r.attr.nlink = r.attr.nlink.saturating_sub(1);
         r.attr.ctime = now;
@@ -350,9 +352,9 @@ impl MdtService {
     }
 
     /// Remove the empty directory `fid` whose entry is in `parent`.
-    fn drop_dir(&self, t: &mut Tx<'_>, parent: Fid, fid: Fid) -> Result<(), WireError> {
+    fn drop_dir(&self, t: &mut Tx<'_>, parent: Fid, fid: Fid) -> Result<(), ServerError> {
         if !t.dir_is_empty(fid)? {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::ENOTEMPTY,
                 format!("directory {fid} is not empty"),
             ));
@@ -369,7 +371,7 @@ impl MdtService {
         t: Tx<'_>,
         g: tokio::sync::MutexGuard<'_, ()>,
         dropped: Dropped,
-    ) -> ReplyResult {
+    ) -> Handled {
         let reply = match dropped {
             Dropped::Orphaned(fid) => Reply::Orphaned { fid },
             _ => Reply::Ok,
@@ -392,13 +394,13 @@ impl MdtService {
         parent: Fid,
         name: &Name,
         keep_for: Option<u64>,
-    ) -> ReplyResult {
+    ) -> Handled {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let dir = t.dir(parent)?.attr.clone();
         let d = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
         if d.kind == FileKind::Dir {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EISDIR,
                 format!("{name} is a directory"),
             ));
@@ -414,17 +416,12 @@ impl MdtService {
         self.finish(ctx, t, g, dropped).await
     }
 
-    pub(super) async fn rmdir(
-        self: &Arc<Self>,
-        ctx: &Rq<'_>,
-        parent: Fid,
-        name: &Name,
-    ) -> ReplyResult {
+    pub(super) async fn rmdir(self: &Arc<Self>, ctx: &Rq<'_>, parent: Fid, name: &Name) -> Handled {
         if name == "." {
-            return Err(WireError::new(Errno::EINVAL, "rmdir of ."));
+            return Err(ServerError::refused(Errno::EINVAL, "rmdir of ."));
         }
         if name == ".." {
-            return Err(WireError::new(Errno::ENOTEMPTY, "rmdir of .."));
+            return Err(ServerError::refused(Errno::ENOTEMPTY, "rmdir of .."));
         }
         let c = Cred::of(ctx);
         let g = self.ns.lock().await;
@@ -432,7 +429,7 @@ impl MdtService {
         let dir = t.dir(parent)?.attr.clone();
         let d = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
         if d.kind != FileKind::Dir {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::ENOTDIR,
                 format!("{name} is not a directory"),
             ));
@@ -470,22 +467,22 @@ impl MdtService {
 
     /// Owner of `fid` if its inode is on this MDT (a remote directory's
     /// is not: `None`).
-    fn local_uid(&self, t: &mut Tx<'_>, fid: Fid) -> Result<Option<u32>, WireError> {
+    fn local_uid(&self, t: &mut Tx<'_>, fid: Fid) -> Result<Option<u32>, ServerError> {
         match t.inode(fid) {
             Ok(r) => Ok(Some(r.attr.uid)),
-            Err(e) if e.errno == Errno::ENOENT => Ok(None),
+            Err(e) if e.errno() == Errno::ENOENT => Ok(None),
             Err(e) => Err(e),
         }
     }
 
     /// Owner of `fid`, asked of its MDT if it is not this one. Never
     /// called under the namespace lock (it may make an RPC).
-    async fn uid_anywhere(self: &Arc<Self>, fid: Fid) -> Result<u32, WireError> {
+    async fn uid_anywhere(self: &Arc<Self>, fid: Fid) -> Result<u32, ServerError> {
         match read_inode(&*self.store, fid) {
             Ok(r) => Ok(r.attr.uid),
-            Err(e) if e.errno == Errno::ENOENT => match self.remote_entry(fid).await? {
+            Err(e) if e.errno() == Errno::ENOENT => match self.remote_entry(fid).await? {
                 Reply::Entry { attr, .. } => Ok(attr.uid),
-                other => Err(WireError::new(
+                other => Err(ServerError::peer(
                     Errno::EPROTO,
                     format!("remote entry of {fid}: {other:?}"),
                 )),
@@ -505,7 +502,7 @@ impl MdtService {
         (from_dir, name, src): (&msg::Attr, &Name, &DentryRec),
         (to_dir, new_name, dst): (&msg::Attr, &Name, Option<&DentryRec>),
         flags: u32,
-    ) -> Result<(), WireError> {
+    ) -> Result<(), ServerError> {
         if c.is_root() {
             return Ok(());
         }
@@ -531,7 +528,7 @@ impl MdtService {
     }
 
     /// Whether `dir` is `ancestor` or lies below it.
-    fn is_within(&self, t: &mut Tx<'_>, mut dir: Fid, ancestor: Fid) -> Result<bool, WireError> {
+    fn is_within(&self, t: &mut Tx<'_>, mut dir: Fid, ancestor: Fid) -> Result<bool, ServerError> {
         for _ in 0..4096 {
             if dir == ancestor {
                 return Ok(true);
@@ -543,16 +540,13 @@ impl MdtService {
                 Ok(r) => r.parent,
                 // The path to the root leaves this MDT: a loop through
                 // other MDTs cannot be ruled out here.
-                Err(e) if e.errno == Errno::ENOENT => {
+                Err(e) if e.errno() == Errno::ENOENT => {
                     return Err(cross_mdt("a directory whose path crosses MDTs"))
                 }
                 Err(e) => return Err(e),
             };
         }
-        Err(WireError::new(
-            Errno::EIO,
-            "directory tree too deep or looped",
-        ))
+        Err(store_err("directory tree too deep or looped"))
     }
 
     pub(super) async fn rename(
@@ -562,10 +556,10 @@ impl MdtService {
         (new_parent, new_name): (Fid, &Name),
         flags: u32,
         keep_for: Option<u64>,
-    ) -> ReplyResult {
+    ) -> Handled {
         let known = rename_flags::NOREPLACE | rename_flags::EXCHANGE;
         if flags & !known != 0 || flags == known {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EINVAL,
                 format!("unsupported rename flags {flags:#x}"),
             ));
@@ -575,7 +569,7 @@ impl MdtService {
         let mut t = Tx::new(&*self.store);
         let from_dir = t.dir(parent)?.attr.clone();
         let to_dir = match t.dir(new_parent) {
-            Err(e) if e.errno == Errno::ENOENT => {
+            Err(e) if e.errno() == Errno::ENOENT => {
                 return Err(cross_mdt("a rename into a directory on another MDT"))
             }
             r => r?.attr.clone(),
@@ -614,13 +608,13 @@ impl MdtService {
         if (src_fixed && self.removal_in_progress(parent, name)?)
             || (dst_fixed && self.removal_in_progress(new_parent, new_name)?)
         {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EBUSY,
                 "the directory is being removed",
             ));
         }
         if src_dir && parent != new_parent && self.is_within(&mut t, new_parent, src.fid)? {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EINVAL,
                 "cannot move a directory into itself",
             ));
@@ -630,7 +624,7 @@ impl MdtService {
             let dst = dst.ok_or_else(|| not_found(new_name))?;
             let dst_dir = dst.kind == FileKind::Dir;
             if dst_dir && parent != new_parent && self.is_within(&mut t, parent, dst.fid)? {
-                return Err(WireError::new(
+                return Err(ServerError::refused(
                     Errno::EINVAL,
                     "cannot move a directory into itself",
                 ));
@@ -661,13 +655,13 @@ impl MdtService {
                 }
                 match (src_dir, dst.kind == FileKind::Dir) {
                     (true, false) => {
-                        return Err(WireError::new(
+                        return Err(ServerError::refused(
                             Errno::ENOTDIR,
                             format!("{new_name} is not a directory"),
                         ))
                     }
                     (false, true) => {
-                        return Err(WireError::new(
+                        return Err(ServerError::refused(
                             Errno::EISDIR,
                             format!("{new_name} is a directory"),
                         ))
@@ -699,7 +693,7 @@ impl MdtService {
         fid: Fid,
         parent: Fid,
         name: &Name,
-    ) -> ReplyResult {
+    ) -> Handled {
         check_name(name)?;
         if self.owner_of(fid).await.is_ok_and(|m| m != self.index) {
             return Err(cross_mdt("a hard link to a file on another MDT"));
@@ -712,13 +706,13 @@ impl MdtService {
         let r = t.inode(fid)?;
         perm::may_link(&c, &r.attr)?;
         if r.attr.kind == FileKind::Dir {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EPERM,
                 "hard links to directories are not allowed",
             ));
         }
         if r.attr.nlink >= LINK_MAX {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EMLINK,
                 format!("{fid} has {} links", r.attr.nlink),
             ));
@@ -751,10 +745,10 @@ impl MdtService {
         dir: Fid,
         cookie: u64,
         max: u32,
-    ) -> ReplyResult {
+    ) -> Handled {
         let r = read_inode(&*self.store, dir)?;
         if r.attr.kind != FileKind::Dir {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::ENOTDIR,
                 format!("{dir} is not a directory"),
             ));
@@ -773,14 +767,14 @@ impl MdtService {
             let Some((hash, name)) = parse_dentry_key(&k) else {
                 continue;
             };
-            let d: DentryRec = msg::decode(&v)?;
+            let d: DentryRec = super::tx::decode_record(&v)?;
             let attr = match read_inode(&*self.store, d.fid) {
                 Ok(r) => Some(shown_attr(&r)),
                 // A remote directory: asked of its MDT.
-                Err(e) if e.errno == Errno::ENOENT && d.kind == FileKind::Dir => {
+                Err(e) if e.errno() == Errno::ENOENT && d.kind == FileKind::Dir => {
                     match self.remote_entry(d.fid).await {
                         Ok(Reply::Entry { attr, .. }) => Some(attr),
-                        Err(e) if e.errno != Errno::ENOENT => return Err(e),
+                        Err(e) if e.errno() != Errno::ENOENT => return Err(e),
                         _ => None,
                     }
                 }
@@ -803,15 +797,16 @@ impl MdtService {
         ctx: &Rq<'_>,
         dir: Fid,
         spec: Option<StripeSpec>,
-    ) -> ReplyResult {
+    ) -> Handled {
         if let Some(s) = &spec {
-            s.validate().map_err(|m| WireError::new(Errno::EINVAL, m))?;
+            s.validate()
+                .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
         }
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let r = t.dir(dir)?;
         if !Cred::of(ctx).owns(&r.attr) {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EPERM,
                 format!("only the owner of {dir} or root may set its default striping"),
             ));

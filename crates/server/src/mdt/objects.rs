@@ -22,11 +22,12 @@
 use super::records::meta;
 use super::tx::{store_err, Tx};
 use super::{lock, MdtService};
+use crate::error::ServerError;
 use bytes::Bytes;
 use loom_proto::fid::MAX_INO_SEQ;
 use loom_proto::layout::{DEFAULT_STRIPE_SIZE, MAX_STRIPE_COUNT};
-use loom_proto::msg::{self, MgsRequest, OstRequest, Reply, Role, TargetId};
-use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec, WireError};
+use loom_proto::msg::{MgsRequest, OstRequest, Reply, Role, TargetId};
+use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec};
 use loom_store::kv::{Batch, Space};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -107,7 +108,7 @@ impl MdtService {
     /// the root's; the others ask) or fewer than [`FID_HEADROOM`] ids are
     /// left. Called before the namespace lock is taken: no RPC is made
     /// under it, and [`Self::alloc_fid`] under it never needs to call out.
-    pub(super) async fn ensure_fid_room(&self) -> Result<(), WireError> {
+    pub(super) async fn ensure_fid_room(&self) -> Result<(), ServerError> {
         let cur = *lock(&self.fid_alloc);
         match cur {
             Some((_, oid)) if oid <= u32::MAX - FID_HEADROOM => return Ok(()),
@@ -127,14 +128,17 @@ impl MdtService {
         {
             Reply::Seq(r) => r,
             other => {
-                return Err(WireError::new(
+                return Err(ServerError::peer(
                     Errno::EPROTO,
                     format!("AllocSeq answered {other:?}"),
                 ))
             }
         };
         if r.start > MAX_INO_SEQ {
-            return Err(WireError::new(Errno::ENOSPC, "FID sequences exhausted"));
+            return Err(ServerError::refused(
+                Errno::ENOSPC,
+                "FID sequences exhausted",
+            ));
         }
         let mut a = lock(&self.fid_alloc);
         // Another task may have switched first: keep the newer sequence
@@ -149,17 +153,17 @@ impl MdtService {
     /// A new FID from this MDT's current sequence, recording the
     /// allocator's new position in `t`. Never calls out: the sequence was
     /// made ready by [`Self::ensure_fid_room`] before the namespace lock.
-    pub(super) fn alloc_fid(&self, t: &mut Tx<'_>) -> Result<Fid, WireError> {
+    pub(super) fn alloc_fid(&self, t: &mut Tx<'_>) -> Result<Fid, ServerError> {
         let mut a = lock(&self.fid_alloc);
         let Some((seq, oid)) = *a else {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EAGAIN,
                 "no FID sequence yet (the MGS was not reached); try again",
             ));
         };
         if oid == u32::MAX {
             // More than FID_HEADROOM creates raced past one refill.
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EAGAIN,
                 format!("FID sequence {seq:#x} used up; try again"),
             ));
@@ -172,7 +176,7 @@ impl MdtService {
 
     /// The striping that applies in directory `dir`: its own default, else
     /// the nearest ancestor's, else none.
-    pub(super) fn default_stripe(&self, dir: Fid) -> Result<Option<StripeSpec>, WireError> {
+    pub(super) fn default_stripe(&self, dir: Fid) -> Result<Option<StripeSpec>, ServerError> {
         let mut fid = dir;
         // Bounded walk: a corrupt parent chain must not loop forever.
         for _ in 0..4096 {
@@ -180,7 +184,7 @@ impl MdtService {
                 Ok(r) => r,
                 // The parent is on another MDT: a directory made here by
                 // a cross-MDT mkdir copied its parent's effective default.
-                Err(e) if e.errno == loom_proto::Errno::ENOENT && fid != dir => return Ok(None),
+                Err(e) if e.errno() == loom_proto::Errno::ENOENT && fid != dir => return Ok(None),
                 Err(e) => return Err(e),
             };
             if r.default_stripe.is_some() {
@@ -201,13 +205,16 @@ impl MdtService {
     pub(super) async fn make_layout(
         self: &Arc<Self>,
         spec: &StripeSpec,
-    ) -> Result<Layout, WireError> {
+    ) -> Result<Layout, ServerError> {
         spec.validate()
-            .map_err(|m| WireError::new(Errno::EINVAL, m))?;
+            .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
         let cfg = self.peers.config().await?;
         let all = cfg.indices(Role::Ost);
         if all.is_empty() {
-            return Err(WireError::new(Errno::ENOSPC, "no OSTs are registered"));
+            return Err(ServerError::refused(
+                Errno::ENOSPC,
+                "no OSTs are registered",
+            ));
         }
         let size = if spec.size == 0 {
             DEFAULT_STRIPE_SIZE
@@ -221,7 +228,7 @@ impl MdtService {
                 .iter()
                 .position(|&o| o == spec.start_ost as u32)
                 .ok_or_else(|| {
-                    WireError::new(
+                    ServerError::refused(
                         Errno::EINVAL,
                         format!("OST index {} does not exist", spec.start_ost),
                     )
@@ -259,7 +266,7 @@ impl MdtService {
 
     /// One precreated id on `ost`; refills the pool in the background when
     /// it runs low, and waits for a refill when it is empty.
-    async fn take_object(self: &Arc<Self>, ost: u32) -> Result<u64, WireError> {
+    async fn take_object(self: &Arc<Self>, ost: u32) -> Result<u64, ServerError> {
         loop {
             let (id, low) = self.pools.with(ost, |p| {
                 let id = p.take();
@@ -287,7 +294,7 @@ impl MdtService {
 
     /// Ask `ost` for a new range of ids, unless another refill already
     /// left the pool above its low-water mark.
-    async fn refill(&self, ost: u32) -> Result<(), WireError> {
+    async fn refill(&self, ost: u32) -> Result<(), ServerError> {
         let l = self.pools.refill_lock(ost);
         let _one = l.lock().await;
         if self.pools.with(ost, |p| p.available()) >= LOW_WATER {
@@ -306,7 +313,7 @@ impl MdtService {
             .await;
         let range = match res {
             Ok((Reply::Precreated { start, count }, _)) => Ok((start, start + u64::from(count))),
-            Ok((other, _)) => Err(WireError::new(
+            Ok((other, _)) => Err(ServerError::peer(
                 Errno::EPROTO,
                 format!("Precreate answered {other:?}"),
             )),
@@ -328,11 +335,14 @@ impl MdtService {
         t: &mut Tx<'_>,
         fid: Fid,
         layout: &Layout,
-    ) -> Result<(), WireError> {
+    ) -> Result<(), ServerError> {
         let objs = layout.objects();
         if !objs.is_empty() {
-            t.batch
-                .put(Space::Destroy, fid.to_key().to_vec(), msg::encode(&objs)?);
+            t.batch.put(
+                Space::Destroy,
+                fid.to_key().to_vec(),
+                super::tx::encode_record(&objs)?,
+            );
         }
         Ok(())
     }
@@ -404,7 +414,7 @@ impl MdtService {
 
     /// Files whose objects are recorded for destruction and not destroyed
     /// yet (an OST was away): what the next start will retry.
-    pub fn pending_destroys(&self) -> Result<Vec<Fid>, WireError> {
+    pub fn pending_destroys(&self) -> Result<Vec<Fid>, ServerError> {
         let recs = self
             .store
             .scan(Space::Destroy, &[], None, usize::MAX)
@@ -425,7 +435,10 @@ impl MdtService {
             }
         };
         for (k, v) in pending {
-            let (Some(fid), Ok(objs)) = (Fid::from_key(&k), msg::decode::<Vec<ObjRef>>(&v)) else {
+            let (Some(fid), Ok(objs)) = (
+                Fid::from_key(&k),
+                super::tx::decode_record::<Vec<ObjRef>>(&v),
+            ) else {
                 tracing::warn!("MDT{:04x}: unreadable destroy record", self.index);
                 continue;
             };

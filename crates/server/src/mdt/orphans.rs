@@ -22,8 +22,9 @@
 use super::request::Rq;
 use super::tx::{read_inode, store_err, Tx};
 use super::{lock, MdtService};
-use loom_proto::msg::{FileKind, Reply, ReplyResult, Time};
-use loom_proto::{Fid, WireError};
+use crate::error::{Handled, ServerError};
+use loom_proto::msg::{FileKind, Reply, Time};
+use loom_proto::Fid;
 use loom_store::kv::Space;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -41,7 +42,7 @@ pub struct Orphans {
 
 impl Orphans {
     /// Every orphan recorded in `store`, each with a fresh lease.
-    pub fn load(store: &dyn loom_store::kv::KvStore) -> Result<Orphans, WireError> {
+    pub fn load(store: &dyn loom_store::kv::KvStore) -> Result<Orphans, ServerError> {
         let o = Orphans::default();
         let now = Instant::now();
         for (k, _) in store
@@ -77,8 +78,8 @@ impl MdtService {
         t: &mut Tx<'_>,
         fid: Fid,
         client: u64,
-    ) -> Result<(), WireError> {
-        let rec = loom_proto::msg::encode(&(client, Time::now()))?;
+    ) -> Result<(), ServerError> {
+        let rec = super::tx::encode_record(&(client, Time::now()))?;
         t.batch.put(Space::Orphans, fid.to_key().to_vec(), rec);
         Ok(())
     }
@@ -99,12 +100,12 @@ impl MdtService {
     /// Destroy orphan `fid` (its holder closed it). Anything else (a FID
     /// that is gone, or has a name again) is left alone: the request may
     /// be a resend.
-    pub(super) async fn release_orphan(self: &Arc<Self>, ctx: &Rq<'_>, fid: Fid) -> ReplyResult {
+    pub(super) async fn release_orphan(self: &Arc<Self>, ctx: &Rq<'_>, fid: Fid) -> Handled {
         let g = self.ns.lock().await;
         let known = lock(&self.orphans.renewed).contains_key(&fid);
         let r = match read_inode(&*self.store, fid) {
             Ok(r) => r,
-            Err(e) if e.errno == loom_proto::Errno::ENOENT => {
+            Err(e) if e.errno() == loom_proto::Errno::ENOENT => {
                 if known {
                     let mut t = Tx::new(&*self.store);
                     t.batch.delete(Space::Orphans, fid.to_key().to_vec());
@@ -140,7 +141,7 @@ impl MdtService {
     }
 
     /// Renew the leases of `fids` (those that are orphans here).
-    pub(super) fn renew_orphans(&self, fids: &[Fid]) -> ReplyResult {
+    pub(super) fn renew_orphans(&self, fids: &[Fid]) -> Handled {
         let now = Instant::now();
         let mut m = lock(&self.orphans.renewed);
         for f in fids {

@@ -16,8 +16,9 @@
 //! Errors are POSIX's: EACCES where a mode bit refuses, EPERM where only
 //! the owner (or root) may act.
 
+use crate::error::ServerError;
 use loom_proto::msg::{access, Attr, FileKind, ReqCtx, SetAttr, SetTime};
-use loom_proto::{Errno, Name, WireError};
+use loom_proto::{Errno, Name};
 
 const S_ISUID: u32 = 0o4000;
 const S_ISGID: u32 = 0o2000;
@@ -61,19 +62,19 @@ impl<'a> Cred<'a> {
     }
 }
 
-fn denied(what: impl std::fmt::Display) -> WireError {
-    WireError::new(Errno::EACCES, format!("permission denied: {what}"))
+fn denied(what: impl std::fmt::Display) -> ServerError {
+    ServerError::refused(Errno::EACCES, format!("permission denied: {what}"))
 }
 
-fn not_permitted(what: impl std::fmt::Display) -> WireError {
-    WireError::new(Errno::EPERM, format!("operation not permitted: {what}"))
+fn not_permitted(what: impl std::fmt::Display) -> ServerError {
+    ServerError::refused(Errno::EPERM, format!("operation not permitted: {what}"))
 }
 
 /// Check `mask` (`access::READ | WRITE | EXEC`) against `a`'s mode bits:
 /// the owner's class if the caller owns it, else the group's if the
 /// caller is in its group, else the others'. Root passes, except that
 /// executing a non-directory needs an execute bit in some class.
-pub(crate) fn may(c: &Cred<'_>, a: &Attr, mask: u32) -> Result<(), WireError> {
+pub(crate) fn may(c: &Cred<'_>, a: &Attr, mask: u32) -> Result<(), ServerError> {
     let mask = mask & 7;
     if mask == 0 {
         return Ok(());
@@ -121,13 +122,13 @@ fn mask_name(mask: u32) -> String {
 }
 
 /// Looking up a name needs search permission on the directory.
-pub(crate) fn may_search(c: &Cred<'_>, dir: &Attr) -> Result<(), WireError> {
+pub(crate) fn may_search(c: &Cred<'_>, dir: &Attr) -> Result<(), ServerError> {
     may(c, dir, access::EXEC)
 }
 
 /// Adding or removing a name needs write and search permission on the
 /// directory.
-pub(crate) fn may_change_dir(c: &Cred<'_>, dir: &Attr) -> Result<(), WireError> {
+pub(crate) fn may_change_dir(c: &Cred<'_>, dir: &Attr) -> Result<(), ServerError> {
     may(c, dir, access::WRITE | access::EXEC)
 }
 
@@ -142,7 +143,7 @@ pub(crate) fn may_delete(
     dir: &Attr,
     name: &Name,
     victim_uid: Option<u32>,
-) -> Result<(), WireError> {
+) -> Result<(), ServerError> {
     may_change_dir(c, dir)?;
     if dir.perm & S_ISVTX == 0 || c.is_root() || c.uid == dir.uid || victim_uid == Some(c.uid) {
         return Ok(());
@@ -157,7 +158,7 @@ pub(crate) fn may_delete(
 /// `protected_hardlinks` asks: a regular file, not set-user-ID nor
 /// executable set-group-ID, that the caller may read and write. This keeps
 /// a user from pinning another user's setuid binary or private file.
-pub(crate) fn may_link(c: &Cred<'_>, a: &Attr) -> Result<(), WireError> {
+pub(crate) fn may_link(c: &Cred<'_>, a: &Attr) -> Result<(), ServerError> {
     if c.owns(a) {
         return Ok(());
     }
@@ -217,7 +218,7 @@ pub(crate) fn apply_setattr(
     a: &mut Attr,
     set: &SetAttr,
     now: loom_proto::msg::Time,
-) -> Result<(), WireError> {
+) -> Result<(), ServerError> {
     let mut out = a.clone();
     if let Some(uid) = set.uid {
         if uid != a.uid && !c.is_root() {
@@ -268,8 +269,18 @@ pub(crate) fn apply_setattr(
     if let Some(size) = set.size {
         match a.kind {
             FileKind::File => {}
-            FileKind::Dir => return Err(WireError::new(Errno::EISDIR, "truncate of a directory")),
-            _ => return Err(WireError::new(Errno::EINVAL, "truncate of a special file")),
+            FileKind::Dir => {
+                return Err(ServerError::refused(
+                    Errno::EISDIR,
+                    "truncate of a directory",
+                ))
+            }
+            _ => {
+                return Err(ServerError::refused(
+                    Errno::EINVAL,
+                    "truncate of a special file",
+                ))
+            }
         }
         if !set.by_write_handle {
             may(c, a, access::WRITE)?;
@@ -323,7 +334,12 @@ pub(crate) fn apply_setattr(
 /// sticky directory only its owner writes them); `trusted.` is root's;
 /// `security.` and `system.` are written by root (and `system.` by the
 /// owner), read by anyone.
-pub(crate) fn may_xattr(c: &Cred<'_>, a: &Attr, name: &Name, write: bool) -> Result<(), WireError> {
+pub(crate) fn may_xattr(
+    c: &Cred<'_>,
+    a: &Attr,
+    name: &Name,
+    write: bool,
+) -> Result<(), ServerError> {
     let n = name.as_bytes();
     if n.starts_with(b"trusted.") {
         return if c.is_root() {
@@ -388,16 +404,16 @@ mod tests {
                 &attr(FileKind::File, 0o044, 10, 20),
                 access::READ
             )
-            .map_err(|e| e.errno),
+            .map_err(|e| e.errno()),
             Err(Errno::EACCES)
         );
         // A group member gets the group's (none) bits, not the others'.
         assert_eq!(
-            may(&cred(11, 20, &[]), &f, access::READ).map_err(|e| e.errno),
+            may(&cred(11, 20, &[]), &f, access::READ).map_err(|e| e.errno()),
             Err(Errno::EACCES)
         );
         assert_eq!(
-            may(&cred(11, 5, &[20]), &f, access::READ).map_err(|e| e.errno),
+            may(&cred(11, 5, &[20]), &f, access::READ).map_err(|e| e.errno()),
             Err(Errno::EACCES)
         );
         assert!(may(&cred(11, 21, &[]), &f, access::READ).is_ok());
@@ -429,7 +445,7 @@ mod tests {
         let n = Name::from("x");
         assert!(may_delete(&cred(10, 10, &[]), &d, &n, Some(10)).is_ok());
         assert_eq!(
-            may_delete(&cred(10, 10, &[]), &d, &n, Some(11)).map_err(|e| e.errno),
+            may_delete(&cred(10, 10, &[]), &d, &n, Some(11)).map_err(|e| e.errno()),
             Err(Errno::EPERM)
         );
         assert!(may_delete(&cred(0, 0, &[]), &d, &n, Some(11)).is_ok());
@@ -439,7 +455,7 @@ mod tests {
         assert!(may_delete(&cred(10, 10, &[]), &plain, &n, Some(11)).is_ok());
         let ro = attr(FileKind::Dir, 0o755, 0, 0);
         assert_eq!(
-            may_delete(&cred(10, 10, &[]), &ro, &n, Some(10)).map_err(|e| e.errno),
+            may_delete(&cred(10, 10, &[]), &ro, &n, Some(10)).map_err(|e| e.errno()),
             Err(Errno::EACCES)
         );
     }
@@ -450,8 +466,8 @@ mod tests {
         s
     }
 
-    fn errno(r: Result<(), WireError>) -> Result<(), Errno> {
-        r.map_err(|e| e.errno)
+    fn errno(r: Result<(), ServerError>) -> Result<(), Errno> {
+        r.map_err(|e| e.errno())
     }
 
     #[test]

@@ -20,8 +20,9 @@
 //!   client's changes) is logged and counted, and the others go on.
 
 use super::tx::{read_meta, store_err};
-use loom_proto::msg::{self, Replayed, Time};
-use loom_proto::{Errno, WireError};
+use crate::error::ServerError;
+use loom_proto::msg::{Replayed, Time};
+use loom_proto::Errno;
 use loom_store::kv::{Batch, KvStore, Space};
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -55,7 +56,7 @@ pub struct Registered {
 
 impl Registered {
     /// The registrations in `store`.
-    pub fn load(store: &dyn KvStore) -> Result<Registered, WireError> {
+    pub fn load(store: &dyn KvStore) -> Result<Registered, ServerError> {
         let mut ids = HashSet::new();
         let mut after: Option<Vec<u8>> = None;
         loop {
@@ -95,11 +96,15 @@ impl Registered {
 
     /// Add the registration of `id` to `batch`; true if it is new (the
     /// change must then be committed before its reply).
-    pub fn register(&self, batch: &mut Batch, id: u64) -> Result<bool, WireError> {
+    pub fn register(&self, batch: &mut Batch, id: u64) -> Result<bool, ServerError> {
         if self.contains(id) {
             return Ok(false);
         }
-        batch.put(Space::Meta, client_key(id), msg::encode(&Time::now())?);
+        batch.put(
+            Space::Meta,
+            client_key(id),
+            super::tx::encode_record(&Time::now())?,
+        );
         Ok(true)
     }
 
@@ -120,7 +125,7 @@ impl Registered {
 }
 
 /// The last transaction number in `store` (0 on a new MDT).
-pub fn stored_transno(store: &dyn KvStore) -> Result<u64, WireError> {
+pub fn stored_transno(store: &dyn KvStore) -> Result<u64, ServerError> {
     Ok(read_meta::<u64>(store, LAST_TRANSNO)?.unwrap_or(0))
 }
 
@@ -195,22 +200,22 @@ impl Recovery {
         client: u64,
         entries: Vec<Replayed>,
         last: bool,
-    ) -> Result<Accepted, WireError> {
+    ) -> Result<Accepted, ServerError> {
         let mut w = lock(&self.state);
         if w.closed {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::ESTALE,
                 "the recovery window is closed: this client was evicted and its replays are refused",
             ));
         }
         if !w.waiting.contains(&client) && !w.finished.contains(&client) {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::ESTALE,
                 format!("client {client:#x} is not registered on this MDT"),
             ));
         }
         if entries.iter().any(|e| e.ctx.client_id != client) {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EPROTO,
                 "a replay carries another client's change",
             ));

@@ -16,10 +16,9 @@ use super::attrs::new_attr;
 use super::records::{InodeRec, INODE_REC_VERSION};
 use super::tx::{read_inode, read_meta, store_err, Tx};
 use super::MdtService;
-use loom_proto::msg::{
-    DirObject, FileKind, IntentRef, MdtRequest, PeerRequest, Reply, ReplyResult, TargetId,
-};
-use loom_proto::{Errno, Fid, Layout, WireError};
+use crate::error::{Handled, ServerError};
+use loom_proto::msg::{DirObject, FileKind, IntentRef, MdtRequest, PeerRequest, Reply, TargetId};
+use loom_proto::{Errno, Fid, Layout};
 use loom_store::kv::Space;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -55,13 +54,13 @@ impl Sealed {
     }
 
     /// The sealed directories recorded in `store`.
-    pub fn load(store: &dyn loom_store::kv::KvStore) -> Result<Sealed, WireError> {
+    pub fn load(store: &dyn loom_store::kv::KvStore) -> Result<Sealed, ServerError> {
         let s = Sealed::default();
         for (_, v) in store
             .scan(Space::Meta, b"sealed/", None, usize::MAX)
             .map_err(store_err)?
         {
-            let fid: Fid = loom_proto::msg::decode(&v)?;
+            let fid: Fid = super::tx::decode_record(&v)?;
             s.set().insert(fid);
         }
         Ok(s)
@@ -75,8 +74,8 @@ impl Sealed {
 
 /// The error for a new entry in a directory that is being removed, as
 /// Linux answers for a directory removed while a process sits in it.
-pub fn being_removed(dir: Fid) -> WireError {
-    WireError::new(Errno::ENOENT, format!("directory {dir} is being removed"))
+pub fn being_removed(dir: Fid) -> ServerError {
+    ServerError::refused(Errno::ENOENT, format!("directory {dir} is being removed"))
 }
 
 /// The attributes a client is shown: a striped directory's link count is
@@ -94,7 +93,7 @@ pub fn shown_attr(r: &InodeRec) -> loom_proto::msg::Attr {
 impl MdtService {
     /// The MDT that owns `fid`, from the FLDB (fetched again once if the
     /// sequence is new); ESTALE if no MDT owns it.
-    pub(super) async fn owner_of(&self, fid: Fid) -> Result<u32, WireError> {
+    pub(super) async fn owner_of(&self, fid: Fid) -> Result<u32, ServerError> {
         if let Some(i) = self.peers.config().await?.mdt_of(fid) {
             return Ok(i);
         }
@@ -102,18 +101,18 @@ impl MdtService {
             .refresh()
             .await?
             .mdt_of(fid)
-            .ok_or_else(|| WireError::new(Errno::ESTALE, format!("no MDT owns {fid}")))
+            .ok_or_else(|| ServerError::refused(Errno::ESTALE, format!("no MDT owns {fid}")))
     }
 
     /// Send a part of a cross-MDT operation to MDT `mdt` (done here
     /// directly when that is this MDT).
-    pub(super) async fn mdt_call(self: &Arc<Self>, mdt: u32, req: PeerRequest) -> ReplyResult {
+    pub(super) async fn mdt_call(self: &Arc<Self>, mdt: u32, req: PeerRequest) -> Handled {
         if mdt == self.index {
             // In a task of its own, as a peer's request would run.
             let me = self.clone();
             return tokio::spawn(async move { me.participant(req).await })
                 .await
-                .map_err(|e| WireError::new(Errno::EIO, format!("cross-MDT step failed: {e}")))?;
+                .map_err(|e| ServerError::internal(format!("cross-MDT step failed: {e}")))?;
         }
         let (reply, _) = self
             .peers
@@ -125,10 +124,13 @@ impl MdtService {
     /// Attributes and layout of `fid` when it lives on another MDT (a
     /// remote directory's entry): asked of its MDT. ENOENT when `fid` is
     /// neither here nor anywhere.
-    pub(super) async fn remote_entry(self: &Arc<Self>, fid: Fid) -> ReplyResult {
+    pub(super) async fn remote_entry(self: &Arc<Self>, fid: Fid) -> Handled {
         let owner = self.owner_of(fid).await?;
         if owner == self.index {
-            return Err(WireError::new(Errno::ENOENT, format!("no inode {fid}")));
+            return Err(ServerError::refused(
+                Errno::ENOENT,
+                format!("no inode {fid}"),
+            ));
         }
         let open = MdtRequest::Open { fid, access: 0 };
         let (reply, _) = self
@@ -142,7 +144,7 @@ impl MdtService {
             .await?;
         match reply {
             r @ Reply::Entry { .. } => Ok(r),
-            other => Err(WireError::new(
+            other => Err(ServerError::peer(
                 Errno::EPROTO,
                 format!("MDT{owner:04x} answered Open with {other:?}"),
             )),
@@ -151,7 +153,7 @@ impl MdtService {
 
     /// Handle one part of an operation another MDT (or this one)
     /// coordinates.
-    pub(super) async fn participant(self: &Arc<Self>, req: PeerRequest) -> ReplyResult {
+    pub(super) async fn participant(self: &Arc<Self>, req: PeerRequest) -> Handled {
         match req {
             PeerRequest::MakeDirObject { intent, dir } => self.make_dir_object(intent, dir).await,
             PeerRequest::UndoDirObject { intent } => self.undo_dir_object(intent).await,
@@ -170,7 +172,7 @@ impl MdtService {
         g: tokio::sync::MutexGuard<'_, ()>,
         reply: Reply,
         applied: impl FnOnce(),
-    ) -> ReplyResult {
+    ) -> Handled {
         let ticket = self.apply_step(t)?;
         applied();
         drop(g);
@@ -178,13 +180,13 @@ impl MdtService {
         Ok(reply)
     }
 
-    async fn make_dir_object(self: &Arc<Self>, intent: IntentRef, new: DirObject) -> ReplyResult {
+    async fn make_dir_object(self: &Arc<Self>, intent: IntentRef, new: DirObject) -> Handled {
         self.ensure_fid_room().await?;
         let g = self.ns.lock().await;
         if let Some(fid) = read_meta::<Fid>(&*self.store, &made_key(intent))? {
             if fid == UNDONE {
                 // A late copy of a part that was undone must not make it again.
-                return Err(WireError::new(
+                return Err(ServerError::refused(
                     Errno::ESTALE,
                     format!(
                         "part {} of intent {} of MDT{:04x} was undone",
@@ -223,7 +225,7 @@ impl MdtService {
         self.commit_step(t, g, reply, || {}).await
     }
 
-    async fn undo_dir_object(self: &Arc<Self>, intent: IntentRef) -> ReplyResult {
+    async fn undo_dir_object(self: &Arc<Self>, intent: IntentRef) -> Handled {
         let g = self.ns.lock().await;
         let key = made_key(intent);
         let fid = read_meta::<Fid>(&*self.store, &key)?;
@@ -248,7 +250,7 @@ impl MdtService {
         self.commit_step(t, g, Reply::Ok, || {}).await
     }
 
-    async fn seal_dir(self: &Arc<Self>, fid: Fid) -> ReplyResult {
+    async fn seal_dir(self: &Arc<Self>, fid: Fid) -> Handled {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         t.dir(fid)?;
@@ -256,7 +258,7 @@ impl MdtService {
             return Ok(Reply::Ok);
         }
         if !t.dir_is_empty(fid)? {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::ENOTEMPTY,
                 format!("directory {fid} is not empty"),
             ));
@@ -268,7 +270,7 @@ impl MdtService {
         .await
     }
 
-    async fn unseal_dir(self: &Arc<Self>, fid: Fid) -> ReplyResult {
+    async fn unseal_dir(self: &Arc<Self>, fid: Fid) -> Handled {
         let g = self.ns.lock().await;
         if !self.sealed.contains(fid) {
             return Ok(Reply::Ok);
@@ -281,14 +283,14 @@ impl MdtService {
         .await
     }
 
-    async fn destroy_dir(self: &Arc<Self>, fid: Fid) -> ReplyResult {
+    async fn destroy_dir(self: &Arc<Self>, fid: Fid) -> Handled {
         let g = self.ns.lock().await;
         if read_inode(&*self.store, fid).is_err() {
             return Ok(Reply::Ok);
         }
         if !self.sealed.contains(fid) {
             // Only a sealed directory is known to stay empty.
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EBUSY,
                 format!("directory {fid} is not sealed for removal"),
             ));
@@ -303,7 +305,7 @@ impl MdtService {
         .await
     }
 
-    async fn forget_intent(self: &Arc<Self>, coord: u32, id: u64) -> ReplyResult {
+    async fn forget_intent(self: &Arc<Self>, coord: u32, id: u64) -> Handled {
         let prefix = made_prefix(coord, id);
         let keys = self
             .store

@@ -25,8 +25,9 @@
 //! is committed.
 
 use super::tx::store_err;
+use crate::error::ServerError;
 use loom_proto::msg::{self, Effect, MdtRequest, Reply, ReqCtx, Time};
-use loom_proto::WireError;
+
 use loom_store::kv::{Batch, KvStore, Space};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -108,7 +109,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl ReplyCache {
     /// Load the index of records, deleting those older than
     /// [`REPLY_TTL`]. Returns how many were kept and removed.
-    pub fn load(store: &dyn KvStore) -> Result<(ReplyCache, usize, usize), WireError> {
+    pub fn load(store: &dyn KvStore) -> Result<(ReplyCache, usize, usize), ServerError> {
         let cache = ReplyCache::default();
         let now = Time::now();
         let mut stale = Batch::new();
@@ -126,7 +127,7 @@ impl ReplyCache {
                 };
                 // A record of another format (an older version) is dropped
                 // like an expired one.
-                let old = match msg::decode::<Record>(v) {
+                let old = match super::tx::decode_record::<Record>(v) {
                     Ok((t, _, _)) => now.sec - t.sec > REPLY_TTL_SECS,
                     Err(_) => true,
                 };
@@ -171,7 +172,7 @@ impl ReplyCache {
         &self,
         store: &dyn KvStore,
         key: ReplyKey,
-    ) -> Result<Option<(u64, Reply)>, WireError> {
+    ) -> Result<Option<(u64, Reply)>, ServerError> {
         if !lock(&self.recorded)
             .get(&key.client)
             .is_some_and(|s| s.contains(&key.seq))
@@ -185,7 +186,7 @@ impl ReplyCache {
             None => Ok(None),
             Some(v) => {
                 let (_, transno, reply) = msg::decode::<Record>(&v)
-                    .map_err(|e| store_err(format!("reply record: {e}")))?;
+                    .map_err(|e| store_err(format!("reply record: {}", e.msg)))?;
                 Ok(Some((transno, reply)))
             }
         }
@@ -200,11 +201,11 @@ impl ReplyCache {
         key: ReplyKey,
         transno: u64,
         reply: &Reply,
-    ) -> Result<Vec<u64>, WireError> {
+    ) -> Result<Vec<u64>, ServerError> {
         batch.put(
             Space::Replies,
             ReplyKey::bytes(key.client, key.seq),
-            msg::encode(&(Time::now(), transno, reply))?,
+            super::tx::encode_record(&(Time::now(), transno, reply))?,
         );
         let prune: Vec<u64> = lock(&self.recorded)
             .get(&key.client)

@@ -7,25 +7,36 @@
 //! rename) is written once, with both changes.
 
 use super::records::{dentry_key, inode_key, DentryRec, InodeRec};
+use crate::error::ServerError;
 use loom_proto::msg::{self, FileKind};
 use loom_proto::Name;
-use loom_proto::{Errno, Fid, WireError};
+use loom_proto::{Errno, Fid};
 use loom_store::kv::{Batch, KvStore, Space};
 use std::collections::BTreeMap;
 
-/// Turn a store error into the wire's EIO, keeping the reason.
-pub fn store_err(e: impl std::fmt::Display) -> WireError {
-    tracing::error!("MDT store error: {e}");
-    WireError::new(Errno::EIO, format!("metadata store: {e}"))
+/// A failure of the MDT's store (EIO), keeping the reason.
+pub fn store_err(e: impl std::fmt::Display) -> ServerError {
+    ServerError::store(format!("metadata store: {e}"))
+}
+
+/// Encode a record for the store.
+pub fn encode_record<T: serde::Serialize>(v: &T) -> Result<Vec<u8>, ServerError> {
+    msg::encode(v).map_err(|e| store_err(format!("encoding a record: {}", e.msg)))
+}
+
+/// Decode a record read from the store; one that does not decode is
+/// damage, not the caller's error.
+pub fn decode_record<'a, T: serde::Deserialize<'a>>(b: &'a [u8]) -> Result<T, ServerError> {
+    msg::decode(b).map_err(|e| store_err(format!("a stored record: {}", e.msg)))
 }
 
 /// Read an inode outside a transaction.
-pub fn read_inode(store: &dyn KvStore, fid: Fid) -> Result<InodeRec, WireError> {
+pub fn read_inode(store: &dyn KvStore, fid: Fid) -> Result<InodeRec, ServerError> {
     let v = store
         .get(Space::Inodes, &inode_key(fid))
         .map_err(store_err)?
-        .ok_or_else(|| WireError::new(Errno::ENOENT, format!("no inode {fid}")))?;
-    msg::decode(&v).map_err(|e| store_err(format!("inode {fid}: {e}")))
+        .ok_or_else(|| ServerError::refused(Errno::ENOENT, format!("no inode {fid}")))?;
+    msg::decode(&v).map_err(|e| store_err(format!("inode {fid}: {}", e.msg)))
 }
 
 /// Read a directory entry outside a transaction.
@@ -33,7 +44,7 @@ pub fn read_dentry(
     store: &dyn KvStore,
     dir: Fid,
     name: &Name,
-) -> Result<Option<DentryRec>, WireError> {
+) -> Result<Option<DentryRec>, ServerError> {
     match store
         .get(Space::Dentries, &dentry_key(dir, name))
         .map_err(store_err)?
@@ -41,7 +52,7 @@ pub fn read_dentry(
         None => Ok(None),
         Some(v) => {
             Ok(Some(msg::decode(&v).map_err(|e| {
-                store_err(format!("entry {dir}/{name}: {e}"))
+                store_err(format!("entry {dir}/{name}: {}", e.msg))
             })?))
         }
     }
@@ -69,14 +80,14 @@ impl<'a> Tx<'a> {
     }
 
     /// The inode `fid`, as changed so far by this transaction.
-    pub fn inode(&mut self, fid: Fid) -> Result<&mut InodeRec, WireError> {
+    pub fn inode(&mut self, fid: Fid) -> Result<&mut InodeRec, ServerError> {
         if !self.inodes.contains_key(&fid) {
             let rec = read_inode(self.store, fid)?;
             self.inodes.insert(fid, Some(rec));
         }
         match self.inodes.get_mut(&fid) {
             Some(Some(r)) => Ok(r),
-            _ => Err(WireError::new(
+            _ => Err(ServerError::refused(
                 Errno::ENOENT,
                 format!("inode {fid} was removed"),
             )),
@@ -84,10 +95,10 @@ impl<'a> Tx<'a> {
     }
 
     /// The directory `fid`, or ENOTDIR.
-    pub fn dir(&mut self, fid: Fid) -> Result<&mut InodeRec, WireError> {
+    pub fn dir(&mut self, fid: Fid) -> Result<&mut InodeRec, ServerError> {
         let r = self.inode(fid)?;
         if r.attr.kind != FileKind::Dir {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::ENOTDIR,
                 format!("{fid} is not a directory"),
             ));
@@ -102,7 +113,7 @@ impl<'a> Tx<'a> {
     }
 
     /// Remove inode `fid` (its xattrs go with it).
-    pub fn delete_inode(&mut self, fid: Fid) -> Result<(), WireError> {
+    pub fn delete_inode(&mut self, fid: Fid) -> Result<(), ServerError> {
         self.inode_delta -= 1;
         self.inodes.insert(fid, None);
         let prefix = fid.to_key();
@@ -124,14 +135,14 @@ impl<'a> Tx<'a> {
     }
 
     /// The entry `name` in `dir`.
-    pub fn dentry(&self, dir: Fid, name: &Name) -> Result<Option<DentryRec>, WireError> {
+    pub fn dentry(&self, dir: Fid, name: &Name) -> Result<Option<DentryRec>, ServerError> {
         read_dentry(self.store, dir, name)
     }
 
     /// Set entry `name` in `dir`.
-    pub fn put_dentry(&mut self, dir: Fid, name: &Name, d: &DentryRec) -> Result<(), WireError> {
+    pub fn put_dentry(&mut self, dir: Fid, name: &Name, d: &DentryRec) -> Result<(), ServerError> {
         self.batch
-            .put(Space::Dentries, dentry_key(dir, name), msg::encode(d)?);
+            .put(Space::Dentries, dentry_key(dir, name), encode_record(d)?);
         Ok(())
     }
 
@@ -141,7 +152,7 @@ impl<'a> Tx<'a> {
     }
 
     /// Whether directory `dir` has no entries.
-    pub fn dir_is_empty(&self, dir: Fid) -> Result<bool, WireError> {
+    pub fn dir_is_empty(&self, dir: Fid) -> Result<bool, ServerError> {
         Ok(self
             .store
             .scan(Space::Dentries, &dir.to_key(), None, 1)
@@ -150,12 +161,12 @@ impl<'a> Tx<'a> {
     }
 
     /// The batch with every inode change added.
-    pub fn into_batch(mut self) -> Result<(Batch, i64), WireError> {
+    pub fn into_batch(mut self) -> Result<(Batch, i64), ServerError> {
         for (fid, rec) in std::mem::take(&mut self.inodes) {
             match rec {
                 Some(r) => self
                     .batch
-                    .put(Space::Inodes, inode_key(fid), msg::encode(&r)?),
+                    .put(Space::Inodes, inode_key(fid), encode_record(&r)?),
                 None => self.batch.delete(Space::Inodes, inode_key(fid)),
             }
         }
@@ -163,9 +174,9 @@ impl<'a> Tx<'a> {
     }
 
     /// Record a meta value in the batch.
-    pub fn put_meta<T: serde::Serialize>(&mut self, key: &str, v: &T) -> Result<(), WireError> {
+    pub fn put_meta<T: serde::Serialize>(&mut self, key: &str, v: &T) -> Result<(), ServerError> {
         self.batch
-            .put(Space::Meta, key.as_bytes().to_vec(), msg::encode(v)?);
+            .put(Space::Meta, key.as_bytes().to_vec(), encode_record(v)?);
         Ok(())
     }
 }
@@ -174,11 +185,13 @@ impl<'a> Tx<'a> {
 pub fn read_meta<T: serde::de::DeserializeOwned>(
     store: &dyn KvStore,
     key: &str,
-) -> Result<Option<T>, WireError> {
+) -> Result<Option<T>, ServerError> {
     match store.get(Space::Meta, key.as_bytes()).map_err(store_err)? {
         None => Ok(None),
-        Some(v) => Ok(Some(
-            msg::decode(&v).map_err(|e| store_err(format!("meta {key}: {e}")))?,
-        )),
+        Some(v) => {
+            Ok(Some(msg::decode(&v).map_err(|e| {
+                store_err(format!("meta {key}: {}", e.msg))
+            })?))
+        }
     }
 }

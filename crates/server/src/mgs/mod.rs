@@ -17,11 +17,10 @@
 //!   MDT merged;
 //! - `generation` grows by one with every change.
 
+use crate::error::{Handled, ServerError};
 use loom_proto::fid::MAX_INO_SEQ;
-use loom_proto::msg::{
-    ClusterConfig, MgsRequest, Reply, ReplyResult, ReqCtx, SeqRange, TargetId, TargetInfo,
-};
-use loom_proto::{Errno, WireError};
+use loom_proto::msg::{ClusterConfig, MgsRequest, Reply, ReqCtx, SeqRange, TargetId, TargetInfo};
+use loom_proto::Errno;
 use loom_store::durable::write_atomic;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -68,12 +67,12 @@ impl MgsState {
     }
 
     /// Insert or update `t`. `Ok(false)` if nothing changed.
-    fn register(&mut self, t: TargetInfo) -> Result<bool, WireError> {
+    fn register(&mut self, t: TargetInfo) -> Result<bool, ServerError> {
         match self.targets.binary_search_by_key(&t.id, |x| x.id) {
             Ok(i) => {
                 let cur = &mut self.targets[i];
                 if cur.uuid != t.uuid {
-                    return Err(WireError::new(
+                    return Err(ServerError::refused(
                         Errno::EEXIST,
                         format!(
                             "{} index {} is already registered with uuid {} but uuid {} asked: \
@@ -94,10 +93,10 @@ impl MgsState {
     }
 
     /// Hand the next sequence to `mdt` and record it in the FLDB.
-    fn alloc_seq(&mut self, mdt: u32) -> Result<SeqRange, WireError> {
+    fn alloc_seq(&mut self, mdt: u32) -> Result<SeqRange, ServerError> {
         let start = self.next_seq;
         if start > MAX_INO_SEQ {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::ENOSPC,
                 format!("FID sequences exhausted: all {MAX_INO_SEQ} are allocated"),
             ));
@@ -153,8 +152,7 @@ impl MgsService {
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let st = MgsState::new(fsname);
-                persist(&path, &st)
-                    .map_err(|e| anyhow::anyhow!("creating MGS state: {}", e.msg))?;
+                persist(&path, &st).map_err(|e| anyhow::anyhow!("creating MGS state: {e}"))?;
                 st
             }
             Err(e) => anyhow::bail!("reading MGS state {}: {e}", path.display()),
@@ -178,7 +176,7 @@ impl MgsService {
         _ctx: &ReqCtx,
         req: MgsRequest,
         _bulk: Vec<u8>,
-    ) -> (ReplyResult, Vec<u8>) {
+    ) -> (Handled, Vec<u8>) {
         let res = match req {
             MgsRequest::Register { fsname, target } => self.register(fsname, target).await,
             MgsRequest::GetConfig => Ok(Reply::Config(self.config().await)),
@@ -190,9 +188,9 @@ impl MgsService {
 
     /// Apply `f` to a copy of the state, persist the copy if `f` says it
     /// changed something, then install it.
-    async fn mutate<T, F>(&self, f: F) -> Result<T, WireError>
+    async fn mutate<T, F>(&self, f: F) -> Result<T, ServerError>
     where
-        F: FnOnce(&mut MgsState) -> Result<(T, bool), WireError>,
+        F: FnOnce(&mut MgsState) -> Result<(T, bool), ServerError>,
     {
         let mut state = self.state.lock().await;
         let mut next = state.clone();
@@ -202,21 +200,19 @@ impl MgsService {
             let copy = next.clone();
             tokio::task::spawn_blocking(move || persist(&path, &copy))
                 .await
-                .map_err(|e| {
-                    WireError::new(Errno::EIO, format!("MGS persist task failed: {e}"))
-                })??;
+                .map_err(|e| ServerError::internal(format!("MGS persist task failed: {e}")))??;
             *state = next;
         }
         Ok(out)
     }
 
-    async fn register(&self, fsname: String, target: TargetInfo) -> ReplyResult {
+    async fn register(&self, fsname: String, target: TargetInfo) -> Handled {
         let id = target.id;
         let addr = target.addr.clone();
         let changed = self
             .mutate(|st| {
                 if fsname != st.fsname {
-                    return Err(WireError::new(
+                    return Err(ServerError::refused(
                         Errno::EINVAL,
                         format!(
                             "target {id} formatted for file system {fsname} but this MGS serves {}",
@@ -234,17 +230,17 @@ impl MgsService {
         Ok(Reply::Ok)
     }
 
-    async fn alloc_seq(&self, mdt: u32) -> ReplyResult {
+    async fn alloc_seq(&self, mdt: u32) -> Handled {
         let range = self.mutate(|st| Ok((st.alloc_seq(mdt)?, true))).await?;
         tracing::info!(mdt, seq = range.start, "FID sequence allocated");
         Ok(Reply::Seq(range))
     }
 
-    async fn statfs(&self) -> ReplyResult {
+    async fn statfs(&self) -> Handled {
         let dir = self.dir.clone();
         let st = tokio::task::spawn_blocking(move || loom_store::object::statfs_of(&dir))
             .await
-            .map_err(|e| WireError::new(Errno::EIO, format!("MGS statfs task failed: {e}")))??;
+            .map_err(|e| ServerError::internal(format!("MGS statfs task failed: {e}")))??;
         Ok(Reply::StatFs(loom_proto::msg::StatFs {
             target: Some(TargetId::MGS),
             ..st
@@ -253,15 +249,12 @@ impl MgsService {
 }
 
 /// Write `st` to `path` crash-safely.
-fn persist(path: &Path, st: &MgsState) -> Result<(), WireError> {
-    let text = toml::to_string(st)
-        .map_err(|e| WireError::new(Errno::EIO, format!("encoding MGS state: {e}")))?;
-    write_atomic(path, text.as_bytes()).map_err(|e| {
-        tracing::error!(path = %path.display(), "writing MGS state: {e}");
-        WireError::new(
-            Errno(e.raw_os_error().unwrap_or(Errno::EIO.0)),
-            format!("writing MGS state {}: {e}", path.display()),
-        )
+fn persist(path: &Path, st: &MgsState) -> Result<(), ServerError> {
+    let text =
+        toml::to_string(st).map_err(|e| ServerError::store(format!("encoding MGS state: {e}")))?;
+    write_atomic(path, text.as_bytes()).map_err(|e| ServerError::Store {
+        errno: Errno(e.raw_os_error().unwrap_or(Errno::EIO.0)),
+        msg: format!("writing MGS state {}: {e}", path.display()),
     })
 }
 

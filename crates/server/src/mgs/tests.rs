@@ -1,11 +1,14 @@
 use super::*;
+use loom_proto::msg::ReplyResult;
 
 fn mgs(dir: &Path) -> Arc<MgsService> {
     MgsService::open(dir, "lfs1").expect("open MGS")
 }
 
+/// The answer as a client gets it.
 async fn call(s: &Arc<MgsService>, req: MgsRequest) -> ReplyResult {
-    s.handle(&ReqCtx::default(), req, Vec::new()).await.0
+    let r = s.handle(&ReqCtx::default(), req, Vec::new()).await;
+    crate::error::answer(TargetId::MGS, r).0
 }
 
 fn target(id: TargetId, uuid: &str, addr: &str) -> TargetInfo {

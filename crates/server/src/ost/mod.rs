@@ -11,9 +11,10 @@
 
 mod stats;
 
+use crate::error::{Handled, ServerError};
 use loom_proto::frame::MAX_BULK;
-use loom_proto::msg::{OstRequest, Reply, ReplyResult, ReqCtx, StatFs, TargetId};
-use loom_proto::{Errno, ObjRef, WireError};
+use loom_proto::msg::{OstRequest, Reply, ReqCtx, StatFs, TargetId};
+use loom_proto::{Errno, ObjRef};
 use loom_store::object::{ObjectError, ObjectStore};
 use stats::OpStats;
 use std::path::Path;
@@ -67,7 +68,7 @@ impl OstService {
         _ctx: &ReqCtx,
         req: OstRequest,
         bulk: Vec<u8>,
-    ) -> (ReplyResult, Vec<u8>) {
+    ) -> (Handled, Vec<u8>) {
         let op = req.op();
         let (res, out, bytes) = match req {
             OstRequest::ObjWrite { obj, offset } => {
@@ -101,9 +102,9 @@ impl OstService {
     }
 
     /// Refuse an object that lives on another OST.
-    fn check(&self, obj: ObjRef) -> Result<u64, WireError> {
+    fn check(&self, obj: ObjRef) -> Result<u64, ServerError> {
         if obj.ost != self.index {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EINVAL,
                 format!(
                     "object {} belongs to OST{:04x} but was sent to OST{:04x}",
@@ -115,34 +116,31 @@ impl OstService {
     }
 
     /// Run `f` on the object store in tokio's blocking pool.
-    async fn blocking<T, F>(&self, f: F) -> Result<T, WireError>
+    async fn blocking<T, F>(&self, f: F) -> Result<T, ServerError>
     where
         T: Send + 'static,
         F: FnOnce(&ObjectStore) -> Result<T, ObjectError> + Send + 'static,
     {
         let store = self.store.clone();
         match tokio::task::spawn_blocking(move || f(&store)).await {
-            Ok(r) => r.map_err(WireError::from),
-            Err(e) => {
-                tracing::error!(ost = self.index, "object store task failed: {e}");
-                Err(WireError::new(
-                    Errno::EIO,
-                    format!("OST{:04x} I/O task failed: {e}", self.index),
-                ))
-            }
+            Ok(r) => r.map_err(ServerError::from),
+            Err(e) => Err(ServerError::internal(format!(
+                "OST{:04x} I/O task failed: {e}",
+                self.index
+            ))),
         }
     }
 
-    async fn write(&self, obj: ObjRef, offset: u64, data: Vec<u8>) -> ReplyResult {
+    async fn write(&self, obj: ObjRef, offset: u64, data: Vec<u8>) -> Handled {
         let oid = self.check(obj)?;
         self.blocking(move |s| s.write(oid, offset, &data)).await?;
         Ok(Reply::Ok)
     }
 
-    async fn read(&self, obj: ObjRef, offset: u64, len: u32) -> Result<Vec<u8>, WireError> {
+    async fn read(&self, obj: ObjRef, offset: u64, len: u32) -> Result<Vec<u8>, ServerError> {
         let oid = self.check(obj)?;
         if len > MAX_READ {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EINVAL,
                 format!("read of {len} bytes exceeds the limit of {MAX_READ} per request"),
             ));
@@ -150,33 +148,33 @@ impl OstService {
         self.blocking(move |s| s.read(oid, offset, len)).await
     }
 
-    async fn truncate(&self, obj: ObjRef, size: u64) -> ReplyResult {
+    async fn truncate(&self, obj: ObjRef, size: u64) -> Handled {
         let oid = self.check(obj)?;
         self.blocking(move |s| s.truncate(oid, size)).await?;
         Ok(Reply::Ok)
     }
 
-    async fn punch(&self, obj: ObjRef, offset: u64, len: u64) -> ReplyResult {
+    async fn punch(&self, obj: ObjRef, offset: u64, len: u64) -> Handled {
         let oid = self.check(obj)?;
         self.blocking(move |s| s.punch(oid, offset, len)).await?;
         Ok(Reply::Ok)
     }
 
-    async fn allocate(&self, obj: ObjRef, offset: u64, len: u64) -> ReplyResult {
+    async fn allocate(&self, obj: ObjRef, offset: u64, len: u64) -> Handled {
         let oid = self.check(obj)?;
         self.blocking(move |s| s.allocate(oid, offset, len)).await?;
         Ok(Reply::Ok)
     }
 
-    async fn sync(&self, obj: ObjRef) -> ReplyResult {
+    async fn sync(&self, obj: ObjRef) -> Handled {
         let oid = self.check(obj)?;
         self.blocking(move |s| s.sync(oid)).await?;
         Ok(Reply::Ok)
     }
 
-    async fn precreate(&self, count: u32) -> ReplyResult {
+    async fn precreate(&self, count: u32) -> Handled {
         if !(1..=MAX_PRECREATE).contains(&count) {
-            return Err(WireError::new(
+            return Err(ServerError::refused(
                 Errno::EINVAL,
                 format!("precreate count {count} is outside 1..={MAX_PRECREATE}"),
             ));
@@ -186,24 +184,24 @@ impl OstService {
         Ok(Reply::Precreated { start, count })
     }
 
-    async fn destroy(&self, objs: Vec<ObjRef>) -> ReplyResult {
+    async fn destroy(&self, objs: Vec<ObjRef>) -> Handled {
         // Check them all first so a misdirected batch changes nothing.
         let oids = objs
             .into_iter()
             .map(|o| self.check(o))
-            .collect::<Result<Vec<u64>, WireError>>()?;
+            .collect::<Result<Vec<u64>, ServerError>>()?;
         self.blocking(move |s| oids.iter().try_for_each(|&oid| s.destroy(oid)))
             .await?;
         Ok(Reply::Ok)
     }
 
-    async fn get_size(&self, obj: ObjRef) -> ReplyResult {
+    async fn get_size(&self, obj: ObjRef) -> Handled {
         let oid = self.check(obj)?;
         let size = self.blocking(move |s| s.size(oid)).await?;
         Ok(Reply::Size(size))
     }
 
-    async fn statfs(&self) -> ReplyResult {
+    async fn statfs(&self) -> Handled {
         let st: StatFs = self.blocking(|s| s.statfs()).await?;
         Ok(Reply::StatFs(StatFs {
             target: Some(TargetId::ost(self.index)),
@@ -215,6 +213,7 @@ impl OstService {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loom_proto::msg::ReplyResult;
 
     fn ost(index: u32) -> (tempfile::TempDir, Arc<OstService>) {
         let d = tempfile::tempdir().expect("tempdir");
@@ -222,8 +221,10 @@ mod tests {
         (d, s)
     }
 
+    /// The answer as a client gets it.
     async fn call(s: &Arc<OstService>, req: OstRequest, bulk: Vec<u8>) -> (ReplyResult, Vec<u8>) {
-        s.handle(&ReqCtx::default(), req, bulk).await
+        let r = s.handle(&ReqCtx::default(), req, bulk).await;
+        crate::error::answer(TargetId::ost(s.index), r)
     }
 
     fn obj(ost: u32, oid: u64) -> ObjRef {

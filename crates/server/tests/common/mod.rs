@@ -14,6 +14,7 @@ use loom_proto::msg::{
 };
 use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec, WireError};
 use loom_rpc::{Answer, ClientOptions, ClusterKey, RpcClient, Service};
+use loom_server::error::answer;
 use loom_server::mdt::MdtService;
 use loom_server::mgs::MgsService;
 use loom_server::ost::OstService;
@@ -56,15 +57,15 @@ impl Service for Slots {
         match (t.role, env.req) {
             (_, Request::Ping) => (Ok(Reply::Ok), Vec::new()).into(),
             (Role::Mgs, Request::Mgs(req)) => match read(&self.mgs) {
-                Some(m) => m.handle(&env.ctx, req, bulk).await.into(),
+                Some(m) => answer(t, m.handle(&env.ctx, req, bulk).await).into(),
                 None => not_hosted(t).into(),
             },
             (Role::Mdt, Request::Mdt(req)) if t.index == 0 => match read(&self.mdt) {
-                Some(m) => m.handle(&env.ctx, req).await.into(),
+                Some(m) => answer(t, m.handle(&env.ctx, req).await).into(),
                 None => not_hosted(t).into(),
             },
             (Role::Mdt, Request::Peer(req)) if t.index == 0 => match read(&self.mdt) {
-                Some(m) => (m.handle_peer(&env.ctx, req).await, Vec::new()).into(),
+                Some(m) => answer(t, (m.handle_peer(&env.ctx, req).await, Vec::new())).into(),
                 None => not_hosted(t).into(),
             },
             (Role::Ost, Request::Ost(req)) => {
@@ -75,7 +76,7 @@ impl Service for Slots {
                     .get(&t.index)
                     .cloned();
                 match o {
-                    Some(o) => o.handle(&env.ctx, req, bulk).await.into(),
+                    Some(o) => answer(t, o.handle(&env.ctx, req, bulk).await).into(),
                     None => not_hosted(t).into(),
                 }
             }
