@@ -1,7 +1,7 @@
 //! One `loom server` process: reads its config file, opens the targets it
 //! hosts, serves them on one TCP address and registers them with the MGS.
 
-use crate::error::answer;
+use crate::error::{answer, ServerError};
 use crate::mdt::MdtService;
 use crate::mgs::MgsService;
 use crate::ost::OstService;
@@ -9,7 +9,7 @@ use crate::peers::Peers;
 use crate::target;
 use anyhow::{bail, Context};
 use loom_proto::msg::{Envelope, MgsRequest, Reply, Request, Role, TargetInfo};
-use loom_proto::{Errno, WireError};
+use loom_proto::Errno;
 use loom_rpc::{Answer, ClientOptions, ClusterKey, Service};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -99,43 +99,31 @@ pub struct Node {
 impl Service for Node {
     async fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>) -> Answer {
         let t = env.target;
-        let missing = || {
-            (
-                Err(WireError::new(
-                    Errno::EINVAL,
-                    format!("this server does not host {t}"),
-                )),
-                Vec::new(),
-            )
+        let refused = |errno, msg: String| -> Answer {
+            answer(t, (Err(ServerError::refused(errno, msg)), Vec::new())).into()
         };
+        let missing = || refused(Errno::EINVAL, format!("this server does not host {t}"));
         // Each request type goes to its own service; a target of another
         // role does not serve it.
         match (t.role, env.req) {
             (_, Request::Ping) => (Ok(Reply::Ok), Vec::new()).into(),
             (Role::Mgs, Request::Mgs(req)) => match &self.mgs {
                 Some(m) => answer(t, m.handle(&env.ctx, req, bulk).await).into(),
-                None => missing().into(),
+                None => missing(),
             },
             (Role::Mdt, Request::Mdt(req)) => match self.mdts.get(&t.index) {
                 Some(m) => answer(t, m.handle(&env.ctx, req).await).into(),
-                None => missing().into(),
+                None => missing(),
             },
             (Role::Mdt, Request::Peer(req)) => match self.mdts.get(&t.index) {
                 Some(m) => answer(t, (m.handle_peer(&env.ctx, req).await, Vec::new())).into(),
-                None => missing().into(),
+                None => missing(),
             },
             (Role::Ost, Request::Ost(req)) => match self.osts.get(&t.index) {
                 Some(o) => answer(t, o.handle(&env.ctx, req, bulk).await).into(),
-                None => missing().into(),
+                None => missing(),
             },
-            (_, req) => (
-                Err(WireError::new(
-                    Errno::EPROTO,
-                    format!("{t} does not serve {}", req.name()),
-                )),
-                Vec::new(),
-            )
-                .into(),
+            (_, req) => refused(Errno::EPROTO, format!("{t} does not serve {}", req.name())),
         }
     }
 }
