@@ -12,6 +12,8 @@
 //! - [`meta`]: metadata operations (lookup, create, rename, xattrs, statfs...).
 //! - [`io`]: striped file data: pure request planning in [`io::plan`] and
 //!   [`OpenFile`] in [`io::file`].
+//! - [`fresh`]: what this client's own changes did, as the MDTs said:
+//!   a mount answers stats and lookups of it for its attribute timeout.
 //! - [`replay`]: changes MDTs acknowledged and have not committed, kept
 //!   and replayed to a restarted MDT.
 //! - [`registry`]: the live mounts of this machine (`/run/loom/mounts`), so
@@ -23,6 +25,7 @@
 pub mod ctx;
 mod dirs;
 pub mod error;
+pub mod fresh;
 pub mod io;
 pub mod meta;
 pub mod registry;

@@ -62,6 +62,7 @@ impl Client {
         match r {
             Reply::Entry { attr, layout } => {
                 self.note_dir(&attr, layout.as_ref());
+                self.router.fresh.seen(&attr);
                 Ok((self.with_local_size(attr), layout))
             }
             other => Err(unexpected(op, &other)),
@@ -100,17 +101,20 @@ impl Client {
             return Err(Errno::ENAMETOOLONG);
         }
         let parent = self.name_dir(c, parent, name.as_ref()).await?;
-        let r = self
-            .mdt_call(
-                c,
-                parent,
-                MdtRequest::Lookup {
-                    parent,
-                    name: Name::from(name.as_ref()),
-                },
-            )
-            .await?;
-        self.entry(r, "Lookup")
+        let name = Name::from(name.as_ref());
+        let req = MdtRequest::Lookup {
+            parent,
+            name: name.clone(),
+        };
+        let r = match self.mdt_call(c, parent, req).await {
+            Err(Errno::ENOENT) => {
+                self.router.fresh.seen_name(parent, &name, None);
+                return Err(Errno::ENOENT);
+            }
+            r => self.entry(r?, "Lookup")?,
+        };
+        self.router.fresh.seen_name(parent, &name, Some(r.0.fid));
+        Ok(r)
     }
 
     /// Fresh attributes and layout of `fid` for an open, in one round trip
@@ -125,14 +129,59 @@ impl Client {
     ) -> Result<(Attr, Option<Layout>), Errno> {
         let r = self
             .mdt_call(c, fid, MdtRequest::Open { fid, access })
-            .await?;
+            .await
+            .inspect_err(|e| self.vanished(fid, *e))?;
         self.entry(r, "Open")
+    }
+
+    /// After an MDT's answer `e` about inode `fid`: if the inode is gone
+    /// (removed on another mount), what this client knew of it goes too,
+    /// so that the kernel's next lookup of a name that led to it (it looks
+    /// again after ESTALE) asks the MDT.
+    fn vanished(&self, fid: Fid, e: Errno) {
+        if e == Errno::ENOENT || e == Errno::ESTALE {
+            self.router.fresh.vanished(fid);
+        }
+    }
+
+    /// The attributes of `fid` as this client's own change left them
+    /// less than `within` ago (see [`crate::fresh`]), with its unreported
+    /// writes, and what is left of `within`.
+    pub fn recent_attr(&self, fid: Fid, within: Duration) -> Option<(Attr, Duration)> {
+        let (a, left) = self.router.fresh.attr(fid, within)?;
+        Some((self.with_local_size(a), left))
+    }
+
+    /// What `name` in directory `dir` is as this client's own change left
+    /// it less than `within` ago: `Some(attributes)`, or `None` for a
+    /// name it removed; with what is left of `within`.
+    pub fn recent_entry(
+        &self,
+        dir: Fid,
+        name: &[u8],
+        within: Duration,
+    ) -> Option<(Option<Attr>, Duration)> {
+        let (fid, left) = self.router.fresh.name(dir, &Name::from(name), within)?;
+        match fid {
+            None => Some((None, left)),
+            Some(fid) => {
+                let (a, left_a) = self.recent_attr(fid, within)?;
+                Some((Some(a), left.min(left_a)))
+            }
+        }
     }
 
     /// Attributes of `fid`.
     pub async fn getattr(&self, c: &Caller, fid: Fid) -> Result<Attr, Errno> {
-        match self.mdt_call(c, fid, MdtRequest::GetAttr { fid }).await? {
-            Reply::Attr(a) => Ok(self.with_local_size(a)),
+        let r = self
+            .mdt_call(c, fid, MdtRequest::GetAttr { fid })
+            .await
+            .inspect_err(|e| self.vanished(fid, *e))?;
+        match r {
+            Reply::Attr(a) => {
+                self.router.fresh.seen(&a);
+                Ok(self.with_local_size(a))
+            }
             other => Err(unexpected("GetAttr", &other)),
         }
     }
@@ -181,7 +230,8 @@ impl Client {
         };
         let r = self
             .mdt_call(c, fid, MdtRequest::SetAttr { fid, set })
-            .await?;
+            .await
+            .inspect_err(|e| self.vanished(fid, *e))?;
         if let Some(s) = size {
             self.note_truncate(fid, s);
         }
@@ -214,7 +264,8 @@ impl Client {
         };
         let r = self
             .mdt_call(c, fid, MdtRequest::SetAttr { fid, set })
-            .await?;
+            .await
+            .inspect_err(|e| self.vanished(fid, *e))?;
         self.note_truncate(fid, 0);
         match r {
             Reply::Attr(a) => Ok(self.with_local_size(a)),

@@ -20,10 +20,12 @@
 //! carries the lowest number still waiting for a reply (`acked_below`), so
 //! servers can forget cached replies that can no longer be asked for.
 
+use crate::fresh::Fresh;
 use crate::replay::{ReplayLog, ASK_AFTER, REPLAY_BATCH};
 use bytes::Bytes;
 use loom_proto::msg::{
-    ClusterConfig, Commit, Envelope, MdtRequest, MgsRequest, Reply, ReqCtx, Request, Role, TargetId,
+    ClusterConfig, Commit, Effect, Envelope, MdtRequest, MgsRequest, Reply, ReqCtx, Request, Role,
+    TargetId,
 };
 use loom_proto::{Errno, Fid};
 use loom_rpc::{ClientOptions as RpcOptions, ClusterKey, RpcClient, RpcError};
@@ -52,6 +54,8 @@ pub struct Router {
     inflight: Mutex<Inflight>,
     /// Changes acknowledged by MDTs and not yet committed, for replay.
     pub replay: ReplayLog,
+    /// What this client's changes did, as their MDTs said.
+    pub fresh: Fresh,
     /// Client id of the contexts this router sends its own requests with.
     client_id: std::sync::atomic::AtomicU64,
     /// Calls made, by target role (MGS, MDT, OST), resends not counted.
@@ -104,6 +108,7 @@ impl Router {
                 waiting: BTreeSet::new(),
             }),
             replay: ReplayLog::default(),
+            fresh: Fresh::default(),
             client_id: std::sync::atomic::AtomicU64::new(0),
             calls: Default::default(),
         }
@@ -281,10 +286,14 @@ impl Router {
                 .call_replied(&env, bulk.clone(), deadline, RETRY_SLICE)
                 .await
             {
-                Ok(r) => {
-                    if let (Some(c), Role::Mdt) = (r.commit, target.role) {
-                        self.replay
-                            .note(target.index, c, &env, r.result.as_ref().ok());
+                Ok(mut r) => {
+                    if target.role == Role::Mdt {
+                        // Only the answer itself is kept for replay.
+                        r.result = r.result.map(|reply| self.learn(&env, reply));
+                        if let Some(c) = r.commit {
+                            self.replay
+                                .note(target.index, c, &env, r.result.as_ref().ok());
+                        }
                     }
                     return match r.result {
                         Ok(reply) => Ok((reply, r.bulk)),
@@ -299,6 +308,7 @@ impl Router {
                     return Err(e.errno);
                 }
                 Err(e @ RpcError::Unreachable { .. }) => {
+                    // Not sent: nothing was changed.
                     if Instant::now() >= deadline {
                         tracing::warn!(%target, op = env.req.name(), "giving up: {e}");
                         return Err(Errno::EIO);
@@ -309,10 +319,27 @@ impl Router {
                 }
                 Err(e) => {
                     tracing::warn!(%target, op = env.req.name(), "giving up: {e}");
+                    if env.req.op().effect != Effect::Reads {
+                        // It may have been applied, unseen.
+                        self.fresh.clear();
+                    }
                     return Err(e.errno());
                 }
             }
         }
+    }
+
+    /// An MDT's answer to `env`, with what a change did taken note of.
+    fn learn(&self, env: &Envelope, reply: Reply) -> Reply {
+        let (reply, effects) = reply.split();
+        match effects {
+            Some(e) => self.fresh.learn(e),
+            // A change answered without its effects (a resend answered
+            // from the reply cache): what it did is not known here.
+            None if env.req.op().effect != Effect::Reads => self.fresh.clear(),
+            None => {}
+        }
+        reply
     }
 }
 

@@ -22,8 +22,17 @@
 //!   A write to a file opened O_SYNC or O_DSYNC (or with RWF_DSYNC) is
 //!   followed by an fsync request from the kernel itself, which makes the
 //!   objects durable and reports the size before write(2) returns.
-//! - Negative lookups are not cached (plain ENOENT), so a name created on
-//!   another mount appears at once.
+//! - What this mount's own changes just did is answered without a server:
+//!   each change's reply says what it left (the attributes of the inodes
+//!   it touched, the names it made and removed; `loom_client::fresh`),
+//!   and a stat or lookup of those within the TTL is answered from that,
+//!   with only what is left of the TTL for the kernel. The kernel asks
+//!   such questions after every change (a create drops its directory's
+//!   attributes, which the kernel's permission check needs before the
+//!   next create there), so they cost no round trip.
+//! - Other negative lookups are not cached (plain ENOENT), so a name
+//!   created on another mount appears at once, unless this mount removed
+//!   that name less than the TTL ago.
 
 use crate::attr::{file_attr, file_type, wire_time};
 use fuser::{
@@ -572,7 +581,19 @@ impl Filesystem for LoomFs {
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        self.entry_reply(reply, self.do_lookup(req, parent, name));
+        // What this mount's own change just made or removed: no server
+        // (the kernel has checked search permission on `parent`).
+        match self
+            .client
+            .recent_entry(fid(parent), name.as_bytes(), self.ttl)
+        {
+            Some((Some(a), left)) => {
+                self.note(&a);
+                reply.entry(&left, &file_attr(&a), GEN)
+            }
+            Some((None, _)) => reply.error(fe(Errno::ENOENT)),
+            None => self.entry_reply(reply, self.do_lookup(req, parent, name)),
+        }
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, _nlookup: u64) {
@@ -582,6 +603,15 @@ impl Filesystem for LoomFs {
     }
 
     fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        // Attributes this mount's own change just left: the kernel asks
+        // for them after each change (and, for permission checks, before
+        // the next create in the same directory). Kept by the kernel for
+        // what is left of the timeout, so no answer lives longer than one
+        // from the MDT would.
+        if let Some((a, left)) = self.client.recent_attr(fid(ino), self.ttl) {
+            self.note(&a);
+            return reply.attr(&left, &file_attr(&a));
+        }
         self.attr_reply(reply, self.do_getattr(req, ino));
     }
 

@@ -502,6 +502,40 @@ pub enum Reply {
         /// The orphan.
         fid: Fid,
     },
+    /// The answer to a client's change (`reply`), with what the change
+    /// did. Only the answer itself is recorded for resends and kept for
+    /// replay; a resend gets it without the effects.
+    Changed {
+        /// The answer.
+        reply: Box<Reply>,
+        /// What the change did.
+        effects: Effects,
+    },
+}
+
+impl Reply {
+    /// The answer, and the effects it came with (if any).
+    pub fn split(self) -> (Reply, Option<Effects>) {
+        match self {
+            Reply::Changed { reply, effects } => (*reply, Some(effects)),
+            r => (r, None),
+        }
+    }
+}
+
+/// What a client's change did on the MDT that answered it, sent with the
+/// reply ([`Reply::Changed`]) so that the client can answer a stat or a
+/// lookup of what it has just made or changed without asking again, for
+/// as long as its kernel would cache the same (see the client's `fresh`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Effects {
+    /// Attributes, after the change, of every inode it touched on this
+    /// MDT (as a stat shows them).
+    pub attrs: Vec<Attr>,
+    /// Inodes it removed.
+    pub removed: Vec<Fid>,
+    /// Names it set (to an inode) or removed (`None`), by directory.
+    pub names: Vec<(Fid, Name, Option<Fid>)>,
 }
 
 /// The result a handler returns.

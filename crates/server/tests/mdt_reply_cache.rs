@@ -53,6 +53,50 @@ async fn a_resent_create_gets_the_first_reply_not_eexist() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_change_says_what_it_did_and_its_resend_says_nothing_more() {
+    let c = Cluster::start().await;
+    let r = c
+        .call_as_full(CLIENT, 5, 5, create("f"))
+        .await
+        .expect("create");
+    let (reply, effects) = r.split();
+    let Reply::Entry { attr, .. } = reply else {
+        panic!("create answered {reply:?}");
+    };
+    let e = effects.expect("a client's change comes with its effects");
+    assert_eq!(e.names, vec![(ROOT, "f".into(), Some(attr.fid))]);
+    let fids: Vec<Fid> = e.attrs.iter().map(|a| a.fid).collect();
+    assert!(fids.contains(&attr.fid) && fids.contains(&ROOT), "{fids:?}");
+    let root = e.attrs.iter().find(|a| a.fid == ROOT).expect("root");
+    assert_eq!(
+        root.mtime, attr.ctime,
+        "the directory as the create left it"
+    );
+    assert!(e.removed.is_empty());
+    // A resend is answered from the reply cache: the answer, no effects
+    // (the client then drops what it knew).
+    let again = c
+        .call_as_full(CLIENT, 5, 5, create("f"))
+        .await
+        .expect("resend");
+    assert!(again.split().1.is_none());
+
+    let r = c
+        .call_as_full(CLIENT, 6, 6, unlink("f"))
+        .await
+        .expect("unlink");
+    let e = r.split().1.expect("effects");
+    assert_eq!(e.names, vec![(ROOT, "f".into(), None)]);
+    assert_eq!(e.removed, vec![attr.fid]);
+    // A read has none.
+    let r = c
+        .call_as_full(CLIENT, 7, 7, MdtRequest::GetAttr { fid: ROOT })
+        .await
+        .expect("getattr");
+    assert!(matches!(r, Reply::Attr(_)), "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_resent_unlink_answers_ok_not_enoent() {
     let c = Cluster::start().await;
     c.create(ROOT, "gone").await;

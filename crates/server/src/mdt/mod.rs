@@ -264,6 +264,9 @@ impl MdtService {
         t: Tx<'_>,
         flushed: bool,
     ) -> Result<Ticket, ServerError> {
+        if let Some((c, _)) = recorded_as {
+            c.set_effects(t.effects());
+        }
         let (batch, delta) = t.into_batch()?;
         let mut batch = batch;
         let forced = recorded_as.and_then(|(c, _)| c.replay.as_ref().map(|r| r.0));
@@ -533,7 +536,10 @@ impl MdtService {
             Err(e) => return (Err(e), Some(self.commit_state(0))),
         }
         let current = Current::new(key);
-        let r = self.dispatch(&Rq::change(ctx, &current), req).await;
+        let r = self
+            .dispatch(&Rq::change(ctx, &current), req)
+            .await
+            .map(|reply| current.with_effects(reply));
         let transno = current.transno();
         if self.stopping.load(Ordering::SeqCst) {
             // Perhaps applied after the clean stop's mark: the next

@@ -10,8 +10,9 @@
 
 use super::replies::ReplyKey;
 use loom_proto::layout::Layout;
-use loom_proto::msg::{Attr, Reply, ReqCtx};
+use loom_proto::msg::{Attr, Effects, Reply, ReqCtx};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// A client's change being handled.
 #[derive(Debug)]
@@ -27,6 +28,8 @@ pub struct Current {
     /// this MDT registers it, and that must be durable before the client
     /// can hold changes that only a replay would bring back.
     must_commit: AtomicBool,
+    /// What the change did, for its reply.
+    effects: Mutex<Option<Effects>>,
 }
 
 impl Current {
@@ -37,6 +40,7 @@ impl Current {
             replay: None,
             transno: AtomicU64::new(0),
             must_commit: AtomicBool::new(false),
+            effects: Mutex::new(None),
         }
     }
 
@@ -62,6 +66,27 @@ impl Current {
     /// none).
     pub fn transno(&self) -> u64 {
         self.transno.load(Ordering::Acquire)
+    }
+
+    /// Note what the change's last transaction did.
+    pub fn set_effects(&self, e: Effects) {
+        *self.effects.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+    }
+
+    /// `reply` with what the change did, for the client.
+    pub fn with_effects(&self, reply: Reply) -> Reply {
+        match self
+            .effects
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            Some(effects) => Reply::Changed {
+                reply: Box::new(reply),
+                effects,
+            },
+            None => reply,
+        }
     }
 
     /// Whether the reply must wait for the commit.

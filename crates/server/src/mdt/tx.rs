@@ -7,8 +7,9 @@
 //! rename) is written once, with both changes.
 
 use super::records::{dentry_key, inode_key, DentryRec, InodeRec};
+use super::remote::shown_attr;
 use crate::error::ServerError;
-use loom_proto::msg::{self, FileKind};
+use loom_proto::msg::{self, Effects, FileKind};
 use loom_proto::Name;
 use loom_proto::{Errno, Fid};
 use loom_store::kv::{Batch, KvStore, Space};
@@ -64,6 +65,8 @@ pub struct Tx<'a> {
     /// Writes that are not inode records.
     pub batch: Batch,
     inodes: BTreeMap<Fid, Option<InodeRec>>,
+    /// Names set (to an inode) or removed, in order.
+    names: Vec<(Fid, Name, Option<Fid>)>,
     /// Change in the number of inodes.
     pub inode_delta: i64,
 }
@@ -75,6 +78,7 @@ impl<'a> Tx<'a> {
             store,
             batch: Batch::new(),
             inodes: BTreeMap::new(),
+            names: Vec::new(),
             inode_delta: 0,
         }
     }
@@ -143,12 +147,31 @@ impl<'a> Tx<'a> {
     pub fn put_dentry(&mut self, dir: Fid, name: &Name, d: &DentryRec) -> Result<(), ServerError> {
         self.batch
             .put(Space::Dentries, dentry_key(dir, name), encode_record(d)?);
+        self.names.push((dir, name.clone(), Some(d.fid)));
         Ok(())
     }
 
     /// Remove entry `name` from `dir`.
     pub fn delete_dentry(&mut self, dir: Fid, name: &Name) {
         self.batch.delete(Space::Dentries, dentry_key(dir, name));
+        self.names.push((dir, name.clone(), None));
+    }
+
+    /// What this transaction does, as its client is told: every inode it
+    /// touched as a stat will show it, the inodes it removes, and the
+    /// names it sets and removes.
+    pub fn effects(&self) -> Effects {
+        let mut e = Effects {
+            names: self.names.clone(),
+            ..Effects::default()
+        };
+        for (fid, rec) in &self.inodes {
+            match rec {
+                Some(r) => e.attrs.push(shown_attr(r)),
+                None => e.removed.push(*fid),
+            }
+        }
+        e
     }
 
     /// Whether directory `dir` has no entries.

@@ -372,8 +372,21 @@ impl Cluster {
     }
 
     /// Send `req` to MDT0 as request `seq` of client `client`, which has
-    /// every reply below `acked_below` (the reply cache's key).
+    /// every reply below `acked_below` (the reply cache's key); the answer
+    /// without the effects a change's reply carries.
     pub async fn call_as(
+        &self,
+        client: u64,
+        seq: u64,
+        acked_below: u64,
+        req: impl Into<Request>,
+    ) -> Result<Reply, WireError> {
+        let r = self.call_as_full(client, seq, acked_below, req).await?;
+        Ok(r.split().0)
+    }
+
+    /// As [`Cluster::call_as`], the reply as sent.
+    pub async fn call_as_full(
         &self,
         client: u64,
         seq: u64,
