@@ -20,18 +20,18 @@
 //! fails after the configured timeout, and never hangs forever.
 
 use crate::auth::{self, ClusterKey};
-use crate::conn::{read_frame, write_frame};
+use crate::conn::read_frame;
+use crate::outbox::{Closed, Outbox};
 use bytes::Bytes;
-use loom_proto::frame::{flags, FrameHeader, HEADER_LEN};
+use loom_proto::frame::{flags, FrameHeader};
 use loom_proto::msg::{self, Commit, Envelope, Reply, Request, TargetId};
 use loom_proto::{Errno, WireError};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
 /// Tunables of a client.
@@ -125,30 +125,17 @@ impl From<RpcError> for WireError {
 type Incoming = (FrameHeader, Vec<u8>, Vec<u8>);
 type Pending = Mutex<HashMap<u64, oneshot::Sender<Incoming>>>;
 
-/// A frame queued for the writer.
-struct Outgoing {
-    header: FrameHeader,
-    body: Vec<u8>,
-    bulk: Bytes,
-}
-
-/// Frames the writer may hold queued: callers wait (with their deadline)
-/// when the socket is slower than they are.
-const WRITE_QUEUE: usize = 256;
-/// Small frames queued together are written with one system call, up to
-/// this many bytes.
-const COALESCE_MAX: usize = 64 * 1024;
-
 /// One live connection.
 struct Conn {
     /// Serial number, for logs.
     serial: u64,
-    tx: mpsc::Sender<Outgoing>,
     state: Arc<ConnState>,
 }
 
 /// What the reader, the writer and the callers share.
 struct ConnState {
+    /// Where requests are written.
+    out: Arc<Outbox>,
     pending: Pending,
     dead: AtomicBool,
     /// When a frame last arrived, as ms since `born`.
@@ -168,6 +155,7 @@ impl ConnState {
         if self.dead.swap(true, Ordering::AcqRel) {
             return;
         }
+        self.out.close();
         if let Some(tasks) = self.tasks.get() {
             for t in tasks {
                 t.abort();
@@ -254,57 +242,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Write queued frames until the queue closes or a write fails; small
-/// frames that are queued together leave in one write.
-async fn writer(
-    mut wr: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Outgoing>,
-    state: Arc<ConnState>,
-    write_timeout: Duration,
-    addr: String,
-) {
-    let mut buf: Vec<u8> = Vec::with_capacity(COALESCE_MAX);
-    while let Some(first) = rx.recv().await {
-        let mut batch = vec![first];
-        let mut size = frame_len(&batch[0]);
-        while size < COALESCE_MAX {
-            match rx.try_recv() {
-                Ok(o) => {
-                    size += frame_len(&o);
-                    batch.push(o);
-                }
-                Err(_) => break,
-            }
-        }
-        let res = tokio::time::timeout(write_timeout, async {
-            if batch.len() == 1 {
-                let o = &batch[0];
-                return write_frame(&mut wr, &o.header, &o.body, &o.bulk).await;
-            }
-            buf.clear();
-            for o in &batch {
-                buf.extend_from_slice(&o.header.encode());
-                buf.extend_from_slice(&o.body);
-                buf.extend_from_slice(&o.bulk);
-            }
-            tokio::io::AsyncWriteExt::write_all(&mut wr, &buf).await
-        })
-        .await;
-        let failure = match res {
-            Ok(Ok(())) => continue,
-            Ok(Err(e)) => format!("write: {e}"),
-            Err(_) => format!("write stalled for {write_timeout:?}"),
-        };
-        tracing::info!(%addr, "connection dropped: {failure}");
-        break;
-    }
-    state.kill();
-}
-
-fn frame_len(o: &Outgoing) -> usize {
-    HEADER_LEN + o.body.len() + o.bulk.len()
-}
-
 impl RpcClient {
     /// A client for `addr`; connects lazily on the first call.
     pub fn new(addr: impl Into<String>, key: ClusterKey, opts: ClientOptions) -> RpcClient {
@@ -378,7 +315,9 @@ impl RpcClient {
         .map_err(|_| format!("connect to {addr} timed out"))??;
         let _ = stream.set_nodelay(true);
         let (mut rd, wr) = stream.into_split();
+        let out = Arc::new(Outbox::new(wr));
         let state = Arc::new(ConnState {
+            out: out.clone(),
             pending: Mutex::new(HashMap::new()),
             dead: AtomicBool::new(false),
             last_rx_ms: AtomicU64::new(0),
@@ -387,7 +326,6 @@ impl RpcClient {
             tasks: OnceLock::new(),
             losses: self.losses.clone(),
         });
-        let (tx, rx) = mpsc::channel(WRITE_QUEUE);
         let st = state.clone();
         let raddr = addr.clone();
         let reader = tokio::spawn(async move {
@@ -412,17 +350,17 @@ impl RpcClient {
             }
             st.kill();
         });
-        let w = tokio::spawn(writer(
-            wr,
-            rx,
-            state.clone(),
-            self.opts.write_timeout,
-            addr.clone(),
-        ));
+        let (st, write_timeout, waddr) = (state.clone(), self.opts.write_timeout, addr.clone());
+        let w = tokio::spawn(async move {
+            if let Err(e) = out.run(write_timeout).await {
+                tracing::info!(addr = %waddr, "connection dropped: {e}");
+            }
+            st.kill();
+        });
         let _ = state.tasks.set([reader.abort_handle(), w.abort_handle()]);
         let serial = self.next_serial.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(%addr, serial, "connected");
-        let c = Arc::new(Conn { serial, tx, state });
+        let c = Arc::new(Conn { serial, state });
         *slot = Some(c.clone());
         Ok(c)
     }
@@ -449,14 +387,11 @@ impl RpcClient {
             }
         }
         let _slot = Slot(&c.state, id);
-        let out = Outgoing {
-            header: FrameHeader::new(0, opcode, id, body, bulk),
-            body: body.to_vec(),
-            bulk: bulk.clone(),
-        };
-        match tokio::time::timeout_at(deadline.into(), c.tx.send(out)).await {
+        let header = FrameHeader::new(0, opcode, id, body, bulk);
+        match tokio::time::timeout_at(deadline.into(), c.state.out.send(&header, body, bulk)).await
+        {
             Ok(Ok(())) => {}
-            Ok(Err(_)) => return Err(ExchangeError::Lost("connection closed".into())),
+            Ok(Err(Closed)) => return Err(ExchangeError::Lost("connection closed".into())),
             Err(_) => return Err(ExchangeError::Deadline("send queue full".into())),
         }
         loop {
@@ -522,13 +457,13 @@ impl RpcClient {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         lock(&c.state.pending).insert(id, tx);
-        let out = Outgoing {
-            header: FrameHeader::new(0, opcode, id, body, &[]),
-            body: body.to_vec(),
-            bulk: Bytes::new(),
-        };
+        let header = FrameHeader::new(0, opcode, id, body, &[]);
         let res = tokio::time::timeout_at(deadline.into(), async {
-            c.tx.send(out).await.map_err(|_| "closed".to_string())?;
+            c.state
+                .out
+                .send(&header, body, &Bytes::new())
+                .await
+                .map_err(|_| "closed".to_string())?;
             rx.await.map_err(|_| "lost".to_string())
         })
         .await;

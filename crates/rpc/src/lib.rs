@@ -2,6 +2,9 @@
 //!
 //! - [`auth`]: the shared-key challenge-response that opens every connection.
 //! - [`conn`]: reading and writing whole frames on a stream.
+//! - [`outbox`]: the sending side of a connection: frames written by their
+//!   sender's own thread when the socket takes them, by a writer task when
+//!   it does not.
 //! - [`server`]: the accept loop; each request runs as its own task, so one
 //!   slow request never holds up the others on its connection.
 //! - [`client`]: one connection per server, many requests in flight,
@@ -11,6 +14,7 @@
 pub mod auth;
 pub mod client;
 pub mod conn;
+pub mod outbox;
 pub mod server;
 
 pub use auth::{ClusterKey, Standing};

@@ -8,7 +8,9 @@
 //! malformed frame closes only its connection, with the reason logged.
 
 use crate::auth::{self, ClusterKey, Standing};
-use crate::conn::{read_frame, write_frame, ReadError};
+use crate::conn::{read_frame, ReadError};
+use crate::outbox::Outbox;
+use bytes::Bytes;
 use loom_proto::frame::{flags, FrameHeader};
 use loom_proto::msg::{self, Commit, Envelope, Reply, ReplyResult, Request};
 use loom_proto::{Errno, WireError};
@@ -17,7 +19,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::Semaphore;
 
 /// Requests one connection may have in flight at once: bounds the memory a
 /// single peer can pin (each may carry up to 8 MiB of bulk).
@@ -142,24 +144,18 @@ async fn connection<S: Service>(
     let standing = auth::accept(&mut stream, &key)
         .await
         .map_err(|e| format!("handshake failed: {e}"))?;
-    let (mut rd, mut wr) = stream.into_split();
-    let (tx, mut rx) = mpsc::channel::<(FrameHeader, Vec<u8>, Vec<u8>)>(MAX_IN_FLIGHT_PER_CONN);
-    let writer = tokio::spawn(async move {
-        while let Some((h, body, bulk)) = rx.recv().await {
-            match tokio::time::timeout(WRITE_TIMEOUT, write_frame(&mut wr, &h, &body, &bulk)).await
-            {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    tracing::debug!(%peer, "write failed: {e}");
-                    break;
-                }
-                Err(_) => {
-                    tracing::warn!(%peer, "peer stopped reading replies for {WRITE_TIMEOUT:?}; dropping the connection");
-                    break;
-                }
+    let (mut rd, wr) = stream.into_split();
+    // Replies are written by their handler's task when the socket takes
+    // them (see `outbox`), by this writer when it does not.
+    let out = Arc::new(Outbox::new(wr));
+    let writer = {
+        let out = out.clone();
+        tokio::spawn(async move {
+            if let Err(e) = out.run(WRITE_TIMEOUT).await {
+                tracing::warn!(%peer, "replies not written ({e}); dropping the connection");
             }
-        }
-    });
+        })
+    };
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONN));
     let result = loop {
         let Ok(permit) = slots.clone().acquire_owned().await else {
@@ -181,12 +177,12 @@ async fn connection<S: Service>(
             let body = msg::encode(&Reply::Ok).unwrap_or_default();
             let h = FrameHeader::new(flags::REPLY, opcode, id, &body, &[]);
             drop(permit);
-            if tx.send((h, body, Vec::new())).await.is_err() {
+            if out.send(&h, &body, &Bytes::new()).await.is_err() {
                 break Ok(());
             }
             continue;
         }
-        let tx = tx.clone();
+        let out = out.clone();
         let svc = svc.clone();
         tokio::spawn(async move {
             let a: Answer = match msg::decode::<Envelope>(&frame.body) {
@@ -208,12 +204,18 @@ async fn connection<S: Service>(
             let bulk = a.bulk;
             let (fl, body) = answer_body(a.result, a.commit);
             let h = FrameHeader::new(fl, opcode, id, &body, &bulk);
-            let _ = tx.send((h, body, bulk)).await;
+            let _ = out.send(&h, &body, &Bytes::from(bulk)).await;
             drop(permit);
         });
     };
-    drop(tx);
-    // Let replies already queued go out before the socket closes.
-    let _ = writer.await;
+    // Let the requests still running answer, and their replies go out,
+    // before the socket closes.
+    if out.is_closed() {
+        writer.abort();
+    } else {
+        let _ = slots.acquire_many(MAX_IN_FLIGHT_PER_CONN as u32).await;
+        out.close();
+        let _ = writer.await;
+    }
     result
 }
