@@ -9,12 +9,35 @@ use std::sync::OnceLock;
 /// The environment variable that arms a point.
 pub const ENV: &str = "LOOM_FAIL_AT";
 
+fn armed() -> Option<&'static str> {
+    static ARMED: OnceLock<Option<String>> = OnceLock::new();
+    ARMED
+        .get_or_init(|| std::env::var(ENV).ok().filter(|v| !v.is_empty()))
+        .as_deref()
+}
+
+fn die(name: &str) {
+    tracing::warn!("{ENV}={name}: killing this server");
+    let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+}
+
 /// Die here, as `kill -9` would, if this point is armed.
 pub fn point(name: &str) {
-    static ARMED: OnceLock<Option<String>> = OnceLock::new();
-    let armed = ARMED.get_or_init(|| std::env::var(ENV).ok().filter(|v| !v.is_empty()));
-    if armed.as_deref() == Some(name) {
-        tracing::warn!("{ENV}={name}: killing this server");
-        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+    if armed() == Some(name) {
+        die(name);
+    }
+}
+
+/// Die when a client's request for operation `op` (its declared name,
+/// e.g. "rmdir") arrives, before anything of it is done, if
+/// `request:OP` is armed: what the MDT applied before and had not
+/// committed is lost as in a power cut (the store keeps its latest
+/// changes in the process until a commit), and its clients must replay
+/// it.
+pub fn request(op: &str) {
+    if let Some(armed) = armed() {
+        if armed.strip_prefix("request:") == Some(op) {
+            die(armed);
+        }
     }
 }

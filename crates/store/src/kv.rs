@@ -152,10 +152,12 @@ impl FjallStore {
             path: dir.to_path_buf(),
             msg: e.to_string(),
         };
-        // The journal is buffered in the process by `apply`, written to the
-        // OS by `apply_flushed` (a killed process loses nothing it applied)
-        // and fsync'd by `sync_through` (a lost machine loses nothing
-        // synced). The MDT answers a change only after one of the last two.
+        // The journal is buffered in the process by `apply` (fjall writes
+        // it to the OS when its 8 KiB buffer fills), written to the OS by
+        // `apply_flushed` (a killed process loses nothing it applied) and
+        // fsync'd by `sync_through` (a lost machine loses nothing synced).
+        // The MDT answers most changes after `apply`: its clients keep them
+        // and replay what a crash lost (see the MDT's `recovery`).
         let db = fjall::Database::builder(dir).open().map_err(err)?;
         let mut spaces = Vec::new();
         for s in Space::ALL {

@@ -500,6 +500,7 @@ impl MdtService {
         if !self.recovery.is_open() {
             self.recovery.wait_open().await;
         }
+        crate::fail::request(req.op().name);
         match req {
             MdtRequest::Sync => {
                 let r = self.commit_all().await.map(|_| Reply::Ok);
