@@ -26,8 +26,9 @@ pub struct MountArgs {
     pub timeout: u64,
     /// Seconds the kernel may cache attributes and names (fractions allowed).
     /// Opens always see what other mounts wrote and closed (close-to-open);
-    /// a stat may show another mount's change up to this late. 0: every
-    /// stat asks the MDT.
+    /// a stat may show another mount's change up to this late. Within it,
+    /// stats and lookups of this mount's own changes need no server. 0:
+    /// every stat asks the MDT.
     #[arg(long, default_value_t = 1.0, value_parser = parse_seconds)]
     pub attr_timeout: f64,
     /// Kernel readahead for the mount, in KiB (0: keep the kernel's 128).

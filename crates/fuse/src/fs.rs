@@ -13,6 +13,9 @@
 //!   `FOPEN_KEEP_CACHE`, so the kernel drops the file's cached pages too:
 //!   size and data written and closed elsewhere before our open are read
 //!   fresh.
+//! - A read-only open is answered with `FOPEN_NOFLUSH`: its close has
+//!   nothing to flush and does not wait for a FUSE round trip (opens that
+//!   may write keep the flush, which reports failed writes).
 //! - An inode that vanished (removed on another mount while our dentry
 //!   was cached) answers ESTALE, not ENOENT: the kernel then walks the path
 //!   again with revalidation and finds what the name is now.
@@ -727,9 +730,9 @@ impl Filesystem for LoomFs {
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        // No FOPEN_KEEP_CACHE: the kernel drops cached pages at open.
+        // The same open flags as the no-op reference (settings.rs).
         match self.do_open(req, ino, flags) {
-            Ok(fh) => reply.opened(fh, FopenFlags::empty()),
+            Ok(fh) => reply.opened(fh, crate::settings::open_reply_flags(flags)),
             Err(e) => reply.error(fe(e)),
         }
     }

@@ -874,10 +874,9 @@ impl Filesystem for NoopFs {
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        // No FOPEN_KEEP_CACHE, as loomfs: the kernel drops cached pages at
-        // open.
+        // The same open flags as loomfs (settings.rs).
         match self.do_open(req, ino, flags) {
-            Ok(fh) => reply.opened(fh, FopenFlags::empty()),
+            Ok(fh) => reply.opened(fh, crate::settings::open_reply_flags(flags)),
             Err(e) => reply.error(e),
         }
     }

@@ -10,7 +10,7 @@
 //! mount alone makes the comparison unfair and must say so.
 
 use crate::MountOptions;
-use fuser::{InitFlags, KernelConfig};
+use fuser::{FopenFlags, InitFlags, KernelConfig, OpenFlags};
 use std::path::Path;
 
 /// Concurrent background requests (readahead, async reads) the kernel may
@@ -85,6 +85,20 @@ pub fn negotiate(config: &mut KernelConfig) {
     }
 }
 
+/// The flags every mount of this crate answers an open with: none for an
+/// open that may write (its close flushes what was written, and reports
+/// a failed write), `FOPEN_NOFLUSH` for a read-only one (nothing to
+/// flush, so `close` does not wait for a round trip to the file system).
+/// Neither keeps cached pages (no `FOPEN_KEEP_CACHE`): the kernel drops
+/// them at open, for close-to-open.
+pub fn open_reply_flags(flags: OpenFlags) -> FopenFlags {
+    if flags.0 & libc::O_ACCMODE == libc::O_RDONLY {
+        FopenFlags::FOPEN_NOFLUSH
+    } else {
+        FopenFlags::empty()
+    }
+}
+
 /// Raises the readahead of the mount at `mountpoint` to
 /// `opts.readahead_kb` (see [`crate::set_readahead`]), once the mount is
 /// up. A failure is logged, not returned: the mount works, only streaming
@@ -103,6 +117,23 @@ pub fn apply_readahead(mountpoint: &Path, opts: &MountOptions) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_read_only_opens_skip_the_flush_at_close() {
+        let of = |f| open_reply_flags(OpenFlags(f));
+        assert_eq!(of(libc::O_RDONLY), FopenFlags::FOPEN_NOFLUSH);
+        assert_eq!(
+            of(libc::O_RDONLY | libc::O_NOATIME),
+            FopenFlags::FOPEN_NOFLUSH
+        );
+        for f in [
+            libc::O_WRONLY,
+            libc::O_RDWR,
+            libc::O_WRONLY | libc::O_APPEND,
+        ] {
+            assert_eq!(of(f), FopenFlags::empty(), "{f:#o}");
+        }
+    }
 
     #[test]
     fn the_config_carries_threads_names_permissions_and_acl() {
