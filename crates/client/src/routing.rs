@@ -319,8 +319,9 @@ impl Router {
                 }
                 Err(e) => {
                     tracing::warn!(%target, op = env.req.name(), "giving up: {e}");
-                    if env.req.op().effect != Effect::Reads {
-                        // It may have been applied, unseen.
+                    if env.req.op().effect == Effect::Once {
+                        // A change to names or inodes may have been
+                        // applied, unseen.
                         self.fresh.clear();
                     }
                     return Err(e.errno());
@@ -334,9 +335,10 @@ impl Router {
         let (reply, effects) = reply.split();
         match effects {
             Some(e) => self.fresh.learn(e),
-            // A change answered without its effects (a resend answered
-            // from the reply cache): what it did is not known here.
-            None if env.req.op().effect != Effect::Reads => self.fresh.clear(),
+            // A change to names or inodes answered without its effects (a
+            // resend answered from the reply cache): what it did is not
+            // known here. (Sync, replay and the like change neither.)
+            None if env.req.op().effect == Effect::Once => self.fresh.clear(),
             None => {}
         }
         reply

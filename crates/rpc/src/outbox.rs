@@ -80,8 +80,9 @@ impl Outbox {
         body: &[u8],
         bulk: &Bytes,
     ) -> Result<(), Closed> {
-        let mut head = Vec::with_capacity(header.encode().len() + body.len());
-        head.extend_from_slice(&header.encode());
+        let hb = header.encode();
+        let mut head = Vec::with_capacity(hb.len() + body.len());
+        head.extend_from_slice(&hb);
         head.extend_from_slice(body);
         let len = head.len() + bulk.len();
         loop {
