@@ -62,16 +62,13 @@ impl Fresh {
             k.attrs.insert(a.fid, (a, now));
         }
         for (dir, name, fid) in e.names {
-            if fid.is_none() {
-                // The inode the name led to changed (its link count) in a
-                // way this MDT may not have reported (it may live on
-                // another MDT).
-                if let Some((Some(old), _)) = k.names.get(&(dir, name.clone())) {
-                    let old = *old;
-                    k.attrs.remove(&old);
-                }
+            let old = k.names.insert((dir, name), (fid, now));
+            if let (None, Some((Some(old), _))) = (fid, old) {
+                // The inode the removed name led to changed (its link
+                // count) in a way this MDT may not have reported (it may
+                // live on another MDT).
+                k.attrs.remove(&old);
             }
-            k.names.insert((dir, name), (fid, now));
         }
     }
 

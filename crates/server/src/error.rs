@@ -93,11 +93,6 @@ impl ServerError {
             ServerError::Internal(_) => Errno::EIO,
         }
     }
-
-    /// Whether the caller will get `errno`.
-    pub fn is(&self, errno: Errno) -> bool {
-        self.errno() == errno
-    }
 }
 
 impl fmt::Display for ServerError {
@@ -190,7 +185,7 @@ mod tests {
             (ServerError::internal("task panicked"), Errno::EIO),
         ];
         for (e, errno) in cases {
-            assert!(e.is(errno), "{e}");
+            assert_eq!(e.errno(), errno, "{e}");
             let msg = e.to_string();
             let w = WireError::from(e);
             assert_eq!(w.errno, errno, "{msg}");

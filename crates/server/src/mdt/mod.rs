@@ -261,11 +261,11 @@ impl MdtService {
     fn apply_as(
         &self,
         recorded_as: Option<(&Current, &Reply)>,
-        t: Tx<'_>,
+        mut t: Tx<'_>,
         flushed: bool,
     ) -> Result<Ticket, ServerError> {
         if let Some((c, _)) = recorded_as {
-            c.set_effects(t.effects());
+            c.set_effects(t.take_effects());
         }
         let (batch, delta) = t.into_batch()?;
         let mut batch = batch;

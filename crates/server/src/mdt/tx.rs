@@ -160,9 +160,10 @@ impl<'a> Tx<'a> {
     /// What this transaction does, as its client is told: every inode it
     /// touched as a stat will show it, the inodes it removes, and the
     /// names it sets and removes.
-    pub fn effects(&self) -> Effects {
+    /// (The names are taken: called once, before `into_batch`.)
+    pub fn take_effects(&mut self) -> Effects {
         let mut e = Effects {
-            names: self.names.clone(),
+            names: std::mem::take(&mut self.names),
             ..Effects::default()
         };
         for (fid, rec) in &self.inodes {
