@@ -31,6 +31,13 @@ pub struct MountArgs {
     /// every stat asks the MDT.
     #[arg(long, default_value_t = 1.0, value_parser = parse_seconds)]
     pub attr_timeout: f64,
+    /// Seconds the kernel may cache attributes and names the MDTs lease
+    /// to this mount (fractions allowed). An MDT recalls a lease before
+    /// another mount's change to what it covers, and this mount drops it
+    /// first, so a stat shows other mounts' changes at once. 0: take no
+    /// leases (everything cached for --attr-timeout only).
+    #[arg(long, default_value_t = DEFAULT_LEASE_TIME, value_parser = parse_seconds)]
+    pub lease_time: f64,
     /// Kernel readahead for the mount, in KiB (0: keep the kernel's 128).
     #[arg(long, default_value_t = loom_fuse::DEFAULT_READAHEAD_KB)]
     pub readahead_kb: u32,
@@ -50,6 +57,9 @@ pub struct MountArgs {
     #[arg(long)]
     pub private: bool,
 }
+
+/// Seconds a mount keeps what its MDTs lease it, by default.
+pub const DEFAULT_LEASE_TIME: f64 = 300.0;
 
 /// Whether a mount serves every user: unless asked to be private, root's
 /// mounts do, and another user's where /etc/fuse.conf allows it
@@ -95,6 +105,8 @@ pub struct MountPlan {
     pub timeout: Duration,
     /// How long the kernel may cache attributes and names.
     pub attr_timeout: Duration,
+    /// How long the kernel may keep what is leased (`None`: no leases).
+    pub lease_time: Option<Duration>,
     /// Kernel readahead in KiB (0: the kernel's default).
     pub readahead_kb: u32,
     /// Serve every user of the machine (allow_other), not only the mounter.
@@ -110,6 +122,11 @@ pub fn parse_seconds(s: &str) -> Result<f64, String> {
         return Err(format!("{v} s is out of range (0 to 3600)"));
     }
     Ok(v)
+}
+
+/// `--lease-time` as the client takes it: 0 is no leases.
+pub fn lease_time(secs: f64) -> Option<Duration> {
+    (secs > 0.0).then(|| Duration::from_secs_f64(secs))
 }
 
 /// Split "ADDR:/FSNAME" (the address may itself hold colons).
@@ -137,6 +154,10 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
     let key = loom_server::node::load_key(&plan.key_file)?;
     let opts = ClientOptions {
         call_timeout: plan.timeout,
+        caching: loom_client::routing::Caching {
+            attr_timeout: plan.attr_timeout,
+            lease_time: plan.lease_time,
+        },
         ..ClientOptions::default()
     };
     let client = rt
@@ -265,6 +286,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
             mountpoint: a.dir.clone(),
             timeout: Duration::from_secs(a.timeout),
             attr_timeout: Duration::from_secs_f64(a.attr_timeout),
+            lease_time: lease_time(a.lease_time),
             readahead_kb: a.readahead_kb,
             allow_other,
         };
@@ -303,6 +325,8 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
         .arg(a.timeout.to_string())
         .arg("--attr-timeout")
         .arg(a.attr_timeout.to_string())
+        .arg("--lease-time")
+        .arg(a.lease_time.to_string())
         .arg("--readahead-kb")
         .arg(a.readahead_kb.to_string())
         .args(a.private.then_some("--private"))

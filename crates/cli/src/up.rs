@@ -76,10 +76,19 @@ pub struct UpArgs {
     /// (clients keep them for replay until then).
     #[arg(long, default_value_t = 5)]
     pub commit_interval_ms: u64,
+    /// Milliseconds a mount holding a lease may take to answer its recall
+    /// before another mount's change goes ahead without it (the silent
+    /// mount loses its leases and drops its cache when it finds out).
+    #[arg(long, default_value_t = loom_server::mdt::leases::DEFAULT_RECALL_TIMEOUT.as_millis() as u64)]
+    pub recall_timeout_ms: u64,
     /// Seconds the mount's kernel may cache attributes and names (see
     /// `loom mount --help`); 0: every stat asks the MDT.
     #[arg(long, default_value_t = 1.0, value_parser = crate::mount::parse_seconds)]
     pub attr_timeout: f64,
+    /// Seconds the mount's kernel may keep what the MDTs lease it (see
+    /// `loom mount --help`); 0: no leases.
+    #[arg(long, default_value_t = crate::mount::DEFAULT_LEASE_TIME, value_parser = crate::mount::parse_seconds)]
+    pub lease_time: f64,
     /// Kernel readahead for the mount, in KiB (0: keep the kernel's 128).
     #[arg(long, default_value_t = loom_fuse::DEFAULT_READAHEAD_KB)]
     pub readahead_kb: u32,
@@ -346,6 +355,7 @@ fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
             timeout_secs: a.timeout,
             recovery_window_secs: a.recovery_window,
             commit_interval_ms: a.commit_interval_ms,
+            recall_timeout_ms: a.recall_timeout_ms,
         };
         // Atomic (temporary file, fsync, rename): a crash while writing
         // must not leave a half file that stops the next `loom up`.
@@ -457,6 +467,7 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
             mountpoint: a.mount.clone(),
             timeout: Duration::from_secs(a.timeout),
             attr_timeout: Duration::from_secs_f64(a.attr_timeout),
+            lease_time: mount::lease_time(a.lease_time),
             readahead_kb: a.readahead_kb,
             allow_other: mount::serves_everyone(a.private).0,
         };

@@ -29,6 +29,8 @@ pub struct ClientOptions {
     pub jobid_var: String,
     /// How long [`Client::connect`] waits for the MGS before giving up.
     pub connect_timeout: Duration,
+    /// How long answers are trusted, and whether the client takes leases.
+    pub caching: crate::routing::Caching,
 }
 
 impl Default for ClientOptions {
@@ -37,6 +39,7 @@ impl Default for ClientOptions {
             call_timeout: Duration::from_secs(300),
             jobid_var: "SLURM_JOB_ID".to_string(),
             connect_timeout: Duration::from_secs(15),
+            caching: Default::default(),
         }
     }
 }
@@ -76,7 +79,8 @@ impl Client {
         key: ClusterKey,
         opts: ClientOptions,
     ) -> Result<Arc<Client>, ClientError> {
-        let router = Router::new(mgs_addr, key, opts.call_timeout);
+        let mut router = Router::new(mgs_addr, key, opts.call_timeout);
+        router.set_caching(opts.caching);
         let wait = opts.connect_timeout.min(opts.call_timeout);
         let config = router.fetch_config(wait).await.map_err(|e| match e {
             RpcError::Remote(w) => ClientError::BadConfig {

@@ -1,30 +1,43 @@
-//! What this client has just made or changed, as its MDTs said in their
-//! replies ([`Effects`]): the attributes of every inode a change touched
-//! and the names it set or removed, each with the moment it was learned.
+//! What this client knows of inodes and names, and until when: what its
+//! own changes did, as its MDTs said in their replies ([`Effects`]), and,
+//! on a mount that takes leases, what its MDTs answered it.
 //!
 //! A mount answers a stat or a lookup from here while the answer is
-//! younger than the time its kernel may cache the same (the attribute
-//! timeout), and tells the kernel to keep it only for what is left of
-//! that time. The kernel asks again after each of this mount's own
-//! changes (a create makes it drop its directory's attributes, and with
-//! kernel permission checks it needs them before the next create in that
-//! directory); those questions need no server. Nothing another mount did
-//! is hidden for longer than the kernel's cache could hide it anyway.
+//! valid, and tells the kernel to keep it only for what is left of that.
+//! Without a lease an answer is valid for the attribute timeout, as long
+//! as the kernel could cache it anyway: nothing another mount did is
+//! hidden longer than that. The kernel asks again after each of this
+//! mount's own changes (a create makes it drop its directory's
+//! attributes, and with kernel permission checks it needs them before
+//! the next create in that directory); those questions need no server.
+//!
+//! Under a lease (`loom_proto::lease`) an answer is valid until the MDT
+//! recalls it, up to the lease time: another client's change waits until
+//! this one dropped it ([`Fresh::recall`]). A directory whose whole list
+//! is leased answers a lookup of a name it lacks (the kernel's lookup
+//! before every create) without a server.
 //!
 //! Whatever this client cannot be sure of is dropped: a change answered
 //! without its effects (a resend answered from the MDT's reply cache) or
-//! not answered at all (a timeout: it may have been applied) clears
-//! everything.
+//! not answered at all (a timeout: it may have been applied) drops what
+//! was known without a lease; a lost connection to an MDT drops
+//! everything ([`Fresh::take_all`]), as the MDT's leases went with it.
+//! An answer that crossed a recall (sent before, answered after) is not
+//! taken as leased: it may predate the change recalled.
 
-use loom_proto::msg::{Attr, Effects};
+use loom_proto::msg::{Attr, Effects, Lease};
 use loom_proto::{Fid, Name};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Entries kept before everything is dropped (an answer from here is an
-/// optimisation; a miss only costs a round trip).
-const CAPACITY: usize = 1 << 16;
+/// Entries kept: past it, new answers are not kept (an answer from here
+/// is an optimisation; a miss only costs a round trip). Nothing leased is
+/// dropped to make room, so that everything the kernel was told to keep
+/// long is known here when it must be dropped.
+const CAPACITY: usize = 1 << 20;
+/// Names of one directory kept as its whole list.
+const LIST_MAX: usize = 1 << 16;
 
 /// See the module documentation.
 #[derive(Debug, Default)]
@@ -32,15 +45,124 @@ pub struct Fresh {
     inner: Mutex<Known>,
 }
 
-#[derive(Debug, Default)]
-struct Known {
-    attrs: HashMap<Fid, (Attr, Instant)>,
-    names: HashMap<(Fid, Name), (Option<Fid>, Instant)>,
+/// How long an answer is valid.
+#[derive(Clone, Copy, Debug)]
+pub struct Validity {
+    /// Until when, if leased.
+    pub leased: Option<Instant>,
+    /// Until when, if not (the attribute timeout).
+    pub short: Instant,
+    /// [`Fresh::recalls`] when the request was sent.
+    pub since: u64,
 }
 
-/// What is left of `within` for something learned at `at`, if anything.
-fn left(at: Instant, within: Duration) -> Option<Duration> {
-    within.checked_sub(at.elapsed()).filter(|d| !d.is_zero())
+#[derive(Debug, Default)]
+struct Known {
+    attrs: HashMap<Fid, Item<Attr>>,
+    names: HashMap<(Fid, Name), Item<Option<Fid>>>,
+    /// Directories whose every name is known (in `names` or absent).
+    lists: HashMap<Fid, Item<HashSet<Name>>>,
+    /// Recalls (and drops of everything) so far.
+    recalls: u64,
+}
+
+#[derive(Debug)]
+struct Item<T> {
+    v: T,
+    until: Instant,
+    leased: bool,
+}
+
+/// What is left until `until`, if anything.
+fn left(until: Instant) -> Option<Duration> {
+    until
+        .checked_duration_since(Instant::now())
+        .filter(|d| !d.is_zero())
+}
+
+impl Known {
+    /// Until when an answer given under `v` is valid, and whether leased.
+    fn until(&self, v: Validity, granted: bool) -> (Instant, bool) {
+        match v.leased {
+            Some(u) if granted && self.recalls == v.since => (u, true),
+            _ => (v.short, false),
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.attrs.len() + self.names.len() >= CAPACITY
+    }
+
+    /// Note `a`, valid until `until`. An MDT's answer without a lease does
+    /// not replace a leased one (it may predate it: a change would have
+    /// recalled the lease first); the client's own change does (`own`).
+    fn put_attr(&mut self, a: Attr, (until, leased): (Instant, bool), insert: bool, own: bool) {
+        let full = self.full();
+        match self.attrs.get_mut(&a.fid) {
+            Some(e) if !own && !leased && e.leased && e.until > Instant::now() => {}
+            Some(e) => {
+                *e = Item {
+                    v: a,
+                    until,
+                    leased,
+                }
+            }
+            None if insert && !full => {
+                self.attrs.insert(
+                    a.fid,
+                    Item {
+                        v: a,
+                        until,
+                        leased,
+                    },
+                );
+            }
+            None => {}
+        }
+    }
+
+    fn put_name(
+        &mut self,
+        dir: Fid,
+        name: Name,
+        fid: Option<Fid>,
+        (until, leased): (Instant, bool),
+        insert: bool,
+        own: bool,
+    ) {
+        let full = self.full();
+        if let Some(l) = self.lists.get_mut(&dir) {
+            match fid {
+                Some(_) => {
+                    l.v.insert(name.clone());
+                }
+                None => {
+                    l.v.remove(&name);
+                }
+            }
+        }
+        match self.names.get_mut(&(dir, name.clone())) {
+            Some(e) if !own && !leased && e.leased && e.until > Instant::now() => {}
+            Some(e) => {
+                *e = Item {
+                    v: fid,
+                    until,
+                    leased,
+                }
+            }
+            None if insert && !full => {
+                self.names.insert(
+                    (dir, name),
+                    Item {
+                        v: fid,
+                        until,
+                        leased,
+                    },
+                );
+            }
+            None => {}
+        }
+    }
 }
 
 impl Fresh {
@@ -48,45 +170,80 @@ impl Fresh {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Take note of what a change did, now.
-    pub fn learn(&self, e: Effects) {
-        let now = Instant::now();
+    /// Recalls so far: noted when a request is sent, so that an answer
+    /// that crossed a recall is not taken as leased.
+    pub fn recalls(&self) -> u64 {
+        self.lock().recalls
+    }
+
+    /// Take note of what a change did; `granted` tells which leases its
+    /// answer carries.
+    pub fn learn(&self, e: Effects, granted: &HashSet<Lease>, v: Validity) {
         let mut k = self.lock();
-        if k.attrs.len() + e.attrs.len() > CAPACITY || k.names.len() + e.names.len() > CAPACITY {
-            *k = Known::default();
-        }
         for fid in e.removed {
             k.attrs.remove(&fid);
         }
         for a in e.attrs {
-            k.attrs.insert(a.fid, (a, now));
+            let u = k.until(v, granted.contains(&Lease::Attr(a.fid)));
+            k.put_attr(a, u, true, true);
         }
         for (dir, name, fid) in e.names {
-            let old = k.names.insert((dir, name), (fid, now));
-            if let (None, Some((Some(old), _))) = (fid, old) {
+            let u = k.until(v, granted.contains(&Lease::Name(dir, name.clone())));
+            let old = k.names.get(&(dir, name.clone())).and_then(|i| i.v);
+            k.put_name(dir, name, fid, u, true, true);
+            if let (None, Some(old)) = (fid, old) {
                 // The inode the removed name led to changed (its link
                 // count) in a way this MDT may not have reported (it may
                 // live on another MDT).
                 k.attrs.remove(&old);
             }
         }
-    }
-
-    /// An MDT answered with `a` just now: if this client knows `a`'s
-    /// inode from its own change, `a` is newer (a change on another mount
-    /// may be in it).
-    pub fn seen(&self, a: &Attr) {
-        let mut k = self.lock();
-        if let Some(e) = k.attrs.get_mut(&a.fid) {
-            *e = (a.clone(), Instant::now());
+        for l in granted {
+            if let Lease::List(dir) = l {
+                let (until, leased) = k.until(v, true);
+                if leased {
+                    k.lists.insert(
+                        *dir,
+                        Item {
+                            v: HashSet::new(),
+                            until,
+                            leased,
+                        },
+                    );
+                }
+            }
         }
     }
 
-    /// An MDT found `name` in `dir` naming `fid` (or nothing) just now.
-    pub fn seen_name(&self, dir: Fid, name: &Name, fid: Option<Fid>) {
+    /// An MDT answered `a`: newer than what this client knew. Kept (when
+    /// not known yet) only if leased.
+    pub fn seen(&self, a: &Attr, granted: bool, v: Validity) {
         let mut k = self.lock();
-        if let Some(e) = k.names.get_mut(&(dir, name.clone())) {
-            *e = (fid, Instant::now());
+        let u = k.until(v, granted);
+        k.put_attr(a.clone(), u, u.1, false);
+    }
+
+    /// An MDT found `name` in `dir` naming `fid` (or nothing).
+    pub fn seen_name(&self, dir: Fid, name: &Name, fid: Option<Fid>, granted: bool, v: Validity) {
+        let mut k = self.lock();
+        let u = k.until(v, granted);
+        k.put_name(dir, name.clone(), fid, u, u.1, false);
+    }
+
+    /// An MDT listed the whole of `dir` (its names were noted one by one
+    /// with [`Fresh::seen_name`]), under a lease on its list.
+    pub fn seen_list(&self, dir: Fid, names: HashSet<Name>, v: Validity) {
+        let mut k = self.lock();
+        let (until, leased) = k.until(v, true);
+        if leased && names.len() <= LIST_MAX {
+            k.lists.insert(
+                dir,
+                Item {
+                    v: names,
+                    until,
+                    leased,
+                },
+            );
         }
     }
 
@@ -96,25 +253,67 @@ impl Fresh {
         self.lock().attrs.remove(&fid);
     }
 
-    /// Forget everything (something may have changed unseen).
+    /// Forget what is known without a lease (something may have changed
+    /// unseen; what is leased would have been recalled).
     pub fn clear(&self) {
-        *self.lock() = Known::default();
+        let mut k = self.lock();
+        k.attrs.retain(|_, i| i.leased);
+        k.names.retain(|_, i| i.leased);
     }
 
-    /// The attributes of `fid` learned less than `within` ago, and what
-    /// is left of `within`.
-    pub fn attr(&self, fid: Fid, within: Duration) -> Option<(Attr, Duration)> {
-        let k = self.lock();
-        let (a, at) = k.attrs.get(&fid)?;
-        Some((a.clone(), left(*at, within)?))
+    /// The MDT recalls `leases`: they are forgotten, and answers in
+    /// flight are no longer taken as leased.
+    pub fn recall(&self, leases: &[Lease]) {
+        let mut k = self.lock();
+        k.recalls += 1;
+        for l in leases {
+            match l {
+                Lease::Attr(fid) => {
+                    k.attrs.remove(fid);
+                }
+                Lease::Name(dir, name) => {
+                    k.names.remove(&(*dir, name.clone()));
+                }
+                Lease::List(dir) => {
+                    k.lists.remove(dir);
+                }
+            }
+        }
     }
 
-    /// What `name` in directory `dir` was made to name (`None`: removed)
-    /// less than `within` ago, and what is left of `within`.
-    pub fn name(&self, dir: Fid, name: &Name, within: Duration) -> Option<(Option<Fid>, Duration)> {
+    /// Forget everything (the leases are gone: a connection to an MDT
+    /// was lost); returns what was known, for the kernel to drop too.
+    pub fn take_all(&self) -> Vec<Lease> {
+        let mut k = self.lock();
+        k.recalls += 1;
+        let mut v: Vec<Lease> = k.attrs.drain().map(|(f, _)| Lease::Attr(f)).collect();
+        v.extend(k.names.drain().map(|((d, n), _)| Lease::Name(d, n)));
+        k.lists.clear();
+        v
+    }
+
+    /// The attributes of `fid` while valid, and what is left.
+    pub fn attr(&self, fid: Fid) -> Option<(Attr, Duration)> {
         let k = self.lock();
-        let (fid, at) = k.names.get(&(dir, name.clone()))?;
-        Some((*fid, left(*at, within)?))
+        let i = k.attrs.get(&fid)?;
+        Some((i.v.clone(), left(i.until)?))
+    }
+
+    /// What `name` in directory `dir` names (`None`: nothing) while
+    /// valid, and what is left: known by itself, or absent from the
+    /// directory's leased list.
+    pub fn name(&self, dir: Fid, name: &Name) -> Option<(Option<Fid>, Duration)> {
+        let k = self.lock();
+        if let Some(i) = k.names.get(&(dir, name.clone())) {
+            if let Some(l) = left(i.until) {
+                return Some((i.v, l));
+            }
+        }
+        let l = k.lists.get(&dir)?;
+        if l.v.contains(name) {
+            return None;
+        }
+        Some((None, left(l.until)?))
     }
 }
 
@@ -141,27 +340,45 @@ mod tests {
         }
     }
 
+    fn short(f: &Fresh, d: Duration) -> Validity {
+        Validity {
+            leased: None,
+            short: Instant::now() + d,
+            since: f.recalls(),
+        }
+    }
+
+    fn leased(f: &Fresh) -> Validity {
+        Validity {
+            leased: Some(Instant::now() + Duration::from_secs(600)),
+            short: Instant::now() + Duration::from_secs(1),
+            since: f.recalls(),
+        }
+    }
+
     #[test]
-    fn what_a_change_did_is_known_for_the_time_asked_and_no_longer() {
+    fn what_a_change_did_is_known_for_the_time_given_and_no_longer() {
         let f = Fresh::default();
         let (dir, file) = (Fid::new(1, 1), Fid::new(1, 2));
         let name = Name::from(&b"a"[..]);
-        f.learn(Effects {
+        let e = Effects {
             attrs: vec![attr(dir, 1), attr(file, 5)],
             removed: vec![],
             names: vec![(dir, name.clone(), Some(file))],
-        });
-        let (a, left) = f.attr(file, Duration::from_secs(60)).expect("known");
+        };
+        f.learn(
+            e.clone(),
+            &HashSet::new(),
+            short(&f, Duration::from_secs(60)),
+        );
+        let (a, left) = f.attr(file).expect("known");
         assert_eq!(a.size, 5);
         assert!(left <= Duration::from_secs(60));
-        assert_eq!(
-            f.name(dir, &name, Duration::from_secs(60)).map(|n| n.0),
-            Some(Some(file))
-        );
-        assert!(f.attr(file, Duration::ZERO).is_none(), "older than asked");
-        assert!(f
-            .name(dir, &Name::from(&b"b"[..]), Duration::from_secs(60))
-            .is_none());
+        assert_eq!(f.name(dir, &name).map(|n| n.0), Some(Some(file)));
+        assert!(f.name(dir, &Name::from(&b"b"[..])).is_none());
+        let g = Fresh::default();
+        g.learn(e, &HashSet::new(), short(&g, Duration::ZERO));
+        assert!(g.attr(file).is_none(), "no time left");
     }
 
     #[test]
@@ -169,29 +386,106 @@ mod tests {
         let f = Fresh::default();
         let (dir, file) = (Fid::new(1, 1), Fid::new(1, 2));
         let name = Name::from(&b"a"[..]);
-        let long = Duration::from_secs(60);
-        f.learn(Effects {
-            attrs: vec![attr(file, 5)],
-            removed: vec![],
-            names: vec![(dir, name.clone(), Some(file))],
-        });
-        f.learn(Effects {
-            attrs: vec![attr(dir, 0)],
-            removed: vec![],
-            names: vec![(dir, name.clone(), None)],
-        });
-        assert!(f.attr(file, long).is_none(), "its link count changed");
-        assert_eq!(f.name(dir, &name, long).map(|n| n.0), Some(None));
-        f.learn(Effects {
-            attrs: vec![attr(file, 5)],
-            ..Effects::default()
-        });
-        f.learn(Effects {
-            removed: vec![file],
-            ..Effects::default()
-        });
-        assert!(f.attr(file, long).is_none(), "removed");
+        let v = short(&f, Duration::from_secs(60));
+        let none = HashSet::new();
+        f.learn(
+            Effects {
+                attrs: vec![attr(file, 5)],
+                removed: vec![],
+                names: vec![(dir, name.clone(), Some(file))],
+            },
+            &none,
+            v,
+        );
+        f.learn(
+            Effects {
+                attrs: vec![attr(dir, 0)],
+                removed: vec![],
+                names: vec![(dir, name.clone(), None)],
+            },
+            &none,
+            v,
+        );
+        assert!(f.attr(file).is_none(), "its link count changed");
+        assert_eq!(f.name(dir, &name).map(|n| n.0), Some(None));
+        f.learn(
+            Effects {
+                attrs: vec![attr(file, 5)],
+                ..Effects::default()
+            },
+            &none,
+            v,
+        );
+        f.learn(
+            Effects {
+                removed: vec![file],
+                ..Effects::default()
+            },
+            &none,
+            v,
+        );
+        assert!(f.attr(file).is_none(), "removed");
         f.clear();
-        assert!(f.attr(dir, long).is_none());
+        assert!(f.attr(dir).is_none());
+    }
+
+    #[test]
+    fn a_leased_list_answers_absent_names_until_recalled() {
+        let f = Fresh::default();
+        let (parent, dir, file) = (Fid::new(1, 1), Fid::new(1, 3), Fid::new(1, 4));
+        let made = Name::from(&b"d"[..]);
+        let granted: HashSet<Lease> = [Lease::List(dir), Lease::Attr(dir)].into();
+        f.learn(
+            Effects {
+                attrs: vec![attr(dir, 0)],
+                removed: vec![],
+                names: vec![(parent, made, Some(dir))],
+            },
+            &granted,
+            leased(&f),
+        );
+        let x = Name::from(&b"x"[..]);
+        let (absent, left) = f.name(dir, &x).expect("the list is leased");
+        assert_eq!(absent, None);
+        assert!(
+            left > Duration::from_secs(60),
+            "for the lease, not the timeout"
+        );
+        // Its own create keeps the list whole.
+        let granted: HashSet<Lease> = [Lease::Name(dir, x.clone()), Lease::Attr(file)].into();
+        f.learn(
+            Effects {
+                attrs: vec![attr(file, 0)],
+                removed: vec![],
+                names: vec![(dir, x.clone(), Some(file))],
+            },
+            &granted,
+            leased(&f),
+        );
+        assert_eq!(f.name(dir, &x).map(|n| n.0), Some(Some(file)));
+        let y = Name::from(&b"y"[..]);
+        assert_eq!(f.name(dir, &y).map(|n| n.0), Some(None));
+        // Another client makes "y": recalled, the list goes.
+        f.recall(&[Lease::Name(dir, y.clone()), Lease::List(dir)]);
+        assert!(f.name(dir, &y).is_none(), "ask the MDT");
+        assert_eq!(f.name(dir, &x).map(|n| n.0), Some(Some(file)));
+    }
+
+    #[test]
+    fn an_answer_that_crossed_a_recall_is_not_leased() {
+        let f = Fresh::default();
+        let file = Fid::new(1, 2);
+        let v = leased(&f);
+        f.recall(&[Lease::Attr(file)]);
+        f.seen(&attr(file, 7), true, v);
+        assert!(
+            f.attr(file).is_none(),
+            "not kept: it may predate the recall"
+        );
+        f.seen(&attr(file, 8), true, leased(&f));
+        assert_eq!(f.attr(file).map(|a| a.0.size), Some(8));
+        let all = f.take_all();
+        assert_eq!(all, vec![Lease::Attr(file)]);
+        assert!(f.attr(file).is_none());
     }
 }

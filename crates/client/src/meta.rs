@@ -62,7 +62,6 @@ impl Client {
         match r {
             Reply::Entry { attr, layout } => {
                 self.note_dir(&attr, layout.as_ref());
-                self.router.fresh.seen(&attr);
                 Ok((self.with_local_size(attr), layout))
             }
             other => Err(unexpected(op, &other)),
@@ -106,15 +105,8 @@ impl Client {
             parent,
             name: name.clone(),
         };
-        let r = match self.mdt_call(c, parent, req).await {
-            Err(Errno::ENOENT) => {
-                self.router.fresh.seen_name(parent, &name, None);
-                return Err(Errno::ENOENT);
-            }
-            r => self.entry(r?, "Lookup")?,
-        };
-        self.router.fresh.seen_name(parent, &name, Some(r.0.fid));
-        Ok(r)
+        let r = self.mdt_call(c, parent, req).await?;
+        self.entry(r, "Lookup")
     }
 
     /// Fresh attributes and layout of `fid` for an open, in one round trip
@@ -144,31 +136,38 @@ impl Client {
         }
     }
 
-    /// The attributes of `fid` as this client's own change left them
-    /// less than `within` ago (see [`crate::fresh`]), with its unreported
-    /// writes, and what is left of `within`.
-    pub fn recent_attr(&self, fid: Fid, within: Duration) -> Option<(Attr, Duration)> {
-        let (a, left) = self.router.fresh.attr(fid, within)?;
+    /// The attributes of `fid` as this client knows them (see
+    /// [`crate::fresh`]), with its unreported writes, and how long they
+    /// stay valid.
+    pub fn recent_attr(&self, fid: Fid) -> Option<(Attr, Duration)> {
+        let (a, left) = self.router.fresh.attr(fid)?;
         Some((self.with_local_size(a), left))
     }
 
-    /// What `name` in directory `dir` is as this client's own change left
-    /// it less than `within` ago: `Some(attributes)`, or `None` for a
-    /// name it removed; with what is left of `within`.
-    pub fn recent_entry(
-        &self,
-        dir: Fid,
-        name: &[u8],
-        within: Duration,
-    ) -> Option<(Option<Attr>, Duration)> {
-        let (fid, left) = self.router.fresh.name(dir, &Name::from(name), within)?;
+    /// What `name` in directory `dir` is as this client knows it:
+    /// `Some(attributes)`, or `None` for no such name; with how long that
+    /// stays valid.
+    pub fn recent_entry(&self, dir: Fid, name: &[u8]) -> Option<(Option<Attr>, Duration)> {
+        let (fid, left) = self.router.fresh.name(dir, &Name::from(name))?;
         match fid {
             None => Some((None, left)),
             Some(fid) => {
-                let (a, left_a) = self.recent_attr(fid, within)?;
+                let (a, left_a) = self.recent_attr(fid)?;
                 Some((Some(a), left.min(left_a)))
             }
         }
+    }
+
+    /// Recalls received so far: an answer computed before a recall that
+    /// arrives later must not be given to the kernel to keep.
+    pub fn recalls(&self) -> u64 {
+        self.router.fresh.recalls()
+    }
+
+    /// Drop what the kernel caches with `f` when leases are recalled or
+    /// lost (a mount sets it once).
+    pub fn set_invalidator(&self, f: crate::routing::Invalidator) {
+        self.router.set_invalidator(f);
     }
 
     /// Attributes of `fid`.
@@ -178,10 +177,7 @@ impl Client {
             .await
             .inspect_err(|e| self.vanished(fid, *e))?;
         match r {
-            Reply::Attr(a) => {
-                self.router.fresh.seen(&a);
-                Ok(self.with_local_size(a))
-            }
+            Reply::Attr(a) => Ok(self.with_local_size(a)),
             other => Err(unexpected("GetAttr", &other)),
         }
     }

@@ -159,6 +159,7 @@ mod tests {
             transno,
             last_committed,
             started_at: 0,
+            leased: false,
         }
     }
 

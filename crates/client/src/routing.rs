@@ -20,17 +20,19 @@
 //! carries the lowest number still waiting for a reply (`acked_below`), so
 //! servers can forget cached replies that can no longer be asked for.
 
-use crate::fresh::Fresh;
+use crate::fresh::{Fresh, Validity};
 use crate::replay::{ReplayLog, ASK_AFTER, REPLAY_BATCH};
 use bytes::Bytes;
+use loom_proto::lease;
 use loom_proto::msg::{
-    ClusterConfig, Commit, Effect, Envelope, MdtRequest, MgsRequest, Reply, ReqCtx, Request, Role,
-    TargetId,
+    ClientRequest, ClusterConfig, Commit, Effect, Envelope, Lease, MdtRequest, MgsRequest, Reply,
+    ReqCtx, Request, Role, TargetId,
 };
+use loom_proto::WireError;
 use loom_proto::{Errno, Fid};
-use loom_rpc::{ClientOptions as RpcOptions, ClusterKey, RpcClient, RpcError};
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use loom_rpc::{CallbackHandler, ClientOptions as RpcOptions, ClusterKey, RpcClient, RpcError};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 /// How long a server may stay unreachable before the router fetches the
@@ -40,6 +42,34 @@ pub const RETRY_SLICE: Duration = Duration::from_secs(15);
 pub const REFRESH_MIN_INTERVAL: Duration = Duration::from_millis(500);
 /// How long a refresh waits for the MGS.
 const REFRESH_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a recall waits for the kernel to drop what it caches before
+/// it is answered anyway: the kernel takes a directory's lock to drop a
+/// name, and a request of this mount in that directory may hold it while
+/// it waits for the very change that recalls (see docs/ARCHITECTURE.md,
+/// "Leases").
+const KERNEL_DROP_WAIT: Duration = Duration::from_millis(500);
+
+/// Makes the kernel drop what it caches under some leases; the receiver
+/// resolves when it has.
+pub type Invalidator = Arc<dyn Fn(Vec<Lease>) -> tokio::sync::oneshot::Receiver<()> + Send + Sync>;
+
+/// How long this client trusts what its MDTs answer.
+#[derive(Clone, Copy, Debug)]
+pub struct Caching {
+    /// Without a lease (and with leases off, always).
+    pub attr_timeout: Duration,
+    /// With a lease; `None`: the client takes no leases.
+    pub lease_time: Option<Duration>,
+}
+
+impl Default for Caching {
+    fn default() -> Self {
+        Caching {
+            attr_timeout: Duration::from_secs(1),
+            lease_time: None,
+        }
+    }
+}
 
 /// Routes requests to targets.
 pub struct Router {
@@ -54,8 +84,15 @@ pub struct Router {
     inflight: Mutex<Inflight>,
     /// Changes acknowledged by MDTs and not yet committed, for replay.
     pub replay: ReplayLog,
-    /// What this client's changes did, as their MDTs said.
-    pub fresh: Fresh,
+    /// What this client knows, and until when.
+    pub fresh: Arc<Fresh>,
+    caching: Caching,
+    /// The MDTs this client subscribed to leases with, and the count of
+    /// lost connections of their address when it did.
+    subs: Mutex<HashMap<u32, u64>>,
+    subscribing: tokio::sync::Mutex<()>,
+    /// Set by a mount: drops what the kernel caches under leases.
+    invalidator: Arc<OnceLock<Invalidator>>,
     /// Client id of the contexts this router sends its own requests with.
     client_id: std::sync::atomic::AtomicU64,
     /// Calls made, by target role (MGS, MDT, OST), resends not counted.
@@ -108,7 +145,11 @@ impl Router {
                 waiting: BTreeSet::new(),
             }),
             replay: ReplayLog::default(),
-            fresh: Fresh::default(),
+            fresh: Arc::new(Fresh::default()),
+            caching: Caching::default(),
+            subs: Mutex::new(HashMap::new()),
+            subscribing: tokio::sync::Mutex::new(()),
+            invalidator: Arc::new(OnceLock::new()),
             client_id: std::sync::atomic::AtomicU64::new(0),
             calls: Default::default(),
         }
@@ -148,18 +189,132 @@ impl Router {
         }
     }
 
-    /// The RPC client of `addr`, made on first use.
+    /// How long to trust answers; set before the first call.
+    pub fn set_caching(&mut self, c: Caching) {
+        self.caching = c;
+    }
+
+    /// The caching in force.
+    pub fn caching(&self) -> Caching {
+        self.caching
+    }
+
+    /// Drop what the kernel caches with `f` when leases are recalled or
+    /// lost (set once, by a mount).
+    pub fn set_invalidator(&self, f: Invalidator) {
+        let _ = self.invalidator.set(f);
+    }
+
+    /// The RPC client of `addr`, made on first use; with leases on, it
+    /// answers recalls, and a lost connection drops everything known.
     pub fn rpc(&self, addr: &str) -> Arc<RpcClient> {
-        lock(&self.conns)
-            .entry(addr.to_string())
-            .or_insert_with(|| {
-                Arc::new(RpcClient::new(
-                    addr,
-                    self.key.clone(),
-                    self.rpc_opts.clone(),
-                ))
+        let mut conns = lock(&self.conns);
+        if let Some(c) = conns.get(addr) {
+            return c.clone();
+        }
+        let c = Arc::new(RpcClient::new(
+            addr,
+            self.key.clone(),
+            self.rpc_opts.clone(),
+        ));
+        if self.caching.lease_time.is_some() {
+            c.set_callbacks(self.recall_handler());
+            self.watch_losses(&c);
+        }
+        conns.insert(addr.to_string(), c.clone());
+        c
+    }
+
+    /// Answers an MDT's recall: what it covers is forgotten here, then
+    /// dropped by the kernel (waited for up to [`KERNEL_DROP_WAIT`]).
+    fn recall_handler(&self) -> CallbackHandler {
+        let fresh = self.fresh.clone();
+        let inval = self.invalidator.clone();
+        Arc::new(move |env: Envelope| {
+            let fresh = fresh.clone();
+            let inval = inval.clone();
+            Box::pin(async move {
+                match env.req {
+                    Request::Client(ClientRequest::Recall { leases }) => {
+                        fresh.recall(&leases);
+                        if let Some(f) = inval.get() {
+                            let done = f(leases);
+                            if tokio::time::timeout(KERNEL_DROP_WAIT, done).await.is_err() {
+                                tracing::debug!("recall answered before the kernel dropped all");
+                            }
+                        }
+                        Ok(Reply::Ok)
+                    }
+                    other => Err(WireError::new(
+                        Errno::EOPNOTSUPP,
+                        format!("a client does not serve {}", other.name()),
+                    )),
+                }
             })
-            .clone()
+        })
+    }
+
+    /// When a connection to `c`'s server dies, the leases granted on it
+    /// are void: drop everything known, in the kernel too.
+    fn watch_losses(&self, c: &RpcClient) {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut losses = c.losses();
+        let fresh = self.fresh.clone();
+        let inval = self.invalidator.clone();
+        rt.spawn(async move {
+            while losses.changed().await.is_ok() {
+                let all = fresh.take_all();
+                if let Some(f) = inval.get() {
+                    let _ = f(all).await;
+                }
+            }
+        });
+    }
+
+    /// Subscribe to MDT `mdt`'s leases on the connection `rpc` has now, if
+    /// not done on it yet. Best effort: without it, answers are simply
+    /// not leased.
+    async fn subscribe(&self, mdt: u32, rpc: &RpcClient) {
+        let now = *rpc.losses().borrow();
+        if lock(&self.subs).get(&mdt) == Some(&now) {
+            return;
+        }
+        // One at a time: a second subscription would void the leases
+        // granted after the first.
+        let _one = self.subscribing.lock().await;
+        let losses = *rpc.losses().borrow();
+        if lock(&self.subs).get(&mdt) == Some(&losses) {
+            return;
+        }
+        let (seq, low) = self.begin();
+        let env = Envelope {
+            target: TargetId::mdt(mdt),
+            ctx: ReqCtx {
+                client_id: self.client_id.load(std::sync::atomic::Ordering::Relaxed),
+                seq: seq.1,
+                acked_below: low,
+                ..ReqCtx::default()
+            },
+            req: MdtRequest::Subscribe.into(),
+        };
+        let deadline = Instant::now() + REFRESH_TIMEOUT;
+        match rpc
+            .call_replied(&env, Bytes::new(), deadline, REFRESH_TIMEOUT)
+            .await
+        {
+            Ok(r) if r.result.is_ok() && *rpc.losses().borrow() == losses => {
+                lock(&self.subs).insert(mdt, losses);
+            }
+            Ok(r) => tracing::debug!("subscribing to MDT{mdt:04x}: {:?}", r.result.err()),
+            Err(e) => tracing::debug!("subscribing to MDT{mdt:04x}: {e}"),
+        }
+    }
+
+    /// Whether answers from MDT `mdt` on `rpc`'s connection may be leased.
+    fn subscribed(&self, mdt: u32, rpc: &RpcClient) -> bool {
+        lock(&self.subs).get(&mdt) == Some(&*rpc.losses().borrow())
     }
 
     /// Ask the MGS for the configuration, waiting at most `timeout`, and
@@ -282,14 +437,28 @@ impl Router {
                 continue;
             };
             let rpc = self.rpc(&addr);
+            let leasing = target.role == Role::Mdt && self.caching.lease_time.is_some();
+            if leasing {
+                self.subscribe(target.index, &rpc).await;
+            }
+            let since = self.fresh.recalls();
             match rpc
                 .call_replied(&env, bulk.clone(), deadline, RETRY_SLICE)
                 .await
             {
                 Ok(mut r) => {
                     if target.role == Role::Mdt {
+                        let now = Instant::now();
+                        let leased = leasing
+                            && r.commit.is_some_and(|c| c.leased)
+                            && self.subscribed(target.index, &rpc);
+                        let v = Validity {
+                            leased: self.caching.lease_time.filter(|_| leased).map(|t| now + t),
+                            short: now + self.caching.attr_timeout,
+                            since,
+                        };
                         // Only the answer itself is kept for replay.
-                        r.result = r.result.map(|reply| self.learn(&env, reply));
+                        r.result = self.learn(target.index, &env, r.result, leased, v);
                         if let Some(c) = r.commit {
                             self.replay
                                 .note(target.index, c, &env, r.result.as_ref().ok());
@@ -330,18 +499,84 @@ impl Router {
         }
     }
 
-    /// An MDT's answer to `env`, with what a change did taken note of.
-    fn learn(&self, env: &Envelope, reply: Reply) -> Reply {
-        let (reply, effects) = reply.split();
-        match effects {
-            Some(e) => self.fresh.learn(e),
+    /// MDT `mdt`'s answer to `env`, with what it says taken note of (under
+    /// the leases it grants when `leased`).
+    fn learn(
+        &self,
+        mdt: u32,
+        env: &Envelope,
+        result: Result<Reply, WireError>,
+        leased: bool,
+        v: Validity,
+    ) -> Result<Reply, WireError> {
+        let Request::Mdt(req) = &env.req else {
+            return result;
+        };
+        let result = result.map(Reply::split);
+        match &result {
+            Ok((reply, Some(e))) => {
+                let granted: HashSet<Lease> = if leased {
+                    lease::granted_by_change(reply, e).into_iter().collect()
+                } else {
+                    HashSet::new()
+                };
+                self.fresh.learn(e.clone(), &granted, v);
+            }
             // A change to names or inodes answered without its effects (a
             // resend answered from the reply cache): what it did is not
             // known here. (Sync, replay and the like change neither.)
-            None if env.req.op().effect == Effect::Once => self.fresh.clear(),
-            None => {}
+            Ok((_, None)) if req.op().effect == Effect::Once => self.fresh.clear(),
+            _ => {
+                let cfg = self.config();
+                let r = result.as_ref().map(|(r, _)| r).map_err(|e| e.errno);
+                let granted: HashSet<Lease> = if leased {
+                    lease::granted_by_read(req, r, |f| cfg.mdt_of(f) == Some(mdt))
+                        .into_iter()
+                        .collect()
+                } else {
+                    HashSet::new()
+                };
+                self.learn_read(req, r, &granted, v);
+            }
         }
-        reply
+        result.map(|(r, _)| r)
+    }
+
+    /// Note what an answer to read `req` says, under `granted`.
+    fn learn_read(
+        &self,
+        req: &MdtRequest,
+        r: Result<&Reply, Errno>,
+        granted: &HashSet<Lease>,
+        v: Validity,
+    ) {
+        let f = &self.fresh;
+        match (req, r) {
+            (MdtRequest::Lookup { parent, name }, Ok(Reply::Entry { attr, .. })) => {
+                let g = granted.contains(&Lease::Name(*parent, name.clone()));
+                f.seen_name(*parent, name, Some(attr.fid), g, v);
+                f.seen(attr, granted.contains(&Lease::Attr(attr.fid)), v);
+            }
+            (MdtRequest::Lookup { parent, name }, Err(Errno::ENOENT)) => {
+                let g = granted.contains(&Lease::Name(*parent, name.clone()));
+                f.seen_name(*parent, name, None, g, v);
+            }
+            (MdtRequest::GetAttr { fid }, Ok(Reply::Attr(a)))
+            | (MdtRequest::Open { fid, .. }, Ok(Reply::Entry { attr: a, .. })) => {
+                f.seen(a, granted.contains(&Lease::Attr(*fid)), v);
+            }
+            (MdtRequest::Readdir { fid, .. }, Ok(Reply::Dir { entries, .. })) => {
+                for e in entries {
+                    let g = granted.contains(&Lease::Name(*fid, e.name.clone()));
+                    f.seen_name(*fid, &e.name, Some(e.attr.fid), g, v);
+                    f.seen(&e.attr, granted.contains(&Lease::Attr(e.attr.fid)), v);
+                }
+                if granted.contains(&Lease::List(*fid)) {
+                    f.seen_list(*fid, entries.iter().map(|e| e.name.clone()).collect(), v);
+                }
+            }
+            _ => {}
+        }
     }
 }
 

@@ -208,6 +208,31 @@ impl LoomFs {
         self.lock_told().entry(ino.0).or_default().no_caps = v;
     }
 
+    /// How long the kernel may keep `a`, fetched by a request that began
+    /// when [`Client::recalls`] was `since`: as long as the client holds
+    /// it valid (the lease, or the attribute timeout), and not at all if
+    /// a recall came meanwhile (the kernel may already have dropped what
+    /// the recall covered, and would keep this older answer).
+    fn ttl_of(&self, a: &Attr, since: u64) -> Duration {
+        if self.client.recalls() != since {
+            return Duration::ZERO;
+        }
+        self.client
+            .recent_attr(a.fid)
+            .map_or(self.ttl, |(_, left)| left)
+    }
+
+    /// As [`Self::ttl_of`] for the entry `name` in `parent` leading to `a`.
+    fn entry_ttl(&self, parent: INodeNo, name: &[u8], a: &Attr, since: u64) -> Duration {
+        if self.client.recalls() != since {
+            return Duration::ZERO;
+        }
+        match self.client.recent_entry(fid(parent), name) {
+            Some((Some(known), left)) if known.fid == a.fid => left,
+            _ => self.ttl.min(self.ttl_of(a, since)),
+        }
+    }
+
     fn entry_reply(&self, reply: ReplyEntry, r: R<Attr>) {
         match r {
             Ok(a) => {
@@ -218,11 +243,11 @@ impl LoomFs {
         }
     }
 
-    fn attr_reply(&self, reply: ReplyAttr, r: R<Attr>) {
+    fn attr_reply(&self, reply: ReplyAttr, r: R<Attr>, since: u64) {
         match r {
             Ok(a) => {
                 self.note(&a);
-                reply.attr(&self.ttl, &file_attr(&a))
+                reply.attr(&self.ttl_of(&a, since), &file_attr(&a))
             }
             Err(e) => reply.error(fe(e)),
         }
@@ -584,18 +609,31 @@ impl Filesystem for LoomFs {
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        // What this mount's own change just made or removed: no server
-        // (the kernel has checked search permission on `parent`).
-        match self
-            .client
-            .recent_entry(fid(parent), name.as_bytes(), self.ttl)
-        {
+        // What this mount knows (its own changes, and under leases what
+        // its MDTs answered): no server (the kernel has checked search
+        // permission on `parent`). An absent name is not given to the
+        // kernel to keep (no negative entry): another mount's create of it
+        // would need the kernel to drop it under the directory's lock.
+        let since = self.client.recalls();
+        match self.client.recent_entry(fid(parent), name.as_bytes()) {
             Some((Some(a), left)) => {
                 self.note(&a);
-                reply.entry(&left, &file_attr(&a), GEN)
+                let ttl = if self.client.recalls() == since {
+                    left
+                } else {
+                    Duration::ZERO
+                };
+                reply.entry(&ttl, &file_attr(&a), GEN)
             }
             Some((None, _)) => reply.error(fe(Errno::ENOENT)),
-            None => self.entry_reply(reply, self.do_lookup(req, parent, name)),
+            None => match self.do_lookup(req, parent, name) {
+                Ok(a) => {
+                    self.note(&a);
+                    let ttl = self.entry_ttl(parent, name.as_bytes(), &a, since);
+                    reply.entry(&ttl, &file_attr(&a), GEN)
+                }
+                Err(e) => reply.error(fe(e)),
+            },
         }
     }
 
@@ -611,11 +649,17 @@ impl Filesystem for LoomFs {
         // the next create in the same directory). Kept by the kernel for
         // what is left of the timeout, so no answer lives longer than one
         // from the MDT would.
-        if let Some((a, left)) = self.client.recent_attr(fid(ino), self.ttl) {
+        let since = self.client.recalls();
+        if let Some((a, left)) = self.client.recent_attr(fid(ino)) {
             self.note(&a);
-            return reply.attr(&left, &file_attr(&a));
+            let ttl = if self.client.recalls() == since {
+                left
+            } else {
+                Duration::ZERO
+            };
+            return reply.attr(&ttl, &file_attr(&a));
         }
-        self.attr_reply(reply, self.do_getattr(req, ino));
+        self.attr_reply(reply, self.do_getattr(req, ino), since);
     }
 
     fn setattr(
@@ -648,7 +692,8 @@ impl Filesystem for LoomFs {
             // permission when the handle was opened.
             by_write_handle: fh.is_some() && size.is_some(),
         };
-        self.attr_reply(reply, self.do_setattr(req, ino, set));
+        let since = self.client.recalls();
+        self.attr_reply(reply, self.do_setattr(req, ino, set), since);
     }
 
     fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
@@ -871,6 +916,7 @@ impl Filesystem for LoomFs {
         mut reply: ReplyDirectoryPlus,
     ) {
         let (dot, dotdot, _) = Self::listing_start(offset);
+        let since = self.client.recalls();
         let dir = if dot || dotdot {
             match self.do_getattr(req, ino) {
                 Ok(a) => Some(a),
@@ -903,11 +949,12 @@ impl Filesystem for LoomFs {
         // Each entry added here counts as a lookup for the kernel, which is
         // free for us: inodes are FIDs and hold no state to forget.
         for e in entries {
+            let ttl = self.entry_ttl(ino, e.name.as_bytes(), &e.attr, since);
             if reply.add(
                 INodeNo(e.attr.fid.ino()),
                 e.cookie,
                 &e.name,
-                &self.ttl,
+                &ttl,
                 &file_attr(&e.attr),
                 GEN,
             ) {

@@ -10,6 +10,8 @@
 //! - [`fs`]: the `Filesystem` implementation and its open-file table.
 //! - [`settings`]: the FUSE settings every mount shares (threads, mount
 //!   options, what `init` negotiates, readahead).
+//! - [`notify`]: the thread that makes the kernel drop what it caches
+//!   when an MDT recalls a lease.
 //! - [`noop`]: a no-op in-memory file system mounted with the same
 //!   settings, the reference `loom bench` measures "the FUSE ceiling" with.
 //!
@@ -21,6 +23,7 @@
 pub mod attr;
 pub mod fs;
 pub mod noop;
+pub mod notify;
 pub mod settings;
 
 use loom_client::Client;
@@ -69,9 +72,10 @@ pub fn mount(
 ) -> std::io::Result<fuser::BackgroundSession> {
     let cfg = settings::fuser_config(&opts, "loom");
     let notifier = Arc::new(OnceLock::new());
-    let fs = fs::LoomFs::new(client, rt, opts.attr_timeout, notifier.clone());
+    let fs = fs::LoomFs::new(client.clone(), rt, opts.attr_timeout, notifier.clone());
     let session = fuser::Session::new(fs, mountpoint, &cfg)?;
     let _ = notifier.set(session.notifier());
+    client.set_invalidator(notify::spawn(session.notifier())?);
     let bg = session.spawn()?;
     settings::apply_readahead(mountpoint, &opts);
     Ok(bg)

@@ -6,6 +6,8 @@
 //! - [`msg`]: request and reply bodies (serde + postcard).
 //! - [`requests`]: each service's requests, declared once with opcode, name,
 //!   effect and who may send them.
+//! - [`lease`]: what an MDT's answer lets a client keep knowing until
+//!   recalled; one rule for both sides.
 //! - [`layout`]: file layouts (components, RAID-0 striping) and their maths.
 //! - [`error`]: the wire's error codes, which are POSIX errno values.
 //! - [`name`]: file names, symlink targets and xattr names as bytes.
@@ -18,6 +20,7 @@ pub mod error;
 pub mod fid;
 pub mod frame;
 pub mod layout;
+pub mod lease;
 pub mod msg;
 pub mod name;
 pub mod requests;

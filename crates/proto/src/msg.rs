@@ -13,7 +13,7 @@ use crate::name::Name;
 use serde::{Deserialize, Serialize};
 
 pub use crate::requests::{
-    Effect, MdtRequest, MgsRequest, Op, OstRequest, PeerRequest, Request, Senders,
+    ClientRequest, Effect, MdtRequest, MgsRequest, Op, OstRequest, PeerRequest, Request, Senders,
 };
 
 /// The role of a target.
@@ -445,6 +445,9 @@ pub struct Commit {
     /// earlier instance acknowledged is committed if its number is at most
     /// this, and was lost in a crash (unless replayed) if above.
     pub started_at: u64,
+    /// The answer grants the client the leases it implies
+    /// (`lease::granted_by_read`, `lease::granted_by_change`).
+    pub leased: bool,
 }
 
 /// Every reply body (the success half).
@@ -537,6 +540,8 @@ pub struct Effects {
     /// Names it set (to an inode) or removed (`None`), by directory.
     pub names: Vec<(Fid, Name, Option<Fid>)>,
 }
+
+pub use crate::lease::Lease;
 
 /// The result a handler returns.
 pub type ReplyResult = Result<Reply, WireError>;

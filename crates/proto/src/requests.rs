@@ -357,6 +357,26 @@ declare_requests! {
         /// how a client learns that its changes are committed, or that the
         /// MDT restarted. (`Ping` is answered by the transport.)
         CommitState => 63, "commit_state", Reads, Any;
+        /// Client to MDT: take leases. The MDT grants this client a lease
+        /// on what it answers it from now on, and recalls them on the
+        /// connection this came on (`ClientRequest::Recall`). Leases of an
+        /// earlier connection are void: the client dropped what they
+        /// covered when that connection died.
+        Subscribe => 64, "subscribe", Reads, Any;
+    }
+}
+
+declare_requests! {
+    /// A client, from a server: callbacks on the client's own connection.
+    pub enum ClientRequest {
+        /// MDT to client: another client is about to change what these
+        /// leases cover. The client stops trusting and drops what it (and
+        /// its kernel) cached under them, then answers; the change waits
+        /// for the answer, for a bounded time.
+        Recall {
+            /// The leases recalled.
+            leases: Vec<crate::msg::Lease>,
+        } => 70, "recall", Changes, Peers;
     }
 }
 
@@ -493,6 +513,8 @@ pub enum Request {
     Peer(PeerRequest),
     /// To an OST.
     Ost(OstRequest),
+    /// To a client, from a server (on the client's connection).
+    Client(ClientRequest),
 }
 
 /// `Ping`'s declaration.
@@ -512,6 +534,7 @@ impl Request {
             Request::Mdt(r) => r.op(),
             Request::Peer(r) => r.op(),
             Request::Ost(r) => r.op(),
+            Request::Client(r) => r.op(),
         }
     }
 
@@ -559,6 +582,12 @@ impl From<PeerRequest> for Request {
     }
 }
 
+impl From<ClientRequest> for Request {
+    fn from(r: ClientRequest) -> Request {
+        Request::Client(r)
+    }
+}
+
 impl From<OstRequest> for Request {
     fn from(r: OstRequest) -> Request {
         Request::Ost(r)
@@ -572,6 +601,7 @@ pub fn all_ops() -> impl Iterator<Item = Op> {
         .chain(MdtRequest::OPS.iter().copied())
         .chain(PeerRequest::OPS.iter().copied())
         .chain(OstRequest::OPS.iter().copied())
+        .chain(ClientRequest::OPS.iter().copied())
 }
 
 #[cfg(test)]
@@ -597,6 +627,7 @@ mod tests {
             MdtRequest::OPS,
             PeerRequest::OPS,
             OstRequest::OPS,
+            ClientRequest::OPS,
         ] {
             let mut codes: Vec<u16> = ops.iter().map(|o| o.opcode).collect();
             codes.sort_unstable();

@@ -20,6 +20,7 @@
 //! fails after the configured timeout, and never hangs forever.
 
 use crate::auth::{self, ClusterKey};
+use crate::callback::{answer_frame, CallbackHandler};
 use crate::conn::read_frame;
 use crate::outbox::{Closed, Outbox};
 use bytes::Bytes;
@@ -228,6 +229,8 @@ pub struct RpcClient {
     probes: AtomicU64,
     resends: AtomicU64,
     losses: Arc<tokio::sync::watch::Sender<u64>>,
+    /// Answers the servers' calls back; without one they are refused.
+    callbacks: Arc<Mutex<Option<CallbackHandler>>>,
 }
 
 impl std::fmt::Debug for RpcClient {
@@ -255,7 +258,14 @@ impl RpcClient {
             probes: AtomicU64::new(0),
             resends: AtomicU64::new(0),
             losses: Arc::new(tokio::sync::watch::channel(0).0),
+            callbacks: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// Answer the requests servers send on this client's connections
+    /// with `h` (lease recalls).
+    pub fn set_callbacks(&self, h: CallbackHandler) {
+        *lock(&self.callbacks) = Some(h);
     }
 
     /// Counts the connections that died; a watcher learns at once that the
@@ -328,6 +338,7 @@ impl RpcClient {
         });
         let st = state.clone();
         let raddr = addr.clone();
+        let callbacks = self.callbacks.clone();
         let reader = tokio::spawn(async move {
             loop {
                 match read_frame(&mut rd).await {
@@ -338,9 +349,31 @@ impl RpcClient {
                             let _ = tx.send((f.header, f.body, f.bulk));
                         }
                     }
-                    Ok(_) => {
-                        tracing::warn!(addr = %raddr, "server sent a request frame to a client; dropping the connection");
-                        break;
+                    Ok(f) => {
+                        // A call back: answered in a task of its own, so
+                        // replies keep flowing while it runs.
+                        st.touch();
+                        let handler = lock(&callbacks).clone();
+                        let out = st.out.clone();
+                        tokio::spawn(async move {
+                            let result = match (msg::decode::<Envelope>(&f.body), handler) {
+                                (Ok(env), Some(h)) => h(env).await,
+                                (Ok(env), None) => Err(WireError::new(
+                                    Errno::EOPNOTSUPP,
+                                    format!("this client takes no {} calls", env.req.name()),
+                                )),
+                                (Err(e), _) => Err(e),
+                            };
+                            let (fl, body) = answer_frame(result);
+                            let h = FrameHeader::new(
+                                fl,
+                                f.header.opcode,
+                                f.header.request_id,
+                                &body,
+                                &[],
+                            );
+                            let _ = out.send(&h, &body, &Bytes::new()).await;
+                        });
                     }
                     Err(e) => {
                         tracing::debug!(addr = %raddr, "connection lost: {e}");

@@ -7,16 +7,20 @@
 //!   it does not.
 //! - [`server`]: the accept loop; each request runs as its own task, so one
 //!   slow request never holds up the others on its connection.
+//! - [`callback`]: calls from a server to a client on the client's own
+//!   connection (lease recalls).
 //! - [`client`]: one connection per server, many requests in flight,
 //!   timeouts, reconnect and resend until a deadline.
 #![warn(missing_docs)]
 
 pub mod auth;
+pub mod callback;
 pub mod client;
 pub mod conn;
 pub mod outbox;
 pub mod server;
 
 pub use auth::{ClusterKey, Standing};
+pub use callback::{CallbackHandler, Channel};
 pub use client::{ClientOptions, Replied, RpcClient, RpcError, RpcStats};
 pub use server::{serve, Answer, Service};

@@ -146,6 +146,16 @@ impl Outbox {
         self.room.notify_waiters();
     }
 
+    /// Close, and shut the socket down both ways at once: the peer sees
+    /// the connection end even while others still hold this outbox.
+    pub fn shutdown(&self) {
+        use std::os::fd::AsRawFd;
+        self.close();
+        let stream: &tokio::net::TcpStream = self.wr.as_ref();
+        // ENOTCONN: the peer is gone already.
+        let _ = nix::sys::socket::shutdown(stream.as_raw_fd(), nix::sys::socket::Shutdown::Both);
+    }
+
     /// Whether the outbox was closed (by [`Outbox::close`] or a failed
     /// write).
     pub fn is_closed(&self) -> bool {

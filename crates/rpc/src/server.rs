@@ -8,6 +8,7 @@
 //! malformed frame closes only its connection, with the reason logged.
 
 use crate::auth::{self, ClusterKey, Standing};
+use crate::callback::{answer_frame, Channel};
 use crate::conn::{read_frame, ReadError};
 use crate::outbox::Outbox;
 use bytes::Bytes;
@@ -81,29 +82,27 @@ impl From<(ReplyResult, Option<Commit>)> for Answer {
 
 /// A service that answers requests.
 pub trait Service: Send + Sync + 'static {
-    /// Handle one request.
-    fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>)
-        -> impl Future<Output = Answer> + Send;
+    /// Handle one request that came on connection `ch` (which the service
+    /// may keep, to call the client back on it).
+    fn handle(
+        self: Arc<Self>,
+        env: Envelope,
+        bulk: Vec<u8>,
+        ch: &Arc<Channel>,
+    ) -> impl Future<Output = Answer> + Send;
 }
 
 /// The body of an answer and its flags: the commit state first when there
 /// is one, then the reply or the error.
 fn answer_body(result: ReplyResult, commit: Option<Commit>) -> (u8, Vec<u8>) {
-    let (mut fl, mut body) = match commit {
-        Some(c) => match msg::encode(&c) {
-            Ok(b) => (flags::REPLY | flags::COMMIT, b),
-            Err(_) => (flags::REPLY, Vec::new()),
-        },
-        None => (flags::REPLY, Vec::new()),
-    };
-    match result.and_then(|r| msg::encode(&r)) {
-        Ok(b) => body.extend_from_slice(&b),
-        Err(e) => {
-            fl |= flags::ERROR;
-            body.extend_from_slice(&msg::encode(&e).unwrap_or_default());
+    let (fl, body) = answer_frame(result);
+    match commit.map(|c| msg::encode(&c)) {
+        Some(Ok(mut prefix)) => {
+            prefix.extend_from_slice(&body);
+            (fl | flags::COMMIT, prefix)
         }
+        _ => (fl, body),
     }
-    (fl, body)
 }
 
 /// Accept connections on `listener` until the task is dropped.
@@ -156,18 +155,24 @@ async fn connection<S: Service>(
             }
         })
     };
+    let ch = Arc::new(Channel::new(out.clone()));
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONN));
     let result = loop {
         let Ok(permit) = slots.clone().acquire_owned().await else {
             break Ok(());
         };
-        let frame = match read_frame(&mut rd).await {
-            Ok(f) => f,
-            Err(ReadError::Closed) => break Ok(()),
-            Err(e) => break Err(e.to_string()),
+        let frame = tokio::select! {
+            f = read_frame(&mut rd) => match f {
+                Ok(f) => f,
+                Err(ReadError::Closed) => break Ok(()),
+                Err(e) => break Err(e.to_string()),
+            },
+            _ = ch.closed() => break Err("closed by the service".into()),
         };
         if frame.header.is_reply() {
-            break Err("peer sent a reply frame to a server".into());
+            // The client's answer to a call back.
+            ch.deliver((frame.header, frame.body, frame.bulk));
+            continue;
         }
         let opcode = frame.header.opcode;
         let id = frame.header.request_id;
@@ -184,6 +189,7 @@ async fn connection<S: Service>(
         }
         let out = out.clone();
         let svc = svc.clone();
+        let ch = ch.clone();
         tokio::spawn(async move {
             let a: Answer = match msg::decode::<Envelope>(&frame.body) {
                 Ok(env) if env.req.opcode() != opcode => (
@@ -198,7 +204,7 @@ async fn connection<S: Service>(
                     tracing::warn!(%peer, "refused {} from a client connection", env.req.name());
                     (Err(peers_only(&env.req)), Vec::new()).into()
                 }
-                Ok(env) => svc.handle(env, frame.bulk).await,
+                Ok(env) => svc.handle(env, frame.bulk, &ch).await,
                 Err(e) => (Err(e), Vec::new()).into(),
             };
             let bulk = a.bulk;
@@ -208,6 +214,14 @@ async fn connection<S: Service>(
             drop(permit);
         });
     };
+    // Calls back on this connection fail from now on (no answer can be
+    // read any more).
+    let closed_by_service = ch.is_dead();
+    ch.reader_gone();
+    if closed_by_service {
+        writer.abort();
+        return result;
+    }
     // Let the requests still running answer, and their replies go out,
     // before the socket closes.
     if out.is_closed() {

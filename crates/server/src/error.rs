@@ -49,6 +49,11 @@ pub enum ServerError {
     /// A task or channel of this server failed (a panicked blocking task,
     /// a lost background worker): EIO, and logged.
     Internal(String),
+    /// Not a failure: a change found that other clients hold leases on
+    /// what it touches, and applied nothing. The MDT recalls them and
+    /// runs the change again (`MdtService::handle`); it never reaches
+    /// the wire (EAGAIN if it did).
+    Recall(Vec<loom_proto::msg::Lease>),
 }
 
 /// What a handler returns.
@@ -91,6 +96,7 @@ impl ServerError {
             | ServerError::Store { errno, .. }
             | ServerError::Peer { errno, .. } => *errno,
             ServerError::Internal(_) => Errno::EIO,
+            ServerError::Recall(_) => Errno::EAGAIN,
         }
     }
 }
@@ -102,6 +108,7 @@ impl fmt::Display for ServerError {
             ServerError::Store { errno, msg } => write!(f, "{errno}: storage: {msg}"),
             ServerError::Peer { errno, msg } => write!(f, "{errno}: peer: {msg}"),
             ServerError::Internal(msg) => write!(f, "EIO: internal: {msg}"),
+            ServerError::Recall(l) => write!(f, "EAGAIN: {} leases to recall first", l.len()),
         }
     }
 }
@@ -120,6 +127,9 @@ pub fn answer<X>(target: TargetId, (r, x): (Handled, X)) -> (ReplyResult, X) {
             ServerError::Internal(msg) => {
                 tracing::error!("{target}: internal failure answered with EIO: {msg}")
             }
+            ServerError::Recall(_) => {
+                tracing::error!("{target}: a change waiting for a recall was answered")
+            }
             ServerError::Refused { .. } | ServerError::Peer { .. } => {}
         }
         WireError::from(e)
@@ -134,6 +144,7 @@ impl From<ServerError> for WireError {
             | ServerError::Store { errno, msg }
             | ServerError::Peer { errno, msg } => WireError::new(errno, msg),
             ServerError::Internal(msg) => WireError::new(Errno::EIO, msg),
+            e @ ServerError::Recall(_) => WireError::new(Errno::EAGAIN, e.to_string()),
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::target;
 use anyhow::{bail, Context};
 use loom_proto::msg::{Envelope, MgsRequest, Reply, Request, Role, TargetInfo};
 use loom_proto::Errno;
-use loom_rpc::{Answer, ClientOptions, ClusterKey, Service};
+use loom_rpc::{Answer, Channel, ClientOptions, ClusterKey, Service};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -48,6 +48,16 @@ pub struct NodeConfig {
     /// can lose grows with it.
     #[serde(default = "default_commit_interval")]
     pub commit_interval_ms: u64,
+    /// Milliseconds a client holding a lease may take to answer its
+    /// recall before the change goes ahead without it (the client loses
+    /// its leases on this server's MDTs, and drops its cache when it
+    /// finds out).
+    #[serde(default = "default_recall_timeout")]
+    pub recall_timeout_ms: u64,
+}
+
+fn default_recall_timeout() -> u64 {
+    crate::mdt::leases::DEFAULT_RECALL_TIMEOUT.as_millis() as u64
 }
 
 fn default_commit_interval() -> u64 {
@@ -97,7 +107,7 @@ pub struct Node {
 }
 
 impl Service for Node {
-    async fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>) -> Answer {
+    async fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>, ch: &Arc<Channel>) -> Answer {
         let t = env.target;
         let refused = |errno, msg: String| -> Answer {
             answer(t, (Err(ServerError::refused(errno, msg)), Vec::new())).into()
@@ -112,7 +122,7 @@ impl Service for Node {
                 None => missing(),
             },
             (Role::Mdt, Request::Mdt(req)) => match self.mdts.get(&t.index) {
-                Some(m) => answer(t, m.handle(&env.ctx, req).await).into(),
+                Some(m) => answer(t, m.handle(&env.ctx, req, Some(ch)).await).into(),
                 None => missing(),
             },
             (Role::Mdt, Request::Peer(req)) => match self.mdts.get(&t.index) {
@@ -146,6 +156,7 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
     let mdt_opts = crate::mdt::MdtOptions {
         recovery_window: Duration::from_secs(cfg.recovery_window_secs),
         commit_interval: Duration::from_millis(cfg.commit_interval_ms.max(1)),
+        recall_timeout: Duration::from_millis(cfg.recall_timeout_ms.max(1)),
     };
     let mut infos = Vec::new();
     for dir in &cfg.targets {

@@ -347,6 +347,11 @@ impl Cluster {
 
     /// Mount the same file system a second time at `rel` under the temp dir.
     pub fn second_mount(&mut self, rel: &str) -> PathBuf {
+        self.second_mount_with(rel, &[])
+    }
+
+    /// As [`Cluster::second_mount`], with more `loom mount` arguments.
+    pub fn second_mount_with(&mut self, rel: &str, args: &[&str]) -> PathBuf {
         let dir = self.tmp.path().join(rel);
         let mut cmd = Command::new(loom_bin());
         cmd.arg("mount")
@@ -354,11 +359,23 @@ impl Cluster {
             .arg(&dir)
             .arg("--key-file")
             .arg(self.state.join("client.key"))
+            .args(args)
             .arg("--foreground");
         let log = self.tmp.path().join(format!("{rel}.log"));
         let child = spawn_until(cmd, "mounted at", "second mount", &log);
         self.extra.push((child, Some(dir.clone())));
         dir
+    }
+}
+
+impl Cluster {
+    /// The process serving the extra mount at `dir`.
+    pub fn mount_pid(&self, dir: &Path) -> i32 {
+        self.extra
+            .iter()
+            .find(|(_, d)| d.as_deref() == Some(dir))
+            .map(|(c, _)| c.id() as i32)
+            .expect("an extra mount there")
     }
 }
 

@@ -31,10 +31,18 @@ pub struct TestService {
     pub total: AtomicU64,
     pub release: Notify,
     pub started: Notify,
+    /// The connection of every request, in arrival order.
+    pub channels: Mutex<Vec<Arc<loom_rpc::Channel>>>,
 }
 
 impl Service for TestService {
-    async fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>) -> Answer {
+    async fn handle(
+        self: Arc<Self>,
+        env: Envelope,
+        bulk: Vec<u8>,
+        ch: &Arc<loom_rpc::Channel>,
+    ) -> Answer {
+        self.channels.lock().expect("lock").push(ch.clone());
         *self
             .executions
             .lock()

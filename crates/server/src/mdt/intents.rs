@@ -293,7 +293,7 @@ impl MdtService {
         }
         t.batch.delete(Space::Intents, intent_key(id));
         let reply = Reply::Entry { attr, layout };
-        let ticket = self.apply(rq, t, &reply)?;
+        let ticket = self.apply_final(rq, t, &reply)?;
         drop(g);
         self.commit_through(ticket).await?;
         Ok(Some(reply))
@@ -603,7 +603,7 @@ impl MdtService {
             p.attr.ctime = now;
         }
         t.batch.delete(Space::Intents, intent_key(id));
-        let ticket = self.apply(rq, t, &Reply::Ok)?;
+        let ticket = self.apply_final(rq, t, &Reply::Ok)?;
         drop(g);
         self.commit_through(ticket).await
     }
@@ -708,6 +708,7 @@ impl MdtService {
                 let rq = Rq {
                     ctx: &ctx,
                     cur: cur.as_ref(),
+                    tok: None,
                 };
                 let entered = self.enter_mkdir(&rq, id, &rec.op, attr, layout).await?;
                 if entered.is_some() {
@@ -751,6 +752,7 @@ impl MdtService {
                 let rq = Rq {
                     ctx: &ctx,
                     cur: cur.as_ref(),
+                    tok: None,
                 };
                 self.finish_rmdir(&rq, id, parent, &name, fid).await?;
                 tracing::info!(

@@ -12,6 +12,7 @@
 
 mod attrs;
 mod intents;
+pub mod leases;
 mod namespace;
 mod objects;
 mod orphans;
@@ -27,6 +28,7 @@ mod tx;
 use crate::error::{Handled, ServerError};
 use loom_proto::msg::{Commit, FileKind, MdtRequest, PeerRequest, Reply, ReqCtx, Time};
 use loom_proto::{Errno, Fid};
+use loom_rpc::Channel;
 use loom_store::kv::{FjallStore, KvStore, Ticket};
 use records::{meta, InodeRec, INODE_REC_VERSION};
 use recovery::{Recovery, Registered};
@@ -40,6 +42,11 @@ use tx::{read_meta, store_err, Tx};
 
 use crate::peers::Peers;
 
+/// Recalls a change waits for before it is applied anyway, its
+/// remaining recalls following it (readers racing it could otherwise
+/// keep taking new leases).
+const MAX_RECALL_ROUNDS: u32 = 4;
+
 /// How far the FID allocator skips ahead at start (see [`MdtService::open`]):
 /// more than the creates that can be applied but not yet synced at once.
 const FID_SKIP_AT_START: u32 = 1 << 16;
@@ -51,6 +58,8 @@ pub struct MdtOptions {
     pub recovery_window: std::time::Duration,
     /// The longest an applied change waits for its commit.
     pub commit_interval: std::time::Duration,
+    /// How long a lease holder may take to answer a recall.
+    pub recall_timeout: std::time::Duration,
 }
 
 impl Default for MdtOptions {
@@ -58,6 +67,7 @@ impl Default for MdtOptions {
         MdtOptions {
             recovery_window: recovery::DEFAULT_WINDOW,
             commit_interval: syncer::COMMIT_INTERVAL,
+            recall_timeout: leases::DEFAULT_RECALL_TIMEOUT,
         }
     }
 }
@@ -118,6 +128,8 @@ pub struct MdtService {
     clients: Registered,
     /// The replays after a restart.
     recovery: Recovery,
+    /// What clients may keep knowing until recalled.
+    leases: Arc<leases::Leases>,
     /// Set by [`MdtService::stop`]: replies are held back.
     stopping: std::sync::atomic::AtomicBool,
     /// Round-robin start for new files' stripes.
@@ -207,6 +219,10 @@ impl MdtService {
             commits,
             clients,
             recovery,
+            leases: Arc::new(leases::Leases::new(
+                loom_proto::msg::TargetId::mdt(index),
+                opts.recall_timeout,
+            )),
             stopping: std::sync::atomic::AtomicBool::new(false),
             rr: AtomicU32::new(rand::random::<u32>() % 1024),
             inode_count: AtomicU64::new(inode_count),
@@ -240,33 +256,77 @@ impl MdtService {
     /// every change. For a client's change the reply, its transaction
     /// number and (on the client's first change) its registration go into
     /// the same batch (see [`replies`], [`recovery`]).
+    ///
+    /// Where other clients hold leases on what the change touches, nothing
+    /// is applied: it fails with [`ServerError::Recall`], and
+    /// [`Self::handle`] recalls them and runs the change again.
     fn apply(&self, rq: &Rq<'_>, t: Tx<'_>, reply: &Reply) -> Result<Ticket, ServerError> {
-        self.apply_as(rq.cur.map(|c| (c, reply)), t, false)
+        let late = rq.cur.is_some_and(|c| c.recall_after);
+        self.apply_as(rq, rq.cur.map(|c| (c, reply)), t, false, late)
+    }
+
+    /// As [`Self::apply`] for the last step of a cross-MDT operation,
+    /// which cannot be run again: applied whatever leases others hold,
+    /// which are recalled before the reply leaves.
+    fn apply_final(&self, rq: &Rq<'_>, t: Tx<'_>, reply: &Reply) -> Result<Ticket, ServerError> {
+        self.apply_as(rq, rq.cur.map(|c| (c, reply)), t, false, true)
     }
 
     /// As [`Self::apply`] for a step that is not the answer to a client's
     /// request (an intent record, a peer's part, the MDT's own work): no
     /// reply is recorded.
     fn apply_step(&self, t: Tx<'_>) -> Result<Ticket, ServerError> {
-        self.apply_as(None, t, false)
+        self.apply_batch(None, t, false)
     }
 
     /// As [`Self::apply`], with the batch handed to the operating system
     /// before returning (it survives a crash of this process, not of the
     /// machine).
     fn apply_flushed(&self, rq: &Rq<'_>, t: Tx<'_>, reply: &Reply) -> Result<Ticket, ServerError> {
-        self.apply_as(rq.cur.map(|c| (c, reply)), t, true)
+        let late = rq.cur.is_some_and(|c| c.recall_after);
+        self.apply_as(rq, rq.cur.map(|c| (c, reply)), t, true, late)
     }
 
     fn apply_as(
         &self,
+        rq: &Rq<'_>,
         recorded_as: Option<(&Current, &Reply)>,
         mut t: Tx<'_>,
         flushed: bool,
+        late: bool,
     ) -> Result<Ticket, ServerError> {
-        if let Some((c, _)) = recorded_as {
-            c.set_effects(t.take_effects());
+        let touched = match recorded_as {
+            Some((c, reply)) => {
+                let e = t.take_effects();
+                let touched = leases::Touched::of(reply, &e);
+                c.set_effects(e);
+                Some((c, touched))
+            }
+            None => None,
+        };
+        let Some((c, touched)) = touched else {
+            return self.apply_batch(None, t, flushed);
+        };
+        let maker = rq.ctx.client_id;
+        let r = self.leases.apply(maker, rq.tok, &touched, late, || {
+            self.apply_batch(recorded_as, t, flushed)
+        })?;
+        match r {
+            Ok((ticket, granted, late)) => {
+                c.set_leased(granted);
+                c.recall_late(late);
+                Ok(ticket)
+            }
+            Err(conflicts) => Err(ServerError::Recall(conflicts)),
         }
+    }
+
+    fn apply_batch(
+        &self,
+        recorded_as: Option<(&Current, &Reply)>,
+        t: Tx<'_>,
+        flushed: bool,
+    ) -> Result<Ticket, ServerError> {
         let (batch, delta) = t.into_batch()?;
         let mut batch = batch;
         let forced = recorded_as.and_then(|(c, _)| c.replay.as_ref().map(|r| r.0));
@@ -378,6 +438,7 @@ impl MdtService {
             transno,
             last_committed: self.commits.last_committed(),
             started_at: self.commits.started_at,
+            leased: false,
         }
     }
 
@@ -475,14 +536,15 @@ impl MdtService {
         self.recovery.open();
     }
 
-    /// Handle one request; a client's gets this MDT's commit state with
-    /// its answer. A change that can be resent runs once per (client,
-    /// sequence): a resend waits for its first execution and gets its
-    /// recorded reply.
+    /// Handle one request that came on connection `ch`; a client's gets
+    /// this MDT's commit state with its answer. A change that can be
+    /// resent runs once per (client, sequence): a resend waits for its
+    /// first execution and gets its recorded reply.
     pub async fn handle(
         self: &Arc<Self>,
         ctx: &ReqCtx,
         req: MdtRequest,
+        ch: Option<&Arc<Channel>>,
     ) -> (Handled, Option<Commit>) {
         self.stats.count(req.op().name);
         if ctx.client_id == 0 || ctx.seq == 0 {
@@ -491,6 +553,19 @@ impl MdtService {
         }
         match req {
             MdtRequest::CommitState => return (Ok(Reply::Ok), Some(self.commit_state(0))),
+            MdtRequest::Subscribe => {
+                let r = match ch {
+                    Some(ch) => {
+                        self.leases.subscribe(ctx.client_id, ch);
+                        Ok(Reply::Ok)
+                    }
+                    None => Err(ServerError::refused(
+                        Errno::EOPNOTSUPP,
+                        "leases need a connection to call back on",
+                    )),
+                };
+                return (r, Some(self.commit_state(0)));
+            }
             MdtRequest::Replay { entries, last, .. } => {
                 let r = self.take_replay(ctx.client_id, entries, last).await;
                 return (r, Some(self.commit_state(0)));
@@ -507,16 +582,15 @@ impl MdtService {
                 return (r, Some(self.commit_state(0)));
             }
             MdtRequest::Disconnect => {
+                self.leases.unsubscribe(ctx.client_id);
                 let r = self.disconnect(ctx.client_id).await.map(|_| Reply::Ok);
                 return (r, Some(self.commit_state(0)));
             }
             _ => {}
         }
+        let tok = self.leases.reading(ctx.client_id, ch);
         let Some(key) = ReplyKey::of(ctx, &req) else {
-            return (
-                self.dispatch(&Rq::plain(ctx), req).await,
-                Some(self.commit_state(0)),
-            );
+            return self.read(ctx, req, tok).await;
         };
         if !*self.recovered.borrow() {
             let mut rx = self.recovered.subscribe();
@@ -536,18 +610,72 @@ impl MdtService {
             Ok(None) => {}
             Err(e) => return (Err(e), Some(self.commit_state(0))),
         }
-        let current = Current::new(key);
-        let r = self
-            .dispatch(&Rq::change(ctx, &current), req)
-            .await
-            .map(|reply| current.with_effects(reply));
+        // Run the change; where others hold leases on what it touches,
+        // recall them and run it again. The recalled leases stay under
+        // recall (granted to no one) until the answer is built.
+        let mut recalled = Vec::new();
+        let mut rounds = 0;
+        let (r, current) = loop {
+            let mut current = Current::new(key);
+            current.recall_after = rounds >= MAX_RECALL_ROUNDS;
+            let rq = Rq::change(ctx, &current).with_token(tok);
+            match self.dispatch(&rq, req.clone()).await {
+                Err(ServerError::Recall(leases)) => {
+                    rounds += 1;
+                    self.stats.count("recalled");
+                    recalled.push(self.leases.recall(ctx.client_id, leases).await);
+                }
+                r => break (r, current),
+            }
+        };
+        let late = current.take_late();
+        if !late.is_empty() {
+            recalled.push(self.leases.recall(ctx.client_id, late).await);
+        }
+        let r = r.map(|reply| current.with_effects(reply));
+        drop(recalled);
         let transno = current.transno();
         if self.stopping.load(Ordering::SeqCst) {
             // Perhaps applied after the clean stop's mark: the next
             // instance will not have it, so no reply may say it was done.
             std::future::pending::<()>().await;
         }
-        (r, Some(self.commit_state(transno)))
+        let mut commit = self.commit_state(transno);
+        commit.leased = current.leased();
+        (r, Some(commit))
+    }
+
+    /// A client's read: answered, and granted the leases its answer
+    /// implies when the client subscribed and no change crossed it.
+    async fn read(
+        self: &Arc<Self>,
+        ctx: &ReqCtx,
+        req: MdtRequest,
+        tok: Option<leases::ReadToken>,
+    ) -> (Handled, Option<Commit>) {
+        let asked = tok.and_then(|tok| match req {
+            MdtRequest::Lookup { .. }
+            | MdtRequest::GetAttr { .. }
+            | MdtRequest::Open { .. }
+            | MdtRequest::Readdir { .. } => Some((tok, req.clone())),
+            _ => None,
+        });
+        let r = self.dispatch(&Rq::plain(ctx), req).await;
+        let mut commit = self.commit_state(0);
+        if let Some((tok, req)) = asked {
+            let fldb = match self.peers.config().await {
+                Ok(c) => c,
+                Err(_) => return (r, Some(commit)),
+            };
+            let me = self.index;
+            let granted = loom_proto::lease::granted_by_read(
+                &req,
+                r.as_ref().map_err(|e| e.errno()),
+                |fid| fldb.mdt_of(fid) == Some(me),
+            );
+            commit.leased = self.leases.grant_read(tok, &granted);
+        }
+        (r, Some(commit))
     }
 
     /// Handle a step of an operation another MDT coordinates (the
@@ -696,7 +824,7 @@ impl MdtService {
             // A client's are answered by `handle` before this; these are
             // what a caller without a sequence (a peer, a tool) gets.
             MdtRequest::Sync | MdtRequest::Disconnect => self.commit_all().await.map(|_| Reply::Ok),
-            MdtRequest::CommitState => Ok(Reply::Ok),
+            MdtRequest::CommitState | MdtRequest::Subscribe => Ok(Reply::Ok),
             MdtRequest::Replay { .. } => Err(ServerError::refused(
                 Errno::EPROTO,
                 "a replay needs the client identity and sequence it was made under",

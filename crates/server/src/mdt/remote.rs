@@ -320,7 +320,7 @@ impl MdtService {
             t.batch.delete(Space::Meta, k);
         }
         // Losing this batch in a crash only leaves the records behind.
-        self.apply_as(None, t, true)?;
+        self.apply_batch(None, t, true)?;
         drop(g);
         Ok(Reply::Ok)
     }

@@ -8,9 +8,10 @@
 //! first got. Changelog records, quota deltas and per-job counters will be
 //! gathered here too, for the same batch.
 
+use super::leases::ReadToken;
 use super::replies::ReplyKey;
 use loom_proto::layout::Layout;
-use loom_proto::msg::{Attr, Effects, Reply, ReqCtx};
+use loom_proto::msg::{Attr, Effects, Lease, Reply, ReqCtx};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -30,6 +31,14 @@ pub struct Current {
     must_commit: AtomicBool,
     /// What the change did, for its reply.
     effects: Mutex<Option<Effects>>,
+    /// Apply even where others hold leases, and recall them after (a
+    /// change that recalled several times already, or the last step of a
+    /// cross-MDT operation, which cannot be run again).
+    pub recall_after: bool,
+    /// Leases to recall before the reply leaves (see `recall_after`).
+    late: Mutex<Vec<Lease>>,
+    /// The maker was granted the leases its answer implies.
+    leased: AtomicBool,
 }
 
 impl Current {
@@ -41,6 +50,9 @@ impl Current {
             transno: AtomicU64::new(0),
             must_commit: AtomicBool::new(false),
             effects: Mutex::new(None),
+            recall_after: false,
+            late: Mutex::new(Vec::new()),
+            leased: AtomicBool::new(false),
         }
     }
 
@@ -93,6 +105,29 @@ impl Current {
     pub fn must_commit(&self) -> bool {
         self.must_commit.load(Ordering::Acquire)
     }
+
+    /// The maker was (or was not) granted its leases.
+    pub fn set_leased(&self, v: bool) {
+        self.leased.store(v, Ordering::Release);
+    }
+
+    /// Whether the maker was granted the leases its answer implies.
+    pub fn leased(&self) -> bool {
+        self.leased.load(Ordering::Acquire)
+    }
+
+    /// Leases to recall after the change was applied.
+    pub fn recall_late(&self, l: Vec<Lease>) {
+        self.late
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(l);
+    }
+
+    /// What [`Current::recall_late`] gathered.
+    pub fn take_late(&self) -> Vec<Lease> {
+        std::mem::take(&mut *self.late.lock().unwrap_or_else(|p| p.into_inner()))
+    }
 }
 
 /// The request a handler serves.
@@ -102,12 +137,18 @@ pub struct Rq<'a> {
     pub ctx: &'a ReqCtx,
     /// Set for a client's change: its reply is recorded with it.
     pub cur: Option<&'a Current>,
+    /// Set when the caller subscribed to leases on this connection.
+    pub tok: Option<ReadToken>,
 }
 
 impl<'a> Rq<'a> {
     /// A request whose reply is not recorded (a read, a peer's step).
     pub fn plain(ctx: &'a ReqCtx) -> Rq<'a> {
-        Rq { ctx, cur: None }
+        Rq {
+            ctx,
+            cur: None,
+            tok: None,
+        }
     }
 
     /// A client's change, recorded under `cur`.
@@ -115,7 +156,13 @@ impl<'a> Rq<'a> {
         Rq {
             ctx,
             cur: Some(cur),
+            tok: None,
         }
+    }
+
+    /// The same request, from a client subscribed to leases.
+    pub fn with_token(self, tok: Option<ReadToken>) -> Rq<'a> {
+        Rq { tok, ..self }
     }
 
     /// The attributes and layout a replayed create's first execution

@@ -52,7 +52,12 @@ fn not_hosted(t: TargetId) -> (Result<Reply, WireError>, Vec<u8>) {
 }
 
 impl Service for Slots {
-    async fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>) -> Answer {
+    async fn handle(
+        self: Arc<Self>,
+        env: Envelope,
+        bulk: Vec<u8>,
+        ch: &Arc<loom_rpc::Channel>,
+    ) -> Answer {
         let t = env.target;
         match (t.role, env.req) {
             (_, Request::Ping) => (Ok(Reply::Ok), Vec::new()).into(),
@@ -61,7 +66,7 @@ impl Service for Slots {
                 None => not_hosted(t).into(),
             },
             (Role::Mdt, Request::Mdt(req)) if t.index == 0 => match read(&self.mdt) {
-                Some(m) => answer(t, m.handle(&env.ctx, req).await).into(),
+                Some(m) => answer(t, m.handle(&env.ctx, req, Some(ch)).await).into(),
                 None => not_hosted(t).into(),
             },
             (Role::Mdt, Request::Peer(req)) if t.index == 0 => match read(&self.mdt) {

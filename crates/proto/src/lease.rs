@@ -1,0 +1,102 @@
+//! Leases: what a client may keep knowing until its MDT recalls it.
+//!
+//! Which leases an answer grants is decided here, once, for both sides:
+//! the MDT records them against the client, and the client trusts what
+//! the answer said for as long as it holds them. An answer grants them
+//! only when its commit state says `leased` (the MDT may refuse, when a
+//! change crossed the read or a recall is under way).
+//!
+//! Attributes are granted only for inodes on the answering MDT (`local`):
+//! a change to an inode is made, and recalled, by the MDT that holds it.
+
+use crate::fid::Fid;
+use crate::msg::{Effects, MdtRequest, Reply};
+use crate::name::Name;
+use crate::Errno;
+use serde::{Deserialize, Serialize};
+
+/// One thing a client may keep knowing while its MDT holds it to tell
+/// the client before anyone else changes it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Lease {
+    /// An inode's attributes (mode, owner, size, times, links).
+    Attr(Fid),
+    /// What a name in a directory leads to, or that it is absent.
+    Name(Fid, Name),
+    /// Every name of a directory: it has no names but those known.
+    List(Fid),
+}
+
+/// The leases an answer to read `req` grants: a lookup the name (also
+/// when absent) and the inode's attributes, a stat or an open the
+/// attributes, a listing its names and their inodes' attributes, and the
+/// whole list when one page held it all.
+pub fn granted_by_read(
+    req: &MdtRequest,
+    result: Result<&Reply, Errno>,
+    local: impl Fn(Fid) -> bool,
+) -> Vec<Lease> {
+    let attr = |fid: Fid| local(fid).then_some(Lease::Attr(fid));
+    match (req, result) {
+        (MdtRequest::Lookup { parent, name }, Ok(Reply::Entry { attr: a, .. })) => {
+            let mut v = vec![Lease::Name(*parent, name.clone())];
+            v.extend(attr(a.fid));
+            v
+        }
+        (MdtRequest::Lookup { parent, name }, Err(Errno::ENOENT)) => {
+            vec![Lease::Name(*parent, name.clone())]
+        }
+        (MdtRequest::GetAttr { fid }, Ok(Reply::Attr(_)))
+        | (MdtRequest::Open { fid, .. }, Ok(Reply::Entry { .. })) => {
+            attr(*fid).into_iter().collect()
+        }
+        (MdtRequest::Readdir { fid, cookie, .. }, Ok(Reply::Dir { entries, eof })) => {
+            let mut v = Vec::with_capacity(entries.len() * 2 + 1);
+            for e in entries {
+                v.push(Lease::Name(*fid, e.name.clone()));
+                v.extend(attr(e.attr.fid));
+            }
+            if *cookie == 0 && *eof {
+                v.push(Lease::List(*fid));
+            }
+            v
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The leases a change grants its maker: the attributes and names it
+/// reported, and the whole (empty) list of a plain directory it made on
+/// the answering MDT.
+pub fn granted_by_change(reply: &Reply, e: &Effects) -> Vec<Lease> {
+    let mut v: Vec<Lease> = e.attrs.iter().map(|a| Lease::Attr(a.fid)).collect();
+    for (dir, name, _) in &e.names {
+        v.push(Lease::Name(*dir, name.clone()));
+    }
+    if let Reply::Entry { attr, layout: None } = reply {
+        // Made here: named by the change and among the inodes it touched
+        // on this MDT (a remote directory lives on another).
+        let made = e.names.iter().any(|(_, _, f)| *f == Some(attr.fid))
+            && e.attrs.iter().any(|a| a.fid == attr.fid);
+        if attr.kind == crate::msg::FileKind::Dir && made {
+            v.push(Lease::List(attr.fid));
+        }
+    }
+    v
+}
+
+/// The leases a change must recall from everyone but its maker: every
+/// inode it touched or removed, every name it set or removed, and those
+/// names' directory lists.
+pub fn touched_by_change(e: &Effects) -> Vec<Lease> {
+    let mut v: Vec<Lease> = e.attrs.iter().map(|a| Lease::Attr(a.fid)).collect();
+    v.extend(e.removed.iter().map(|f| Lease::Attr(*f)));
+    for (dir, name, _) in &e.names {
+        v.push(Lease::Name(*dir, name.clone()));
+        let list = Lease::List(*dir);
+        if !v.contains(&list) {
+            v.push(list);
+        }
+    }
+    v
+}

@@ -1,0 +1,366 @@
+//! Leases: what a client may keep knowing until this MDT tells it
+//! otherwise (see `docs/PROTOCOL.md`, "Leases").
+//!
+//! A client that subscribed (`Subscribe`) is granted, with each answer,
+//! a lease on what the answer says: a name, an inode's attributes, a
+//! directory's whole contents. A change by anyone else that touches a
+//! leased thing first recalls it from its holders, on the connection they
+//! subscribed on, and is applied only after they answered (they dropped
+//! what they cached) or after [`Leases::recall_timeout`]: a holder that
+//! does not answer loses its connection, and with it every lease it held
+//! here; it drops everything when it finds the connection gone.
+//!
+//! **How a grant and a change cannot cross.** Changes are checked and
+//! applied under this table's lock ([`Leases::apply`]). A read notes the
+//! table's epoch before it reads and is granted its leases only if no
+//! change applied since then touched them ([`Leases::grant_read`]);
+//! otherwise it is answered without a lease (the client caches it only
+//! for its attribute timeout). So either a change sees the holder, or the
+//! reader's grant is refused. Things under recall are never granted, so a
+//! recall ends.
+//!
+//! Grants are kept in memory only: a restarted MDT holds none, and its
+//! clients, whose connections died with it, dropped what they cached.
+
+use loom_proto::lease;
+use loom_proto::msg::{ClientRequest, Effects, Envelope, Lease, Reply, ReqCtx, TargetId};
+use loom_rpc::Channel;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a holder may take to answer a recall before it loses its
+/// leases (its connection is closed).
+pub const DEFAULT_RECALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Leases one client may hold on one MDT: past it, the client's leases
+/// are all revoked (bounded memory; the client drops its cache and takes
+/// new ones).
+const MAX_PER_CLIENT: usize = 1 << 20;
+/// Changes remembered for reads in progress: a read that started before
+/// the oldest is answered without a lease.
+const RECENT: usize = 4096;
+
+/// See the module documentation.
+pub struct Leases {
+    table: Mutex<Table>,
+    target: TargetId,
+    /// How long a recall may wait for a holder.
+    pub recall_timeout: Duration,
+}
+
+#[derive(Default)]
+struct Table {
+    subs: HashMap<u64, Sub>,
+    holders: HashMap<Lease, Vec<u64>>,
+    /// Under recall: granted to no one until the change is applied.
+    busy: HashMap<Lease, usize>,
+    /// Changes applied (one per change).
+    epoch: u64,
+    /// What the last changes touched, oldest first, with their epochs.
+    recent: VecDeque<(u64, Vec<Lease>)>,
+    /// The epoch of the newest change dropped from `recent`.
+    forgotten: u64,
+}
+
+/// A subscribed client.
+struct Sub {
+    ch: Arc<Channel>,
+    held: HashSet<Lease>,
+}
+
+/// A read that may be granted leases: who asks, and the epoch it began at.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadToken {
+    client: u64,
+    serial: u64,
+    epoch: u64,
+}
+
+/// The leases a change touches and those its maker may keep.
+#[derive(Debug, Default)]
+pub struct Touched {
+    /// Recalled from everyone else.
+    pub conflicts: Vec<Lease>,
+    /// Granted to the maker.
+    pub grants: Vec<Lease>,
+}
+
+impl Touched {
+    /// From what a change did and answered (see `loom_proto::lease`).
+    pub fn of(reply: &Reply, e: &Effects) -> Touched {
+        Touched {
+            conflicts: lease::touched_by_change(e),
+            grants: lease::granted_by_change(reply, e),
+        }
+    }
+}
+
+/// Holds leases under recall until the change that recalled them is done.
+pub struct Busy {
+    leases: Arc<Leases>,
+    held: Vec<Lease>,
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let mut t = self.leases.lock();
+        for l in &self.held {
+            if let Some(n) = t.busy.get_mut(l) {
+                *n -= 1;
+                if *n == 0 {
+                    t.busy.remove(l);
+                }
+            }
+        }
+    }
+}
+
+impl Table {
+    fn drop_client(&mut self, client: u64) -> Option<Sub> {
+        let sub = self.subs.remove(&client)?;
+        for l in &sub.held {
+            self.unhold(l, client);
+        }
+        Some(sub)
+    }
+
+    fn unhold(&mut self, l: &Lease, client: u64) {
+        if let Some(v) = self.holders.get_mut(l) {
+            v.retain(|c| *c != client);
+            if v.is_empty() {
+                self.holders.remove(l);
+            }
+        }
+    }
+
+    /// Grant `leases` to `client`, unless one is under recall. False when
+    /// not granted.
+    fn grant(&mut self, client: u64, leases: &[Lease]) -> bool {
+        if leases.iter().any(|l| self.busy.contains_key(l)) {
+            return false;
+        }
+        let Some(sub) = self.subs.get_mut(&client) else {
+            return false;
+        };
+        let mut new = Vec::new();
+        for l in leases {
+            if sub.held.insert(l.clone()) {
+                new.push(l.clone());
+            }
+        }
+        let over = sub.held.len() > MAX_PER_CLIENT;
+        for l in new {
+            self.holders.entry(l).or_default().push(client);
+        }
+        if over {
+            // Bounded memory: the client starts again with nothing.
+            if let Some(sub) = self.drop_client(client) {
+                tracing::info!(
+                    client = format_args!("{client:#x}"),
+                    "over {MAX_PER_CLIENT} leases: all revoked"
+                );
+                sub.ch.close();
+            }
+            return false;
+        }
+        true
+    }
+}
+
+impl Leases {
+    /// An empty table for MDT `target`.
+    pub fn new(target: TargetId, recall_timeout: Duration) -> Leases {
+        Leases {
+            table: Mutex::new(Table::default()),
+            target,
+            recall_timeout,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        // Every update leaves the maps consistent before it can panic.
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `client` takes leases on connection `ch`; what it held on an
+    /// earlier connection is void.
+    pub fn subscribe(&self, client: u64, ch: &Arc<Channel>) {
+        let mut t = self.lock();
+        t.drop_client(client);
+        t.subs.insert(
+            client,
+            Sub {
+                ch: ch.clone(),
+                held: HashSet::new(),
+            },
+        );
+    }
+
+    /// The client leaves: its leases go.
+    pub fn unsubscribe(&self, client: u64) {
+        self.lock().drop_client(client);
+    }
+
+    /// A request from `client` on `ch` may be granted leases if the client
+    /// subscribed on that connection: note when its read begins.
+    pub fn reading(&self, client: u64, ch: Option<&Arc<Channel>>) -> Option<ReadToken> {
+        let ch = ch?;
+        let t = self.lock();
+        let sub = t.subs.get(&client)?;
+        (sub.ch.serial() == ch.serial() && !ch.is_dead()).then_some(ReadToken {
+            client,
+            serial: ch.serial(),
+            epoch: t.epoch,
+        })
+    }
+
+    /// Grant the leases a read's answer implies, unless a change applied
+    /// since the read began touched one of them, or one is under recall.
+    /// True when granted.
+    pub fn grant_read(&self, tok: ReadToken, leases: &[Lease]) -> bool {
+        if leases.is_empty() {
+            return false;
+        }
+        let mut t = self.lock();
+        if t.subs.get(&tok.client).map(|s| s.ch.serial()) != Some(tok.serial) {
+            return false;
+        }
+        if tok.epoch != t.epoch {
+            if tok.epoch < t.forgotten {
+                return false;
+            }
+            let touched = t
+                .recent
+                .iter()
+                .filter(|(e, _)| *e > tok.epoch)
+                .any(|(_, ls)| ls.iter().any(|l| leases.contains(l)));
+            if touched {
+                return false;
+            }
+        }
+        t.grant(tok.client, leases)
+    }
+
+    /// Apply a change by `maker` that touches `touched`, with `apply`,
+    /// unless someone else holds a lease on what it touches: then nothing
+    /// is applied and the leases to recall are returned. With `late`, it
+    /// is applied anyway, and those leases are returned with it, to be
+    /// recalled before the reply. The maker (if `tok` is its subscribed
+    /// connection) is granted what it may keep; the bool says whether.
+    #[allow(clippy::type_complexity)]
+    pub fn apply<T, E>(
+        &self,
+        maker: u64,
+        tok: Option<ReadToken>,
+        touched: &Touched,
+        late: bool,
+        apply: impl FnOnce() -> Result<T, E>,
+    ) -> Result<Result<(T, bool, Vec<Lease>), Vec<Lease>>, E> {
+        let mut t = self.lock();
+        let conflicts: Vec<Lease> = touched
+            .conflicts
+            .iter()
+            .filter(|l| {
+                t.holders
+                    .get(*l)
+                    .is_some_and(|hs| hs.iter().any(|c| *c != maker))
+            })
+            .cloned()
+            .collect();
+        if !conflicts.is_empty() && !late {
+            return Ok(Err(conflicts));
+        }
+        let v = apply()?;
+        t.epoch += 1;
+        let epoch = t.epoch;
+        if !touched.conflicts.is_empty() {
+            t.recent.push_back((epoch, touched.conflicts.clone()));
+            if t.recent.len() > RECENT {
+                if let Some((e, _)) = t.recent.pop_front() {
+                    t.forgotten = e;
+                }
+            }
+        }
+        let granted = match tok {
+            Some(tok) if t.subs.get(&maker).map(|s| s.ch.serial()) == Some(tok.serial) => {
+                t.grant(maker, &touched.grants)
+            }
+            _ => false,
+        };
+        Ok(Ok((v, granted, conflicts)))
+    }
+
+    /// Recall `leases` from every holder but `maker`: they are granted to
+    /// no one until the returned guard is dropped (after the change is
+    /// applied). Holders answer, or lose every lease they hold here (and
+    /// their connection) after [`Leases::recall_timeout`].
+    pub async fn recall(self: &Arc<Self>, maker: u64, leases: Vec<Lease>) -> Busy {
+        let mut calls: HashMap<u64, (Arc<Channel>, Vec<Lease>)> = HashMap::new();
+        {
+            let mut t = self.lock();
+            for l in &leases {
+                *t.busy.entry(l.clone()).or_insert(0) += 1;
+                let holders: Vec<u64> = t
+                    .holders
+                    .get(l)
+                    .map(|hs| hs.iter().copied().filter(|c| *c != maker).collect())
+                    .unwrap_or_default();
+                for c in holders {
+                    t.unhold(l, c);
+                    if let Some(sub) = t.subs.get_mut(&c) {
+                        sub.held.remove(l);
+                        let e = calls
+                            .entry(c)
+                            .or_insert_with(|| (sub.ch.clone(), Vec::new()));
+                        e.1.push(l.clone());
+                    }
+                }
+            }
+        }
+        let busy = Busy {
+            leases: self.clone(),
+            held: leases.clone(),
+        };
+        let mut set = tokio::task::JoinSet::new();
+        for (client, (ch, mut items)) in calls {
+            // A holder of a directory's list learns which names changed.
+            for l in &leases {
+                if matches!(l, Lease::Name(..)) && !items.contains(l) {
+                    items.push(l.clone());
+                }
+            }
+            let env = Envelope {
+                target: self.target,
+                ctx: ReqCtx::default(),
+                req: ClientRequest::Recall { leases: items }.into(),
+            };
+            let timeout = self.recall_timeout;
+            set.spawn(async move { (client, ch.clone(), ch.call(&env, timeout).await) });
+        }
+        while let Some(r) = set.join_next().await {
+            let Ok((client, ch, r)) = r else { continue };
+            if let Err(e) = r {
+                tracing::warn!(
+                    client = format_args!("{client:#x}"),
+                    "{}: recall not answered ({e}); the client loses its leases",
+                    self.target
+                );
+                let mut t = self.lock();
+                if t.subs
+                    .get(&client)
+                    .is_some_and(|s| s.ch.serial() == ch.serial())
+                {
+                    t.drop_client(client);
+                }
+                drop(t);
+                ch.close();
+            }
+        }
+        busy
+    }
+
+    /// Number of leases held, for tests and statistics.
+    pub fn held(&self) -> usize {
+        self.lock().subs.values().map(|s| s.held.len()).sum()
+    }
+}
