@@ -98,7 +98,9 @@ fi
 
 if [[ $what == ceiling || $what == all ]]; then
     up 2 4
-    ceil="ext4=$ext4 tmpfs=$tmpfs noop=noop: loomfs=$mnt/b"
+    # The no-op reference keeps entries as long as loomfs keeps leased ones
+    # (the mount's --lease-time, 300 s): the same FUSE settings.
+    ceil="ext4=$ext4 tmpfs=$tmpfs noop=noop:?attr-timeout=300 loomfs=$mnt/b"
     # mdtest-style empty files, 4 processes, a directory each (-u).
     "$loom" bench compare md -F -u -n 2000 -p 4 -i 3 --no-progress \
         --json "$out/ceiling-unique.json" --chart "$out/ceiling-unique" $ceil
@@ -117,22 +119,25 @@ if [[ $what == ceiling || $what == all ]]; then
     [ -f "$tarball" ] || tar cf "$tarball" -C /usr include
     noopmnt=/mnt/loom-bench-noop
     mkdir -p "$noopmnt"
-    "$loom" mount-noop "$noopmnt" >/var/tmp/loom-bench-noop.log 2>&1 &
+    "$loom" mount-noop "$noopmnt" --attr-timeout 300 >/var/tmp/loom-bench-noop.log 2>&1 &
     noop_pid=$!
     for _ in $(seq 1 100); do
         grep -q "^mounted at" /var/tmp/loom-bench-noop.log 2>/dev/null && break
         sleep 0.1
     done
     {
-        echo "round target untar_s rm_s"
+        echo "round target untar_s find_s du_s lslR_s rm_s"
         for round in 1 2 3; do
             for t in ext4=$ext4 tmpfs=$tmpfs noop=$noopmnt loomfs=$mnt/b; do
                 name=${t%%=*} dir=${t#*=}/untar
                 rm -rf "$dir"; mkdir -p "$dir"; sync
                 s=$(date +%s.%N); tar xf "$tarball" -C "$dir"; m=$(date +%s.%N)
+                find "$dir" >/dev/null; f=$(date +%s.%N)
+                du -s "$dir" >/dev/null; d=$(date +%s.%N)
+                ls -lR "$dir" >/dev/null; l=$(date +%s.%N)
                 rm -rf "$dir"; e=$(date +%s.%N)
-                awk -v r="$round" -v n="$name" -v s="$s" -v m="$m" -v e="$e" \
-                    'BEGIN { printf "%s %s %.2f %.2f\n", r, n, m - s, e - m }'
+                awk -v r="$round" -v n="$name" -v s="$s" -v m="$m" -v f="$f" -v d="$d" -v l="$l" -v e="$e" \
+                    'BEGIN { printf "%s %s %.2f %.2f %.2f %.2f %.2f\n", r, n, m - s, f - m, d - f, l - d, e - l }'
             done
         done
     } | tee "$out/ceiling-untar.txt"

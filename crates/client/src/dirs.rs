@@ -53,6 +53,11 @@ impl Client {
         }
     }
 
+    /// Whether `dir` is known (from its layout) not to be striped.
+    pub(crate) fn dir_is_plain(&self, dir: Fid) -> bool {
+        matches!(self.dir_layouts.get(dir), Some(None))
+    }
+
     /// The shards of directory `dir`, or `None` if it is not striped.
     pub async fn dir_shards(&self, c: &Caller, dir: Fid) -> Result<Option<Arc<[Fid]>>, Errno> {
         if let Some(s) = self.dir_layouts.get(dir) {

@@ -300,16 +300,18 @@ impl Fresh {
     }
 
     /// What `name` in directory `dir` names (`None`: nothing) while
-    /// valid, and what is left: known by itself, or absent from the
-    /// directory's leased list.
-    pub fn name(&self, dir: Fid, name: &Name) -> Option<(Option<Fid>, Duration)> {
+    /// valid, and what is left: known by itself, or (if `plain`: `dir` is
+    /// known not to be striped) absent from the directory's leased list.
+    /// A striped directory's master is also its shard 0, whose list holds
+    /// only that shard's names.
+    pub fn name(&self, dir: Fid, name: &Name, plain: bool) -> Option<(Option<Fid>, Duration)> {
         let k = self.lock();
         if let Some(i) = k.names.get(&(dir, name.clone())) {
             if let Some(l) = left(i.until) {
                 return Some((i.v, l));
             }
         }
-        let l = k.lists.get(&dir)?;
+        let l = k.lists.get(&dir).filter(|_| plain)?;
         if l.v.contains(name) {
             return None;
         }
@@ -374,8 +376,8 @@ mod tests {
         let (a, left) = f.attr(file).expect("known");
         assert_eq!(a.size, 5);
         assert!(left <= Duration::from_secs(60));
-        assert_eq!(f.name(dir, &name).map(|n| n.0), Some(Some(file)));
-        assert!(f.name(dir, &Name::from(&b"b"[..])).is_none());
+        assert_eq!(f.name(dir, &name, true).map(|n| n.0), Some(Some(file)));
+        assert!(f.name(dir, &Name::from(&b"b"[..]), true).is_none());
         let g = Fresh::default();
         g.learn(e, &HashSet::new(), short(&g, Duration::ZERO));
         assert!(g.attr(file).is_none(), "no time left");
@@ -407,7 +409,7 @@ mod tests {
             v,
         );
         assert!(f.attr(file).is_none(), "its link count changed");
-        assert_eq!(f.name(dir, &name).map(|n| n.0), Some(None));
+        assert_eq!(f.name(dir, &name, true).map(|n| n.0), Some(None));
         f.learn(
             Effects {
                 attrs: vec![attr(file, 5)],
@@ -445,8 +447,12 @@ mod tests {
             leased(&f),
         );
         let x = Name::from(&b"x"[..]);
-        let (absent, left) = f.name(dir, &x).expect("the list is leased");
+        let (absent, left) = f.name(dir, &x, true).expect("the list is leased");
         assert_eq!(absent, None);
+        assert!(
+            f.name(dir, &x, false).is_none(),
+            "not from the list of a striped one"
+        );
         assert!(
             left > Duration::from_secs(60),
             "for the lease, not the timeout"
@@ -462,13 +468,13 @@ mod tests {
             &granted,
             leased(&f),
         );
-        assert_eq!(f.name(dir, &x).map(|n| n.0), Some(Some(file)));
+        assert_eq!(f.name(dir, &x, true).map(|n| n.0), Some(Some(file)));
         let y = Name::from(&b"y"[..]);
-        assert_eq!(f.name(dir, &y).map(|n| n.0), Some(None));
+        assert_eq!(f.name(dir, &y, true).map(|n| n.0), Some(None));
         // Another client makes "y": recalled, the list goes.
         f.recall(&[Lease::Name(dir, y.clone()), Lease::List(dir)]);
-        assert!(f.name(dir, &y).is_none(), "ask the MDT");
-        assert_eq!(f.name(dir, &x).map(|n| n.0), Some(Some(file)));
+        assert!(f.name(dir, &y, true).is_none(), "ask the MDT");
+        assert_eq!(f.name(dir, &x, true).map(|n| n.0), Some(Some(file)));
     }
 
     #[test]

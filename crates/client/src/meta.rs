@@ -148,7 +148,8 @@ impl Client {
     /// `Some(attributes)`, or `None` for no such name; with how long that
     /// stays valid.
     pub fn recent_entry(&self, dir: Fid, name: &[u8]) -> Option<(Option<Attr>, Duration)> {
-        let (fid, left) = self.router.fresh.name(dir, &Name::from(name))?;
+        let plain = self.dir_is_plain(dir);
+        let (fid, left) = self.router.fresh.name(dir, &Name::from(name), plain)?;
         match fid {
             None => Some((None, left)),
             Some(fid) => {
