@@ -81,6 +81,23 @@ pub async fn connect_with_timeout(
         call_timeout,
         ..ClientOptions::default()
     };
+    connect_with(c, fsname, opts).await
+}
+
+/// A client that takes leases, as a mount does.
+pub async fn connect_leasing(c: &Cluster, fsname: &str) -> Arc<Client> {
+    let opts = ClientOptions {
+        call_timeout: Duration::from_secs(20),
+        caching: loom_client::routing::Caching {
+            attr_timeout: Duration::from_secs(1),
+            lease_time: Some(Duration::from_secs(300)),
+        },
+        ..ClientOptions::default()
+    };
+    connect_with(c, fsname, opts).await
+}
+
+pub async fn connect_with(c: &Cluster, fsname: &str, opts: ClientOptions) -> Arc<Client> {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
         if let Ok(client) = Client::connect(&c.mgs, fsname, c.key.clone(), opts.clone()).await {

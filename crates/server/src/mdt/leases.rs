@@ -133,10 +133,12 @@ impl Table {
         }
     }
 
-    /// Grant `leases` to `client`, unless one is under recall. False when
-    /// not granted.
-    fn grant(&mut self, client: u64, leases: &[Lease]) -> bool {
-        if leases.iter().any(|l| self.busy.contains_key(l)) {
+    /// Grant `leases` to `client`, unless one is under recall (`busy`
+    /// holds for a reader, not for the maker of a change just applied: it
+    /// knows the state after it, and a change still recalling will find it
+    /// as a holder). False when not granted.
+    fn grant(&mut self, client: u64, leases: &[Lease], busy: bool) -> bool {
+        if busy && leases.iter().any(|l| self.busy.contains_key(l)) {
             return false;
         }
         let Some(sub) = self.subs.get_mut(&client) else {
@@ -238,7 +240,7 @@ impl Leases {
                 return false;
             }
         }
-        t.grant(tok.client, leases)
+        t.grant(tok.client, leases, true)
     }
 
     /// Apply a change by `maker` that touches `touched`, with `apply`,
@@ -283,7 +285,7 @@ impl Leases {
         }
         let granted = match tok {
             Some(tok) if t.subs.get(&maker).map(|s| s.ch.serial()) == Some(tok.serial) => {
-                t.grant(maker, &touched.grants)
+                t.grant(maker, &touched.grants, false)
             }
             _ => false,
         };
