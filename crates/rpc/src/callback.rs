@@ -69,6 +69,12 @@ impl Channel {
         }
     }
 
+    /// A channel writing to `wr`, with no connection reading answers
+    /// (calls through it get none): for tests of what keeps channels.
+    pub fn for_tests(wr: tokio::net::tcp::OwnedWriteHalf) -> Channel {
+        Channel::new(Arc::new(Outbox::new(wr)))
+    }
+
     /// Unique in this process: tells two connections of one client apart.
     pub fn serial(&self) -> u64 {
         self.serial

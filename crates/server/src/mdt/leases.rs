@@ -366,3 +366,91 @@ impl Leases {
         self.lock().subs.values().map(|s| s.held.len()).sum()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loom_proto::Fid;
+
+    fn table() -> Leases {
+        Leases::new(TargetId::mdt(0), Duration::from_secs(1))
+    }
+
+    /// A channel on a real loopback connection (its other end is dropped:
+    /// nothing is sent on it here).
+    async fn channel() -> Arc<Channel> {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let (c, s) = tokio::join!(tokio::net::TcpStream::connect(addr), l.accept());
+        drop(c);
+        let (_, wr) = s.expect("accept").0.into_split();
+        Arc::new(Channel::for_tests(wr))
+    }
+
+    fn touched(conflicts: Vec<Lease>, grants: Vec<Lease>) -> Touched {
+        Touched { conflicts, grants }
+    }
+
+    #[tokio::test]
+    async fn a_read_crossed_by_a_change_to_what_it_read_is_not_granted() {
+        let t = table();
+        let ch = channel().await;
+        t.subscribe(7, &ch);
+        let a = Lease::Attr(Fid::new(1, 1));
+        let other = Lease::Attr(Fid::new(1, 2));
+        let tok = t.reading(7, Some(&ch)).expect("subscribed");
+        // A change by client 9 to `a` lands while the read runs.
+        let r = t.apply(9, None, &touched(vec![a.clone()], vec![]), false, || {
+            Ok::<_, ()>(())
+        });
+        assert!(matches!(r, Ok(Ok(_))), "no holder yet: applied");
+        assert!(!t.grant_read(tok, &[a.clone()]), "crossed: not granted");
+        assert!(t.grant_read(tok, &[other.clone()]), "untouched: granted");
+        // Now 7 holds `other`: a change to it by 9 must recall first.
+        let r = t.apply(
+            9,
+            None,
+            &touched(vec![other.clone()], vec![]),
+            false,
+            || Ok::<_, ()>(()),
+        );
+        assert_eq!(r, Ok(Err(vec![other.clone()])));
+        // The maker itself is no conflict.
+        let r = t.apply(
+            7,
+            None,
+            &touched(vec![other.clone()], vec![]),
+            false,
+            || Ok::<_, ()>(()),
+        );
+        assert!(matches!(r, Ok(Ok(_))));
+        // A read from another connection of the same client gets nothing.
+        let ch2 = channel().await;
+        assert!(t.reading(7, Some(&ch2)).is_none());
+        assert!(t.reading(8, Some(&ch)).is_none(), "not subscribed");
+    }
+
+    #[tokio::test]
+    async fn a_holder_that_cannot_answer_loses_every_lease() {
+        let t = Arc::new(table());
+        let ch = channel().await;
+        t.subscribe(7, &ch);
+        let (a, b) = (Lease::Attr(Fid::new(1, 1)), Lease::Attr(Fid::new(1, 2)));
+        let tok = t.reading(7, Some(&ch)).expect("subscribed");
+        assert!(t.grant_read(tok, &[a.clone(), b.clone()]));
+        assert_eq!(t.held(), 2);
+        // Under recall, `a` is granted to no reader.
+        let busy = t.recall(9, vec![a.clone()]).await;
+        let tok = t.reading(7, Some(&ch));
+        assert!(tok.is_none(), "its connection was closed: no answer came");
+        assert_eq!(t.held(), 0, "b went too");
+        assert!(ch.is_dead());
+        drop(busy);
+        let r = t.apply(9, None, &touched(vec![a, b], vec![]), false, || {
+            Ok::<_, ()>(())
+        });
+        assert!(matches!(r, Ok(Ok(_))), "nothing left to recall");
+    }
+}
