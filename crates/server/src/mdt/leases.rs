@@ -406,8 +406,14 @@ mod tests {
             Ok::<_, ()>(())
         });
         assert!(matches!(r, Ok(Ok(_))), "no holder yet: applied");
-        assert!(!t.grant_read(tok, std::slice::from_ref(&a)), "crossed: not granted");
-        assert!(t.grant_read(tok, std::slice::from_ref(&other)), "untouched: granted");
+        assert!(
+            !t.grant_read(tok, std::slice::from_ref(&a)),
+            "crossed: not granted"
+        );
+        assert!(
+            t.grant_read(tok, std::slice::from_ref(&other)),
+            "untouched: granted"
+        );
         // Now 7 holds `other`: a change to it by 9 must recall first.
         let r = t.apply(
             9,
