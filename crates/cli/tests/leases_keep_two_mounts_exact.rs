@@ -140,6 +140,33 @@ fn leases_keep_two_mounts_exact() {
         assert!(!b.join(&d).exists(), "rmdir seen");
     }
 
+    // Extended attributes every user may read (what `ls -l` asks of each
+    // file) are kept with the leased attributes, and recalled with them.
+    let x = a.join("f9");
+    let ask = |p: &Path| {
+        sh(&format!(
+            "getfattr --absolute-names --only-values -n security.loomtest {} 2>&1 || true",
+            p.display()
+        ))
+    };
+    assert!(ask(&b.join("f9")).contains("No such attribute"));
+    assert!(ask(&b.join("f9")).contains("No such attribute"), "kept");
+    sh(&format!(
+        "setfattr -n security.loomtest -v one {}",
+        x.display()
+    ));
+    assert_eq!(ask(&b.join("f9")).trim(), "one", "set on mount 1, seen");
+    sh(&format!(
+        "setfattr -n security.loomtest -v two {}",
+        x.display()
+    ));
+    assert_eq!(ask(&b.join("f9")).trim(), "two", "changed, seen");
+    sh(&format!("setfattr -x security.loomtest {}", x.display()));
+    assert!(
+        ask(&b.join("f9")).contains("No such attribute"),
+        "removed, seen"
+    );
+
     // Both ways: a directory mount 2 made (and so knows whole) gets a name
     // from mount 1; mount 2 finds it, by lookup and in its listing.
     std::fs::create_dir(m2.join("mine")).expect("mkdir on mount 2");

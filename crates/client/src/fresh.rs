@@ -62,6 +62,10 @@ struct Known {
     names: HashMap<(Fid, Name), Item<Option<Fid>>>,
     /// Directories whose every name is known (in `names` or absent).
     lists: HashMap<Fid, Item<HashSet<Name>>>,
+    /// Extended attributes (`None`: absent) of inodes whose attributes
+    /// are leased: a change to one changes the inode's ctime, so it
+    /// recalls the attributes, and these go with them.
+    xattrs: HashMap<Fid, HashMap<Name, Option<Vec<u8>>>>,
     /// Recalls (and drops of everything) so far.
     recalls: u64,
 }
@@ -182,8 +186,10 @@ impl Fresh {
         let mut k = self.lock();
         for fid in e.removed {
             k.attrs.remove(&fid);
+            k.xattrs.remove(&fid);
         }
         for a in e.attrs {
+            k.xattrs.remove(&a.fid);
             let u = k.until(v, granted.contains(&Lease::Attr(a.fid)));
             k.put_attr(a, u, true, true);
         }
@@ -250,7 +256,9 @@ impl Fresh {
     /// An MDT said inode `fid` is gone: a name this client's change made
     /// may lead to it, so that name is not answered from here any more.
     pub fn vanished(&self, fid: Fid) {
-        self.lock().attrs.remove(&fid);
+        let mut k = self.lock();
+        k.attrs.remove(&fid);
+        k.xattrs.remove(&fid);
     }
 
     /// Forget what is known without a lease (something may have changed
@@ -270,6 +278,7 @@ impl Fresh {
             match l {
                 Lease::Attr(fid) => {
                     k.attrs.remove(fid);
+                    k.xattrs.remove(fid);
                 }
                 Lease::Name(dir, name) => {
                     k.names.remove(&(*dir, name.clone()));
@@ -289,7 +298,36 @@ impl Fresh {
         let mut v: Vec<Lease> = k.attrs.drain().map(|(f, _)| Lease::Attr(f)).collect();
         v.extend(k.names.drain().map(|((d, n), _)| Lease::Name(d, n)));
         k.lists.clear();
+        k.xattrs.clear();
         v
+    }
+
+    /// Extended attribute `name` of `fid` (`None`: it has none), while
+    /// the inode's attributes are leased.
+    pub fn xattr(&self, fid: Fid, name: &Name) -> Option<Option<Vec<u8>>> {
+        let k = self.lock();
+        let a = k.attrs.get(&fid)?;
+        if !a.leased || left(a.until).is_none() {
+            return None;
+        }
+        k.xattrs.get(&fid)?.get(name).cloned()
+    }
+
+    /// An MDT answered extended attribute `name` of `fid` with `v`, for a
+    /// request sent when [`Fresh::recalls`] was `since`: kept while the
+    /// inode's attributes are leased.
+    pub fn seen_xattr(&self, fid: Fid, name: &Name, v: Option<Vec<u8>>, since: u64) {
+        let mut k = self.lock();
+        if k.recalls != since {
+            return;
+        }
+        let leased = k
+            .attrs
+            .get(&fid)
+            .is_some_and(|a| a.leased && left(a.until).is_some());
+        if leased && k.xattrs.len() < CAPACITY {
+            k.xattrs.entry(fid).or_default().insert(name.clone(), v);
+        }
     }
 
     /// The attributes of `fid` while valid, and what is left.
@@ -475,6 +513,26 @@ mod tests {
         f.recall(&[Lease::Name(dir, y.clone()), Lease::List(dir)]);
         assert!(f.name(dir, &y, true).is_none(), "ask the MDT");
         assert_eq!(f.name(dir, &x, true).map(|n| n.0), Some(Some(file)));
+    }
+
+    #[test]
+    fn extended_attributes_are_kept_only_with_leased_attributes() {
+        let f = Fresh::default();
+        let (a, b) = (Fid::new(1, 2), Fid::new(1, 3));
+        let acl = Name::from(&b"system.posix_acl_access"[..]);
+        f.seen(&attr(a, 1), true, leased(&f));
+        f.seen(&attr(b, 1), false, short(&f, Duration::from_secs(60)));
+        f.seen_xattr(a, &acl, None, f.recalls());
+        f.seen_xattr(b, &acl, None, f.recalls());
+        assert_eq!(f.xattr(a, &acl), Some(None), "absent, known");
+        assert_eq!(f.xattr(b, &acl), None, "not leased: ask");
+        f.recall(&[Lease::Attr(a)]);
+        assert_eq!(f.xattr(a, &acl), None, "recalled with the attributes");
+        f.seen(&attr(a, 1), true, leased(&f));
+        let since = f.recalls();
+        f.recall(&[Lease::Attr(b)]);
+        f.seen_xattr(a, &acl, Some(b"x".to_vec()), since);
+        assert_eq!(f.xattr(a, &acl), None, "crossed a recall: not kept");
     }
 
     #[test]
