@@ -10,7 +10,9 @@
 //!   namespace holds exactly that, seen from both mounts, and the MDTs'
 //!   logs show changes were replayed.
 //! - kill -9 of a client (a mount process) and the MDT together after an
-//!   fsync: what was fsync'd is intact; the restarted MDT waits for the
+//!   fsync, with commits held 30 s so that only what the client's fsyncs
+//!   (of files and directories) and O_SYNC/O_DSYNC writes forced is on
+//!   disk: what was fsync'd is intact; the restarted MDT waits for the
 //!   dead client only for its recovery window, evicts it, and the other
 //!   client, which replayed, carries on.
 mod common;
@@ -262,7 +264,14 @@ fn kill9_of_mdts_at_random_moments_keeps_exactly_what_was_acknowledged() {
 
 #[test]
 fn fsynced_data_survives_kill9_of_its_client_and_the_mdt_together() {
-    let mut c = Cluster::up(1, 2, &["--recovery-window", "3"]);
+    // Commits are held 30 s: nothing the doomed client did is on the
+    // MDT's disk unless what it did (fsync of a file or a directory,
+    // O_SYNC and O_DSYNC writes) forced a commit.
+    let mut c = Cluster::up(
+        1,
+        2,
+        &["--recovery-window", "3", "--commit-interval-ms", "30000"],
+    );
     let doomed = c.second_mount("doomed");
     // The surviving client changes something too, so the MDT waits for it
     // after the restart and it has to replay.
@@ -278,12 +287,17 @@ for i in range(20):
         f.write(bytes([i]) * (4096 + i))
         f.flush()
         os.fsync(f.fileno())
+os.rename(os.path.join(d, "safe", "f19"), os.path.join(d, "safe", "renamed"))
 fd = os.open(os.path.join(d, "safe"), os.O_RDONLY)
 os.fsync(fd)
 os.close(fd)
 fd = os.open(d, os.O_RDONLY)
 os.fsync(fd)
 os.close(fd)
+for name, flag in (("osync", os.O_SYNC), ("odsync", os.O_DSYNC)):
+    fd = os.open(os.path.join(d, "safe", name), os.O_CREAT | os.O_WRONLY | flag, 0o644)
+    os.write(fd, name.encode() * 100)
+    os.close(fd)
 "#,
         d = doomed.display()
     );
@@ -308,9 +322,22 @@ os.close(fd)
     c.restart("mdt0");
     // The first mount replays and goes on; the dead one is evicted when
     // the window ends.
-    for i in 0..20 {
+    for i in 0..19 {
         let got = std::fs::read(c.path(&format!("safe/f{i}"))).expect("fsync'd file");
         assert_eq!(got, vec![i as u8; 4096 + i], "safe/f{i}");
+    }
+    // Renamed, then its directory fsync'd.
+    assert!(!c.path("safe/f19").exists(), "the rename was kept");
+    assert_eq!(
+        std::fs::read(c.path("safe/renamed")).expect("renamed file"),
+        vec![19u8; 4096 + 19]
+    );
+    for name in ["osync", "odsync"] {
+        assert_eq!(
+            std::fs::read(c.path(&format!("safe/{name}"))).expect("O_SYNC file"),
+            name.repeat(100).into_bytes(),
+            "{name}: written with {name}, closed without fsync"
+        );
     }
     for i in 0..10 {
         assert_eq!(

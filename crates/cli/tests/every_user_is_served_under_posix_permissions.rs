@@ -241,6 +241,18 @@ fn every_user_is_served_under_posix_permissions() {
         &format!("touch {m}/alice/note"),
         "Permission denied",
     );
+    // Neither owner nor writer: not even times set to now (utimensat
+    // with no times, without an open that would be refused first).
+    sh(&format!(
+        "touch {m}/tmp/hers && chmod 644 {m}/tmp/hers && chown 1000:1000 {m}/tmp/hers"
+    ));
+    refused_as(
+        b.0,
+        b.1,
+        &[],
+        &format!("python3 -c 'import os; os.utime(\"{m}/tmp/hers\")'"),
+        "Permission denied",
+    );
 
     // The same rules hold on a second mount, where nothing is cached.
     let m2 = c.second_mount("mnt2").display().to_string();

@@ -420,6 +420,9 @@ impl Router {
             ctx,
             req: req.into(),
         };
+        // Every request the mount makes, for counting them per operation
+        // (LOOM_LOG=loom_client::routing=trace).
+        tracing::trace!(%target, op = env.req.name(), "call");
         let deadline = Instant::now() + timeout;
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());

@@ -2059,3 +2059,83 @@ async fn every_acknowledged_create_survives_a_sigkill_of_the_server() {
         }
     }
 }
+
+/// Unlinks applied while a commit is awaited are destroyed together: one
+/// `Destroy` request per OST for the lot (at most two rounds: what was
+/// queued when the first unlink arrived, and everything after it), not a
+/// request per file.
+#[tokio::test(flavor = "multi_thread")]
+async fn objects_of_many_unlinked_files_are_destroyed_in_a_few_requests() {
+    // Commits are held 30 s: no unlink below is committed, so no destroy
+    // starts, until the client's Sync.
+    let c = Cluster::with_mdt_options(
+        &[0, 1, 2],
+        loom_server::mdt::MdtOptions {
+            commit_interval: std::time::Duration::from_secs(30),
+            ..Default::default()
+        },
+    )
+    .await;
+    const FILES: usize = 60;
+    let mut objs = Vec::new();
+    for i in 0..FILES {
+        let (_, l) = c
+            .create_striped(ROOT, &format!("f{i}"), Some(spec(1, 0, -1)))
+            .await;
+        let o = objects(&l)[0];
+        c.write_object(o, b"bytes").await;
+        objs.push(o);
+    }
+    assert_eq!(
+        objs.iter().map(|o| o.ost).collect::<BTreeSet<_>>().len(),
+        3,
+        "the files' objects are spread over the three OSTs"
+    );
+    // As client 7, whose changes are answered before their commit.
+    for (i, seq) in (0..FILES).zip(1u64..) {
+        let r = c
+            .call_as(
+                7,
+                seq,
+                seq,
+                MdtRequest::Unlink {
+                    parent: ROOT,
+                    name: format!("f{i}").as_str().into(),
+                    keep_orphan: false,
+                },
+            )
+            .await;
+        assert!(r.is_ok(), "unlink f{i}: {r:?}");
+    }
+    let before = c
+        .slots
+        .ost_destroys
+        .load(std::sync::atomic::Ordering::SeqCst);
+    let r = c
+        .call_as(7, FILES as u64 + 1, FILES as u64 + 1, MdtRequest::Sync)
+        .await;
+    assert!(r.is_ok(), "sync: {r:?}");
+    let paths: Vec<_> = objs.iter().map(|o| c.object_path(*o)).collect();
+    assert!(
+        eventually(10, || paths.iter().all(|p| !p.exists())).await,
+        "objects still exist 10 s after the sync"
+    );
+    assert!(
+        eventually(10, || c
+            .mdt()
+            .pending_destroys()
+            .is_ok_and(|p| p.is_empty()))
+        .await,
+        "destroy records left 10 s after the sync"
+    );
+    let requests = c
+        .slots
+        .ost_destroys
+        .load(std::sync::atomic::Ordering::SeqCst);
+    // The first client change waited for its commit (it registers the
+    // client): its destroy may have gone alone, before the Sync.
+    assert!(
+        requests <= 2 * 3 + 1,
+        "{requests} Destroy requests ({before} before the sync) for {FILES} files on 3 OSTs"
+    );
+}

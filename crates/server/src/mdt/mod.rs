@@ -11,6 +11,7 @@
 //! on the OSTs ([`objects`]), so a create is one client round trip.
 
 mod attrs;
+mod destroys;
 mod intents;
 pub mod leases;
 mod namespace;
@@ -120,6 +121,8 @@ pub struct MdtService {
     replies: ReplyCache,
     /// Unlinked files kept for the clients that have them open.
     orphans: orphans::Orphans,
+    /// Files whose objects are to be destroyed once their unlink commits.
+    destroys: Arc<destroys::Destroys>,
     /// Makes applied changes durable, many at a time.
     syncer: syncer::Syncer,
     /// Transaction numbers given and committed.
@@ -145,6 +148,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Drop for MdtService {
     fn drop(&mut self) {
+        self.destroys.close();
         self.stop();
     }
 }
@@ -215,6 +219,7 @@ impl MdtService {
             pools: objects::Pools::default(),
             replies,
             orphans,
+            destroys: Arc::default(),
             syncer,
             commits,
             clients,
@@ -448,6 +453,7 @@ impl MdtService {
     /// operations a crash interrupted are resolved next (see `intents`);
     /// client changes are let in after both.
     pub fn start(self: &Arc<Self>) {
+        self.spawn_destroyer();
         let me = self.clone();
         tokio::spawn(async move { me.resume_destroys().await });
         self.spawn_orphan_sweeper();

@@ -383,7 +383,7 @@ impl MdtService {
         drop(g);
         self.settle(ctx, ticket).await?;
         if let Dropped::Freed(Some((fid, objs))) = dropped {
-            self.spawn_destroy(fid, objs, ctx.cur.map_or(0, |c| c.transno()), ticket);
+            self.queue_destroy(fid, objs, ctx.cur.map_or(0, |c| c.transno()), ticket);
         }
         Ok(reply)
     }

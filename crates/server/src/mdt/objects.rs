@@ -15,9 +15,8 @@
 //! where a new file goes (explicit `-i` requests still wait for it).
 //!
 //! Unlinking a file's last name records its objects in the `destroy`
-//! keyspace in the same batch; they are destroyed on the OSTs afterwards and
-//! the record removed, so a crash in between leaves no orphan behind: the
-//! records are replayed at start.
+//! keyspace in the same batch ([`MdtService::record_destroy`]); see
+//! `destroys` for what happens to them then.
 
 use super::records::meta;
 use super::tx::{store_err, Tx};
@@ -46,8 +45,6 @@ const LOW_WATER: u64 = PRECREATE_BATCH as u64 / 2;
 const PRECREATE_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long an OST whose refill failed is left out of new layouts.
 const OST_SKIP_AFTER_FAILURE: Duration = Duration::from_secs(30);
-/// How long a destroy may wait for its OST before being left for later.
-const DESTROY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Ids precreated on one OST.
 #[derive(Default)]
@@ -345,105 +342,6 @@ impl MdtService {
             );
         }
         Ok(())
-    }
-
-    /// Destroy recorded objects in the background, once the unlink
-    /// (transaction `transno`, applied as `ticket`) is committed: an
-    /// unlink a crash took back must find its file's data still there. A
-    /// client's unlink waits for the next commit rather than forcing one
-    /// (one fsync per unlink otherwise); others (`transno` 0) commit.
-    pub(super) fn spawn_destroy(
-        self: &std::sync::Arc<Self>,
-        fid: Fid,
-        objs: Vec<ObjRef>,
-        transno: u64,
-        ticket: loom_store::kv::Ticket,
-    ) {
-        let me = self.clone();
-        tokio::spawn(async move {
-            let durable = if transno > 0 {
-                me.commits.committed(transno).await;
-                Ok(())
-            } else {
-                me.commit_through(ticket).await
-            };
-            match durable {
-                Ok(()) => me.destroy(fid, objs).await,
-                // The record stays; the next start destroys them.
-                Err(e) => tracing::error!(%fid, "objects left for the next start: {e}"),
-            }
-        });
-    }
-
-    async fn destroy(&self, fid: Fid, objs: Vec<ObjRef>) {
-        let mut by_ost: BTreeMap<u32, Vec<ObjRef>> = BTreeMap::new();
-        for o in objs {
-            by_ost.entry(o.ost).or_default().push(o);
-        }
-        for (ost, objs) in by_ost {
-            if let Err(e) = self
-                .peers
-                .call(
-                    TargetId::ost(ost),
-                    OstRequest::Destroy { objs },
-                    Bytes::new(),
-                    DESTROY_TIMEOUT,
-                )
-                .await
-            {
-                // The record stays; the next start retries.
-                tracing::warn!(
-                    "MDT{:04x}: destroying objects of {fid} on OST{ost:04x}: {e}",
-                    self.index
-                );
-                self.stats.count("destroy_deferred");
-                return;
-            }
-        }
-        self.stats.count("destroy_done");
-        let mut b = Batch::new();
-        b.delete(Space::Destroy, fid.to_key().to_vec());
-        // No fsync needed: if this is lost the destroy is simply repeated.
-        if let Err(e) = self.store.apply(b) {
-            tracing::warn!(
-                "MDT{:04x}: clearing destroy record of {fid}: {e}",
-                self.index
-            );
-        }
-    }
-
-    /// Files whose objects are recorded for destruction and not destroyed
-    /// yet (an OST was away): what the next start will retry.
-    pub fn pending_destroys(&self) -> Result<Vec<Fid>, ServerError> {
-        let recs = self
-            .store
-            .scan(Space::Destroy, &[], None, usize::MAX)
-            .map_err(store_err)?;
-        Ok(recs.iter().filter_map(|(k, _)| Fid::from_key(k)).collect())
-    }
-
-    pub(super) async fn resume_destroys(self: std::sync::Arc<Self>) {
-        let pending = match self
-            .store
-            .scan(Space::Destroy, &[], None, usize::MAX)
-            .map_err(store_err)
-        {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::warn!("MDT{:04x}: reading destroy records: {e}", self.index);
-                return;
-            }
-        };
-        for (k, v) in pending {
-            let (Some(fid), Ok(objs)) = (
-                Fid::from_key(&k),
-                super::tx::decode_record::<Vec<ObjRef>>(&v),
-            ) else {
-                tracing::warn!("MDT{:04x}: unreadable destroy record", self.index);
-                continue;
-            };
-            self.destroy(fid, objs).await;
-        }
     }
 }
 

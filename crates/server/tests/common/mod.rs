@@ -15,7 +15,7 @@ use loom_proto::msg::{
 use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec, WireError};
 use loom_rpc::{Answer, ClientOptions, ClusterKey, RpcClient, Service};
 use loom_server::error::answer;
-use loom_server::mdt::MdtService;
+use loom_server::mdt::{MdtOptions, MdtService};
 use loom_server::mgs::MgsService;
 use loom_server::ost::OstService;
 use loom_server::peers::Peers;
@@ -42,6 +42,8 @@ pub struct Slots {
     mgs: RwLock<Option<Arc<MgsService>>>,
     mdt: RwLock<Option<Arc<MdtService>>>,
     osts: RwLock<HashMap<u32, Arc<OstService>>>,
+    /// `Destroy` requests that reached an OST.
+    pub ost_destroys: std::sync::atomic::AtomicU64,
 }
 
 fn not_hosted(t: TargetId) -> (Result<Reply, WireError>, Vec<u8>) {
@@ -74,6 +76,10 @@ impl Service for Slots {
                 None => not_hosted(t).into(),
             },
             (Role::Ost, Request::Ost(req)) => {
+                if matches!(req, loom_proto::msg::OstRequest::Destroy { .. }) {
+                    self.ost_destroys
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
                 let o = self
                     .osts
                     .read()
@@ -104,6 +110,8 @@ pub struct Cluster {
     pub slots: Arc<Slots>,
     /// Indices of the OSTs.
     pub ost_indices: Vec<u32>,
+    /// Settings MDT0 is opened with.
+    mdt_opts: MdtOptions,
     client: Arc<RpcClient>,
     server: tokio::task::JoinHandle<()>,
 }
@@ -144,9 +152,14 @@ impl Cluster {
 
     /// A cluster with one MGS, MDT0 and the OSTs `osts`.
     pub async fn with_osts(osts: &[u32]) -> Cluster {
+        Cluster::with_mdt_options(osts, MdtOptions::default()).await
+    }
+
+    /// As [`Cluster::with_osts`], MDT0 opened with `opts`.
+    pub async fn with_mdt_options(osts: &[u32], opts: MdtOptions) -> Cluster {
         let tmp = tempfile::tempdir().expect("tempdir");
         let root = tmp.path().to_path_buf();
-        Cluster::open_at(root, Some(tmp), ClusterKey::generate(), osts).await
+        Cluster::open_at_with(root, Some(tmp), ClusterKey::generate(), osts, opts).await
     }
 
     /// A cluster on the target directories under `root`, made on first use
@@ -157,6 +170,17 @@ impl Cluster {
         tmp: Option<tempfile::TempDir>,
         key: ClusterKey,
         osts: &[u32],
+    ) -> Cluster {
+        Cluster::open_at_with(root, tmp, key, osts, MdtOptions::default()).await
+    }
+
+    /// As [`Cluster::open_at`], MDT0 opened with `opts`.
+    pub async fn open_at_with(
+        root: PathBuf,
+        tmp: Option<tempfile::TempDir>,
+        key: ClusterKey,
+        osts: &[u32],
+        mdt_opts: MdtOptions,
     ) -> Cluster {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -172,6 +196,7 @@ impl Cluster {
             key,
             slots,
             ost_indices: osts.to_vec(),
+            mdt_opts,
             server,
         };
         c.open_mgs();
@@ -246,7 +271,7 @@ impl Cluster {
         let d = self.mdt_dir();
         std::fs::create_dir_all(&d).expect("create MDT dir");
         let peers = Arc::new(Peers::new(&self.addr, self.key.clone(), opts()));
-        let m = MdtService::open(0, &d, peers).expect("open MDT");
+        let m = MdtService::open_with(0, &d, peers, self.mdt_opts.clone()).expect("open MDT");
         m.start();
         *self.slots.mdt.write().unwrap_or_else(|p| p.into_inner()) = Some(m);
     }
