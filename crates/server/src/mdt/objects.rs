@@ -19,7 +19,7 @@
 //! `destroys` for what happens to them then.
 
 use super::records::meta;
-use super::tx::{store_err, Tx};
+use super::tx::Tx;
 use super::{lock, MdtService};
 use crate::error::ServerError;
 use bytes::Bytes;
@@ -27,8 +27,8 @@ use loom_proto::fid::MAX_INO_SEQ;
 use loom_proto::layout::{DEFAULT_STRIPE_SIZE, MAX_STRIPE_COUNT};
 use loom_proto::msg::{MgsRequest, OstRequest, Reply, Role, TargetId};
 use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec};
-use loom_store::kv::{Batch, Space};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use loom_store::kv::Space;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
