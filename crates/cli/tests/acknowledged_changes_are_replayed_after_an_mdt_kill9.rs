@@ -287,23 +287,27 @@ for i in range(20):
         f.write(bytes([i]) * (4096 + i))
         f.flush()
         os.fsync(f.fileno())
-os.rename(os.path.join(d, "safe", "f19"), os.path.join(d, "safe", "renamed"))
-fd = os.open(os.path.join(d, "safe"), os.O_RDONLY)
-os.fsync(fd)
-os.close(fd)
-fd = os.open(d, os.O_RDONLY)
-os.fsync(fd)
-os.close(fd)
 for name, flag in (("osync", os.O_SYNC), ("odsync", os.O_DSYNC)):
     fd = os.open(os.path.join(d, "safe", name), os.O_CREAT | os.O_WRONLY | flag, 0o644)
     os.write(fd, name.encode() * 100)
     os.close(fd)
+# Changes to names and modes only from here: the last close above handed
+# everything before it to the operating system of the MDT, nothing after
+# it is on its disk but for the fsync of the directory.
+os.rename(os.path.join(d, "safe", "f19"), os.path.join(d, "safe", "renamed"))
+os.mkdir(os.path.join(d, "safe", "sub"))
+os.chmod(os.path.join(d, "safe", "f0"), 0o600)
+fd = os.open(os.path.join(d, "safe"), os.O_RDONLY)
+os.fsync(fd)
+os.close(fd)
 "#,
         d = doomed.display()
     );
     sh(&format!("python3 -c '{py}'"));
+    // Directories, not files: a written file's close would hand the
+    // doomed client's unsynced changes to the MDT's operating system too.
     for i in 0..10 {
-        std::fs::write(c.path(&format!("kept/k{i}")), b"k").expect("write");
+        std::fs::create_dir(c.path(&format!("kept/k{i}"))).expect("mkdir");
     }
     // The mount process and the MDT die together.
     let pid = c
@@ -326,8 +330,10 @@ for name, flag in (("osync", os.O_SYNC), ("odsync", os.O_DSYNC)):
         let got = std::fs::read(c.path(&format!("safe/f{i}"))).expect("fsync'd file");
         assert_eq!(got, vec![i as u8; 4096 + i], "safe/f{i}");
     }
-    // Renamed, then its directory fsync'd.
+    // Renamed, made and chmod'ed, then their directory fsync'd.
     assert!(!c.path("safe/f19").exists(), "the rename was kept");
+    assert!(c.path("safe/sub").is_dir(), "the mkdir was kept");
+    assert_eq!(mode_of(&c.path("safe/f0")), 0o600, "the chmod was kept");
     assert_eq!(
         std::fs::read(c.path("safe/renamed")).expect("renamed file"),
         vec![19u8; 4096 + 19]
@@ -340,10 +346,7 @@ for name, flag in (("osync", os.O_SYNC), ("odsync", os.O_DSYNC)):
         );
     }
     for i in 0..10 {
-        assert_eq!(
-            std::fs::read(c.path(&format!("kept/k{i}"))).expect("kept"),
-            b"k"
-        );
+        assert!(c.path(&format!("kept/k{i}")).is_dir(), "kept/k{i} replayed");
     }
     std::fs::write(c.path("after"), b"after").expect("write after recovery");
     assert_eq!(std::fs::read(c.path("after")).expect("read"), b"after");
@@ -352,6 +355,10 @@ for name, flag in (("osync", os.O_SYNC), ("odsync", os.O_DSYNC)):
         log.contains("evicted client"),
         "the dead client was not evicted:\n{log}"
     );
+}
+
+fn mode_of(p: &Path) -> u32 {
+    std::fs::metadata(p).expect("stat").permissions().mode() & 0o7777
 }
 
 /// Replay, shown every run: a change the MDT acknowledged and then lost.
