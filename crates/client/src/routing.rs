@@ -422,7 +422,7 @@ impl Router {
         };
         // Every request the mount makes, for counting them per operation
         // (LOOM_LOG=loom_client::routing=trace).
-        tracing::trace!(%target, op = env.req.name(), "call");
+        tracing::trace!(%target, op = %env.req.name(), "call");
         let deadline = Instant::now() + timeout;
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
