@@ -62,13 +62,42 @@ struct Known {
     names: HashMap<(Fid, Name), Item<Option<Fid>>>,
     /// Directories whose every name is known (in `names` or absent).
     lists: HashMap<Fid, Item<HashSet<Name>>>,
-    /// Extended attributes (`None`: absent) of inodes whose attributes
-    /// are leased: a change to one changes the inode's ctime, so it
-    /// recalls the attributes, and these go with them.
-    xattrs: HashMap<Fid, HashMap<Name, Option<Vec<u8>>>>,
+    /// Extended attributes of inodes whose attributes are leased: a
+    /// change to one changes the inode's ctime, so it recalls the
+    /// attributes, and these go with them.
+    xattrs: HashMap<Fid, Xattrs>,
     /// Recalls (and drops of everything) so far.
     recalls: u64,
 }
+
+/// What is known of one inode's extended attributes.
+#[derive(Debug, Default)]
+struct Xattrs {
+    /// Values by name (`None`: absent).
+    names: HashMap<Name, Option<Vec<u8>>>,
+    /// The inode has no others: this client made it (a new inode has
+    /// none) and has not set or removed one since.
+    complete: bool,
+}
+
+/// What a change of this client did to extended attributes. The MDT's
+/// effects name the inodes a change touched, not what in them changed;
+/// the request says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XattrsChanged {
+    /// Nothing (a rename, a chmod, a link, ...).
+    Nothing,
+    /// It made inode `fid`, which has none yet.
+    Made(Fid),
+    /// It set or removed one of `fid`'s.
+    Set(Fid),
+    /// It changed `fid`'s owner or size, after which Linux drops a file
+    /// capability (`security.capability`): asked again, if it had one.
+    KillPriv(Fid),
+}
+
+/// The file capability, which a change of owner or size may drop.
+const CAPABILITY: &[u8] = b"security.capability";
 
 #[derive(Debug)]
 struct Item<T> {
@@ -181,15 +210,14 @@ impl Fresh {
     }
 
     /// Take note of what a change did; `granted` tells which leases its
-    /// answer carries.
-    pub fn learn(&self, e: Effects, granted: &HashSet<Lease>, v: Validity) {
+    /// answer carries, `x` what it did to extended attributes.
+    pub fn learn(&self, e: Effects, granted: &HashSet<Lease>, v: Validity, x: XattrsChanged) {
         let mut k = self.lock();
         for fid in e.removed {
             k.attrs.remove(&fid);
             k.xattrs.remove(&fid);
         }
         for a in e.attrs {
-            k.xattrs.remove(&a.fid);
             let u = k.until(v, granted.contains(&Lease::Attr(a.fid)));
             k.put_attr(a, u, true, true);
         }
@@ -202,6 +230,31 @@ impl Fresh {
                 // count) in a way this MDT may not have reported (it may
                 // live on another MDT).
                 k.attrs.remove(&old);
+            }
+        }
+        match x {
+            XattrsChanged::Nothing => {}
+            XattrsChanged::Made(fid) => {
+                let leased = k.attrs.get(&fid).is_some_and(|a| a.leased);
+                if leased && k.xattrs.len() < CAPACITY {
+                    k.xattrs.insert(
+                        fid,
+                        Xattrs {
+                            names: HashMap::new(),
+                            complete: true,
+                        },
+                    );
+                }
+            }
+            XattrsChanged::Set(fid) => {
+                k.xattrs.remove(&fid);
+            }
+            XattrsChanged::KillPriv(fid) => {
+                // A capability it may have dropped is asked again; an
+                // inode known to have none still has none.
+                if let Some(x) = k.xattrs.get_mut(&fid) {
+                    x.names.remove(&Name::from(CAPABILITY));
+                }
             }
         }
         for l in granted {
@@ -310,7 +363,31 @@ impl Fresh {
         if !a.leased || left(a.until).is_none() {
             return None;
         }
-        k.xattrs.get(&fid)?.get(name).cloned()
+        let x = k.xattrs.get(&fid)?;
+        match x.names.get(name) {
+            Some(v) => Some(v.clone()),
+            None if x.complete => Some(None),
+            None => None,
+        }
+    }
+
+    /// The names of `fid`'s extended attributes, if all are known (it was
+    /// made here) and its attributes are leased.
+    pub fn xattr_names(&self, fid: Fid) -> Option<Vec<Name>> {
+        let k = self.lock();
+        let a = k.attrs.get(&fid)?;
+        if !a.leased || left(a.until).is_none() {
+            return None;
+        }
+        let x = k.xattrs.get(&fid).filter(|x| x.complete)?;
+        let mut names: Vec<Name> = x
+            .names
+            .iter()
+            .filter(|(_, v)| v.is_some())
+            .map(|(n, _)| n.clone())
+            .collect();
+        names.sort();
+        Some(names)
     }
 
     /// An MDT answered extended attribute `name` of `fid` with `v`, for a
@@ -326,7 +403,11 @@ impl Fresh {
             .get(&fid)
             .is_some_and(|a| a.leased && left(a.until).is_some());
         if leased && k.xattrs.len() < CAPACITY {
-            k.xattrs.entry(fid).or_default().insert(name.clone(), v);
+            k.xattrs
+                .entry(fid)
+                .or_default()
+                .names
+                .insert(name.clone(), v);
         }
     }
 
@@ -410,6 +491,7 @@ mod tests {
             e.clone(),
             &HashSet::new(),
             short(&f, Duration::from_secs(60)),
+            XattrsChanged::Nothing,
         );
         let (a, left) = f.attr(file).expect("known");
         assert_eq!(a.size, 5);
@@ -417,7 +499,12 @@ mod tests {
         assert_eq!(f.name(dir, &name, true).map(|n| n.0), Some(Some(file)));
         assert!(f.name(dir, &Name::from(&b"b"[..]), true).is_none());
         let g = Fresh::default();
-        g.learn(e, &HashSet::new(), short(&g, Duration::ZERO));
+        g.learn(
+            e,
+            &HashSet::new(),
+            short(&g, Duration::ZERO),
+            XattrsChanged::Nothing,
+        );
         assert!(g.attr(file).is_none(), "no time left");
     }
 
@@ -436,6 +523,7 @@ mod tests {
             },
             &none,
             v,
+            XattrsChanged::Nothing,
         );
         f.learn(
             Effects {
@@ -445,6 +533,7 @@ mod tests {
             },
             &none,
             v,
+            XattrsChanged::Nothing,
         );
         assert!(f.attr(file).is_none(), "its link count changed");
         assert_eq!(f.name(dir, &name, true).map(|n| n.0), Some(None));
@@ -455,6 +544,7 @@ mod tests {
             },
             &none,
             v,
+            XattrsChanged::Nothing,
         );
         f.learn(
             Effects {
@@ -463,6 +553,7 @@ mod tests {
             },
             &none,
             v,
+            XattrsChanged::Nothing,
         );
         assert!(f.attr(file).is_none(), "removed");
         f.clear();
@@ -483,6 +574,7 @@ mod tests {
             },
             &granted,
             leased(&f),
+            XattrsChanged::Nothing,
         );
         let x = Name::from(&b"x"[..]);
         let (absent, left) = f.name(dir, &x, true).expect("the list is leased");
@@ -505,6 +597,7 @@ mod tests {
             },
             &granted,
             leased(&f),
+            XattrsChanged::Nothing,
         );
         assert_eq!(f.name(dir, &x, true).map(|n| n.0), Some(Some(file)));
         let y = Name::from(&b"y"[..]);
@@ -533,6 +626,64 @@ mod tests {
         f.recall(&[Lease::Attr(b)]);
         f.seen_xattr(a, &acl, Some(b"x".to_vec()), since);
         assert_eq!(f.xattr(a, &acl), None, "crossed a recall: not kept");
+    }
+
+    #[test]
+    fn a_file_made_here_has_no_extended_attributes_until_one_is_set() {
+        let f = Fresh::default();
+        let (dir, file) = (Fid::new(1, 1), Fid::new(1, 4));
+        let (acl, label) = (
+            Name::from(&b"system.posix_acl_access"[..]),
+            Name::from(&b"security.selinux"[..]),
+        );
+        let made = |f: &Fresh, x| {
+            f.learn(
+                Effects {
+                    attrs: vec![attr(dir, 0), attr(file, 0)],
+                    removed: vec![],
+                    names: vec![(dir, Name::from(&b"f"[..]), Some(file))],
+                },
+                &[Lease::Attr(file), Lease::Attr(dir)].into(),
+                leased(f),
+                x,
+            )
+        };
+        made(&f, XattrsChanged::Made(file));
+        assert_eq!(f.xattr(file, &acl), Some(None), "a new file has none");
+        assert_eq!(f.xattr_names(file), Some(vec![]));
+        assert_eq!(f.xattr(dir, &acl), None, "its directory's are not known");
+        // A chmod (another change to its attributes) keeps that.
+        made(&f, XattrsChanged::Nothing);
+        assert_eq!(f.xattr(file, &label), Some(None));
+        // A chown may drop a file capability; it had none to drop.
+        let caps = Name::from(&b"security.capability"[..]);
+        made(&f, XattrsChanged::KillPriv(file));
+        assert_eq!(f.xattr(file, &caps), Some(None));
+        assert_eq!(f.xattr_names(file), Some(vec![]));
+        // One that had one (known from the MDT, not made here): asked
+        // again after the chown, the others kept.
+        f.seen(&attr(dir, 0), true, leased(&f));
+        f.seen_xattr(dir, &caps, Some(b"c".to_vec()), f.recalls());
+        f.seen_xattr(dir, &label, None, f.recalls());
+        made(&f, XattrsChanged::KillPriv(dir));
+        assert_eq!(f.xattr(dir, &caps), None);
+        assert_eq!(f.xattr(dir, &label), Some(None));
+        // Setting one: nothing is known until asked.
+        made(&f, XattrsChanged::Made(file));
+        made(&f, XattrsChanged::Set(file));
+        assert_eq!(f.xattr(file, &acl), None);
+        // Not leased: nothing kept.
+        let g = Fresh::default();
+        g.learn(
+            Effects {
+                attrs: vec![attr(file, 0)],
+                ..Effects::default()
+            },
+            &HashSet::new(),
+            short(&g, Duration::from_secs(60)),
+            XattrsChanged::Made(file),
+        );
+        assert_eq!(g.xattr(file, &acl), None);
     }
 
     #[test]

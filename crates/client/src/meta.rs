@@ -628,6 +628,10 @@ impl Client {
 
     /// Names of `fid`'s extended attributes.
     pub async fn listxattr(&self, c: &Caller, fid: Fid) -> Result<Vec<Name>, Errno> {
+        // All of a file this client made are known while it is leased.
+        if let Some(names) = self.router.fresh.xattr_names(fid) {
+            return Ok(names);
+        }
         match self.mdt_call(c, fid, MdtRequest::ListXattr { fid }).await? {
             Reply::XattrNames(v) => Ok(v),
             other => Err(unexpected("ListXattr", &other)),

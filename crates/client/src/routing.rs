@@ -20,7 +20,7 @@
 //! carries the lowest number still waiting for a reply (`acked_below`), so
 //! servers can forget cached replies that can no longer be asked for.
 
-use crate::fresh::{Fresh, Validity};
+use crate::fresh::{Fresh, Validity, XattrsChanged};
 use crate::replay::{ReplayLog, ASK_AFTER, REPLAY_BATCH};
 use bytes::Bytes;
 use loom_proto::lease;
@@ -523,7 +523,8 @@ impl Router {
                 } else {
                     HashSet::new()
                 };
-                self.fresh.learn(e.clone(), &granted, v);
+                self.fresh
+                    .learn(e.clone(), &granted, v, xattrs_changed(req, reply));
             }
             // A change to names or inodes answered without its effects (a
             // resend answered from the reply cache): what it did is not
@@ -844,5 +845,27 @@ fn role_slot(r: Role) -> usize {
         Role::Mgs => 0,
         Role::Mdt => 1,
         Role::Ost => 2,
+    }
+}
+
+/// What change `req`, answered `reply`, did to extended attributes.
+fn xattrs_changed(req: &MdtRequest, reply: &Reply) -> XattrsChanged {
+    match (req, reply) {
+        (
+            MdtRequest::Create { .. }
+            | MdtRequest::Mkdir { .. }
+            | MdtRequest::Symlink { .. }
+            | MdtRequest::MkdirStriped { .. },
+            Reply::Entry { attr, .. },
+        ) => XattrsChanged::Made(attr.fid),
+        (MdtRequest::SetXattr { fid, .. } | MdtRequest::RemoveXattr { fid, .. }, _) => {
+            XattrsChanged::Set(*fid)
+        }
+        (MdtRequest::SetAttr { fid, set }, _)
+            if set.uid.is_some() || set.gid.is_some() || set.size.is_some() || set.kill_suid =>
+        {
+            XattrsChanged::KillPriv(*fid)
+        }
+        _ => XattrsChanged::Nothing,
     }
 }
