@@ -83,6 +83,10 @@ pub struct LoomFs {
     ttl: Duration,
     files: Mutex<HashMap<u64, Arc<OpenFile>>>,
     next_fh: AtomicU64,
+    /// Open directories whose listing the MDT said ends after the given
+    /// kernel offset: the kernel's last READDIR, at that offset, needs no
+    /// round trip.
+    ended: Mutex<HashMap<u64, u64>>,
     /// Sends cache invalidations to the kernel; set once the session
     /// exists (it is made from this file system).
     notifier: Arc<OnceLock<Notifier>>,
@@ -154,6 +158,27 @@ fn parent_placeholder(dir: &Attr) -> Attr {
     dir.clone()
 }
 
+/// Attributes sent with "." in a READDIRPLUS reply: the kernel ignores
+/// the attributes of "." and ".." there (it links no dentry for them), so
+/// they need no round trip; only the inode number reaches `readdir(3)`.
+fn dot_placeholder(ino: INodeNo) -> Attr {
+    let t = Time::default();
+    Attr {
+        fid: fid(ino),
+        kind: FileKind::Dir,
+        perm: 0o755,
+        nlink: 2,
+        uid: 0,
+        gid: 0,
+        size: 0,
+        atime: t,
+        mtime: t,
+        ctime: t,
+        rdev: 0,
+        projid: 0,
+    }
+}
+
 impl LoomFs {
     /// A file system over `client`, running operations on `rt`, telling
     /// the kernel to trust attributes and entries for `ttl`.
@@ -169,6 +194,7 @@ impl LoomFs {
             ttl,
             files: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
+            ended: Mutex::new(HashMap::new()),
             notifier,
             told: Mutex::new(HashMap::new()),
             groups: GroupsCache::default(),
@@ -516,15 +542,37 @@ impl LoomFs {
         }
     }
 
-    /// One page of directory `ino` from kernel offset `offset`.
-    fn do_readdir(&self, req: &Request, ino: INodeNo, offset: u64, max: u32) -> R<Vec<DirEntry>> {
+    /// One page of directory `ino` from kernel offset `offset`, and
+    /// whether the listing ends with it.
+    fn do_readdir(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        offset: u64,
+        max: u32,
+    ) -> R<(Vec<DirEntry>, bool)> {
         let (_, _, cookie) = Self::listing_start(offset);
-        let (entries, _eof) =
-            self.run(
-                self.client
-                    .readdir(&self.caller(req), fid(ino), cookie, max),
-            )?;
-        Ok(entries)
+        self.run(
+            self.client
+                .readdir(&self.caller(req), fid(ino), cookie, max),
+        )
+    }
+
+    fn lock_ended(&self) -> std::sync::MutexGuard<'_, HashMap<u64, u64>> {
+        self.ended.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether the listing of open directory `fh` is known to end at
+    /// kernel offset `offset`.
+    fn listing_ended(&self, fh: FileHandle, offset: u64) -> bool {
+        self.lock_ended().get(&fh.0) == Some(&offset)
+    }
+
+    /// A reply to the kernel held every entry up to the listing's end,
+    /// the last at kernel offset `last`: the kernel's next READDIR of
+    /// `fh`, from there, is answered empty (the end) without the MDT.
+    fn note_listing_end(&self, fh: FileHandle, last: u64) {
+        self.lock_ended().insert(fh.0, last);
     }
 
     fn do_statfs(&self) -> R<StatFs> {
@@ -867,31 +915,43 @@ impl Filesystem for LoomFs {
     }
 
     fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        // Listings are stateless (offsets are MDT cookies): no handle.
-        reply.opened(FileHandle(0), FopenFlags::empty());
+        // Offsets are MDT cookies, so a listing needs no state; the handle
+        // only remembers where the listing was seen to end.
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        reply.opened(FileHandle(fh), FopenFlags::empty());
     }
 
     fn readdir(
         &self,
         req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
+        if self.listing_ended(fh, offset) {
+            return reply.ok();
+        }
         let (dot, dotdot, _) = Self::listing_start(offset);
-        let entries = match self.do_readdir(req, ino, offset, READDIR_BATCH) {
+        let (entries, eof) = match self.do_readdir(req, ino, offset, READDIR_BATCH) {
             Ok(e) => e,
             Err(e) => return reply.error(fe(e)),
         };
+        let mut last = offset;
         // ".." carries the directory's own inode: the parent is not known
         // here. The kernel resolves ".." by its dcache, never by d_ino;
         // only tools that print d_ino (ls -ai) see the difference.
-        if dot && reply.add(ino, OFF_DOT, FileType::Directory, ".") {
-            return reply.ok();
+        if dot {
+            if reply.add(ino, OFF_DOT, FileType::Directory, ".") {
+                return reply.ok();
+            }
+            last = OFF_DOT;
         }
-        if dotdot && reply.add(ino, OFF_DOTDOT, FileType::Directory, "..") {
-            return reply.ok();
+        if dotdot {
+            if reply.add(ino, OFF_DOTDOT, FileType::Directory, "..") {
+                return reply.ok();
+            }
+            last = OFF_DOTDOT;
         }
         for e in entries {
             // A full buffer: the kernel asks again from the last offset added.
@@ -901,8 +961,12 @@ impl Filesystem for LoomFs {
                 file_type(e.attr.kind),
                 &e.name,
             ) {
-                break;
+                return reply.ok();
             }
+            last = e.cookie;
+        }
+        if eof {
+            self.note_listing_end(fh, last);
         }
         reply.ok();
     }
@@ -911,39 +975,40 @@ impl Filesystem for LoomFs {
         &self,
         req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
+        if self.listing_ended(fh, offset) {
+            return reply.ok();
+        }
         let (dot, dotdot, _) = Self::listing_start(offset);
         let since = self.client.recalls();
-        let dir = if dot || dotdot {
-            match self.do_getattr(req, ino) {
-                Ok(a) => Some(a),
-                Err(e) => return reply.error(fe(e)),
-            }
-        } else {
-            None
-        };
-        let entries = match self.do_readdir(req, ino, offset, READDIRPLUS_BATCH) {
+        let dir = (dot || dotdot).then(|| dot_placeholder(ino));
+        let (entries, eof) = match self.do_readdir(req, ino, offset, READDIRPLUS_BATCH) {
             Ok(e) => e,
             Err(e) => return reply.error(fe(e)),
         };
+        let mut last = offset;
         if let Some(d) = &dir {
-            if dot && reply.add(ino, OFF_DOT, ".", &self.ttl, &file_attr(d), GEN) {
-                return reply.ok();
+            if dot {
+                if reply.add(ino, OFF_DOT, ".", &self.ttl, &file_attr(d), GEN) {
+                    return reply.ok();
+                }
+                last = OFF_DOT;
             }
-            if dotdot
-                && reply.add(
+            if dotdot {
+                if reply.add(
                     ino,
                     OFF_DOTDOT,
                     "..",
                     &self.ttl,
                     &file_attr(&parent_placeholder(d)),
                     GEN,
-                )
-            {
-                return reply.ok();
+                ) {
+                    return reply.ok();
+                }
+                last = OFF_DOTDOT;
             }
         }
         // Each entry added here counts as a lookup for the kernel, which is
@@ -958,9 +1023,13 @@ impl Filesystem for LoomFs {
                 &file_attr(&e.attr),
                 GEN,
             ) {
-                break;
+                return reply.ok();
             }
             self.note(&e.attr);
+            last = e.cookie;
+        }
+        if eof {
+            self.note_listing_end(fh, last);
         }
         reply.ok();
     }
@@ -969,10 +1038,11 @@ impl Filesystem for LoomFs {
         &self,
         _req: &Request,
         _ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
+        self.lock_ended().remove(&fh.0);
         reply.ok();
     }
 
