@@ -259,6 +259,28 @@ impl Client {
         Ok((attr, f))
     }
 
+    /// Open regular file `fid` as `caller` without asking the MDT, if
+    /// its attributes are leased to this client and its layout known:
+    /// another client's change would have recalled the lease, so they are
+    /// what the MDT would answer (close-to-open holds). No permission is
+    /// checked: for a caller that checked it on those attributes (the
+    /// kernel of a mount with `default_permissions`). `None`: ask the MDT
+    /// ([`Client::open_checked`]).
+    pub fn open_leased(
+        self: &Arc<Self>,
+        caller: &Caller,
+        fid: Fid,
+    ) -> Option<(Attr, Arc<OpenFile>)> {
+        let (attr, layout) = self.router.fresh.leased_file(fid)?;
+        if attr.kind != FileKind::File {
+            return None;
+        }
+        let attr = self.with_local_size(attr);
+        let f = self.open_as(caller, fid, layout, attr.size);
+        f.note_mode(attr.perm);
+        Some((attr, f))
+    }
+
     /// As [`Client::open`], with I/O requests carrying `caller`'s
     /// credentials and job id. No permission is checked: the caller has
     /// the layout from a lookup or create it made (see

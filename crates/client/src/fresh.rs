@@ -26,7 +26,7 @@
 //! taken as leased: it may predate the change recalled.
 
 use loom_proto::msg::{Attr, Effects, Lease};
-use loom_proto::{Fid, Name};
+use loom_proto::{Fid, Layout, Name};
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -66,6 +66,9 @@ struct Known {
     /// change to one changes the inode's ctime, so it recalls the
     /// attributes, and these go with them.
     xattrs: HashMap<Fid, Xattrs>,
+    /// Layouts of regular files (never changed after the create), kept
+    /// with leased attributes: an open under the lease needs no MDT.
+    layouts: HashMap<Fid, Layout>,
     /// Recalls (and drops of everything) so far.
     recalls: u64,
 }
@@ -120,6 +123,13 @@ impl Known {
             Some(u) if granted && self.recalls == v.since => (u, true),
             _ => (v.short, false),
         }
+    }
+
+    /// Forget what is known of inode `fid`.
+    fn forget(&mut self, fid: Fid) {
+        self.attrs.remove(&fid);
+        self.xattrs.remove(&fid);
+        self.layouts.remove(&fid);
     }
 
     fn full(&self) -> bool {
@@ -214,8 +224,7 @@ impl Fresh {
     pub fn learn(&self, e: Effects, granted: &HashSet<Lease>, v: Validity, x: XattrsChanged) {
         let mut k = self.lock();
         for fid in e.removed {
-            k.attrs.remove(&fid);
-            k.xattrs.remove(&fid);
+            k.forget(fid);
         }
         for a in e.attrs {
             let u = k.until(v, granted.contains(&Lease::Attr(a.fid)));
@@ -309,9 +318,7 @@ impl Fresh {
     /// An MDT said inode `fid` is gone: a name this client's change made
     /// may lead to it, so that name is not answered from here any more.
     pub fn vanished(&self, fid: Fid) {
-        let mut k = self.lock();
-        k.attrs.remove(&fid);
-        k.xattrs.remove(&fid);
+        self.lock().forget(fid);
     }
 
     /// Forget what is known without a lease (something may have changed
@@ -329,10 +336,7 @@ impl Fresh {
         k.recalls += 1;
         for l in leases {
             match l {
-                Lease::Attr(fid) => {
-                    k.attrs.remove(fid);
-                    k.xattrs.remove(fid);
-                }
+                Lease::Attr(fid) => k.forget(*fid),
                 Lease::Name(dir, name) => {
                     k.names.remove(&(*dir, name.clone()));
                 }
@@ -352,6 +356,7 @@ impl Fresh {
         v.extend(k.names.drain().map(|((d, n), _)| Lease::Name(d, n)));
         k.lists.clear();
         k.xattrs.clear();
+        k.layouts.clear();
         v
     }
 
@@ -409,6 +414,31 @@ impl Fresh {
                 .names
                 .insert(name.clone(), v);
         }
+    }
+
+    /// An MDT answered `layout` for regular file `fid`: kept while its
+    /// attributes are leased.
+    pub fn seen_layout(&self, fid: Fid, layout: &Layout) {
+        let mut k = self.lock();
+        let leased = k
+            .attrs
+            .get(&fid)
+            .is_some_and(|a| a.leased && left(a.until).is_some());
+        if leased && k.layouts.len() < CAPACITY && !k.layouts.contains_key(&fid) {
+            k.layouts.insert(fid, layout.clone());
+        }
+    }
+
+    /// The attributes and layout of regular file `fid` while its
+    /// attributes are leased: all an open needs from the MDT (another
+    /// client's change to the file recalls the lease first).
+    pub fn leased_file(&self, fid: Fid) -> Option<(Attr, Layout)> {
+        let k = self.lock();
+        let a = k.attrs.get(&fid)?;
+        if !a.leased || left(a.until).is_none() {
+            return None;
+        }
+        Some((a.v.clone(), k.layouts.get(&fid)?.clone()))
     }
 
     /// The attributes of `fid` while valid, and what is left.

@@ -49,7 +49,7 @@ pub fn check_name(name: &[u8]) -> Result<(), Errno> {
 
 impl Client {
     /// Include this client's unreported writes in `attr`'s size.
-    fn with_local_size(&self, mut attr: Attr) -> Attr {
+    pub(crate) fn with_local_size(&self, mut attr: Attr) -> Attr {
         if attr.kind == FileKind::File {
             if let Some(s) = self.local_size(attr.fid) {
                 attr.size = attr.size.max(s);

@@ -525,6 +525,13 @@ impl Router {
                 };
                 self.fresh
                     .learn(e.clone(), &granted, v, xattrs_changed(req, reply));
+                if let Reply::Entry {
+                    attr,
+                    layout: Some(l),
+                } = reply
+                {
+                    self.fresh.seen_layout(attr.fid, l);
+                }
             }
             // A change to names or inodes answered without its effects (a
             // resend answered from the reply cache): what it did is not
@@ -556,18 +563,26 @@ impl Router {
     ) {
         let f = &self.fresh;
         match (req, r) {
-            (MdtRequest::Lookup { parent, name }, Ok(Reply::Entry { attr, .. })) => {
+            (MdtRequest::Lookup { parent, name }, Ok(Reply::Entry { attr, layout })) => {
                 let g = granted.contains(&Lease::Name(*parent, name.clone()));
                 f.seen_name(*parent, name, Some(attr.fid), g, v);
                 f.seen(attr, granted.contains(&Lease::Attr(attr.fid)), v);
+                if let Some(l) = layout {
+                    f.seen_layout(attr.fid, l);
+                }
             }
             (MdtRequest::Lookup { parent, name }, Err(Errno::ENOENT)) => {
                 let g = granted.contains(&Lease::Name(*parent, name.clone()));
                 f.seen_name(*parent, name, None, g, v);
             }
-            (MdtRequest::GetAttr { fid }, Ok(Reply::Attr(a)))
-            | (MdtRequest::Open { fid, .. }, Ok(Reply::Entry { attr: a, .. })) => {
+            (MdtRequest::GetAttr { fid }, Ok(Reply::Attr(a))) => {
                 f.seen(a, granted.contains(&Lease::Attr(*fid)), v);
+            }
+            (MdtRequest::Open { fid, .. }, Ok(Reply::Entry { attr: a, layout })) => {
+                f.seen(a, granted.contains(&Lease::Attr(*fid)), v);
+                if let Some(l) = layout {
+                    f.seen_layout(*fid, l);
+                }
             }
             (MdtRequest::Readdir { fid, .. }, Ok(Reply::Dir { entries, .. })) => {
                 for e in entries {

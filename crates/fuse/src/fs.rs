@@ -394,16 +394,26 @@ impl LoomFs {
             // the access mode.
             want |= access::WRITE;
         }
-        // One round trip: permission, fresh attributes and the layout.
-        let (mut attr, file) = self
-            .run(self.client.open_checked(&c, f, want))
-            .map_err(|e| {
-                if e == Errno::EISDIR {
-                    Errno::EINVAL
-                } else {
-                    stale(e)
-                }
-            })?;
+        // Under a lease on the file's attributes (which the kernel checked
+        // the permission on), none; otherwise one round trip: permission,
+        // fresh attributes and the layout.
+        let leased = if truncate {
+            None
+        } else {
+            self.client.open_leased(&c, f)
+        };
+        let (mut attr, file) = match leased {
+            Some(l) => l,
+            None => self
+                .run(self.client.open_checked(&c, f, want))
+                .map_err(|e| {
+                    if e == Errno::EISDIR {
+                        Errno::EINVAL
+                    } else {
+                        stale(e)
+                    }
+                })?,
+        };
         // ATOMIC_O_TRUNC: the kernel leaves O_TRUNC to the open, which has
         // just checked write access and holds the layout.
         if truncate {

@@ -1,0 +1,84 @@
+//! Issue #9: an open asks the MDT for fresh attributes and the layout
+//! (close-to-open), unless the mount holds a lease on the file's
+//! attributes and knows its layout: another mount's change would have
+//! recalled the lease first. Shown with the MDT stopped (SIGSTOP): files
+//! this mount wrote, or opened once, open and read; the kernel still
+//! refuses a user the mode does not let in. After another mount rewrites
+//! or chmods a file, the next open sees it.
+mod common;
+use common::*;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::mpsc;
+use std::time::Duration;
+
+struct Stopped(Pid);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = kill(self.0, Signal::SIGCONT);
+    }
+}
+
+/// `cat PATH` as uid and gid 65534, in a thread: (success, stdout,
+/// stderr), or None if it did not answer within 20 s.
+fn cat_as_nobody(path: PathBuf) -> Option<(bool, String, String)> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let o = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "cat"])
+            .arg(&path)
+            .output()
+            .expect("setpriv");
+        let _ = tx.send((
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        ));
+    });
+    rx.recv_timeout(Duration::from_secs(20)).ok()
+}
+
+#[test]
+fn an_open_under_a_lease_needs_no_mdt() {
+    let mut c = Cluster::up(1, 2, &[]);
+    let m2 = c.second_mount("mnt2");
+    // Written here: leased by its create.
+    std::fs::write(c.path("mine"), b"mine").expect("write");
+    // Written by the other mount, opened here once.
+    std::fs::write(m2.join("theirs"), b"theirs").expect("write on mount 2");
+    assert_eq!(std::fs::read(c.path("theirs")).expect("read"), b"theirs");
+    // Readable by its owner only.
+    std::fs::write(c.path("private"), b"secret").expect("write");
+    std::fs::set_permissions(
+        c.path("private"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .expect("chmod");
+
+    let mdt = Stopped(Pid::from_raw(c.pid("mdt0")));
+    kill(mdt.0, Signal::SIGSTOP).expect("SIGSTOP");
+    for (name, want) in [("mine", "mine"), ("theirs", "theirs")] {
+        let (ok, out, err) =
+            cat_as_nobody(c.path(name)).unwrap_or_else(|| panic!("open of {name} asked the MDT"));
+        assert!(ok && out == want, "{name}: {out} {err}");
+    }
+    let (ok, _, err) = cat_as_nobody(c.path("private")).expect("refused without the MDT");
+    assert!(!ok && err.contains("Permission denied"), "{err}");
+    drop(mdt);
+
+    // The other mount rewrites one and closes the other: seen at the next
+    // open here.
+    std::fs::write(m2.join("theirs"), b"rewritten, longer").expect("rewrite");
+    std::fs::set_permissions(
+        m2.join("mine"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .expect("chmod on mount 2");
+    let (ok, out, _) = cat_as_nobody(c.path("theirs")).expect("answered");
+    assert!(ok && out == "rewritten, longer", "{out}");
+    let (ok, _, err) = cat_as_nobody(c.path("mine")).expect("answered");
+    assert!(!ok && err.contains("Permission denied"), "{err}");
+}
