@@ -189,13 +189,29 @@ impl Client {
     /// client's open handles of the file learn the new size. The mode and
     /// owner of a striped directory are set on each of its shards too,
     /// where the names live and are checked.
-    pub async fn setattr(&self, c: &Caller, fid: Fid, set: SetAttr) -> Result<Attr, Errno> {
+    pub async fn setattr(&self, c: &Caller, fid: Fid, mut set: SetAttr) -> Result<Attr, Errno> {
+        // Writes not yet reported would bring their own mtime at the next
+        // flush and undo an explicit one (`cp -p`, `touch -r`): they are
+        // reported in the same request (or, with a truncate, first).
+        let mut reporting = Vec::new();
         if set.mtime.is_some() {
-            // Writes not yet reported would bring their own mtime at the
-            // next flush and undo this one (`cp -p`, `touch -r`): report
-            // them first.
             for f in self.open_handles(fid) {
-                f.flush().await?;
+                let taken = if set.size.is_some() {
+                    f.flush().await.map(|()| None)
+                } else {
+                    f.take_unreported().await
+                };
+                match taken {
+                    Ok(Some(end)) => {
+                        set.written = Some(set.written.unwrap_or(0).max(end));
+                        reporting.push(f);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        reporting.iter().for_each(|f| f.unreported());
+                        return Err(e);
+                    }
+                }
             }
         }
         if let Some(size) = set.size {
@@ -228,7 +244,10 @@ impl Client {
         let r = self
             .mdt_call(c, fid, MdtRequest::SetAttr { fid, set })
             .await
-            .inspect_err(|e| self.vanished(fid, *e))?;
+            .inspect_err(|e| {
+                reporting.iter().for_each(|f| f.unreported());
+                self.vanished(fid, *e)
+            })?;
         if let Some(s) = size {
             self.note_truncate(fid, s);
         }

@@ -83,3 +83,57 @@ async fn create_chmod_chown_utimens_cost_one_mdt_round_trip_each() {
         );
     }
 }
+
+/// tar and `cp -p` set the times of a file while its writes are not yet
+/// reported to the MDT: the report rides in the setattr (one round trip,
+/// not two), and the close has nothing left to report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn times_set_on_a_file_just_written_carry_its_size_in_one_round_trip() {
+    let c = start_cluster("rttw").await;
+    let client = connect(&c, "rttw").await;
+    let me = root();
+    let calls = || client.router().calls();
+    client
+        .create(&me, Fid::ROOT, "warm", FileKind::File, 0o644, 0, None)
+        .await
+        .expect("create warm");
+    for i in 0..10u64 {
+        let (attr, layout) = client
+            .create(
+                &me,
+                Fid::ROOT,
+                format!("w{i}"),
+                FileKind::File,
+                0o644,
+                0,
+                None,
+            )
+            .await
+            .expect("create");
+        let f = client.open_as(&me, attr.fid, layout.expect("layout"), 0);
+        let data = vec![7u8; 5000 + i as usize];
+        f.write(0, &data).await.expect("write");
+        let before = calls();
+        client
+            .setattr(
+                &me,
+                attr.fid,
+                SetAttr {
+                    mtime: Some(SetTime::At(Time { sec: 2000, nsec: 0 })),
+                    ..SetAttr::default()
+                },
+            )
+            .await
+            .expect("utimens");
+        assert_eq!(calls().0, before.0 + 1, "utimens of w{i}: one MDT call");
+        let before = calls();
+        f.flush().await.expect("close");
+        assert_eq!(calls().0, before.0, "close of w{i}: nothing to report");
+        drop(f);
+        // Another client sees the size and the time set.
+        let other = connect(&c, "rttw").await;
+        let a = other.getattr(&me, attr.fid).await.expect("stat");
+        assert_eq!((a.size, a.mtime.sec), (5000 + i, 2000), "w{i}");
+        other.close().await;
+    }
+}

@@ -749,6 +749,8 @@ impl Filesystem for LoomFs {
             // ftruncate, or open with O_TRUNC: the kernel checked write
             // permission when the handle was opened.
             by_write_handle: fh.is_some() && size.is_some(),
+            // The library adds this handle's unreported writes.
+            written: None,
         };
         let since = self.client.recalls();
         self.attr_reply(reply, self.do_setattr(req, ino, set), since);

@@ -243,6 +243,12 @@ pub struct SetAttr {
     /// (ftruncate, open with O_TRUNC): permission was checked at the open,
     /// as POSIX has it, so it is not checked again against the mode now.
     pub by_write_handle: bool,
+    /// End of data the caller wrote through its open handles and has not
+    /// reported yet: the size first grows to at least this, as by
+    /// `UpdateSize` (regular files only). Sent with explicit times, which
+    /// would otherwise need that report as a round trip of its own before
+    /// them (`tar` and `cp -p` set the times of a file they just wrote).
+    pub written: Option<u64>,
 }
 
 /// One directory entry.

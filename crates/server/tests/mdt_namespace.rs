@@ -2139,3 +2139,55 @@ async fn objects_of_many_unlinked_files_are_destroyed_in_a_few_requests() {
         "{requests} Destroy requests ({before} before the sync) for {FILES} files on 3 OSTs"
     );
 }
+
+/// A setattr may carry the writer's unreported size (`written`): it only
+/// grows the size, like `UpdateSize`, and goes in with the rest or not
+/// at all.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_setattr_carrying_the_written_size_grows_it_with_the_times() {
+    let c = Cluster::start().await;
+    let f = c.create(ROOT, "f").await.fid;
+    let times = |written: u64| MdtRequest::SetAttr {
+        fid: f,
+        set: SetAttr {
+            mtime: Some(SetTime::At(Time { sec: 2000, nsec: 0 })),
+            written: Some(written),
+            ..SetAttr::default()
+        },
+    };
+    match c.call(times(5000)).await {
+        Ok(Reply::Attr(a)) => assert_eq!((a.size, a.mtime.sec), (5000, 2000)),
+        other => panic!("setattr: {other:?}"),
+    }
+    match c.call(times(10)).await {
+        Ok(Reply::Attr(a)) => assert_eq!(a.size, 5000, "a smaller report"),
+        other => panic!("setattr: {other:?}"),
+    }
+    // Refused (explicit times on a file the caller no longer owns): the
+    // size stays too.
+    c.call_root(MdtRequest::SetAttr {
+        fid: f,
+        set: SetAttr {
+            uid: Some(4321),
+            ..SetAttr::default()
+        },
+    })
+    .await
+    .expect("chown by root");
+    let e = c.call(times(9000)).await.expect_err("not the owner");
+    assert_eq!(e.errno, Errno::EPERM);
+    assert_eq!(c.getattr(f).await.size, 5000);
+    // Only regular files have a size to report.
+    let d = c.mkdir(ROOT, "d").await.fid;
+    let e = c
+        .call(MdtRequest::SetAttr {
+            fid: d,
+            set: SetAttr {
+                written: Some(1),
+                ..SetAttr::default()
+            },
+        })
+        .await
+        .expect_err("a directory");
+    assert_eq!(e.errno, Errno::EINVAL);
+}

@@ -284,6 +284,26 @@ impl OpenFile {
         self.report(false).await
     }
 
+    /// For a setattr that carries the report ([`SetAttr::written`]): once
+    /// this handle's writes landed, the end of its data not reported yet,
+    /// taken as reported (`None`: nothing to report). Give it back with
+    /// [`OpenFile::unreported`] if the setattr fails.
+    ///
+    /// [`SetAttr::written`]: loom_proto::msg::SetAttr::written
+    pub(crate) async fn take_unreported(&self) -> Result<Option<u64>, Errno> {
+        self.landed().await?;
+        Ok(self
+            .dirty
+            .swap(false, Ordering::AcqRel)
+            .then(|| self.written_end.load(Ordering::Acquire)))
+    }
+
+    /// A report taken with [`OpenFile::take_unreported`] did not reach the
+    /// MDT: the next flush sends it.
+    pub(crate) fn unreported(&self) {
+        self.dirty.store(true, Ordering::Release);
+    }
+
     /// Send UpdateSize if there are writes to report, or if `durable`
     /// (then always: the MDT syncs everything it applied before it,
     /// earlier reports at close included).

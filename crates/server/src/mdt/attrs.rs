@@ -43,6 +43,16 @@ impl MdtService {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let r = t.inode(fid)?;
+        if let Some(end) = set.written {
+            // The writer's report (as `update_size`), before the times.
+            if r.attr.kind != FileKind::File {
+                return Err(ServerError::refused(
+                    Errno::EINVAL,
+                    format!("{fid} is not a regular file"),
+                ));
+            }
+            r.attr.size = r.attr.size.max(end);
+        }
         perm::apply_setattr(&Cred::of(ctx), &mut r.attr, &set, Time::now())?;
         let attr = r.attr.clone();
         let reply = Reply::Attr(attr);
