@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# A/B of two loom builds on issue #8/#9's metadata workloads, interleaved
+# round by round so the machine's drifts fall on both alike:
+#
+#   ./scripts/ab.sh OLD_LOOM NEW_LOOM [ROUNDS]   (as root; default 3 rounds)
+#
+# Each round, for each build in turn: a fresh `loom up --mdts 2 --osts 4`,
+# `loom bench compare md -F -u -n 2000 -p 4 -i 1` against ext4, tmpfs and
+# the no-op FUSE reference (same run), then untar of /usr/include, find,
+# du -s, ls -lR and rm -rf on the mount and on the no-op reference.
+# Results: /var/tmp/loom-ab/ (JSON per run, untar.txt), and a summary of
+# medians printed at the end. Build each binary first, e.g.
+#   git worktree add /tmp/old REV && (cd /tmp/old && cargo build --release -p loom)
+set -euo pipefail
+[ $# -ge 2 ] || { echo "usage: $0 OLD_LOOM NEW_LOOM [ROUNDS]" >&2; exit 2; }
+declare -A bin=([old]=$(realpath "$1") [new]=$(realpath "$2"))
+rounds=${3:-3}
+state=/var/tmp/loom-ab-state mnt=/mnt/loom-ab noopmnt=/mnt/loom-ab-noop
+ext4=/var/tmp/loom-bench-ext4 tmpfs=/dev/shm/loom-bench-tmpfs
+tarball=/var/tmp/loom-bench-include.tar
+out=/var/tmp/loom-ab
+[ -f "$tarball" ] || tar cf "$tarball" -C /usr include
+rm -rf "$out"; mkdir -p "$out" "$ext4" "$tmpfs" "$noopmnt"
+cleanup() {
+    for b in old new; do "${bin[$b]}" down --dir "$state" >/dev/null 2>&1 || true; done
+    umount -l "$noopmnt" 2>/dev/null || true
+}
+trap cleanup EXIT
+wait_for() { # wait_for LOG: until it says "mounted at", 30 s at most
+    for _ in $(seq 1 300); do grep -q "^mounted at" "$1" 2>/dev/null && return 0; sleep 0.1; done
+    cat "$1"; return 1
+}
+for round in $(seq 1 "$rounds"); do
+    for b in old new; do
+        loom=${bin[$b]}
+        "$loom" down --dir "$state" >/dev/null 2>&1 || true
+        rm -rf "$state"
+        "$loom" up --mdts 2 --osts 4 --dir "$state" --mount "$mnt" >"$out/up.log" 2>&1 &
+        wait_for "$out/up.log"
+        mkdir -p "$mnt/b"
+        (cd "$out" && "$loom" bench compare md -F -u -n 2000 -p 4 -i 1 --no-progress \
+            --json "$out/md-$b-$round.json" \
+            ext4=$ext4 tmpfs=$tmpfs noop=noop:?attr-timeout=300 loomfs=$mnt/b >"$out/md-$b-$round.txt")
+        "$loom" mount-noop "$noopmnt" --attr-timeout 300 >"$out/noop.log" 2>&1 &
+        noop=$!
+        wait_for "$out/noop.log"
+        for t in noop=$noopmnt loomfs=$mnt/b; do
+            name=${t%%=*} dir=${t#*=}/untar
+            rm -rf "$dir"; mkdir -p "$dir"; sync
+            s=$(date +%s.%N); tar xf "$tarball" -C "$dir"; m=$(date +%s.%N)
+            find "$dir" >/dev/null; f=$(date +%s.%N)
+            du -s "$dir" >/dev/null; d=$(date +%s.%N)
+            ls -lR "$dir" >/dev/null; l=$(date +%s.%N)
+            rm -rf "$dir"; e=$(date +%s.%N)
+            awk -v r="$round" -v b="$b" -v n="$name" -v s="$s" -v m="$m" -v f="$f" -v d="$d" -v l="$l" -v e="$e" \
+                'BEGIN { printf "%s %s %s untar %.2f find %.2f du %.2f lslR %.2f rm %.2f\n", r, b, n, m - s, f - m, d - f, l - d, e - l }' \
+                | tee -a "$out/untar.txt"
+        done
+        kill "$noop"; wait "$noop" 2>/dev/null || true
+        "$loom" down --dir "$state" >/dev/null
+    done
+done
+python3 - "$out" <<'PY'
+import collections, glob, json, statistics as st, sys
+out = sys.argv[1]
+md = collections.defaultdict(list)
+for f in glob.glob(f"{out}/md-*-*.json"):
+    b = f.rsplit("/", 1)[1].split("-")[1]
+    for s in json.load(open(f))["summaries"]:
+        md[(b, s["target"], s["phase"])].append(s["summary"]["median"])
+print("md -F -u -n 2000 -p 4, ops/s: median (min-max) of the rounds; loomfs/noop")
+for ph in ["File creation", "File stat", "File read", "File removal"]:
+    for b in ["old", "new"]:
+        cells = []
+        for t in ["ext4", "tmpfs", "noop", "loomfs"]:
+            v = md[(b, t, ph)]
+            cells.append(f"{t} {st.median(v):.0f} ({min(v):.0f}-{max(v):.0f})")
+        ratio = st.median(md[(b, "loomfs", ph)]) / st.median(md[(b, "noop", ph)])
+        print(f"  {ph:14} {b}: " + ", ".join(cells) + f"; {ratio:.2f}")
+tt = collections.defaultdict(list)
+for line in open(f"{out}/untar.txt"):
+    w = line.split()
+    for k in range(3, len(w), 2):
+        tt[(w[1], w[2], w[k])].append(float(w[k + 1]))
+print("seconds: median (min-max); loomfs/noop")
+for m in ["untar", "find", "du", "lslR", "rm"]:
+    for b in ["old", "new"]:
+        cells = [f"{n} {st.median(tt[(b, n, m)]):.2f} ({min(tt[(b, n, m)]):.2f}-{max(tt[(b, n, m)]):.2f})" for n in ["noop", "loomfs"]]
+        ratio = st.median(tt[(b, "loomfs", m)]) / st.median(tt[(b, "noop", m)])
+        print(f"  {m:6} {b}: " + ", ".join(cells) + f"; {ratio:.1f}x")
+PY
