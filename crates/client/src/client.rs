@@ -265,20 +265,29 @@ impl Client {
     /// what the MDT would answer (close-to-open holds). No permission is
     /// checked: for a caller that checked it on those attributes (the
     /// kernel of a mount with `default_permissions`). `None`: ask the MDT
-    /// ([`Client::open_checked`]).
+    /// ([`Client::open_checked`]). Also says which lease
+    /// ([`Client::lease_gen`]).
     pub fn open_leased(
         self: &Arc<Self>,
         caller: &Caller,
         fid: Fid,
-    ) -> Option<(Attr, Arc<OpenFile>)> {
-        let (attr, layout) = self.router.fresh.leased_file(fid)?;
+    ) -> Option<(Attr, Arc<OpenFile>, u64)> {
+        let (attr, layout, gen) = self.router.fresh.leased_file(fid)?;
         if attr.kind != FileKind::File {
             return None;
         }
         let attr = self.with_local_size(attr);
         let f = self.open_as(caller, fid, layout, attr.size);
         f.note_mode(attr.perm);
-        Some((attr, f))
+        Some((attr, f, gen))
+    }
+
+    /// Which lease this client holds on `fid`'s attributes, if any. The
+    /// same number later means the lease was held all along: every other
+    /// client's change to the inode was recalled here (and what the
+    /// kernel caches of it dropped) in between.
+    pub fn lease_gen(&self, fid: Fid) -> Option<u64> {
+        self.router.fresh.lease_gen(fid)
     }
 
     /// As [`Client::open`], with I/O requests carrying `caller`'s

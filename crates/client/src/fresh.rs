@@ -69,6 +69,12 @@ struct Known {
     /// Layouts of regular files (never changed after the create), kept
     /// with leased attributes: an open under the lease needs no MDT.
     layouts: HashMap<Fid, Layout>,
+    /// For each inode whose attributes are leased, which lease: a lease
+    /// that starts after none was held (or the one held ran out) gets a
+    /// new number, a renewal keeps it. While the number stays, every
+    /// change another client made to the inode was recalled here first.
+    lease_gens: HashMap<Fid, u64>,
+    next_gen: u64,
     /// Recalls (and drops of everything) so far.
     recalls: u64,
 }
@@ -127,6 +133,7 @@ impl Known {
 
     /// Forget what is known of inode `fid`.
     fn forget(&mut self, fid: Fid) {
+        self.lease_gens.remove(&fid);
         self.attrs.remove(&fid);
         self.xattrs.remove(&fid);
         self.layouts.remove(&fid);
@@ -141,8 +148,13 @@ impl Known {
     /// recalled the lease first); the client's own change does (`own`).
     fn put_attr(&mut self, a: Attr, (until, leased): (Instant, bool), insert: bool, own: bool) {
         let full = self.full();
+        let fid = a.fid;
+        let held = self
+            .attrs
+            .get(&fid)
+            .is_some_and(|e| e.leased && e.until > Instant::now());
         match self.attrs.get_mut(&a.fid) {
-            Some(e) if !own && !leased && e.leased && e.until > Instant::now() => {}
+            Some(e) if !own && !leased && e.leased && e.until > Instant::now() => return,
             Some(e) => {
                 *e = Item {
                     v: a,
@@ -160,7 +172,14 @@ impl Known {
                     },
                 );
             }
-            None => {}
+            None => return,
+        }
+        if !leased {
+            self.lease_gens.remove(&fid);
+        } else if !held || !self.lease_gens.contains_key(&fid) {
+            self.next_gen += 1;
+            let g = self.next_gen;
+            self.lease_gens.insert(fid, g);
         }
     }
 
@@ -326,6 +345,10 @@ impl Fresh {
     pub fn clear(&self) {
         let mut k = self.lock();
         k.attrs.retain(|_, i| i.leased);
+        let Known {
+            attrs, lease_gens, ..
+        } = &mut *k;
+        lease_gens.retain(|f, _| attrs.contains_key(f));
         k.names.retain(|_, i| i.leased);
     }
 
@@ -357,6 +380,7 @@ impl Fresh {
         k.lists.clear();
         k.xattrs.clear();
         k.layouts.clear();
+        k.lease_gens.clear();
         v
     }
 
@@ -430,15 +454,31 @@ impl Fresh {
     }
 
     /// The attributes and layout of regular file `fid` while its
-    /// attributes are leased: all an open needs from the MDT (another
-    /// client's change to the file recalls the lease first).
-    pub fn leased_file(&self, fid: Fid) -> Option<(Attr, Layout)> {
+    /// attributes are leased, and which lease ([`Fresh::lease_gen`]): all
+    /// an open needs from the MDT (another client's change to the file
+    /// recalls the lease first).
+    pub fn leased_file(&self, fid: Fid) -> Option<(Attr, Layout, u64)> {
         let k = self.lock();
         let a = k.attrs.get(&fid)?;
         if !a.leased || left(a.until).is_none() {
             return None;
         }
-        Some((a.v.clone(), k.layouts.get(&fid)?.clone()))
+        Some((
+            a.v.clone(),
+            k.layouts.get(&fid)?.clone(),
+            *k.lease_gens.get(&fid)?,
+        ))
+    }
+
+    /// Which lease this client holds on `fid`'s attributes, if any: the
+    /// same number means it was held without a break in between.
+    pub fn lease_gen(&self, fid: Fid) -> Option<u64> {
+        let k = self.lock();
+        let a = k.attrs.get(&fid)?;
+        if !a.leased || left(a.until).is_none() {
+            return None;
+        }
+        k.lease_gens.get(&fid).copied()
     }
 
     /// The attributes of `fid` while valid, and what is left.

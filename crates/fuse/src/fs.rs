@@ -110,6 +110,12 @@ struct Told {
     /// answers without a round trip. Set at create and when the MDT said
     /// so; cleared when this mount sets or removes that xattr.
     no_caps: bool,
+    /// The lease on the file's attributes ([`Client::lease_gen`]) under
+    /// which the kernel's cached pages of it were last right: dropped by
+    /// an open without `FOPEN_KEEP_CACHE`, or empty at its create. While
+    /// the same lease holds, every other mount's change was recalled
+    /// here, which drops the pages (`notify.rs`): an open may keep them.
+    pages_lease: Option<u64>,
 }
 
 /// The xattr the kernel reads before every write to a file.
@@ -380,7 +386,9 @@ impl LoomFs {
         Ok(attr)
     }
 
-    fn do_open(&self, req: &Request, ino: INodeNo, flags: OpenFlags) -> R<FileHandle> {
+    /// Open `ino`; also says whether the kernel may keep the pages it
+    /// caches of the file (`FOPEN_KEEP_CACHE`).
+    fn do_open(&self, req: &Request, ino: INodeNo, flags: OpenFlags) -> R<(FileHandle, bool)> {
         let c = self.caller(req);
         let f = fid(ino);
         let mut want = match flags.0 & libc::O_ACCMODE {
@@ -402,17 +410,30 @@ impl LoomFs {
         } else {
             self.client.open_leased(&c, f)
         };
-        let (mut attr, file) = match leased {
-            Some(l) => l,
-            None => self
-                .run(self.client.open_checked(&c, f, want))
-                .map_err(|e| {
-                    if e == Errno::EISDIR {
-                        Errno::EINVAL
-                    } else {
-                        stale(e)
-                    }
-                })?,
+        let (mut attr, file, keep) = match leased {
+            Some((attr, file, lease)) => {
+                let mut told = self.lock_told();
+                let t = told.entry(ino.0).or_default();
+                let keep = t.pages_lease == Some(lease);
+                t.pages_lease = Some(lease);
+                (attr, file, keep)
+            }
+            None => {
+                let (attr, file) =
+                    self.run(self.client.open_checked(&c, f, want))
+                        .map_err(|e| {
+                            if e == Errno::EISDIR {
+                                Errno::EINVAL
+                            } else {
+                                stale(e)
+                            }
+                        })?;
+                // The kernel drops its pages at this open: they are right
+                // under the lease the answer granted, if any.
+                let lease = self.client.lease_gen(f);
+                self.lock_told().entry(ino.0).or_default().pages_lease = lease;
+                (attr, file, false)
+            }
         };
         // ATOMIC_O_TRUNC: the kernel leaves O_TRUNC to the open, which has
         // just checked write access and holds the layout.
@@ -426,7 +447,7 @@ impl LoomFs {
         if truncate || self.kernel_may_be_stale(&attr) {
             self.forget_cached_attrs(ino);
         }
-        Ok(self.insert_file(file))
+        Ok((self.insert_file(file), keep && !truncate))
     }
 
     fn do_read(&self, fh: FileHandle, offset: u64, size: u32) -> R<Vec<u8>> {
@@ -436,18 +457,29 @@ impl LoomFs {
 
     fn do_write(&self, fh: FileHandle, offset: u64, data: &[u8]) -> R<u32> {
         let f = self.file(fh)?;
-        self.run(f.write(offset, data))?;
+        self.run(f.write(offset, data))
+            .inspect_err(|_| self.pages_not_written(&f))?;
         Ok(data.len() as u32)
     }
 
     fn do_flush(&self, fh: FileHandle) -> R<()> {
         let f = self.file(fh)?;
         self.run(f.flush())
+            .inspect_err(|_| self.pages_not_written(&f))
     }
 
     fn do_fsync(&self, fh: FileHandle) -> R<()> {
         let f = self.file(fh)?;
         self.run(f.fsync())
+            .inspect_err(|_| self.pages_not_written(&f))
+    }
+
+    /// A write through `f` failed: the kernel's pages of the file may hold
+    /// data its objects do not. The next open drops them.
+    fn pages_not_written(&self, f: &OpenFile) {
+        if let Some(t) = self.lock_told().get_mut(&f.fid().ino()) {
+            t.pages_lease = None;
+        }
     }
 
     fn do_fallocate(&self, fh: FileHandle, offset: u64, len: u64, mode: i32) -> R<()> {
@@ -470,6 +502,7 @@ impl LoomFs {
         // close(2) already flushed; this catches writes after the last
         // flush (e.g. through mmap, or when the flush failed).
         self.run(f.flush())
+            .inspect_err(|_| self.pages_not_written(&f))
     }
 
     fn do_mkdir(
@@ -837,7 +870,13 @@ impl Filesystem for LoomFs {
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         // The same open flags as the no-op reference (settings.rs).
         match self.do_open(req, ino, flags) {
-            Ok(fh) => reply.opened(fh, crate::settings::open_reply_flags(flags)),
+            Ok((fh, keep)) => {
+                let mut f = crate::settings::open_reply_flags(flags);
+                if keep {
+                    f |= FopenFlags::FOPEN_KEEP_CACHE;
+                }
+                reply.opened(fh, f)
+            }
             Err(e) => reply.error(fe(e)),
         }
     }
@@ -1145,8 +1184,10 @@ impl Filesystem for LoomFs {
         match made {
             Ok((a, fh)) => {
                 self.note(&a);
-                // A new file has no xattrs.
+                // A new file has no xattrs, and the kernel no pages of it.
                 self.set_no_caps(INodeNo(a.fid.ino()), true);
+                let lease = self.client.lease_gen(a.fid);
+                self.lock_told().entry(a.fid.ino()).or_default().pages_lease = lease;
                 reply.created(&self.ttl, &file_attr(&a), GEN, fh, FopenFlags::empty())
             }
             Err(e) => reply.error(fe(e)),
