@@ -34,8 +34,10 @@ pub struct MountArgs {
     /// Seconds the kernel may cache attributes and names the MDTs lease
     /// to this mount (fractions allowed). An MDT recalls a lease before
     /// another mount's change to what it covers, and this mount drops it
-    /// first, so a stat shows other mounts' changes at once. 0: take no
-    /// leases (everything cached for --attr-timeout only).
+    /// first, so a stat shows other mounts' changes at once. Under a
+    /// lease an open needs no server and a file's pages stay cached
+    /// across opens. 0: take no leases (everything cached for
+    /// --attr-timeout only, every open asks the MDT and drops the pages).
     #[arg(long, default_value_t = DEFAULT_LEASE_TIME, value_parser = parse_seconds)]
     pub lease_time: f64,
     /// Kernel readahead for the mount, in KiB (0: keep the kernel's 128).
