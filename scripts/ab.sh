@@ -7,7 +7,9 @@
 # Each round, for each build in turn: a fresh `loom up --mdts 2 --osts 4`,
 # `loom bench compare md -F -u -n 2000 -p 4 -i 1` against ext4, tmpfs and
 # the no-op FUSE reference (same run), then untar of /usr/include, find,
-# du -s, ls -lR and rm -rf on the mount and on the no-op reference.
+# du -s, ls -lR, a read of every file, a second read of every file (the
+# page cache warm) and rm -rf on ext4, tmpfs, the no-op reference and
+# the mount.
 # Results: /var/tmp/loom-ab/ (JSON per run, untar.txt), and a summary of
 # medians printed at the end. Build each binary first, e.g.
 #   git worktree add /tmp/old REV && (cd /tmp/old && cargo build --release -p loom)
@@ -44,16 +46,18 @@ for round in $(seq 1 "$rounds"); do
         "$loom" mount-noop "$noopmnt" --attr-timeout 300 >"$out/noop.log" 2>&1 &
         noop=$!
         wait_for "$out/noop.log"
-        for t in noop=$noopmnt loomfs=$mnt/b; do
+        for t in ext4=$ext4 tmpfs=$tmpfs noop=$noopmnt loomfs=$mnt/b; do
             name=${t%%=*} dir=${t#*=}/untar
             rm -rf "$dir"; mkdir -p "$dir"; sync
             s=$(date +%s.%N); tar xf "$tarball" -C "$dir"; m=$(date +%s.%N)
             find "$dir" >/dev/null; f=$(date +%s.%N)
             du -s "$dir" >/dev/null; d=$(date +%s.%N)
             ls -lR "$dir" >/dev/null; l=$(date +%s.%N)
+            find "$dir" -type f -exec cat {} + >/dev/null; r1=$(date +%s.%N)
+            find "$dir" -type f -exec cat {} + >/dev/null; r2=$(date +%s.%N)
             rm -rf "$dir"; e=$(date +%s.%N)
-            awk -v r="$round" -v b="$b" -v n="$name" -v s="$s" -v m="$m" -v f="$f" -v d="$d" -v l="$l" -v e="$e" \
-                'BEGIN { printf "%s %s %s untar %.2f find %.2f du %.2f lslR %.2f rm %.2f\n", r, b, n, m - s, f - m, d - f, l - d, e - l }' \
+            awk -v r="$round" -v b="$b" -v n="$name" -v s="$s" -v m="$m" -v f="$f" -v d="$d" -v l="$l" -v r1="$r1" -v r2="$r2" -v e="$e" \
+                'BEGIN { printf "%s %s %s untar %.2f find %.2f du %.2f lslR %.2f read %.2f reread %.2f rm %.2f\n", r, b, n, m - s, f - m, d - f, l - d, r1 - l, r2 - r1, e - r2 }' \
                 | tee -a "$out/untar.txt"
         done
         kill "$noop"; wait "$noop" 2>/dev/null || true
@@ -82,10 +86,11 @@ for line in open(f"{out}/untar.txt"):
     w = line.split()
     for k in range(3, len(w), 2):
         tt[(w[1], w[2], w[k])].append(float(w[k + 1]))
-print("seconds: median (min-max); loomfs/noop")
-for m in ["untar", "find", "du", "lslR", "rm"]:
+print("seconds: median (min-max); loomfs/noop, loomfs/ext4")
+for m in ["untar", "find", "du", "lslR", "read", "reread", "rm"]:
     for b in ["old", "new"]:
-        cells = [f"{n} {st.median(tt[(b, n, m)]):.2f} ({min(tt[(b, n, m)]):.2f}-{max(tt[(b, n, m)]):.2f})" for n in ["noop", "loomfs"]]
-        ratio = st.median(tt[(b, "loomfs", m)]) / st.median(tt[(b, "noop", m)])
-        print(f"  {m:6} {b}: " + ", ".join(cells) + f"; {ratio:.1f}x")
+        cells = [f"{n} {st.median(tt[(b, n, m)]):.2f} ({min(tt[(b, n, m)]):.2f}-{max(tt[(b, n, m)]):.2f})" for n in ["ext4", "tmpfs", "noop", "loomfs"]]
+        lo = st.median(tt[(b, "loomfs", m)])
+        ratios = [lo / max(st.median(tt[(b, n, m)]), 0.005) for n in ["noop", "ext4"]]
+        print(f"  {m:6} {b}: " + ", ".join(cells) + f"; {ratios[0]:.1f}x, {ratios[1]:.1f}x")
 PY
