@@ -7,28 +7,12 @@
 //! mount adds a name, the list is recalled and the MDT is asked again.
 mod common;
 use common::*;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use std::path::PathBuf;
-use std::sync::mpsc;
-use std::time::Duration;
-
-struct Stopped(Pid);
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        let _ = kill(self.0, Signal::SIGCONT);
-    }
-}
 
 /// Whether each of `paths` exists, asked in a thread; None if the answer
 /// did not come within 20 s (the question went to the stopped MDT).
 fn exist(paths: Vec<PathBuf>) -> Option<Vec<bool>> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(paths.iter().map(|p| p.exists()).collect::<Vec<_>>());
-    });
-    rx.recv_timeout(Duration::from_secs(20)).ok()
+    within(move || paths.iter().map(|p| p.exists()).collect())
 }
 
 #[test]
@@ -46,8 +30,7 @@ fn a_create_in_a_leased_directory_needs_no_lookup_round_trip() {
     let listed = c.path("listed");
     assert_eq!(std::fs::read_dir(&listed).expect("readdir").count(), 1);
 
-    let mdt = Stopped(Pid::from_raw(c.pid("mdt0")));
-    kill(mdt.0, Signal::SIGSTOP).expect("SIGSTOP");
+    let mdt = Stopped::new(c.pid("mdt0"));
     let asked: Vec<PathBuf> = (0..10)
         .map(|i| made.join(format!("new{i}")))
         .chain([made.join("f3"), listed.join("b"), listed.join("a")])
@@ -69,8 +52,7 @@ fn a_create_in_a_leased_directory_needs_no_lookup_round_trip() {
     // once it holds the list anew (it lists the directory whole).
     assert_eq!(std::fs::read_dir(&made).expect("readdir").count(), 11);
     std::fs::write(made.join("new1"), b"z").expect("create");
-    let mdt = Stopped(Pid::from_raw(c.pid("mdt0")));
-    kill(mdt.0, Signal::SIGSTOP).expect("SIGSTOP");
+    let _mdt = Stopped::new(c.pid("mdt0"));
     let seen = exist(vec![made.join("new2"), made.join("new1")])
         .expect("the list is held again after a whole listing");
     assert_eq!(seen, vec![false, true]);

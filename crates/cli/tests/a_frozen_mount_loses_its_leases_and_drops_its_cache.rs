@@ -5,20 +5,10 @@
 //! its leases (no recall was sent for it) is seen too.
 mod common;
 use common::*;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-struct Stopped(Pid);
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        let _ = kill(self.0, Signal::SIGCONT);
-    }
-}
 
 fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).expect("stat").permissions().mode() & 0o7777
@@ -36,8 +26,7 @@ fn a_frozen_mount_loses_its_leases_and_drops_its_cache() {
         std::fs::write(c.path(f), b"x").expect("write");
         assert_eq!(mode(&m2.join(f)), 0o644, "mount 2 holds {f} under a lease");
     }
-    let frozen = Stopped(Pid::from_raw(c.mount_pid(&m2)));
-    kill(frozen.0, Signal::SIGSTOP).expect("SIGSTOP");
+    let frozen = Stopped::new(c.mount_pid(&m2));
 
     // The change waits for the frozen holder, then goes ahead.
     let f = c.path("f");

@@ -6,19 +6,7 @@
 //! that reached it would hang.
 mod common;
 use common::*;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use std::collections::BTreeSet;
-use std::sync::mpsc;
-use std::time::Duration;
-
-struct Stopped(Pid);
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        let _ = kill(self.0, Signal::SIGCONT);
-    }
-}
 
 #[test]
 fn a_listing_ends_without_another_round_trip() {
@@ -40,24 +28,15 @@ fn a_listing_ends_without_another_round_trip() {
         .file_name()
         .into_string()
         .expect("utf-8");
-    let mdt = Stopped(Pid::from_raw(c.pid("mdt0")));
-    kill(mdt.0, Signal::SIGSTOP).expect("SIGSTOP");
+    let mdt = Stopped::new(c.pid("mdt0"));
     // The rest are in the C library's buffer; the call after them, which
     // returns nothing, is answered by the mount.
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let rest: Result<Vec<String>, String> = it
-            .map(|e| {
-                e.map(|e| e.file_name().to_string_lossy().into_owned())
-                    .map_err(|e| e.to_string())
-            })
-            .collect();
-        let _ = tx.send(rest);
-    });
-    let rest = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("the end of the listing went to the stopped MDT")
-        .expect("readdir");
+    let rest = within(move || {
+        it.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect::<std::io::Result<Vec<String>>>()
+    })
+    .expect("the end of the listing went to the stopped MDT")
+    .expect("readdir");
     drop(mdt);
     let mut got: BTreeSet<String> = rest.into_iter().collect();
     got.insert(first);

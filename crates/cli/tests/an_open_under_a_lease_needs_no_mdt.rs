@@ -7,38 +7,24 @@
 //! or chmods a file, the next open sees it.
 mod common;
 use common::*;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::mpsc;
-use std::time::Duration;
-
-struct Stopped(Pid);
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        let _ = kill(self.0, Signal::SIGCONT);
-    }
-}
 
 /// `cat PATH` as uid and gid 65534, in a thread: (success, stdout,
 /// stderr), or None if it did not answer within 20 s.
 fn cat_as_nobody(path: PathBuf) -> Option<(bool, String, String)> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
+    within(move || {
         let o = Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "cat"])
             .arg(&path)
             .output()
             .expect("setpriv");
-        let _ = tx.send((
+        (
             o.status.success(),
             String::from_utf8_lossy(&o.stdout).into_owned(),
             String::from_utf8_lossy(&o.stderr).into_owned(),
-        ));
-    });
-    rx.recv_timeout(Duration::from_secs(20)).ok()
+        )
+    })
 }
 
 #[test]
@@ -58,8 +44,7 @@ fn an_open_under_a_lease_needs_no_mdt() {
     )
     .expect("chmod");
 
-    let mdt = Stopped(Pid::from_raw(c.pid("mdt0")));
-    kill(mdt.0, Signal::SIGSTOP).expect("SIGSTOP");
+    let mdt = Stopped::new(c.pid("mdt0"));
     for (name, want) in [("mine", "mine"), ("theirs", "theirs")] {
         let (ok, out, err) =
             cat_as_nobody(c.path(name)).unwrap_or_else(|| panic!("open of {name} asked the MDT"));

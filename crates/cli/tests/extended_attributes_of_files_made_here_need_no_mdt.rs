@@ -7,36 +7,22 @@
 //! recalled and the next question goes to the MDT again.
 mod common;
 use common::*;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use std::process::Command;
-use std::sync::mpsc;
-use std::time::Duration;
-
-struct Stopped(Pid);
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        let _ = kill(self.0, Signal::SIGCONT);
-    }
-}
 
 /// `getfattr ARGS`, run in a thread: (exit success, stdout, stderr), or
 /// None if it did not answer within 20 s (it asked the stopped MDT).
 fn getfattr(args: Vec<String>) -> Option<(bool, String, String)> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
+    within(move || {
         let o = Command::new("getfattr")
             .args(&args)
             .output()
             .expect("getfattr");
-        let _ = tx.send((
+        (
             o.status.success(),
             String::from_utf8_lossy(&o.stdout).into_owned(),
             String::from_utf8_lossy(&o.stderr).into_owned(),
-        ));
-    });
-    rx.recv_timeout(Duration::from_secs(20)).ok()
+        )
+    })
 }
 
 #[test]
@@ -55,8 +41,7 @@ fn extended_attributes_of_files_made_here_need_no_mdt() {
         ));
     }
 
-    let mdt = Stopped(Pid::from_raw(c.pid("mdt0")));
-    kill(mdt.0, Signal::SIGSTOP).expect("SIGSTOP");
+    let mdt = Stopped::new(c.pid("mdt0"));
     for i in 0..4 {
         let f = dir.join(format!("f{i}")).display().to_string();
         for name in ["security.selinux", "system.posix_acl_access"] {

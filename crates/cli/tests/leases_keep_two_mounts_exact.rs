@@ -6,32 +6,10 @@
 //! very next operation: the MDT recalled the lease before applying it.
 mod common;
 use common::*;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
-use std::sync::mpsc;
-use std::time::Duration;
 
 /// Continues a stopped process when dropped, also when the test fails.
-struct Stopped(Pid);
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        let _ = kill(self.0, Signal::SIGCONT);
-    }
-}
-
-/// `f` run in a thread: its result, or None if it did not finish within
-/// 20 s (it went to a stopped server and waits in the kernel).
-fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(Duration::from_secs(20)).ok()
-}
-
 fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).expect("stat").permissions().mode() & 0o7777
 }
@@ -61,9 +39,7 @@ fn leases_keep_two_mounts_exact() {
     // would hang on the stopped MDT).
     let before: Vec<u32> = (0..20).map(|i| mode(&b.join(format!("f{i}")))).collect();
     assert!(before.iter().all(|m| *m == 0o644));
-    let mdt = Pid::from_raw(c.pid("mdt0"));
-    kill(mdt, Signal::SIGSTOP).expect("SIGSTOP");
-    let stopped = Stopped(mdt);
+    let stopped = Stopped::new(c.pid("mdt0"));
     let bb = b.clone();
     let cached = within(move || {
         (0..20)

@@ -6,27 +6,9 @@
 //! (SIGSTOP): a question that reached it would hang until the timeout.
 mod common;
 use common::*;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use std::process::Command;
 
 /// Continues a stopped server when dropped, also when the test fails.
-struct Stopped(Pid);
-
-impl Stopped {
-    fn new(pid: i32) -> Stopped {
-        let pid = Pid::from_raw(pid);
-        kill(pid, Signal::SIGSTOP).expect("SIGSTOP");
-        Stopped(pid)
-    }
-}
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        let _ = kill(self.0, Signal::SIGCONT);
-    }
-}
-
 /// `stat` of `paths` (as `user`, if given): (exit status, output). Fails
 /// the test if no answer comes within 20 s: the question went to the
 /// stopped MDT. (The `stat` then waits in the kernel until the MDT is

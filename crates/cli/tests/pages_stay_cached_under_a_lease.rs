@@ -6,27 +6,11 @@
 //! the lease, which drops the pages.
 mod common;
 use common::*;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use std::path::PathBuf;
-use std::sync::mpsc;
-use std::time::Duration;
-
-struct Stopped(Pid);
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        let _ = kill(self.0, Signal::SIGCONT);
-    }
-}
 
 /// Read `path` whole in a thread; None if it took more than 20 s.
 fn read(path: PathBuf) -> Option<std::io::Result<Vec<u8>>> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(std::fs::read(&path));
-    });
-    rx.recv_timeout(Duration::from_secs(20)).ok()
+    within(move || std::fs::read(&path))
 }
 
 fn pattern(seed: u8, len: usize) -> Vec<u8> {
@@ -46,8 +30,7 @@ fn pages_stay_cached_under_a_lease() {
     std::fs::write(m2.join("theirs"), &theirs).expect("write on mount 2");
     assert_eq!(std::fs::read(c.path("theirs")).expect("read"), theirs);
 
-    let ost = Stopped(Pid::from_raw(c.pid("ost0")));
-    kill(ost.0, Signal::SIGSTOP).expect("SIGSTOP");
+    let ost = Stopped::new(c.pid("ost0"));
     for (name, want) in [("mine", &mine), ("theirs", &theirs)] {
         let got = read(c.path(name))
             .unwrap_or_else(|| panic!("the second read of {name} went to the stopped OST"))

@@ -402,3 +402,33 @@ impl Drop for Cluster {
             .output();
     }
 }
+
+/// A process stopped with SIGSTOP (a server no question may reach, a
+/// mount frozen in a recall), continued when dropped, also when the test
+/// fails.
+pub struct Stopped(pub nix::unistd::Pid);
+
+impl Stopped {
+    pub fn new(pid: i32) -> Stopped {
+        let pid = nix::unistd::Pid::from_raw(pid);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).expect("SIGSTOP");
+        Stopped(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(self.0, nix::sys::signal::Signal::SIGCONT);
+    }
+}
+
+/// `f` run in a thread: its result, or None if it did not finish within
+/// 20 s (it went to a stopped server and waits in the kernel until the
+/// server is continued, which the caller's [`Stopped`] does).
+pub fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(Duration::from_secs(20)).ok()
+}
