@@ -265,11 +265,23 @@ impl LoomFs {
         }
     }
 
-    fn entry_reply(&self, reply: ReplyEntry, r: R<Attr>) {
+    /// Answer a change that made `name` in `parent`, which began when
+    /// [`Client::recalls`] was `since`: the kernel keeps the entry and its
+    /// attributes as long as this mount may (under the leases the change
+    /// granted, not only the attribute timeout).
+    fn entry_reply(
+        &self,
+        reply: ReplyEntry,
+        parent: INodeNo,
+        name: &OsStr,
+        since: u64,
+        r: R<Attr>,
+    ) {
         match r {
             Ok(a) => {
                 self.note(&a);
-                reply.entry(&self.ttl, &file_attr(&a), GEN)
+                let ttl = self.entry_ttl(parent, name.as_bytes(), &a, since);
+                reply.entry(&ttl, &file_attr(&a), GEN)
             }
             Err(e) => reply.error(fe(e)),
         }
@@ -806,7 +818,9 @@ impl Filesystem for LoomFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        self.entry_reply(reply, self.do_mknod(req, parent, name, mode, umask, rdev));
+        let since = self.client.recalls();
+        let r = self.do_mknod(req, parent, name, mode, umask, rdev);
+        self.entry_reply(reply, parent, name, since, r);
     }
 
     fn mkdir(
@@ -818,7 +832,9 @@ impl Filesystem for LoomFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        self.entry_reply(reply, self.do_mkdir(req, parent, name, mode, umask));
+        let since = self.client.recalls();
+        let r = self.do_mkdir(req, parent, name, mode, umask);
+        self.entry_reply(reply, parent, name, since, r);
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -837,7 +853,9 @@ impl Filesystem for LoomFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        self.entry_reply(reply, self.do_symlink(req, parent, link_name, target));
+        let since = self.client.recalls();
+        let r = self.do_symlink(req, parent, link_name, target);
+        self.entry_reply(reply, parent, link_name, since, r);
     }
 
     fn rename(
@@ -864,7 +882,9 @@ impl Filesystem for LoomFs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        self.entry_reply(reply, self.do_link(req, ino, newparent, newname));
+        let since = self.client.recalls();
+        let r = self.do_link(req, ino, newparent, newname);
+        self.entry_reply(reply, newparent, newname, since, r);
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -1168,6 +1188,7 @@ impl Filesystem for LoomFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
+        let since = self.client.recalls();
         let made = self
             .do_create(req, parent, name, mode, umask)
             .and_then(|(a, fh)| {
@@ -1188,7 +1209,9 @@ impl Filesystem for LoomFs {
                 self.set_no_caps(INodeNo(a.fid.ino()), true);
                 let lease = self.client.lease_gen(a.fid);
                 self.lock_told().entry(a.fid.ino()).or_default().pages_lease = lease;
-                reply.created(&self.ttl, &file_attr(&a), GEN, fh, FopenFlags::empty())
+                // Kept by the kernel under the leases the create granted.
+                let ttl = self.entry_ttl(parent, name.as_bytes(), &a, since);
+                reply.created(&ttl, &file_attr(&a), GEN, fh, FopenFlags::empty())
             }
             Err(e) => reply.error(fe(e)),
         }
