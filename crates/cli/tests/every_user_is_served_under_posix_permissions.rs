@@ -330,12 +330,37 @@ fn every_user_is_served_under_posix_permissions() {
         &format!("cat {n}/mnt/alice/note"),
         "Permission denied",
     );
+    // Private: no one else gets in, not even root (FUSE without
+    // allow_other), though the same directory is open to all.
+    let e = std::fs::read_dir(nobody.join("mnt/scratch")).expect_err("root in a private mount");
+    assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
+    refused_as(
+        a.0,
+        a.1,
+        &[],
+        &format!("ls {n}/mnt/scratch"),
+        "Permission denied",
+    );
     ok_as(
         65534,
         65534,
         &[],
         &format!("{} umount {n}/mnt", loom_bin().display()),
     );
+    // Root's mount with --private serves root only.
+    let private = c.second_mount_with("private", &["--private"]);
+    assert!(
+        private.join("scratch/x").exists(),
+        "root reads its own mount"
+    );
+    refused_as(
+        65534,
+        65534,
+        &[],
+        &format!("ls {}/scratch", private.display()),
+        "Permission denied",
+    );
+    ok_as(65534, 65534, &[], &format!("ls {m}/scratch"));
     let mounts = std::fs::read_to_string("/proc/mounts").expect("mounts");
     assert!(
         !mounts.contains(&format!("{n}/mnt")),
