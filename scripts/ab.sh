@@ -15,6 +15,10 @@
 #   git worktree add /tmp/old REV && (cd /tmp/old && cargo build --release -p loom)
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 OLD_LOOM NEW_LOOM [ROUNDS]" >&2; exit 2; }
+for b in "$1" "$2"; do
+    [ -x "$b" ] || { echo "ab.sh: $b is not an executable loom binary" >&2; exit 2; }
+done
+[[ ${3:-3} =~ ^[1-9][0-9]*$ ]] || { echo "ab.sh: ROUNDS must be a positive number, not '$3'" >&2; exit 2; }
 declare -A bin=([old]=$(realpath "$1") [new]=$(realpath "$2"))
 rounds=${3:-3}
 state=/var/tmp/loom-ab-state mnt=/mnt/loom-ab noopmnt=/mnt/loom-ab-noop

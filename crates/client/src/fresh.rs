@@ -440,14 +440,14 @@ impl Fresh {
         }
     }
 
-    /// An MDT answered `layout` for regular file `fid`: kept while its
-    /// attributes are leased.
+    /// An MDT answered `layout` for `fid`: kept, if `fid` is a regular
+    /// file (a directory's layout lists its shards), while its attributes
+    /// are leased.
     pub fn seen_layout(&self, fid: Fid, layout: &Layout) {
         let mut k = self.lock();
-        let leased = k
-            .attrs
-            .get(&fid)
-            .is_some_and(|a| a.leased && left(a.until).is_some());
+        let leased = k.attrs.get(&fid).is_some_and(|a| {
+            a.leased && left(a.until).is_some() && a.v.kind == loom_proto::msg::FileKind::File
+        });
         if leased && k.layouts.len() < CAPACITY && !k.layouts.contains_key(&fid) {
             k.layouts.insert(fid, layout.clone());
         }

@@ -194,14 +194,13 @@ impl Client {
         // flush and undo an explicit one (`cp -p`, `touch -r`): they are
         // reported in the same request (or, with a truncate, first).
         let mut reporting = Vec::new();
-        if set.mtime.is_some() {
+        if set.mtime.is_some() && set.size.is_some() {
             for f in self.open_handles(fid) {
-                let taken = if set.size.is_some() {
-                    f.flush().await.map(|()| None)
-                } else {
-                    f.take_unreported().await
-                };
-                match taken {
+                f.flush().await?;
+            }
+        } else if set.mtime.is_some() {
+            for f in self.open_handles(fid) {
+                match f.take_unreported().await {
                     Ok(Some(end)) => {
                         set.written = Some(set.written.unwrap_or(0).max(end));
                         reporting.push(f);

@@ -18,18 +18,23 @@ fn root() -> Caller {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn create_chmod_chown_utimens_cost_one_mdt_round_trip_each() {
-    let c = start_cluster("rtt").await;
-    let client = connect(&c, "rtt").await;
-    let me = root();
-    let calls = || client.router().calls();
-    // A first change registers the client (and waits for its commit):
-    // measure after it.
+/// A client of a new cluster `fsname` whose first change is made: it
+/// registers the client (and waits for its commit), so measure after it.
+async fn warm_client(fsname: &str) -> (Cluster, std::sync::Arc<loom_client::Client>) {
+    let c = start_cluster(fsname).await;
+    let client = connect(&c, fsname).await;
     client
-        .create(&me, Fid::ROOT, "warm", FileKind::File, 0o644, 0, None)
+        .create(&root(), Fid::ROOT, "warm", FileKind::File, 0o644, 0, None)
         .await
         .expect("create warm");
+    (c, client)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_chmod_chown_utimens_cost_one_mdt_round_trip_each() {
+    let (_c, client) = warm_client("rtt").await;
+    let me = root();
+    let calls = || client.router().calls();
     for i in 0..20 {
         let before = calls();
         let (attr, layout) = client
@@ -89,14 +94,9 @@ async fn create_chmod_chown_utimens_cost_one_mdt_round_trip_each() {
 /// not two), and the close has nothing left to report.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn times_set_on_a_file_just_written_carry_its_size_in_one_round_trip() {
-    let c = start_cluster("rttw").await;
-    let client = connect(&c, "rttw").await;
+    let (c, client) = warm_client("rttw").await;
     let me = root();
     let calls = || client.router().calls();
-    client
-        .create(&me, Fid::ROOT, "warm", FileKind::File, 0o644, 0, None)
-        .await
-        .expect("create warm");
     for i in 0..10u64 {
         let (attr, layout) = client
             .create(

@@ -158,13 +158,7 @@ fn set_time(t: TimeOrNow) -> SetTime {
     }
 }
 
-/// The attribute reply for the ".." entry of readdirplus: the kernel does
-/// not link "." or ".." from readdirplus, so this only needs to be valid.
-fn parent_placeholder(dir: &Attr) -> Attr {
-    dir.clone()
-}
-
-/// Attributes sent with "." in a READDIRPLUS reply: the kernel ignores
+/// Attributes sent with "." and ".." in a READDIRPLUS reply: the kernel ignores
 /// the attributes of "." and ".." there (it links no dentry for them), so
 /// they need no round trip; only the inode number reaches `readdir(3)`.
 fn dot_placeholder(ino: INodeNo) -> Attr {
@@ -1069,14 +1063,7 @@ impl Filesystem for LoomFs {
                 last = OFF_DOT;
             }
             if dotdot {
-                if reply.add(
-                    ino,
-                    OFF_DOTDOT,
-                    "..",
-                    &self.ttl,
-                    &file_attr(&parent_placeholder(d)),
-                    GEN,
-                ) {
+                if reply.add(ino, OFF_DOTDOT, "..", &self.ttl, &file_attr(d), GEN) {
                     return reply.ok();
                 }
                 last = OFF_DOTDOT;

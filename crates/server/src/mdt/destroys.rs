@@ -45,7 +45,6 @@ struct Pending {
 pub(super) struct Destroys {
     pending: Mutex<Vec<Pending>>,
     wake: tokio::sync::Notify,
-    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Destroys {
@@ -58,9 +57,9 @@ impl Destroys {
         std::mem::take(&mut *super::lock(&self.pending))
     }
 
-    /// Stop the task (the MDT is going away).
+    /// Wake the task to find the MDT gone (it is being dropped), so it
+    /// ends.
     pub(super) fn close(&self) {
-        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         self.wake.notify_one();
     }
 }
@@ -87,9 +86,6 @@ impl MdtService {
         tokio::spawn(async move {
             loop {
                 queue.wake.notified().await;
-                if queue.closed.load(std::sync::atomic::Ordering::SeqCst) {
-                    return;
-                }
                 let Some(mdt) = me.upgrade() else { return };
                 loop {
                     let batch = queue.take();
