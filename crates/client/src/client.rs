@@ -124,8 +124,29 @@ impl Client {
             dir_layouts: Default::default(),
         });
         client.spawn_orphan_renewal();
+        client.router.set_reporter(client.size_reporter());
         client.router.spawn_recovery(client.ctxs.client_id());
         Ok(client)
+    }
+
+    /// Reports what this client's open handles of some files wrote, when
+    /// their size leases are recalled or lost.
+    fn size_reporter(self: &Arc<Self>) -> crate::routing::Reporter {
+        let me = Arc::downgrade(self);
+        Arc::new(move |fids: Vec<Fid>| {
+            let me = me.clone();
+            Box::pin(async move {
+                let Some(c) = me.upgrade() else { return };
+                for fid in fids {
+                    for h in c.open_handles(fid) {
+                        if let Err(e) = h.flush().await {
+                            // The handle keeps it to report at its close.
+                            tracing::warn!(%fid, "reporting a recalled size: {e}");
+                        }
+                    }
+                }
+            })
+        })
     }
 
     /// Wait until every change this client made is committed on its MDT

@@ -75,6 +75,11 @@ struct Known {
     /// change another client made to the inode was recalled here first.
     lease_gens: HashMap<Fid, u64>,
     next_gen: u64,
+    /// Files this client made whose size it holds a lease on: it may
+    /// report what it writes to them later (at release, or when recalled).
+    /// Not bound by the lease time: the MDT recalls it before anyone else
+    /// sees the size, and it goes with the connection.
+    sizes: HashSet<Fid>,
     /// Recalls (and drops of everything) so far.
     recalls: u64,
 }
@@ -286,6 +291,11 @@ impl Fresh {
             }
         }
         for l in granted {
+            if let Lease::Size(fid) = l {
+                if k.until(v, true).1 {
+                    k.sizes.insert(*fid);
+                }
+            }
             if let Lease::List(dir) = l {
                 let (until, leased) = k.until(v, true);
                 if leased {
@@ -366,8 +376,17 @@ impl Fresh {
                 Lease::List(dir) => {
                     k.lists.remove(dir);
                 }
+                Lease::Size(fid) => {
+                    k.sizes.remove(fid);
+                }
             }
         }
+    }
+
+    /// Whether this client holds the size lease of `fid` (see
+    /// [`Lease::Size`]).
+    pub fn size_leased(&self, fid: Fid) -> bool {
+        self.lock().sizes.contains(&fid)
     }
 
     /// Forget everything (the leases are gone: a connection to an MDT
@@ -377,6 +396,7 @@ impl Fresh {
         k.recalls += 1;
         let mut v: Vec<Lease> = k.attrs.drain().map(|(f, _)| Lease::Attr(f)).collect();
         v.extend(k.names.drain().map(|((d, n), _)| Lease::Name(d, n)));
+        v.extend(k.sizes.drain().map(Lease::Size));
         k.lists.clear();
         k.xattrs.clear();
         k.layouts.clear();

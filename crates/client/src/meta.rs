@@ -48,11 +48,15 @@ pub fn check_name(name: &[u8]) -> Result<(), Errno> {
 }
 
 impl Client {
-    /// Include this client's unreported writes in `attr`'s size.
+    /// Include this client's unreported writes in `attr`'s size and times.
     pub(crate) fn with_local_size(&self, mut attr: Attr) -> Attr {
         if attr.kind == FileKind::File {
-            if let Some(s) = self.local_size(attr.fid) {
-                attr.size = attr.size.max(s);
+            for f in self.open_handles(attr.fid) {
+                attr.size = attr.size.max(f.written_end());
+                if let Some(t) = f.unreported_mtime() {
+                    attr.mtime = attr.mtime.max(t);
+                    attr.ctime = attr.ctime.max(t);
+                }
             }
         }
         attr
@@ -201,13 +205,13 @@ impl Client {
         } else if set.mtime.is_some() {
             for f in self.open_handles(fid) {
                 match f.take_unreported().await {
-                    Ok(Some(end)) => {
+                    Ok(Some((end, g))) => {
                         set.written = Some(set.written.unwrap_or(0).max(end));
-                        reporting.push(f);
+                        reporting.push((f, g));
                     }
                     Ok(None) => {}
                     Err(e) => {
-                        reporting.iter().for_each(|f| f.unreported());
+                        reporting.iter().for_each(|(f, _)| f.unreported());
                         return Err(e);
                     }
                 }
@@ -244,9 +248,10 @@ impl Client {
             .mdt_call(c, fid, MdtRequest::SetAttr { fid, set })
             .await
             .inspect_err(|e| {
-                reporting.iter().for_each(|f| f.unreported());
+                reporting.iter().for_each(|(f, _)| f.unreported());
                 self.vanished(fid, *e)
             })?;
+        drop(reporting);
         if let Some(s) = size {
             self.note_truncate(fid, s);
         }

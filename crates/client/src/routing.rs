@@ -32,6 +32,7 @@ use loom_proto::WireError;
 use loom_proto::{Errno, Fid};
 use loom_rpc::{CallbackHandler, ClientOptions as RpcOptions, ClusterKey, RpcClient, RpcError};
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -52,6 +53,23 @@ const KERNEL_DROP_WAIT: Duration = Duration::from_millis(500);
 /// Makes the kernel drop what it caches under some leases; the receiver
 /// resolves when it has.
 pub type Invalidator = Arc<dyn Fn(Vec<Lease>) -> tokio::sync::oneshot::Receiver<()> + Send + Sync>;
+
+/// Reports the sizes this client's open handles of some files wrote and
+/// the MDT does not know yet (their size leases were recalled or lost);
+/// resolves when the reports were answered.
+pub type Reporter =
+    Arc<dyn Fn(Vec<Fid>) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// The files whose size leases are among `leases`.
+fn sized(leases: &[Lease]) -> Vec<Fid> {
+    leases
+        .iter()
+        .filter_map(|l| match l {
+            Lease::Size(f) => Some(*f),
+            _ => None,
+        })
+        .collect()
+}
 
 /// How long this client trusts what its MDTs answer.
 #[derive(Clone, Copy, Debug)]
@@ -93,6 +111,8 @@ pub struct Router {
     subscribing: tokio::sync::Mutex<()>,
     /// Set by a mount: drops what the kernel caches under leases.
     invalidator: Arc<OnceLock<Invalidator>>,
+    /// Set by the client: reports sizes whose leases went.
+    reporter: Arc<OnceLock<Reporter>>,
     /// Client id of the contexts this router sends its own requests with.
     client_id: std::sync::atomic::AtomicU64,
     /// Calls made, by target role (MGS, MDT, OST), resends not counted.
@@ -150,6 +170,7 @@ impl Router {
             subs: Mutex::new(HashMap::new()),
             subscribing: tokio::sync::Mutex::new(()),
             invalidator: Arc::new(OnceLock::new()),
+            reporter: Arc::new(OnceLock::new()),
             client_id: std::sync::atomic::AtomicU64::new(0),
             calls: Default::default(),
         }
@@ -205,6 +226,11 @@ impl Router {
         let _ = self.invalidator.set(f);
     }
 
+    /// Report sizes whose leases went with `f` (set once, by the client).
+    pub(crate) fn set_reporter(&self, f: Reporter) {
+        let _ = self.reporter.set(f);
+    }
+
     /// The RPC client of `addr`, made on first use; with leases on, it
     /// answers recalls, and a lost connection drops everything known.
     pub fn rpc(&self, addr: &str) -> Arc<RpcClient> {
@@ -226,17 +252,26 @@ impl Router {
     }
 
     /// Answers an MDT's recall: what it covers is forgotten here, then
-    /// dropped by the kernel (waited for up to [`KERNEL_DROP_WAIT`]).
+    /// dropped by the kernel (waited for up to [`KERNEL_DROP_WAIT`]); a
+    /// recalled size is reported first, if this client wrote past it.
     fn recall_handler(&self) -> CallbackHandler {
         let fresh = self.fresh.clone();
         let inval = self.invalidator.clone();
+        let reporter = self.reporter.clone();
         Arc::new(move |env: Envelope| {
             let fresh = fresh.clone();
             let inval = inval.clone();
+            let reporter = reporter.clone();
             Box::pin(async move {
                 match env.req {
                     Request::Client(ClientRequest::Recall { leases }) => {
+                        // Forgotten first: a write from now on reports
+                        // its size itself.
                         fresh.recall(&leases);
+                        let sizes = sized(&leases);
+                        if let (false, Some(r)) = (sizes.is_empty(), reporter.get()) {
+                            r(sizes).await;
+                        }
                         if let Some(f) = inval.get() {
                             let done = f(leases);
                             if tokio::time::timeout(KERNEL_DROP_WAIT, done).await.is_err() {
@@ -263,9 +298,16 @@ impl Router {
         let mut losses = c.losses();
         let fresh = self.fresh.clone();
         let inval = self.invalidator.clone();
+        let reporter = self.reporter.clone();
         rt.spawn(async move {
             while losses.changed().await.is_ok() {
                 let all = fresh.take_all();
+                let sizes = sized(&all);
+                if let (false, Some(r)) = (sizes.is_empty(), reporter.get()) {
+                    // In the background: the reports wait for the
+                    // connection to come back.
+                    tokio::spawn(r(sizes));
+                }
                 if let Some(f) = inval.get() {
                     let _ = f(all).await;
                 }

@@ -1198,7 +1198,15 @@ impl Filesystem for LoomFs {
                 self.lock_told().entry(a.fid.ino()).or_default().pages_lease = lease;
                 // Kept by the kernel under the leases the create granted.
                 let ttl = self.entry_ttl(parent, name.as_bytes(), &a, since);
-                reply.created(&ttl, &file_attr(&a), GEN, fh, FopenFlags::empty())
+                // Under the size lease, close has nothing to report: the
+                // kernel sends no FLUSH (the release reports, unwaited).
+                let defers = self.file(fh).is_ok_and(|f| f.defer_reports());
+                let open = if defers {
+                    FopenFlags::FOPEN_NOFLUSH
+                } else {
+                    FopenFlags::empty()
+                };
+                reply.created(&ttl, &file_attr(&a), GEN, fh, open)
             }
             Err(e) => reply.error(fe(e)),
         }

@@ -48,7 +48,8 @@ fn drop_cached(n: &Notifier, l: &Lease) {
         // Attributes and cached pages (a recall may be for a write).
         Lease::Attr(fid) => n.inval_inode(INodeNo(fid.ino()), 0, 0),
         Lease::Name(dir, name) => n.inval_entry(INodeNo(dir.ino()), name.as_os_str()),
-        Lease::List(_) => Ok(()),
+        // The kernel keeps neither; a recalled size is reported before.
+        Lease::List(_) | Lease::Size(_) => Ok(()),
     };
     if let Err(e) = r {
         // ENOENT: the kernel holds no such inode or name; nothing to drop.

@@ -25,6 +25,11 @@ pub enum Lease {
     Name(Fid, Name),
     /// Every name of a directory: it has no names but those known.
     List(Fid),
+    /// A regular file's size and mtime: the holder (the client that made
+    /// the file) may have written past what the MDT knows, and reports it
+    /// when recalled. Any other client's read of the file's attributes,
+    /// or change to it, recalls it first.
+    Size(Fid),
 }
 
 /// The leases an answer to read `req` grants: a lookup the name (also
@@ -66,31 +71,59 @@ pub fn granted_by_read(
 }
 
 /// The leases a change grants its maker: the attributes and names it
-/// reported, and the whole (empty) list of a plain directory it made on
-/// the answering MDT.
+/// reported, the whole (empty) list of a plain directory it made on the
+/// answering MDT, and the size of a regular file it made there.
 pub fn granted_by_change(reply: &Reply, e: &Effects) -> Vec<Lease> {
     let mut v: Vec<Lease> = e.attrs.iter().map(|a| Lease::Attr(a.fid)).collect();
     for (dir, name, _) in &e.names {
         v.push(Lease::Name(*dir, name.clone()));
     }
-    if let Reply::Entry { attr, layout: None } = reply {
+    if let Reply::Entry { attr, layout } = reply {
         // Made here: named by the change and among the inodes it touched
         // on this MDT (a remote directory lives on another).
         let made = e.names.iter().any(|(_, _, f)| *f == Some(attr.fid))
             && e.attrs.iter().any(|a| a.fid == attr.fid);
-        if attr.kind == crate::msg::FileKind::Dir && made {
-            v.push(Lease::List(attr.fid));
+        match (attr.kind, layout) {
+            (crate::msg::FileKind::Dir, None) if made => v.push(Lease::List(attr.fid)),
+            // A new file (a link's reply, of a file with more names, is not).
+            (crate::msg::FileKind::File, Some(_)) if made && attr.nlink == 1 => {
+                v.push(Lease::Size(attr.fid))
+            }
+            _ => {}
         }
     }
     v
 }
 
+/// The size leases to recall from other clients before answering a read
+/// of `req` with `result`: those of the inodes whose attributes it
+/// returns (`local` as in [`granted_by_read`]).
+pub fn sizes_read(
+    req: &MdtRequest,
+    result: Result<&Reply, Errno>,
+    local: impl Fn(Fid) -> bool,
+) -> Vec<Lease> {
+    granted_by_read(req, result, local)
+        .into_iter()
+        .filter_map(|l| match l {
+            Lease::Attr(f) => Some(Lease::Size(f)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The leases a change must recall from everyone but its maker: every
-/// inode it touched or removed, every name it set or removed, and those
-/// names' directory lists.
+/// inode it touched or removed (its attributes and size), every name it
+/// set or removed, and those names' directory lists.
 pub fn touched_by_change(e: &Effects) -> Vec<Lease> {
-    let mut v: Vec<Lease> = e.attrs.iter().map(|a| Lease::Attr(a.fid)).collect();
-    v.extend(e.removed.iter().map(|f| Lease::Attr(*f)));
+    let inodes = e
+        .attrs
+        .iter()
+        .map(|a| a.fid)
+        .chain(e.removed.iter().copied());
+    let mut v: Vec<Lease> = inodes
+        .flat_map(|f| [Lease::Attr(f), Lease::Size(f)])
+        .collect();
     for (dir, name, _) in &e.names {
         v.push(Lease::Name(*dir, name.clone()));
         let list = Lease::List(*dir);

@@ -55,7 +55,19 @@ pub struct OpenFile {
     /// MDT to clear the bits before any data goes out (POSIX: a write by
     /// an unprivileged user clears them).
     privileged: AtomicBool,
+    /// Reports wait under this lease (see [`OpenFile::defer_reports`]):
+    /// writes return once landed, and the size reaches the MDT at the
+    /// last close or when the MDT recalls the file's size lease.
+    defers: AtomicBool,
+    /// Held while a report is on its way: a recall's report, or a setattr
+    /// that carries one, waits for one in flight (which could otherwise
+    /// land after it, or after the recall was answered).
+    reporting: Arc<tokio::sync::Mutex<()>>,
 }
+
+/// A report taken with [`OpenFile::take_unreported`]: no other report of
+/// the handle goes out while it is held.
+pub(crate) type ReportGuard = tokio::sync::OwnedMutexGuard<()>;
 
 impl OpenFile {
     pub(crate) fn new(
@@ -80,7 +92,22 @@ impl OpenFile {
             failures_told_by_write: AtomicU64::new(failures),
             writes,
             privileged: AtomicBool::new(false),
+            defers: AtomicBool::new(false),
+            reporting: Arc::new(tokio::sync::Mutex::new(())),
         }
+    }
+
+    /// If this client holds the file's size lease (it made the file), let
+    /// the size wait: from now on each write returns once its data landed
+    /// on the OSTs (so its errors are the write's), and nothing needs
+    /// reporting at close; the size reaches the MDT when the handle is
+    /// released, when another client's read or change recalls the lease,
+    /// or at fsync. A write after the lease went reports itself. True
+    /// when the lease is held: the kernel need not send a flush at close.
+    pub fn defer_reports(&self) -> bool {
+        let held = self.client.router.fresh.size_leased(self.fid);
+        self.defers.store(held, Ordering::Release);
+        held
     }
 
     /// Tell the handle the file's permission bits as last seen, so that a
@@ -254,11 +281,29 @@ impl OpenFile {
         self.written_end.fetch_max(end, Ordering::AcqRel);
         *self.lock_last_write() = Time::now();
         self.dirty.store(true, Ordering::Release);
-        tokio::spawn(async move {
-            let r = join_ok(set, "ObjWrite").await;
-            writes.finish(ticket, r);
-            drop(budget);
-        });
+        if !self.defers.load(Ordering::Acquire) {
+            tokio::spawn(async move {
+                let r = join_ok(set, "ObjWrite").await;
+                writes.finish(ticket, r);
+                drop(budget);
+            });
+            return Ok(());
+        }
+        // No flush follows at close: this write's errors are its own.
+        let r = join_ok(set, "ObjWrite").await;
+        writes.finish(ticket, r);
+        drop(budget);
+        if let Err(e) = r {
+            let (failures, _) = self.writes.failures();
+            self.failures_told_by_write
+                .fetch_max(failures, Ordering::AcqRel);
+            return Err(e);
+        }
+        // Checked after the write was noted as dirty: a recall that took
+        // the lease before this check reports it, or this does.
+        if !self.client.router.fresh.size_leased(self.fid) {
+            self.report(false).await?;
+        }
         Ok(())
     }
 
@@ -290,12 +335,19 @@ impl OpenFile {
     /// [`OpenFile::unreported`] if the setattr fails.
     ///
     /// [`SetAttr::written`]: loom_proto::msg::SetAttr::written
-    pub(crate) async fn take_unreported(&self) -> Result<Option<u64>, Errno> {
+    pub(crate) async fn take_unreported(&self) -> Result<Option<(u64, ReportGuard)>, Errno> {
+        let g = self.reporting.clone().lock_owned().await;
         self.landed().await?;
         Ok(self
             .dirty
             .swap(false, Ordering::AcqRel)
-            .then(|| self.written_end.load(Ordering::Acquire)))
+            .then(|| (self.written_end.load(Ordering::Acquire), g)))
+    }
+
+    /// When the last unreported write completed (for a stat of this
+    /// client's: what the MDT will be told).
+    pub(crate) fn unreported_mtime(&self) -> Option<Time> {
+        self.is_dirty().then(|| *self.lock_last_write())
     }
 
     /// A report taken with [`OpenFile::take_unreported`] did not reach the
@@ -308,6 +360,7 @@ impl OpenFile {
     /// (then always: the MDT syncs everything it applied before it,
     /// earlier reports at close included).
     async fn report(&self, durable: bool) -> Result<(), Errno> {
+        let _one = self.reporting.lock().await;
         // The writes must have landed before the size that covers them is
         // reported; a failed one fails this call.
         self.landed().await?;

@@ -216,6 +216,15 @@ impl Leases {
         })
     }
 
+    /// The same read, begun again now (after a recall it waited for: the
+    /// changes the holders made meanwhile do not cross it).
+    pub fn restart_read(&self, tok: ReadToken) -> ReadToken {
+        ReadToken {
+            epoch: self.lock().epoch,
+            ..tok
+        }
+    }
+
     /// Grant the leases a read's answer implies, unless a change applied
     /// since the read began touched one of them, or one is under recall.
     /// True when granted.
@@ -359,6 +368,23 @@ impl Leases {
             }
         }
         busy
+    }
+
+    /// Those of `leases` that a client other than `client` holds.
+    pub fn held_elsewhere(&self, client: u64, leases: &[Lease]) -> Vec<Lease> {
+        let t = self.lock();
+        if t.holders.is_empty() {
+            return Vec::new();
+        }
+        leases
+            .iter()
+            .filter(|l| {
+                t.holders
+                    .get(*l)
+                    .is_some_and(|hs| hs.iter().any(|c| *c != client))
+            })
+            .cloned()
+            .collect()
     }
 
     /// Number of leases held, for tests and statistics.

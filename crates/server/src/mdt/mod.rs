@@ -28,7 +28,7 @@ mod tx;
 
 use crate::error::{Handled, ServerError};
 use loom_proto::msg::{Commit, FileKind, MdtRequest, PeerRequest, Reply, ReqCtx, Time};
-use loom_proto::{Errno, Fid};
+use loom_proto::{lease, Errno, Fid};
 use loom_rpc::Channel;
 use loom_store::kv::{FjallStore, KvStore, Ticket};
 use records::{meta, InodeRec, INODE_REC_VERSION};
@@ -652,35 +652,53 @@ impl MdtService {
     }
 
     /// A client's read: answered, and granted the leases its answer
-    /// implies when the client subscribed and no change crossed it.
+    /// implies when the client subscribed and no change crossed it. The
+    /// size of a file another client made and may still be writing is
+    /// recalled from it first (it reports what it wrote), and the read
+    /// runs again.
     async fn read(
         self: &Arc<Self>,
         ctx: &ReqCtx,
         req: MdtRequest,
-        tok: Option<leases::ReadToken>,
+        mut tok: Option<leases::ReadToken>,
     ) -> (Handled, Option<Commit>) {
-        let asked = tok.and_then(|tok| match req {
+        let shows_attrs = matches!(
+            req,
             MdtRequest::Lookup { .. }
-            | MdtRequest::GetAttr { .. }
-            | MdtRequest::Open { .. }
-            | MdtRequest::Readdir { .. } => Some((tok, req.clone())),
-            _ => None,
-        });
-        let r = self.dispatch(&Rq::plain(ctx), req).await;
+                | MdtRequest::GetAttr { .. }
+                | MdtRequest::Open { .. }
+                | MdtRequest::Readdir { .. }
+        );
+        if !shows_attrs {
+            let r = self.dispatch(&Rq::plain(ctx), req).await;
+            return (r, Some(self.commit_state(0)));
+        }
+        let me = self.index;
+        let fldb = self.peers.config().await.ok();
+        let local = |fid: Fid| fldb.as_ref().is_some_and(|c| c.mdt_of(fid) == Some(me));
+        let mut recalled = Vec::new();
+        let mut rounds = 0;
+        let r = loop {
+            let r = self.dispatch(&Rq::plain(ctx), req.clone()).await;
+            if rounds >= MAX_RECALL_ROUNDS {
+                break r;
+            }
+            let sizes = lease::sizes_read(&req, r.as_ref().map_err(|e| e.errno()), local);
+            let held = self.leases.held_elsewhere(ctx.client_id, &sizes);
+            if held.is_empty() {
+                break r;
+            }
+            rounds += 1;
+            self.stats.count("recalled");
+            recalled.push(self.leases.recall(ctx.client_id, held).await);
+            tok = tok.map(|t| self.leases.restart_read(t));
+        };
         let mut commit = self.commit_state(0);
-        if let Some((tok, req)) = asked {
-            let fldb = match self.peers.config().await {
-                Ok(c) => c,
-                Err(_) => return (r, Some(commit)),
-            };
-            let me = self.index;
-            let granted = loom_proto::lease::granted_by_read(
-                &req,
-                r.as_ref().map_err(|e| e.errno()),
-                |fid| fldb.mdt_of(fid) == Some(me),
-            );
+        if let (Some(tok), Some(_)) = (tok, &fldb) {
+            let granted = lease::granted_by_read(&req, r.as_ref().map_err(|e| e.errno()), local);
             commit.leased = self.leases.grant_read(tok, &granted);
         }
+        drop(recalled);
         (r, Some(commit))
     }
 

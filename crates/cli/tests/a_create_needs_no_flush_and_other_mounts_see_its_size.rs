@@ -1,0 +1,146 @@
+//! Issue #8 (a create is one round trip, with no waited FUSE flush after
+//! it) and #9 (a writer's lease): a file this mount made is written
+//! under its size lease, so close(2) has nothing to report and the kernel
+//! sends no FLUSH; the size reaches the MDT at the release, unwaited, or
+//! when another mount's stat recalls the lease. Run by an unprivileged
+//! user: close returns with the mount's process stopped, and the other
+//! mount sees every byte written, also while the file is still open,
+//! and its changes (an explicit mtime) are not undone by the writer's report.
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+/// A writer run as uid and gid 65534 (perl: essential on Debian): each
+/// line it is sent names a step; it answers each with a line once done.
+const WRITER: &str = r#"
+use Fcntl;
+$| = 1;
+my ($d, $fh) = ($ARGV[0]);
+while (my $line = <STDIN>) {
+    my @step = split ' ', $line;
+    if ($step[0] eq "create") {
+        sysopen($fh, "$d/$step[1]", O_CREAT | O_WRONLY, 0644) or die "create: $!";
+        syswrite($fh, "a" x $step[2]) == $step[2] or die "write: $!";
+    } elsif ($step[0] eq "append") {
+        syswrite($fh, "b" x $step[1]) == $step[1] or die "append: $!";
+    } elsif ($step[0] eq "close") {
+        close($fh) or die "close: $!";
+    }
+    print "done $step[0]\n";
+}
+"#;
+
+struct Writer {
+    child: Child,
+    to: ChildStdin,
+    from: BufReader<ChildStdout>,
+}
+
+impl Writer {
+    fn start(dir: &Path) -> Writer {
+        let mut child = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .args(["perl", "-e", WRITER])
+            .arg(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("perl as nobody");
+        let to = child.stdin.take().expect("stdin");
+        let from = BufReader::new(child.stdout.take().expect("stdout"));
+        Writer { child, to, from }
+    }
+
+    fn send(&mut self, step: &str) {
+        writeln!(self.to, "{step}").expect("send a step");
+        self.to.flush().expect("flush the step");
+    }
+
+    /// The writer's answer to the last step ("" if it ended).
+    fn answer(&mut self) -> String {
+        let mut line = String::new();
+        self.from.read_line(&mut line).expect("read an answer");
+        line.trim().to_string()
+    }
+
+    fn step(&mut self, step: &str) {
+        self.send(step);
+        let want = format!("done {}", step.split(' ').next().unwrap_or(step));
+        assert_eq!(self.answer(), want, "step {step}");
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn size(p: &Path) -> u64 {
+    std::fs::metadata(p).expect("stat").len()
+}
+
+#[test]
+fn a_create_needs_no_flush_and_other_mounts_see_its_size() {
+    let mut c = Cluster::up(1, 2, &[]);
+    let shared = c.path("shared");
+    std::fs::create_dir(&shared).expect("mkdir");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+    let m1 = c.second_mount("mnt1");
+    let mut w = Writer::start(&m1.join("shared"));
+
+    // Written, still open on mount 1: the main mount's stat recalls the
+    // size lease, and mount 1 reports what it wrote before answering.
+    w.step("create open 5000");
+    assert_eq!(size(&shared.join("open")), 5000, "the open file's size");
+    // The lease went: each write now reports its size itself.
+    w.step("append 3000");
+    assert_eq!(size(&shared.join("open")), 8000, "after a write past it");
+    let data = std::fs::read(shared.join("open")).expect("read");
+    assert!(data[..5000].iter().all(|&b| b == b'a') && data[5000..].iter().all(|&b| b == b'b'));
+    w.step("close");
+
+    // Another mount's change recalls the size first: an explicit mtime
+    // set here is not undone by mount 1's report (of its write's time) at
+    // its close.
+    w.step("create touched 5000");
+    let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(shared.join("touched"))
+        .and_then(|f| f.set_modified(old))
+        .expect("set the mtime");
+    w.step("close");
+    for m in [&shared, &m1.join("shared")] {
+        let st = std::fs::metadata(m.join("touched")).expect("stat");
+        assert_eq!(st.modified().expect("mtime"), old, "{}", m.display());
+        assert_eq!(st.len(), 5000);
+    }
+
+    // A new file's close needs nothing of mount 1: the kernel sends it no
+    // FLUSH (it would wait for the stopped process).
+    w.step("create closed 100");
+    let frozen = Stopped::new(c.mount_pid(&m1));
+    w.send("close");
+    let answer = within(move || (w.answer(), w)).map(|(a, w)| {
+        drop(w);
+        a
+    });
+    assert_eq!(
+        answer.as_deref(),
+        Some("done close"),
+        "close waited for the mount (a FLUSH)"
+    );
+    drop(frozen);
+    // Reported at the release, or recalled by this stat: all there.
+    assert_eq!(
+        std::fs::read(shared.join("closed")).expect("read"),
+        vec![b'a'; 100]
+    );
+    let m1_size = size(&m1.join("shared/closed"));
+    assert_eq!(m1_size, 100, "mount 1 sees its own size");
+}
