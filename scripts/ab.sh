@@ -6,7 +6,9 @@
 #
 # Each round, for each build in turn: a fresh `loom up --mdts 2 --osts 4`,
 # `loom bench compare md -F -u -n 2000 -p 4 -i 1` against ext4, tmpfs and
-# the no-op FUSE reference (same run), then untar of /usr/include, find,
+# the no-op FUSE reference (same run), the same with 4 KiB files (-w 4096
+# -e 4096 -n 1000), a streaming write of a new file with dd (1 MiB and
+# 16 KiB writes, 256 MiB, fsync'd; loomfs and ext4), then untar of /usr/include, find,
 # du -s, ls -lR, a read of every file, a second read of every file (the
 # page cache warm) and rm -rf on ext4, tmpfs, the no-op reference and
 # the mount.
@@ -47,6 +49,19 @@ for round in $(seq 1 "$rounds"); do
         (cd "$out" && "$loom" bench compare md -F -u -n 2000 -p 4 -i 1 --no-progress \
             --json "$out/md-$b-$round.json" \
             ext4=$ext4 tmpfs=$tmpfs noop=noop:?attr-timeout=300 loomfs=$mnt/b >"$out/md-$b-$round.txt")
+        mkdir -p "$mnt/b4k"
+        (cd "$out" && "$loom" bench compare md -F -u -n 1000 -p 4 -i 1 -w 4096 -e 4096 --no-progress \
+            --json "$out/md4k-$b-$round.json" \
+            ext4=$ext4 tmpfs=$tmpfs noop=noop:?attr-timeout=300 loomfs=$mnt/b4k >"$out/md4k-$b-$round.txt")
+        for t in ext4=$ext4 loomfs=$mnt; do
+            for bs in 1M 16k; do
+                [ "$bs" = 1M ] && count=256 || count=16384
+                f=${t#*=}/dd-$bs; rm -f "$f"
+                mbs=$(dd if=/dev/zero of="$f" bs=$bs count=$count conv=fsync 2>&1 | awk '/copied/ { print $(NF-1) * ($NF == "GB/s" ? 1000 : 1) }')
+                echo "$round $b ${t%%=*} dd$bs $mbs" | tee -a "$out/dd.txt"
+                rm -f "$f"
+            done
+        done
         "$loom" mount-noop "$noopmnt" --attr-timeout 300 >"$out/noop.log" 2>&1 &
         noop=$!
         wait_for "$out/noop.log"
@@ -85,6 +100,26 @@ for ph in ["File creation", "File stat", "File read", "File removal"]:
             cells.append(f"{t} {st.median(v):.0f} ({min(v):.0f}-{max(v):.0f})")
         ratio = st.median(md[(b, "loomfs", ph)]) / st.median(md[(b, "noop", ph)])
         print(f"  {ph:14} {b}: " + ", ".join(cells) + f"; {ratio:.2f}")
+md4 = collections.defaultdict(list)
+for f in glob.glob(f"{out}/md4k-*-*.json"):
+    b = f.rsplit("/", 1)[1].split("-")[1]
+    for s in json.load(open(f))["summaries"]:
+        md4[(b, s["target"], s["phase"])].append(s["summary"]["median"])
+print("md -F -u -n 1000 -p 4 -w 4096 -e 4096, ops/s; loomfs/noop")
+for ph in ["File creation", "File read"]:
+    for b in ["old", "new"]:
+        cells = [f"{t} {st.median(md4[(b, t, ph)]):.0f}" for t in ["ext4", "tmpfs", "noop", "loomfs"]]
+        ratio = st.median(md4[(b, "loomfs", ph)]) / st.median(md4[(b, "noop", ph)])
+        print(f"  {ph:14} {b}: " + ", ".join(cells) + f"; {ratio:.2f}")
+dd = collections.defaultdict(list)
+for line in open(f"{out}/dd.txt"):
+    r, b, t, what, v = line.split()
+    dd[(b, t, what)].append(float(v))
+print("dd of a new file, 256 MiB, conv=fsync, MB/s: median (min-max)")
+for what in ["dd1M", "dd16k"]:
+    for b in ["old", "new"]:
+        cells = [f"{t} {st.median(dd[(b, t, what)]):.0f} ({min(dd[(b, t, what)]):.0f}-{max(dd[(b, t, what)]):.0f})" for t in ["ext4", "loomfs"]]
+        print(f"  {what:6} {b}: " + ", ".join(cells))
 tt = collections.defaultdict(list)
 for line in open(f"{out}/untar.txt"):
     w = line.split()

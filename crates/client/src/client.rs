@@ -139,7 +139,7 @@ impl Client {
                 let Some(c) = me.upgrade() else { return };
                 for fid in fids {
                     for h in c.open_handles(fid) {
-                        if let Err(e) = h.flush().await {
+                        if let Err(e) = h.report_now().await {
                             // The handle keeps it to report at its close.
                             tracing::warn!(%fid, "reporting a recalled size: {e}");
                         }

@@ -200,7 +200,7 @@ impl Client {
         let mut reporting = Vec::new();
         if set.mtime.is_some() && set.size.is_some() {
             for f in self.open_handles(fid) {
-                f.flush().await?;
+                f.report_now().await?;
             }
         } else if set.mtime.is_some() {
             for f in self.open_handles(fid) {

@@ -21,7 +21,10 @@
 //!   again with revalidation and finds what the name is now.
 //! - No kernel writeback cache: every write(2) is a FUSE write, sent to the
 //!   OSTs before it returns (collected in the background, see the client's
-//!   `io::writeback`), and the size reaches the MDT at close (flush).
+//!   `io::writeback`), and the size reaches the MDT at close (flush), or,
+//!   for a file this mount made (it holds the file's size lease), at the
+//!   release, which close(2) does not wait for: its flush waits only for
+//!   the data to land on the OSTs (a failed write fails close).
 //!   A write to a file opened O_SYNC or O_DSYNC (or with RWF_DSYNC) is
 //!   followed by an fsync request from the kernel itself, which makes the
 //!   objects durable and reports the size before write(2) returns.
@@ -505,9 +508,10 @@ impl LoomFs {
         let Some(f) = self.lock_files().remove(&fh.0) else {
             return Err(Errno::EBADF);
         };
-        // close(2) already flushed; this catches writes after the last
-        // flush (e.g. through mmap, or when the flush failed).
-        self.run(f.flush())
+        // What close(2) left to report: writes after the last flush
+        // (through mmap, or when the flush failed), and the size of a
+        // file made here (see `OpenFile::defer_reports`).
+        self.run(f.report_now())
             .inspect_err(|_| self.pages_not_written(&f))
     }
 
@@ -938,7 +942,9 @@ impl Filesystem for LoomFs {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // Every close(2): the size reaches the MDT before close returns.
+        // Every close(2) that may have written: the data has landed, and
+        // the size reached the MDT, before close returns (unless the size
+        // waits under the file's size lease, see `do_create`).
         reply_empty(reply, self.do_flush(fh));
     }
 
@@ -1198,15 +1204,12 @@ impl Filesystem for LoomFs {
                 self.lock_told().entry(a.fid.ino()).or_default().pages_lease = lease;
                 // Kept by the kernel under the leases the create granted.
                 let ttl = self.entry_ttl(parent, name.as_bytes(), &a, since);
-                // Under the size lease, close has nothing to report: the
-                // kernel sends no FLUSH (the release reports, unwaited).
-                let defers = self.file(fh).is_ok_and(|f| f.defer_reports());
-                let open = if defers {
-                    FopenFlags::FOPEN_NOFLUSH
-                } else {
-                    FopenFlags::empty()
-                };
-                reply.created(&ttl, &file_attr(&a), GEN, fh, open)
+                // Under the size lease, close(2) reports nothing: it
+                // waits for the data only; the release reports the size.
+                if let Ok(f) = self.file(fh) {
+                    f.defer_reports();
+                }
+                reply.created(&ttl, &file_attr(&a), GEN, fh, FopenFlags::empty())
             }
             Err(e) => reply.error(fe(e)),
         }

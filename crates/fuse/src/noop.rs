@@ -1140,15 +1140,7 @@ impl Filesystem for NoopFs {
         reply: ReplyCreate,
     ) {
         match self.do_create(req, parent, name, mode & 0o7777 & !umask) {
-            // No FLUSH at close, as after a loomfs mount's creates (under
-            // their size lease).
-            Ok(a) => reply.created(
-                &self.ttl,
-                &a,
-                GEN,
-                FileHandle(a.ino.0),
-                FopenFlags::FOPEN_NOFLUSH,
-            ),
+            Ok(a) => reply.created(&self.ttl, &a, GEN, FileHandle(a.ino.0), FopenFlags::empty()),
             Err(e) => reply.error(e),
         }
     }

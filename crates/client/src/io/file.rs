@@ -55,9 +55,8 @@ pub struct OpenFile {
     /// MDT to clear the bits before any data goes out (POSIX: a write by
     /// an unprivileged user clears them).
     privileged: AtomicBool,
-    /// Reports wait under this lease (see [`OpenFile::defer_reports`]):
-    /// writes return once landed, and the size reaches the MDT at the
-    /// last close or when the MDT recalls the file's size lease.
+    /// Reports wait under the file's size lease (see
+    /// [`OpenFile::defer_reports`]).
     defers: AtomicBool,
     /// Held while a report is on its way: a recall's report, or a setattr
     /// that carries one, waits for one in flight (which could otherwise
@@ -98,12 +97,11 @@ impl OpenFile {
     }
 
     /// If this client holds the file's size lease (it made the file), let
-    /// the size wait: from now on each write returns once its data landed
-    /// on the OSTs (so its errors are the write's), and nothing needs
-    /// reporting at close; the size reaches the MDT when the handle is
-    /// released, when another client's read or change recalls the lease,
-    /// or at fsync. A write after the lease went reports itself. True
-    /// when the lease is held: the kernel need not send a flush at close.
+    /// the size wait: close(2) then only waits for the data to land (its
+    /// errors are close's), and the size reaches the MDT at the release
+    /// ([`OpenFile::report_now`]), at fsync, or when another client's read
+    /// or change recalls the lease. A write after the lease went reports
+    /// itself. True when the lease is held.
     pub fn defer_reports(&self) -> bool {
         let held = self.client.router.fresh.size_leased(self.fid);
         self.defers.store(held, Ordering::Release);
@@ -281,27 +279,15 @@ impl OpenFile {
         self.written_end.fetch_max(end, Ordering::AcqRel);
         *self.lock_last_write() = Time::now();
         self.dirty.store(true, Ordering::Release);
-        if !self.defers.load(Ordering::Acquire) {
-            tokio::spawn(async move {
-                let r = join_ok(set, "ObjWrite").await;
-                writes.finish(ticket, r);
-                drop(budget);
-            });
-            return Ok(());
-        }
-        // No flush follows at close: this write's errors are its own.
-        let r = join_ok(set, "ObjWrite").await;
-        writes.finish(ticket, r);
-        drop(budget);
-        if let Err(e) = r {
-            let (failures, _) = self.writes.failures();
-            self.failures_told_by_write
-                .fetch_max(failures, Ordering::AcqRel);
-            return Err(e);
-        }
+        tokio::spawn(async move {
+            let r = join_ok(set, "ObjWrite").await;
+            writes.finish(ticket, r);
+            drop(budget);
+        });
         // Checked after the write was noted as dirty: a recall that took
-        // the lease before this check reports it, or this does.
-        if !self.client.router.fresh.size_leased(self.fid) {
+        // the lease before this check reports it, or this does (another
+        // client is looking at the file: it sees each write).
+        if self.defers.load(Ordering::Acquire) && !self.client.router.fresh.size_leased(self.fid) {
             self.report(false).await?;
         }
         Ok(())
@@ -326,6 +312,17 @@ impl OpenFile {
     /// yet. Called at close, and before an explicit mtime is set. Like
     /// the data, the report is made durable by [`OpenFile::fsync`].
     pub async fn flush(&self) -> Result<(), Errno> {
+        if self.defers.load(Ordering::Acquire) && self.client.router.fresh.size_leased(self.fid) {
+            // Under the size lease: the data is on the OSTs, the size
+            // waits for the release or a recall.
+            return self.landed().await;
+        }
+        self.report(false).await
+    }
+
+    /// Report written data to the MDT now, also under a size lease (at
+    /// the release of the handle, or when the lease is recalled).
+    pub async fn report_now(&self) -> Result<(), Errno> {
         self.report(false).await
     }
 
@@ -401,7 +398,7 @@ impl OpenFile {
         // reports reach the MDT before the durable one below.
         for h in self.client.open_handles(self.fid) {
             if !std::ptr::eq(Arc::as_ptr(&h), self) {
-                h.flush().await?;
+                h.report_now().await?;
             }
         }
         self.report(true).await?;
