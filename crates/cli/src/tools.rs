@@ -9,6 +9,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use loom_client::meta::TargetUsage;
 use loom_client::{Caller, Client, ClientOptions};
+use loom_proto::layout::{ComponentSpec, LayoutSpec, Pattern};
 use loom_proto::msg::{FileKind, Role};
 use loom_proto::{Errno, StripeSpec};
 use std::os::unix::ffi::OsStrExt;
@@ -18,25 +19,134 @@ use std::time::Duration;
 
 /// Options of `loom setstripe`.
 #[derive(Args)]
+#[command(
+    after_help = "Component layouts (progressive file layouts, Data-on-MDT), on a directory: \
+each -E END starts a component that ends at END (-1: end of file), and the -L, -c, -S, -i and -p \
+after it apply to that component. -L mdt keeps the component's bytes on the file's MDT with its \
+inode (the first component only, at most 1M). Example: small files on the MDT, larger ones on one \
+OST, the rest of big files on all OSTs:
+  loom setstripe -E 64K -L mdt -E 1G -c 1 -E -1 -c -1 DIR"
+)]
 pub struct SetstripeArgs {
     /// Stripe count: -1 for all OSTs.
     #[arg(short = 'c', long = "stripe-count", allow_negative_numbers = true)]
-    pub count: Option<i32>,
+    pub count: Vec<i32>,
     /// Stripe size, e.g. 1M, 4M, 65536 (multiple of 64K).
     #[arg(short = 'S', long = "stripe-size", value_parser = parse_size)]
-    pub size: Option<u64>,
+    pub size: Vec<u64>,
     /// Index of the first OST.
     #[arg(short = 'i', long = "stripe-index", allow_negative_numbers = true)]
-    pub index: Option<i32>,
+    pub index: Vec<i32>,
     /// OST pool.
     #[arg(short = 'p', long)]
-    pub pool: Option<String>,
+    pub pool: Vec<String>,
+    /// End of a component (a size such as 64K or 1G; -1: end of file):
+    /// starts a component of a directory's default layout.
+    #[arg(short = 'E', long = "component-end", value_parser = parse_end, allow_negative_numbers = true)]
+    pub ends: Vec<u64>,
+    /// Where the current component's bytes live: `mdt` (Data-on-MDT) or
+    /// `raid0` (striped over OSTs, the default).
+    #[arg(short = 'L', long = "layout", value_parser = ["mdt", "raid0"])]
+    pub layouts: Vec<String>,
     /// Remove a directory's default striping.
     #[arg(short = 'd', long)]
     pub delete: bool,
     /// A new file to create with this striping, or a directory whose
     /// default striping to set.
     pub path: PathBuf,
+}
+
+/// `-E`'s value: a size, or -1 for the end of the file.
+fn parse_end(s: &str) -> Result<u64, String> {
+    if s == "-1" || s.eq_ignore_ascii_case("eof") {
+        return Ok(u64::MAX);
+    }
+    parse_size(s)
+}
+
+/// The components a `setstripe -E ...` command line names, in order: its
+/// words are read again, since each -E opens a component that the options
+/// after it (until the next -E) describe. Clap has checked each value.
+fn components_from_args(words: &[String]) -> Result<LayoutSpec, String> {
+    let mut comps: Vec<ComponentSpec> = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let (flag, value) = match words[i].split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (words[i].clone(), None),
+        };
+        let takes = matches!(
+            flag.as_str(),
+            "-E" | "--component-end"
+                | "-L"
+                | "--layout"
+                | "-c"
+                | "--stripe-count"
+                | "-S"
+                | "--stripe-size"
+                | "-i"
+                | "--stripe-index"
+                | "-p"
+                | "--pool"
+        );
+        if !takes {
+            i += 1;
+            continue;
+        }
+        let v = match value {
+            Some(v) => v,
+            None => {
+                i += 1;
+                words
+                    .get(i)
+                    .cloned()
+                    .ok_or(format!("{flag} needs a value"))?
+            }
+        };
+        i += 1;
+        if matches!(flag.as_str(), "-E" | "--component-end") {
+            comps.push(ComponentSpec {
+                end: parse_end(&v)?,
+                on_mdt: false,
+                stripe: StripeSpec::default(),
+            });
+            continue;
+        }
+        let Some(c) = comps.last_mut() else {
+            return Err(format!("{flag} {v} comes before the first -E: with components, each option follows the -E of its component"));
+        };
+        match flag.as_str() {
+            "-L" | "--layout" => c.on_mdt = v == "mdt",
+            "-c" | "--stripe-count" => {
+                c.stripe.count = v
+                    .parse()
+                    .map_err(|_| format!("stripe count {v} is not a number"))?
+            }
+            "-S" | "--stripe-size" => {
+                c.stripe.size = u32::try_from(parse_size(&v)?)
+                    .map_err(|_| format!("stripe size {v} is too large"))?
+            }
+            "-i" | "--stripe-index" => {
+                c.stripe.start_ost = v
+                    .parse()
+                    .map_err(|_| format!("OST index {v} is not a number"))?
+            }
+            _ => c.stripe.pool = Some(v),
+        }
+    }
+    let spec = LayoutSpec { components: comps };
+    spec.validate()?;
+    Ok(spec)
+}
+
+/// The one value given of an option, if any (without -E, each may be
+/// given once).
+fn one<T: Clone>(v: &[T], flag: &str) -> anyhow::Result<Option<T>> {
+    match v {
+        [] => Ok(None),
+        [x] => Ok(Some(x.clone())),
+        _ => bail!("{flag} given {} times: only with components (-E) can options repeat, one per component", v.len()),
+    }
 }
 
 /// Options of `loom getstripe`.
@@ -131,7 +241,10 @@ pub(crate) fn errno(e: Errno, what: &str) -> anyhow::Error {
 }
 
 pub fn setstripe(a: SetstripeArgs) -> anyhow::Result<()> {
-    let size = match a.size {
+    if !a.ends.is_empty() || !a.layouts.is_empty() {
+        return setstripe_components(&a);
+    }
+    let size = match one(&a.size, "-S")? {
         Some(s) if s > u64::from(u32::MAX) => {
             bail!("stripe size {s} is too large (at most 4G - 64K)")
         }
@@ -139,10 +252,10 @@ pub fn setstripe(a: SetstripeArgs) -> anyhow::Result<()> {
         None => 0,
     };
     let spec = StripeSpec {
-        count: a.count.unwrap_or(0),
+        count: one(&a.count, "-c")?.unwrap_or(0),
         size,
-        start_ost: a.index.unwrap_or(-1),
-        pool: a.pool.clone(),
+        start_ost: one(&a.index, "-i")?.unwrap_or(-1),
+        pool: one(&a.pool, "-p")?,
     };
     spec.validate().map_err(|m| anyhow::anyhow!(m))?;
     let (entry, rel) = registry::find(&a.path)?;
@@ -186,6 +299,115 @@ pub fn setstripe(a: SetstripeArgs) -> anyhow::Result<()> {
     })
 }
 
+/// `setstripe -E ...`: a directory's default component layout.
+fn setstripe_components(a: &SetstripeArgs) -> anyhow::Result<()> {
+    if a.ends.is_empty() {
+        bail!("-L names the layout of a component: start each component with -E END");
+    }
+    let words: Vec<String> = std::env::args().collect();
+    let from = words
+        .iter()
+        .position(|w| w == "setstripe")
+        .map_or(0, |i| i + 1);
+    let spec = components_from_args(&words[from..]).map_err(|m| anyhow::anyhow!(m))?;
+    let (entry, rel) = registry::find(&a.path)?;
+    let s = connect(entry)?;
+    let c = caller();
+    let shown = a.path.display();
+    s.rt.block_on(async {
+        match s.client.resolve_path(rel.as_os_str().as_bytes()).await {
+            Ok(attr) if attr.kind == FileKind::Dir => s
+                .client
+                .set_default_layout_as(&c, attr.fid, Some(spec))
+                .await
+                .map_err(|e| errno(e, &format!("{shown}"))),
+            Ok(_) => bail!("{shown}: component layouts (-E) are set on directories; their new files take them"),
+            Err(e) if e == Errno::ENOENT => bail!(
+                "{shown}: no such directory (component layouts (-E) are set on directories; their new files take them)"
+            ),
+            Err(e) => Err(errno(e, &format!("{shown}"))),
+        }
+    })
+}
+
+/// An extent's end as `setstripe -E` takes it (`EOF` for the end of file).
+fn shown_end(end: u64) -> String {
+    if end == u64::MAX {
+        "EOF".into()
+    } else {
+        end.to_string()
+    }
+}
+
+/// Print a component layout as `lfs getstripe` prints a composite one.
+fn print_components(layout: &loom_proto::Layout) {
+    println!("  lcm_layout_gen:    {}", layout.generation);
+    println!("  lcm_entry_count:   {}", layout.components.len());
+    for (i, c) in layout.components.iter().enumerate() {
+        println!("    lcme_id:             {}", i + 1);
+        println!("    lcme_extent.e_start: {}", c.start);
+        println!("    lcme_extent.e_end:   {}", shown_end(c.end));
+        match &c.pattern {
+            Pattern::Mdt => {
+                println!("      lmm_pattern:       mdt");
+                println!("      lmm_stripe_size:   {}", c.end - c.start);
+            }
+            Pattern::Raid0 {
+                stripe_size,
+                objects,
+            } => {
+                println!("      lmm_stripe_count:  {}", objects.len());
+                println!("      lmm_stripe_size:   {stripe_size}");
+                println!("      lmm_pattern:       raid0");
+                if let Some(p) = &c.pool {
+                    println!("      lmm_pool:          {p}");
+                }
+                println!("      lmm_objects:");
+                for (k, o) in objects.iter().enumerate() {
+                    println!(
+                        "      - {k}: {{ l_ost_idx: {}, l_oid: {:#x} }}",
+                        o.ost, o.oid
+                    );
+                }
+            }
+            Pattern::DirShards { .. } => println!("      lmm_pattern:       dir shards"),
+        }
+    }
+}
+
+/// Print a directory's default component layout.
+fn print_component_spec(spec: &LayoutSpec) {
+    println!("  lcm_entry_count:   {}", spec.components.len());
+    let mut start = 0;
+    for (i, c) in spec.components.iter().enumerate() {
+        println!("    lcme_id:             {}", i + 1);
+        println!("    lcme_extent.e_start: {start}");
+        println!("    lcme_extent.e_end:   {}", shown_end(c.end));
+        if c.on_mdt {
+            println!("      lmm_pattern:       mdt");
+        } else {
+            let count = if c.stripe.count == 0 {
+                1
+            } else {
+                c.stripe.count
+            };
+            let size = if c.stripe.size == 0 {
+                loom_proto::layout::DEFAULT_STRIPE_SIZE
+            } else {
+                c.stripe.size
+            };
+            println!("      lmm_stripe_count:  {count}");
+            println!("      lmm_stripe_size:   {size}");
+            println!("      lmm_pattern:       raid0");
+            println!("      lmm_stripe_offset: {}", c.stripe.start_ost);
+            if let Some(p) = &c.stripe.pool {
+                println!("      lmm_pool:          {p}");
+            }
+        }
+        start = c.end;
+    }
+}
+
 pub fn getstripe(a: GetstripeArgs) -> anyhow::Result<()> {
     let mut failed = false;
     for p in &a.paths {
@@ -223,12 +445,20 @@ fn getstripe_one(a: &GetstripeArgs, path: &Path) -> anyhow::Result<()> {
         let only = a.count || a.size || a.index;
         match attr.kind {
             FileKind::Dir => {
-                let spec = s
+                let layout = s
                     .client
-                    .get_default_stripe(attr.fid)
+                    .get_default_layout(attr.fid)
                     .await
                     .map_err(|e| errno(e, &format!("{shown}")))?;
-                let spec = spec.unwrap_or_default();
+                if let Some(l) = layout.as_ref().filter(|l| l.as_plain().is_none()) {
+                    if only {
+                        bail!("{shown}: its default layout has {} components; -c, -S and -i show a plain striping", l.components.len());
+                    }
+                    println!("{shown}");
+                    print_component_spec(l);
+                    return Ok(());
+                }
+                let spec = layout.and_then(|l| l.as_plain().cloned()).unwrap_or_default();
                 let count = if spec.count == 0 { 1 } else { spec.count };
                 let size = if spec.size == 0 { loom_proto::layout::DEFAULT_STRIPE_SIZE } else { spec.size };
                 if only {
@@ -243,6 +473,14 @@ fn getstripe_one(a: &GetstripeArgs, path: &Path) -> anyhow::Result<()> {
             }
             FileKind::File => {
                 let layout = s.client.get_layout(attr.fid).await.map_err(|e| errno(e, &format!("{shown}")))?;
+                if layout.components.len() > 1 || layout.dom_end() > 0 {
+                    if only {
+                        bail!("{shown}: its layout has {} components; -c, -S and -i show a plain striping", layout.components.len());
+                    }
+                    println!("{shown}");
+                    print_components(&layout);
+                    return Ok(());
+                }
                 let (size, objs) = layout.raid0_params().context("layout has no RAID-0 component")?;
                 let first = objs.first().map(|o| o.ost as i64).unwrap_or(-1);
                 if only {

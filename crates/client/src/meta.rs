@@ -11,7 +11,7 @@ use crate::ctx::Caller;
 use crate::io::file::unexpected;
 use crate::Client;
 use bytes::Bytes;
-use loom_proto::layout::object_size_for;
+use loom_proto::layout::{object_size_for, LayoutSpec, Pattern};
 use loom_proto::msg::{
     rename_flags, Attr, DirEntry, FileKind, MdtRequest, OstRequest, Reply, Request, Role, SetAttr,
     StatFs, TargetId,
@@ -317,17 +317,23 @@ impl Client {
     /// Resize every object of `layout` for a file of `size` bytes, in
     /// parallel.
     async fn truncate_objects(&self, c: &Caller, layout: &Layout, size: u64) -> Result<(), Errno> {
-        let Some((ss, objs)) = layout.raid0_params() else {
-            return Ok(());
-        };
-        let reqs = objs
-            .iter()
-            .enumerate()
-            .map(|(i, obj)| {
-                let size = object_size_for(ss, objs.len(), i, size);
-                (obj.ost, OstRequest::ObjTruncate { obj: *obj, size })
-            })
-            .collect();
+        let mut reqs = Vec::new();
+        for comp in &layout.components {
+            // A component's objects hold its extent's bytes only (stripe
+            // maths on file offsets): sized for the part of the file that
+            // falls in it; the MDT cuts a Data-on-MDT component itself.
+            if let Pattern::Raid0 {
+                stripe_size,
+                objects,
+            } = &comp.pattern
+            {
+                let part = size.min(comp.end);
+                for (i, obj) in objects.iter().enumerate() {
+                    let size = object_size_for(*stripe_size, objects.len(), i, part);
+                    reqs.push((obj.ost, OstRequest::ObjTruncate { obj: *obj, size }));
+                }
+            }
+        }
         self.ost_call_each(c, reqs, "ObjTruncate").await
     }
 
@@ -574,6 +580,47 @@ impl Client {
             Self::ok(self.mdt_call(c, dir, req).await?, "SetDefaultStripe")?;
         }
         Ok(())
+    }
+
+    /// Set directory `fid`'s default component layout (progressive
+    /// layouts, Data-on-MDT) for its new files, as `c`; `None` removes
+    /// it, and any default striping.
+    pub async fn set_default_layout_as(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        spec: Option<LayoutSpec>,
+    ) -> Result<(), Errno> {
+        if let Some(s) = &spec {
+            s.validate().map_err(|_| Errno::EINVAL)?;
+        }
+        let mut dirs = match self.dir_shards(c, fid).await? {
+            Some(shards) => shards.to_vec(),
+            None => vec![fid],
+        };
+        dirs.reverse();
+        for dir in dirs {
+            let req = MdtRequest::SetDefaultLayout {
+                fid: dir,
+                spec: spec.clone(),
+            };
+            Self::ok(self.mdt_call(c, dir, req).await?, "SetDefaultLayout")?;
+        }
+        Ok(())
+    }
+
+    /// Directory `fid`'s default layout, explicit or inherited (a plain
+    /// default striping as one component); `None` if none is set anywhere
+    /// up the tree. Asked as the current process.
+    pub async fn get_default_layout(&self, fid: Fid) -> Result<Option<LayoutSpec>, Errno> {
+        let c = Caller::current();
+        match self
+            .mdt_call(&c, fid, MdtRequest::GetDefaultLayout { fid })
+            .await?
+        {
+            Reply::LayoutSpec(s) => Ok(s),
+            other => Err(unexpected("GetDefaultLayout", &other)),
+        }
     }
 
     /// Directory `fid`'s default striping, explicit or inherited; `None` if

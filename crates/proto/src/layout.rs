@@ -163,6 +163,97 @@ impl StripeSpec {
     }
 }
 
+/// Largest Data-on-MDT component: small files only (as Lustre's default
+/// `dom_stripesize` limit of 1 MiB).
+pub const MAX_DOM_SIZE: u64 = 1 << 20;
+
+/// A directory's default layout for new files, by extent (Lustre's
+/// progressive file layouts): `setstripe -E 64K -L mdt -E 1G -c 1 -E -1
+/// -c -1` is three components. The first may keep its bytes on the MDT
+/// with the inode (Data-on-MDT).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct LayoutSpec {
+    /// Components by extent; each starts where the previous ends, the
+    /// first at 0, the last at EOF (`u64::MAX`).
+    pub components: Vec<ComponentSpec>,
+}
+
+/// One component of a [`LayoutSpec`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComponentSpec {
+    /// One past its last byte; `u64::MAX` for EOF.
+    pub end: u64,
+    /// Its bytes live on the MDT (Data-on-MDT); `stripe` is unused then.
+    pub on_mdt: bool,
+    /// Striping over OSTs, unset fields inherited as for a plain layout.
+    pub stripe: StripeSpec,
+}
+
+impl LayoutSpec {
+    /// One RAID-0 component over the whole file.
+    pub fn plain(stripe: StripeSpec) -> LayoutSpec {
+        LayoutSpec {
+            components: vec![ComponentSpec {
+                end: u64::MAX,
+                on_mdt: false,
+                stripe,
+            }],
+        }
+    }
+
+    /// A single-component spec's striping (what `StripeSpec` alone says).
+    pub fn as_plain(&self) -> Option<&StripeSpec> {
+        match self.components.as_slice() {
+            [c] if !c.on_mdt => Some(&c.stripe),
+            _ => None,
+        }
+    }
+
+    /// Check a user-supplied spec, with a reason for the user.
+    pub fn validate(&self) -> Result<(), String> {
+        let Some(last) = self.components.last() else {
+            return Err("a layout needs at least one component".into());
+        };
+        if last.end != u64::MAX {
+            return Err("the last component must extend to EOF (-E -1)".into());
+        }
+        let mut start = 0u64;
+        for (i, c) in self.components.iter().enumerate() {
+            if c.end <= start {
+                return Err(format!(
+                    "component {} ends at {} but starts at {start}: ends must increase",
+                    i + 1,
+                    c.end
+                ));
+            }
+            if c.end != u64::MAX && !c.end.is_multiple_of(u64::from(STRIPE_ALIGN)) {
+                return Err(format!(
+                    "component {} ends at {}, not a multiple of 64 KiB",
+                    i + 1,
+                    c.end
+                ));
+            }
+            if c.on_mdt {
+                if i != 0 {
+                    return Err("only the first component can be on the MDT (-L mdt)".into());
+                }
+                if c.end > MAX_DOM_SIZE {
+                    return Err(format!(
+                        "a Data-on-MDT component ends at {} bytes at most ({} asked)",
+                        MAX_DOM_SIZE, c.end
+                    ));
+                }
+            } else {
+                c.stripe
+                    .validate()
+                    .map_err(|e| format!("component {}: {e}", i + 1))?;
+            }
+            start = c.end;
+        }
+        Ok(())
+    }
+}
+
 /// A piece of a file I/O that falls on one stripe object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StripeChunk {
@@ -239,6 +330,28 @@ impl Layout {
             }
             _ => None,
         }
+    }
+
+    /// Where the file's Data-on-MDT component ends (0: it has none).
+    pub fn dom_end(&self) -> u64 {
+        match self.components.first() {
+            Some(Component {
+                pattern: Pattern::Mdt,
+                end,
+                ..
+            }) => *end,
+            _ => 0,
+        }
+    }
+
+    /// Whether the layout holds file data in RAID-0 components or on the
+    /// MDT only (not a directory's shards).
+    pub fn is_file(&self) -> bool {
+        !self.components.is_empty()
+            && self
+                .components
+                .iter()
+                .all(|c| !matches!(c.pattern, Pattern::DirShards { .. }))
     }
 
     /// Every OST object of the layout.

@@ -520,6 +520,10 @@ pub enum Reply {
         /// What the change did.
         effects: Effects,
     },
+    /// A directory's default layout (None = none set anywhere up the tree).
+    LayoutSpec(Option<crate::layout::LayoutSpec>),
+    /// Bytes of a Data-on-MDT read, inline.
+    Bytes(Vec<u8>),
 }
 
 impl Reply {

@@ -21,7 +21,7 @@
 //! (`StatFs` is 39 on the MGS, MDTs and OSTs).
 
 use crate::fid::Fid;
-use crate::layout::{ObjRef, StripeSpec};
+use crate::layout::{LayoutSpec, ObjRef, StripeSpec};
 use crate::msg::{
     DirObject, DirStripe, FileKind, IntentRef, Replayed, Role, SetAttr, TargetInfo, Time,
 };
@@ -363,6 +363,51 @@ declare_requests! {
         /// earlier connection are void: the client dropped what they
         /// covered when that connection died.
         Subscribe => 64, "subscribe", Reads, Any;
+        /// Set a directory's default component layout (`setstripe -E`):
+        /// progressive layouts and Data-on-MDT for its new files.
+        SetDefaultLayout {
+            /// Directory.
+            fid: Fid,
+            /// New default; `None` removes it (and any default striping).
+            spec: Option<LayoutSpec>,
+        } => 65, "set_default_layout", Once, Any;
+        /// A directory's default layout, explicit or inherited (a plain
+        /// default striping shows as one component).
+        GetDefaultLayout {
+            /// Directory.
+            fid: Fid,
+        } => 66, "get_default_layout", Reads, Any;
+        /// Write bytes of a file's Data-on-MDT component: the size grows
+        /// to cover them and the mtime is set, in the same change (kept
+        /// by the client for replay until committed, as any change).
+        DomWrite {
+            /// File.
+            fid: Fid,
+            /// File offset (within the component).
+            offset: u64,
+            /// The bytes.
+            data: Vec<u8>,
+        } => 67, "dom_write", Once, Any;
+        /// Read bytes of a file's Data-on-MDT component (short at EOF;
+        /// holes read as zeros).
+        DomRead {
+            /// File.
+            fid: Fid,
+            /// File offset.
+            offset: u64,
+            /// Bytes wanted.
+            len: u32,
+        } => 68, "dom_read", Reads, Any;
+        /// Deallocate bytes of a file's Data-on-MDT component (they read
+        /// as zeros; the size stays).
+        DomPunch {
+            /// File.
+            fid: Fid,
+            /// File offset.
+            offset: u64,
+            /// Length.
+            len: u64,
+        } => 69, "dom_punch", Once, Any;
     }
 }
 

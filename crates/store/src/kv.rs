@@ -31,11 +31,13 @@ pub enum Space {
     Replies,
     /// FID -> an unlinked file kept while a client has it open.
     Orphans,
+    /// FID | block number -> bytes of a file's Data-on-MDT component.
+    Dom,
 }
 
 impl Space {
     /// Every keyspace, in a fixed order.
-    pub const ALL: [Space; 9] = [
+    pub const ALL: [Space; 10] = [
         Space::Inodes,
         Space::Dentries,
         Space::Xattrs,
@@ -45,6 +47,7 @@ impl Space {
         Space::Changelog,
         Space::Replies,
         Space::Orphans,
+        Space::Dom,
     ];
 
     /// On-disk keyspace name.
@@ -59,6 +62,7 @@ impl Space {
             Space::Changelog => "changelog",
             Space::Replies => "replies",
             Space::Orphans => "orphans",
+            Space::Dom => "dom",
         }
     }
 }

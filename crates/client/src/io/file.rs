@@ -19,6 +19,7 @@ use crate::ctx::Caller;
 use crate::Client;
 use bytes::Bytes;
 use loom_proto::layout::object_range_for;
+use loom_proto::layout::Pattern;
 use loom_proto::msg::{MdtRequest, OstRequest, Reply, Time};
 use loom_proto::{Errno, Fid, Layout, ObjRef};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -171,14 +172,14 @@ impl OpenFile {
         self.written_end.fetch_min(size, Ordering::AcqRel);
     }
 
-    fn raid0(&self) -> Result<(u32, Vec<ObjRef>), Errno> {
-        match self.layout.raid0_params() {
-            Some((ss, objs)) if !objs.is_empty() => Ok((ss, objs.to_vec())),
-            _ => {
-                tracing::warn!(fid = %self.fid, "layout has no RAID-0 objects: {:?}", self.layout);
-                Err(Errno::EIO)
-            }
+    /// Where the bytes [offset, offset + len) of the file go, component by
+    /// component, in file order.
+    fn spans(&self, offset: u64, len: usize) -> Result<Vec<Span<'_>>, Errno> {
+        let spans = spans_of(&self.layout, offset, len);
+        if spans.is_none() {
+            tracing::warn!(fid = %self.fid, "layout holds no file data: {:?}", self.layout);
         }
+        spans.ok_or(Errno::EIO)
     }
 
     /// Read up to `len` bytes at `offset`: fewer at the end of the file,
@@ -197,21 +198,55 @@ impl OpenFile {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let (ss, objs) = self.raid0()?;
-        let exts = plan(ss, objs.len(), offset, n, MAX_RPC);
+        let mut exts = Vec::new();
         let mut set = JoinSet::new();
-        for (i, ext) in exts.iter().enumerate() {
-            let obj = objs[ext.stripe];
-            let req = OstRequest::ObjRead {
-                obj,
-                offset: ext.obj_offset,
-                len: ext.len as u32,
-            };
-            let (client, caller) = (self.client.clone(), self.caller.clone());
-            set.spawn(async move {
-                let r = client.ost_call(&caller, obj.ost, req, Bytes::new()).await;
-                (i, r)
-            });
+        for span in self.spans(offset, n)? {
+            match span.on {
+                On::Mdt => {
+                    let req = MdtRequest::DomRead {
+                        fid: self.fid,
+                        offset: span.offset,
+                        len: span.len as u32,
+                    };
+                    let (client, caller, fid) =
+                        (self.client.clone(), self.caller.clone(), self.fid);
+                    let i = exts.len();
+                    exts.push(ObjExtent {
+                        stripe: 0,
+                        obj_offset: span.offset,
+                        len: span.len,
+                        pieces: vec![super::plan::Piece {
+                            buf_offset: span.buf,
+                            len: span.len,
+                        }],
+                    });
+                    set.spawn(async move {
+                        let r = match client.mdt_call(&caller, fid, req).await {
+                            Ok(Reply::Bytes(b)) => Ok((Reply::Data, b)),
+                            Ok(other) => Err(unexpected("DomRead", &other)),
+                            Err(e) => Err(e),
+                        };
+                        (i, r)
+                    });
+                }
+                On::Raid0 { ss, objs } => {
+                    for ext in span.plan(ss, objs.len()) {
+                        let obj = objs[ext.stripe];
+                        let req = OstRequest::ObjRead {
+                            obj,
+                            offset: ext.obj_offset,
+                            len: ext.len as u32,
+                        };
+                        let (client, caller) = (self.client.clone(), self.caller.clone());
+                        let i = exts.len();
+                        exts.push(ext);
+                        set.spawn(async move {
+                            let r = client.ost_call(&caller, obj.ost, req, Bytes::new()).await;
+                            (i, r)
+                        });
+                    }
+                }
+            }
         }
         // Zero-filled: holes and short objects stay zeros.
         let mut out = vec![0u8; n];
@@ -234,14 +269,42 @@ impl OpenFile {
             return Ok(());
         }
         let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
-        let (ss, objs) = self.raid0()?;
+        let spans = self.spans(offset, data.len())?;
         self.drop_privileges().await?;
-        let exts = plan(ss, objs.len(), offset, data.len(), MAX_RPC);
         // A failure since the last write through this handle: say so now
         // (once; flush and fsync keep saying it).
         let (failures, last) = self.writes.failures();
         if failures > self.failures_told_by_write.swap(failures, Ordering::AcqRel) {
             return Err(last.unwrap_or(Errno::EIO));
+        }
+        // Bytes on the MDT first, in one change each: the MDT grows the
+        // size with them (nothing to report for those).
+        for span in spans.iter().filter(|s| matches!(s.on, On::Mdt)) {
+            let req = MdtRequest::DomWrite {
+                fid: self.fid,
+                offset: span.offset,
+                data: data[span.buf..span.buf + span.len].to_vec(),
+            };
+            match self.client.mdt_call(&self.caller, self.fid, req).await? {
+                Reply::Ok => {}
+                other => return Err(unexpected("DomWrite", &other)),
+            }
+            self.written_end
+                .fetch_max(span.offset + span.len as u64, Ordering::AcqRel);
+        }
+        let exts: Vec<(ObjRef, ObjExtent)> = spans
+            .iter()
+            .flat_map(|span| match span.on {
+                On::Raid0 { ss, objs } => span
+                    .plan(ss, objs.len())
+                    .into_iter()
+                    .map(|e| (objs[e.stripe], e))
+                    .collect(),
+                On::Mdt => Vec::new(),
+            })
+            .collect();
+        if exts.is_empty() {
+            return Ok(());
         }
         let writes = self.writes.clone();
         let ticket = writes.admit(offset, end).await;
@@ -263,8 +326,8 @@ impl OpenFile {
             }
         };
         let mut set = JoinSet::new();
-        for ext in &exts {
-            let obj = objs[ext.stripe];
+        for (obj, ext) in &exts {
+            let obj = *obj;
             let bulk = Bytes::from(gather(data, ext));
             let req = OstRequest::ObjWrite {
                 obj,
@@ -431,21 +494,46 @@ impl OpenFile {
             // As Linux: a hole never changes the size.
             return Err(Errno::EOPNOTSUPP);
         }
-        let (ss, objs) = self.raid0()?;
         self.client.wait_writes(self.fid).await;
-        // Each object's share of the range, as one request.
+        // Each object's share of the range, as one request per object, and
+        // the share on the MDT as one change.
+        let parts = components_in(&self.layout, offset, end);
         let each = |make: fn(ObjRef, u64, u64) -> OstRequest| -> Vec<(u32, OstRequest)> {
-            objs.iter()
-                .enumerate()
-                .filter_map(|(stripe, &obj)| {
-                    let (start, stop) = object_range_for(ss, objs.len(), stripe, offset, len);
-                    (start < stop).then(|| (obj.ost, make(obj, start, stop - start)))
-                })
-                .collect()
+            let mut v = Vec::new();
+            for &(from, to, pattern) in &parts {
+                if let Pattern::Raid0 {
+                    stripe_size,
+                    objects,
+                } = pattern
+                {
+                    for (stripe, &obj) in objects.iter().enumerate() {
+                        let (start, stop) =
+                            object_range_for(*stripe_size, objects.len(), stripe, from, to - from);
+                        if start < stop {
+                            v.push((obj.ost, make(obj, start, stop - start)));
+                        }
+                    }
+                }
+            }
+            v
         };
         let punch = |obj, offset, len| OstRequest::ObjPunch { obj, offset, len };
         let allocate = |obj, offset, len| OstRequest::ObjAllocate { obj, offset, len };
         let (client, c) = (&self.client, &self.caller);
+        if what != Allocation::Reserve {
+            // The MDT keeps no space to reserve; its bytes are zeroed.
+            for &(from, to, _) in parts.iter().filter(|p| matches!(p.2, Pattern::Mdt)) {
+                let req = MdtRequest::DomPunch {
+                    fid: self.fid,
+                    offset: from,
+                    len: to - from,
+                };
+                match client.mdt_call(c, self.fid, req).await? {
+                    Reply::Ok => {}
+                    other => return Err(unexpected("DomPunch", &other)),
+                }
+            }
+        }
         match what {
             Allocation::Reserve => {
                 client
@@ -515,14 +603,104 @@ pub(crate) fn unexpected(op: &str, r: &Reply) -> Errno {
     Errno::EIO
 }
 
-/// What [`ObjExtent`]s a read or write of this file would send: for tools
-/// and tests that show how I/O is split.
+/// What [`ObjExtent`]s a read or write of this file would send to OSTs:
+/// for tools and tests that show how I/O is split.
 pub fn extents_of(layout: &Layout, offset: u64, len: usize) -> Vec<(ObjRef, ObjExtent)> {
-    match layout.raid0_params() {
-        Some((ss, objs)) if !objs.is_empty() => plan(ss, objs.len(), offset, len, MAX_RPC)
-            .into_iter()
-            .map(|e| (objs[e.stripe], e))
-            .collect(),
-        _ => Vec::new(),
+    spans_of(layout, offset, len)
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|span| match span.on {
+            On::Raid0 { ss, objs } => span
+                .plan(ss, objs.len())
+                .into_iter()
+                .map(|e| (objs[e.stripe], e))
+                .collect(),
+            On::Mdt => Vec::new(),
+        })
+        .collect()
+}
+
+/// The parts of [offset, end) each file-data component of `layout` covers,
+/// in file order: (from, to, how stored).
+pub(crate) fn components_in(layout: &Layout, offset: u64, end: u64) -> Vec<(u64, u64, &Pattern)> {
+    layout
+        .components
+        .iter()
+        .filter_map(|c| {
+            let (from, to) = (offset.max(c.start), end.min(c.end));
+            (from < to).then_some((from, to, &c.pattern))
+        })
+        .collect()
+}
+
+/// Where a span of an I/O goes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum On<'a> {
+    /// The file's MDT (Data-on-MDT).
+    Mdt,
+    /// A RAID-0 component's objects.
+    Raid0 {
+        /// Stripe size.
+        ss: u32,
+        /// Its objects.
+        objs: &'a [ObjRef],
+    },
+}
+
+/// The part of an I/O that falls in one component.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Span<'a> {
+    /// File offset.
+    pub offset: u64,
+    /// Bytes.
+    pub len: usize,
+    /// Where they are in the caller's buffer.
+    pub buf: usize,
+    /// Where they are stored.
+    pub on: On<'a>,
+}
+
+impl Span<'_> {
+    /// The object requests of this span of a RAID-0 component, with
+    /// buffer offsets in the whole I/O's buffer. (Stripe maths runs on file
+    /// offsets: a later component's objects hold nothing below its start.)
+    pub fn plan(&self, ss: u32, count: usize) -> Vec<ObjExtent> {
+        let mut exts = plan(ss, count, self.offset, self.len, MAX_RPC);
+        for e in &mut exts {
+            for p in &mut e.pieces {
+                p.buf_offset += self.buf;
+            }
+        }
+        exts
     }
+}
+
+/// The spans of an I/O of `len` bytes at `offset` on `layout`; None if
+/// the layout holds no file data (a directory's, or an empty RAID-0).
+pub(crate) fn spans_of(layout: &Layout, offset: u64, len: usize) -> Option<Vec<Span<'_>>> {
+    if !layout.is_file() {
+        return None;
+    }
+    let end = offset.saturating_add(len as u64);
+    let mut out = Vec::new();
+    for (from, to, pattern) in components_in(layout, offset, end) {
+        let on = match pattern {
+            Pattern::Mdt => On::Mdt,
+            Pattern::Raid0 {
+                stripe_size,
+                objects,
+            } if !objects.is_empty() => On::Raid0 {
+                ss: *stripe_size,
+                objs: objects,
+            },
+            _ => return None,
+        };
+        out.push(Span {
+            offset: from,
+            len: (to - from) as usize,
+            buf: (from - offset) as usize,
+            on,
+        });
+    }
+    Some(out)
 }

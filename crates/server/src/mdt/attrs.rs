@@ -53,8 +53,13 @@ impl MdtService {
             }
             r.attr.size = r.attr.size.max(end);
         }
+        let old_size = r.attr.size;
         perm::apply_setattr(&Cred::of(ctx), &mut r.attr, &set, Time::now())?;
         let attr = r.attr.clone();
+        if set.size.is_some() {
+            let layout = r.layout.clone();
+            self.dom_truncate(&mut t, fid, layout.as_ref(), old_size, attr.size)?;
+        }
         let reply = Reply::Attr(attr);
         let ticket = self.apply(ctx, t, &reply)?;
         drop(g);

@@ -12,6 +12,7 @@
 
 mod attrs;
 mod destroys;
+mod dom;
 mod intents;
 pub mod leases;
 mod namespace;
@@ -249,6 +250,7 @@ impl MdtService {
             layout: None,
             symlink: None,
             default_stripe: None,
+            default_layout: None,
         });
         let ticket = self.apply_step(t)?;
         self.store.sync_through(ticket)?;
@@ -829,6 +831,19 @@ impl MdtService {
                 self.set_default_stripe(ctx, fid, spec).await
             }
             MdtRequest::GetDefaultStripe { fid } => Ok(Reply::Stripe(self.default_stripe(fid)?)),
+            MdtRequest::SetDefaultLayout { fid, spec } => {
+                self.set_default_layout(ctx, fid, spec).await
+            }
+            MdtRequest::GetDefaultLayout { fid } => {
+                Ok(Reply::LayoutSpec(self.default_layout(fid)?))
+            }
+            MdtRequest::DomWrite { fid, offset, data } => {
+                self.dom_write(ctx, fid, offset, data).await
+            }
+            MdtRequest::DomRead { fid, offset, len } => self.dom_read(fid, offset, len),
+            MdtRequest::DomPunch { fid, offset, len } => {
+                self.dom_punch(ctx, fid, offset, len).await
+            }
             MdtRequest::SetXattr {
                 fid,
                 name,

@@ -11,6 +11,7 @@ use super::request::Rq;
 use super::tx::{read_dentry, read_inode, store_err, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
+use loom_proto::layout::LayoutSpec;
 use loom_proto::msg::{self, rename_flags, DirEntry, FileKind, Reply, Time};
 use loom_proto::Name;
 use loom_proto::{Errno, Fid, ObjRef, StripeSpec};
@@ -196,9 +197,17 @@ impl MdtService {
                 // Spare the objects of a create that is bound to fail.
                 return Err(exists(name));
             }
-            let inherited = self.default_stripe(parent)?.unwrap_or_default();
-            let spec = stripe.unwrap_or_default().inherit(&inherited);
-            Some(self.make_layout(&spec).await?)
+            // An explicit striping for the file, or the directory's
+            // default: plain striping (unset fields inherited) or
+            // components.
+            let inherited = self.default_layout(parent)?;
+            match (stripe, inherited.as_ref().map(|l| (l.as_plain(), l))) {
+                (Some(s), Some((Some(p), _))) => Some(self.make_layout(&s.inherit(p)).await?),
+                (Some(s), _) => Some(self.make_layout(&s).await?),
+                (None, Some((Some(p), _))) => Some(self.make_layout(p).await?),
+                (None, Some((None, l))) => Some(self.make_component_layout(l).await?),
+                (None, None) => Some(self.make_layout(&StripeSpec::default()).await?),
+            }
         } else {
             None
         };
@@ -234,6 +243,11 @@ impl MdtService {
             // New directories inherit the parent's explicit default.
             default_stripe: if kind == FileKind::Dir {
                 p.default_stripe.clone()
+            } else {
+                None
+            },
+            default_layout: if kind == FileKind::Dir {
+                p.default_layout.clone()
             } else {
                 None
             },
@@ -812,6 +826,38 @@ impl MdtService {
             ));
         }
         r.default_stripe = spec;
+        r.default_layout = None;
+        r.attr.ctime = Time::now();
+        self.finish(ctx, t, g, Dropped::Freed(None)).await
+    }
+
+    /// `setstripe -E ...` on a directory: its new files (and those of new
+    /// subdirectories, which copy it) get this component layout.
+    pub(super) async fn set_default_layout(
+        self: &Arc<Self>,
+        ctx: &Rq<'_>,
+        dir: Fid,
+        spec: Option<LayoutSpec>,
+    ) -> Handled {
+        if let Some(s) = &spec {
+            s.validate()
+                .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
+        }
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        let r = t.dir(dir)?;
+        if !Cred::of(ctx).owns(&r.attr) {
+            return Err(ServerError::refused(
+                Errno::EPERM,
+                format!("only the owner of {dir} or root may set its default layout"),
+            ));
+        }
+        // One component on OSTs is plain striping: kept as such.
+        match spec.as_ref().map(|s| (s.as_plain(), s)) {
+            Some((Some(p), _)) => (r.default_stripe, r.default_layout) = (Some(p.clone()), None),
+            Some((None, s)) => (r.default_stripe, r.default_layout) = (None, Some(s.clone())),
+            None => (r.default_stripe, r.default_layout) = (None, None),
+        }
         r.attr.ctime = Time::now();
         self.finish(ctx, t, g, Dropped::Freed(None)).await
     }

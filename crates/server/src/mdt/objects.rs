@@ -24,6 +24,7 @@ use super::{lock, MdtService};
 use crate::error::ServerError;
 use bytes::Bytes;
 use loom_proto::fid::MAX_INO_SEQ;
+use loom_proto::layout::{Component, LayoutSpec, Pattern};
 use loom_proto::layout::{DEFAULT_STRIPE_SIZE, MAX_STRIPE_COUNT};
 use loom_proto::msg::{MgsRequest, OstRequest, Reply, Role, TargetId};
 use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec};
@@ -171,9 +172,10 @@ impl MdtService {
         Ok(Fid::new(seq, oid))
     }
 
-    /// The striping that applies in directory `dir`: its own default, else
-    /// the nearest ancestor's, else none.
-    pub(super) fn default_stripe(&self, dir: Fid) -> Result<Option<StripeSpec>, ServerError> {
+    /// The layout that applies in directory `dir`: its own default, else
+    /// the nearest ancestor's, else none (a plain default striping is one
+    /// component).
+    pub(super) fn default_layout(&self, dir: Fid) -> Result<Option<LayoutSpec>, ServerError> {
         let mut fid = dir;
         // Bounded walk: a corrupt parent chain must not loop forever.
         for _ in 0..4096 {
@@ -184,8 +186,11 @@ impl MdtService {
                 Err(e) if e.errno() == loom_proto::Errno::ENOENT && fid != dir => return Ok(None),
                 Err(e) => return Err(e),
             };
-            if r.default_stripe.is_some() {
-                return Ok(r.default_stripe);
+            if let Some(l) = r.default_layout {
+                return Ok(Some(l));
+            }
+            if let Some(s) = r.default_stripe {
+                return Ok(Some(LayoutSpec::plain(s)));
             }
             if fid == Fid::ROOT || r.parent == fid {
                 return Ok(None);
@@ -193,6 +198,49 @@ impl MdtService {
             fid = r.parent;
         }
         Ok(None)
+    }
+
+    /// The plain striping that applies in directory `dir` (none where a
+    /// component layout applies).
+    pub(super) fn default_stripe(&self, dir: Fid) -> Result<Option<StripeSpec>, ServerError> {
+        Ok(self
+            .default_layout(dir)?
+            .and_then(|l| l.as_plain().cloned()))
+    }
+
+    /// Build a new file's component layout from `spec`: a Data-on-MDT
+    /// component keeps its bytes here, each other takes its objects from
+    /// the pools (as [`Self::make_layout`]).
+    pub(super) async fn make_component_layout(
+        self: &Arc<Self>,
+        spec: &LayoutSpec,
+    ) -> Result<Layout, ServerError> {
+        spec.validate()
+            .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
+        let mut components = Vec::with_capacity(spec.components.len());
+        let mut start = 0;
+        for c in &spec.components {
+            let (pattern, pool) = if c.on_mdt {
+                (Pattern::Mdt, None)
+            } else {
+                let l = self.make_layout(&c.stripe).await?;
+                let first = l.components.into_iter().next().ok_or_else(|| {
+                    ServerError::internal("a RAID-0 layout without its component")
+                })?;
+                (first.pattern, first.pool)
+            };
+            components.push(Component {
+                start,
+                end: c.end,
+                pattern,
+                pool,
+            });
+            start = c.end;
+        }
+        Ok(Layout {
+            generation: 0,
+            components,
+        })
     }
 
     /// Build a new file's layout from `spec`, taking objects from the
@@ -333,6 +381,7 @@ impl MdtService {
         fid: Fid,
         layout: &Layout,
     ) -> Result<(), ServerError> {
+        self.dom_drop(t, fid, layout);
         let objs = layout.objects();
         if !objs.is_empty() {
             t.batch.put(

@@ -9,6 +9,7 @@
 //! | destroy | FID (16) | postcard `Vec<ObjRef>` |
 
 use loom_proto::fid::name_hash;
+use loom_proto::layout::LayoutSpec;
 use loom_proto::msg::{Attr, FileKind};
 use loom_proto::Name;
 use loom_proto::{Fid, Layout, StripeSpec};
@@ -16,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the inode record; stored in each record so later formats can
 /// read old ones.
-pub const INODE_REC_VERSION: u8 = 1;
+pub const INODE_REC_VERSION: u8 = 2;
 
 /// Everything the MDT keeps about one inode.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -34,6 +35,39 @@ pub struct InodeRec {
     pub symlink: Option<Name>,
     /// Default striping for new files, for directories.
     pub default_stripe: Option<StripeSpec>,
+    /// Default component layout for new files (PFL, Data-on-MDT), for
+    /// directories; set instead of `default_stripe` (version 2).
+    pub default_layout: Option<LayoutSpec>,
+}
+
+/// Version 1 of [`InodeRec`]: without `default_layout`.
+#[derive(Deserialize)]
+struct InodeRecV1 {
+    version: u8,
+    attr: Attr,
+    parent: Fid,
+    layout: Option<Layout>,
+    symlink: Option<Name>,
+    default_stripe: Option<StripeSpec>,
+}
+
+impl InodeRec {
+    /// Decode a stored inode record of any version.
+    pub fn decode(b: &[u8]) -> Result<InodeRec, loom_proto::WireError> {
+        if b.first() == Some(&1) {
+            let v1: InodeRecV1 = loom_proto::msg::decode(b)?;
+            return Ok(InodeRec {
+                version: v1.version,
+                attr: v1.attr,
+                parent: v1.parent,
+                layout: v1.layout,
+                symlink: v1.symlink,
+                default_stripe: v1.default_stripe,
+                default_layout: None,
+            });
+        }
+        loom_proto::msg::decode(b)
+    }
 }
 
 /// One directory entry's value.

@@ -215,6 +215,9 @@ impl MdtService {
             layout,
             symlink: None,
             default_stripe: new.default_stripe,
+            // A remote directory inherits its parent's plain striping
+            // only (`DirObject` carries no component layout yet).
+            default_layout: None,
         };
         let reply = Reply::Entry {
             attr: shown_attr(&rec),

@@ -37,7 +37,7 @@ pub fn read_inode(store: &dyn KvStore, fid: Fid) -> Result<InodeRec, ServerError
         .get(Space::Inodes, &inode_key(fid))
         .map_err(store_err)?
         .ok_or_else(|| ServerError::refused(Errno::ENOENT, format!("no inode {fid}")))?;
-    msg::decode(&v).map_err(|e| store_err(format!("inode {fid}: {}", e.msg)))
+    InodeRec::decode(&v).map_err(|e| store_err(format!("inode {fid}: {}", e.msg)))
 }
 
 /// Read a directory entry outside a transaction.
