@@ -104,7 +104,10 @@ async fn a_small_file_on_the_mdt_touches_one_server() {
     let tail: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
     f.write(60_000, &tail).await.expect("write across 64 KiB");
     f.flush().await.expect("close");
-    assert!(client.router().calls().1 > after.1, "the OSTs took the rest");
+    assert!(
+        client.router().calls().1 > after.1,
+        "the OSTs took the rest"
+    );
     let (a3, g) = other
         .open_checked(&user, attr.fid, access::READ)
         .await
@@ -112,6 +115,9 @@ async fn a_small_file_on_the_mdt_touches_one_server() {
     assert_eq!(a3.size, 160_000);
     let all = g.read(0, 200_000).await.expect("read all");
     assert_eq!(&all[..4], b"four");
-    assert!(all[4..60_000].iter().all(|&b| b == 0), "truncated, then a hole");
+    assert!(
+        all[4..60_000].iter().all(|&b| b == 0),
+        "truncated, then a hole"
+    );
     assert_eq!(&all[60_000..], &tail[..]);
 }

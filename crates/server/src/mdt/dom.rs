@@ -7,10 +7,10 @@
 //! one written; what lies past a stored block's end, or in a missing
 //! block, reads as zeros). A write is one change under the namespace
 //! lock: its blocks, the inode's grown size and its new mtime go in one
-//! batch, flushed to the operating system before the answer (it survives
-//! a `kill -9` of the MDT, as an OST's writes do; fsync commits it). A
-//! truncate cuts the blocks in the batch of its setattr, and the last
-//! unlink drops them with the inode.
+//! batch, answered before its commit like any change (the client keeps
+//! it for replay until committed; fsync commits it). A truncate cuts the
+//! blocks in the batch of its setattr, and the last unlink drops them
+//! with the inode.
 
 use super::request::Rq;
 use super::tx::{read_inode, store_err, Tx};
@@ -105,8 +105,9 @@ impl MdtService {
             t.batch.put(Space::Dom, block_key(fid, n), block);
             at += take as u64;
         }
-        self.apply_flushed(rq, t, &Reply::Ok)?;
+        let ticket = self.apply(rq, t, &Reply::Ok)?;
         drop(g);
+        self.settle(rq, ticket).await?;
         Ok(Reply::Ok)
     }
 
@@ -148,8 +149,9 @@ impl MdtService {
         let stop = inside(fid, offset, len, end)?;
         r.attr.ctime = Time::now();
         self.dom_zero(&mut t, fid, offset, stop)?;
-        self.apply_flushed(rq, t, &Reply::Ok)?;
+        let ticket = self.apply(rq, t, &Reply::Ok)?;
         drop(g);
+        self.settle(rq, ticket).await?;
         Ok(Reply::Ok)
     }
 
