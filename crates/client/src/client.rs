@@ -382,9 +382,16 @@ impl Client {
         self.lock_writes().entry(fid).or_default().clone()
     }
 
-    /// Wait for this client's writes to `fid` in flight (before a read or
-    /// a truncate must see them).
+    /// Wait for this client's writes to `fid` in flight, those its handles
+    /// gathered sent first (before a read or a truncate must see them). A
+    /// gathered write that fails is reported as any write is (by the next
+    /// write, flush or fsync).
     pub(crate) async fn wait_writes(&self, fid: Fid) {
+        for h in self.open_handles(fid) {
+            if let Err(e) = h.drain().await {
+                tracing::debug!(%fid, "sending gathered writes: {e}");
+            }
+        }
         let w = self.lock_writes().get(&fid).cloned();
         if let Some(w) = w {
             w.wait().await;

@@ -63,6 +63,19 @@ pub struct OpenFile {
     /// that carries one, waits for one in flight (which could otherwise
     /// land after it, or after the recall was answered).
     reporting: Arc<tokio::sync::Mutex<()>>,
+    /// Small sequential writes gathered under the size lease and not sent
+    /// yet (see [`OpenFile::write`]).
+    gathered: Mutex<Option<Gathered>>,
+}
+
+/// Most bytes a handle gathers before sending them as one write.
+pub const GATHER_MAX: usize = 1 << 20;
+
+/// Bytes written at `offset` and held by the handle.
+#[derive(Debug)]
+struct Gathered {
+    offset: u64,
+    data: Vec<u8>,
 }
 
 /// A report taken with [`OpenFile::take_unreported`]: no other report of
@@ -94,6 +107,7 @@ impl OpenFile {
             privileged: AtomicBool::new(false),
             defers: AtomicBool::new(false),
             reporting: Arc::new(tokio::sync::Mutex::new(())),
+            gathered: Mutex::new(None),
         }
     }
 
@@ -264,12 +278,18 @@ impl OpenFile {
     /// way (see [`super::writeback`]): an OST's failure is reported by the
     /// next write, flush or fsync of the file. The size reaches the MDT at
     /// the next [`OpenFile::flush`].
+    ///
+    /// Under the file's size lease (a file this client made, see
+    /// [`OpenFile::defer_reports`]), small writes that follow each other
+    /// on OST components are gathered in the handle, up to [`GATHER_MAX`]
+    /// bytes, and sent as one: the next write elsewhere, a read, a
+    /// truncate, a flush, an fsync or a recall of the lease sends them
+    /// first. Their failures are reported as a sent write's are.
     pub async fn write(&self, offset: u64, data: &[u8]) -> Result<(), Errno> {
         if data.is_empty() {
             return Ok(());
         }
         let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
-        let spans = self.spans(offset, data.len())?;
         self.drop_privileges().await?;
         // A failure since the last write through this handle: say so now
         // (once; flush and fsync keep saying it).
@@ -277,6 +297,76 @@ impl OpenFile {
         if failures > self.failures_told_by_write.swap(failures, Ordering::AcqRel) {
             return Err(last.unwrap_or(Errno::EIO));
         }
+        if !self.may_gather(offset, data.len()) {
+            self.drain().await?;
+            self.send(offset, data).await?;
+            if spans_of(&self.layout, offset, data.len())
+                .is_some_and(|v| v.iter().any(|s| matches!(s.on, On::Raid0 { .. })))
+            {
+                self.note_written(end);
+            }
+            return self.after_write().await;
+        }
+        let full = {
+            let mut g = self.lock_gathered();
+            match g.as_mut() {
+                Some(x)
+                    if x.offset + x.data.len() as u64 == offset
+                        && x.data.len() + data.len() <= GATHER_MAX =>
+                {
+                    x.data.extend_from_slice(data);
+                    None
+                }
+                _ => g.replace(Gathered {
+                    offset,
+                    data: data.to_vec(),
+                }),
+            }
+        };
+        self.note_written(end);
+        if let Some(prev) = full {
+            self.send(prev.offset, &prev.data).await?;
+        }
+        self.after_write().await
+    }
+
+    /// Checked after a write was noted as dirty: if the size lease went (a
+    /// recall that took it before this check reported the write, or this
+    /// does), another client is looking at the file and sees each write.
+    async fn after_write(&self) -> Result<(), Errno> {
+        if self.defers.load(Ordering::Acquire) && !self.client.router.fresh.size_leased(self.fid) {
+            self.report(false).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether a write of `len` bytes at `offset` may wait in the handle:
+    /// small, under the size lease, on OST components only.
+    fn may_gather(&self, offset: u64, len: usize) -> bool {
+        len < GATHER_MAX
+            && self.defers.load(Ordering::Acquire)
+            && self.layout.dom_end() <= offset
+            && self.client.router.fresh.size_leased(self.fid)
+    }
+
+    fn lock_gathered(&self) -> std::sync::MutexGuard<'_, Option<Gathered>> {
+        self.gathered.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Send the writes gathered in this handle, if any.
+    pub(crate) async fn drain(&self) -> Result<(), Errno> {
+        let g = self.lock_gathered().take();
+        match g {
+            Some(g) => self.send(g.offset, &g.data).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Send a write: its bytes on the MDT at once, those on OSTs on their
+    /// way (collected in the background).
+    async fn send(&self, offset: u64, data: &[u8]) -> Result<(), Errno> {
+        let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
+        let spans = self.spans(offset, data.len())?;
         // Bytes on the MDT first, in one change each: the MDT grows the
         // size with them (nothing to report for those).
         for span in spans.iter().filter(|s| matches!(s.on, On::Mdt)) {
@@ -336,24 +426,22 @@ impl OpenFile {
             let (client, caller) = (self.client.clone(), self.caller.clone());
             set.spawn(async move { client.ost_call(&caller, obj.ost, req, bulk).await });
         }
-        // The size and mtime count from now, as the kernel's do: a stat
-        // must not shrink the file under a write it already returned.
-        // Order matters for flush: the end and time first, then the flag.
-        self.written_end.fetch_max(end, Ordering::AcqRel);
-        *self.lock_last_write() = Time::now();
-        self.dirty.store(true, Ordering::Release);
         tokio::spawn(async move {
             let r = join_ok(set, "ObjWrite").await;
             writes.finish(ticket, r);
             drop(budget);
         });
-        // Checked after the write was noted as dirty: a recall that took
-        // the lease before this check reports it, or this does (another
-        // client is looking at the file: it sees each write).
-        if self.defers.load(Ordering::Acquire) && !self.client.router.fresh.size_leased(self.fid) {
-            self.report(false).await?;
-        }
         Ok(())
+    }
+
+    /// A write up to `end` was made through this handle: the size and
+    /// mtime count from now, as the kernel's do (a stat must not shrink
+    /// the file under a write it already returned). Order matters for
+    /// flush: the end and time first, then the flag.
+    fn note_written(&self, end: u64) {
+        self.written_end.fetch_max(end, Ordering::AcqRel);
+        *self.lock_last_write() = Time::now();
+        self.dirty.store(true, Ordering::Release);
     }
 
     /// Wait for the file's writes in flight; fail if any write of the file
@@ -378,6 +466,7 @@ impl OpenFile {
         if self.defers.load(Ordering::Acquire) && self.client.router.fresh.size_leased(self.fid) {
             // Under the size lease: the data is on the OSTs, the size
             // waits for the release or a recall.
+            self.drain().await?;
             return self.landed().await;
         }
         self.report(false).await
@@ -397,6 +486,7 @@ impl OpenFile {
     /// [`SetAttr::written`]: loom_proto::msg::SetAttr::written
     pub(crate) async fn take_unreported(&self) -> Result<Option<(u64, ReportGuard)>, Errno> {
         let g = self.reporting.clone().lock_owned().await;
+        self.drain().await?;
         self.landed().await?;
         Ok(self
             .dirty
@@ -421,6 +511,7 @@ impl OpenFile {
     /// earlier reports at close included).
     async fn report(&self, durable: bool) -> Result<(), Errno> {
         let _one = self.reporting.lock().await;
+        self.drain().await?;
         // The writes must have landed before the size that covers them is
         // reported; a failed one fails this call.
         self.landed().await?;
@@ -449,6 +540,7 @@ impl OpenFile {
     /// Make the data durable on every object of the layout, then the size
     /// and mtime on the MDT (what every handle of this client wrote).
     pub async fn fsync(&self) -> Result<(), Errno> {
+        self.drain().await?;
         self.landed().await?;
         let syncs = self.layout.objects().into_iter();
         let syncs = syncs
@@ -573,6 +665,9 @@ impl Drop for OpenFile {
     fn drop(&mut self) {
         if self.is_dirty() {
             tracing::warn!(fid = %self.fid, "open file dropped with unreported writes: size not updated on the MDT");
+        }
+        if let Some(g) = self.lock_gathered().take() {
+            tracing::error!(fid = %self.fid, offset = g.offset, len = g.data.len(), "open file dropped with writes never sent (no flush): lost");
         }
         self.client.forget_closed(self.fid, self.written_end());
     }
