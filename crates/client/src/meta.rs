@@ -13,8 +13,8 @@ use crate::Client;
 use bytes::Bytes;
 use loom_proto::layout::{object_size_for, LayoutSpec, Pattern};
 use loom_proto::msg::{
-    rename_flags, Attr, DirEntry, FileKind, MdtRequest, OstRequest, Reply, Request, Role, SetAttr,
-    StatFs, TargetId,
+    rename_flags, Attr, DirDefault, DirEntry, FileKind, MdtRequest, OstRequest, Reply, Request,
+    Role, SetAttr, StatFs, TargetId,
 };
 use loom_proto::{Errno, Fid, Layout, Name, ObjRef, StripeSpec};
 use std::time::Duration;
@@ -580,6 +580,43 @@ impl Client {
             Self::ok(self.mdt_call(c, dir, req).await?, "SetDefaultStripe")?;
         }
         Ok(())
+    }
+
+    /// Set where directory `fid`'s new subdirectories go, and theirs in
+    /// turn (`setdirstripe -D`), as `c`; `None` removes it. Set on every
+    /// shard of a striped directory (each places the directories named in
+    /// it).
+    pub async fn set_dir_default_as(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        spec: Option<DirDefault>,
+    ) -> Result<(), Errno> {
+        let mut dirs = match self.dir_shards(c, fid).await? {
+            Some(shards) => shards.to_vec(),
+            None => vec![fid],
+        };
+        dirs.reverse();
+        for dir in dirs {
+            let req = MdtRequest::SetDirDefault {
+                fid: dir,
+                spec: spec.clone(),
+            };
+            Self::ok(self.mdt_call(c, dir, req).await?, "SetDirDefault")?;
+        }
+        Ok(())
+    }
+
+    /// Where directory `fid`'s new subdirectories go: its default, or the
+    /// nearest ancestor's on its MDT; `None` if none applies.
+    pub async fn get_dir_default(&self, c: &Caller, fid: Fid) -> Result<Option<DirDefault>, Errno> {
+        match self
+            .mdt_call(c, fid, MdtRequest::GetDirDefault { fid })
+            .await?
+        {
+            Reply::DirDefault(d) => Ok(d),
+            other => Err(unexpected("GetDirDefault", &other)),
+        }
     }
 
     /// Set directory `fid`'s default component layout (progressive

@@ -377,6 +377,48 @@ pub mod xattr_flags {
     pub const REPLACE: u32 = 2;
 }
 
+/// Where a directory's new subdirectories go, and theirs in turn
+/// (`loom setdirstripe -D`, Lustre's default LMV): copied into each new
+/// subdirectory, so it holds down the tree until set again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirDefault {
+    /// Shards of each new directory (1: not striped).
+    pub count: u32,
+    /// MDTs to use: empty, each new directory goes to the MDT chosen
+    /// round robin, weighted by free inodes and space (`-i -1`); one, the
+    /// first shard goes there and the others on the next MDTs (`-i N`);
+    /// several, new directories take them round robin (`-i 0,4,8`).
+    pub mdts: Vec<u32>,
+    /// How a striped directory maps names to shards.
+    pub hash: crate::layout::DirHash,
+}
+
+impl DirDefault {
+    /// Check a user-supplied default against the file system's MDTs.
+    pub fn validate(&self, mdts: &[u32]) -> Result<(), String> {
+        if self.count == 0 || self.count as usize > mdts.len() {
+            return Err(format!(
+                "directory stripe count {} is invalid: the file system has {} MDTs",
+                self.count,
+                mdts.len()
+            ));
+        }
+        if let Some(m) = self.mdts.iter().find(|m| !mdts.contains(m)) {
+            return Err(format!(
+                "MDT index {m} is not in the file system (MDTs: {mdts:?})"
+            ));
+        }
+        if self.mdts.len() > 1 && (self.count as usize) > self.mdts.len() {
+            return Err(format!(
+                "{} shards cannot be placed on the {} MDTs listed",
+                self.count,
+                self.mdts.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Where a new directory's shards go (`loom mkdir -i`, `loom setdirstripe`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DirStripe {
@@ -420,6 +462,8 @@ pub struct DirObject {
     pub default_stripe: Option<StripeSpec>,
     /// For a master: shards 1.. of the directory.
     pub others: Option<Vec<Fid>>,
+    /// The parent's default placement of subdirectories, inherited.
+    pub default_dir: Option<DirDefault>,
 }
 
 /// An acknowledged change, as a client keeps it until it is committed and
@@ -524,6 +568,9 @@ pub enum Reply {
     LayoutSpec(Option<crate::layout::LayoutSpec>),
     /// Bytes of a Data-on-MDT read, inline.
     Bytes(Vec<u8>),
+    /// A directory's default placement of subdirectories (None: none set
+    /// on it or above).
+    DirDefault(Option<DirDefault>),
 }
 
 impl Reply {

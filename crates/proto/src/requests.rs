@@ -23,7 +23,8 @@
 use crate::fid::Fid;
 use crate::layout::{LayoutSpec, ObjRef, StripeSpec};
 use crate::msg::{
-    DirObject, DirStripe, FileKind, IntentRef, Replayed, Role, SetAttr, TargetInfo, Time,
+    DirDefault, DirObject, DirStripe, FileKind, IntentRef, Replayed, Role, SetAttr, TargetInfo,
+    Time,
 };
 use crate::name::Name;
 use serde::{Deserialize, Serialize};
@@ -408,6 +409,20 @@ declare_requests! {
             /// Length.
             len: u64,
         } => 69, "dom_punch", Once, Any;
+        /// Set a directory's default placement of new subdirectories
+        /// (`setdirstripe -D`), inherited down the tree.
+        SetDirDefault {
+            /// Directory.
+            fid: Fid,
+            /// New default; `None` removes it.
+            spec: Option<DirDefault>,
+        } => 71, "set_dir_default", Once, Any;
+        /// A directory's default placement of subdirectories, explicit or
+        /// inherited.
+        GetDirDefault {
+            /// Directory.
+            fid: Fid,
+        } => 72, "get_dir_default", Reads, Any;
     }
 }
 

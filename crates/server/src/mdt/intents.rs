@@ -193,8 +193,21 @@ impl MdtService {
         super::namespace::check_name(name)?;
         let mdts = self.placement(stripe).await?;
         if mdts == [self.index] {
-            return self.mkdir(ctx, parent, name, perm).await;
+            return self.mkdir_here(ctx, parent, name, perm).await;
         }
+        self.mkdir_placed(ctx, parent, name, perm, mdts).await
+    }
+
+    /// A new directory whose shards go on `mdts` (the first holds its
+    /// master inode), not on this MDT alone.
+    pub(super) async fn mkdir_placed(
+        self: &Arc<Self>,
+        ctx: &Rq<'_>,
+        parent: Fid,
+        name: &Name,
+        perm: u32,
+        mdts: Vec<u32>,
+    ) -> Handled {
         let _one_at_a_time = self.dist.lock().await;
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
@@ -210,6 +223,7 @@ impl MdtService {
                 time: Time::now(),
                 default_stripe: self.default_stripe(parent)?,
                 others: None,
+                default_dir: self.default_dir(parent)?,
             },
             mdts: mdts.clone(),
             aborted: false,

@@ -19,6 +19,7 @@ mod namespace;
 mod objects;
 mod orphans;
 mod perm;
+mod placement;
 pub mod records;
 pub mod recovery;
 mod remote;
@@ -138,6 +139,8 @@ pub struct MdtService {
     stopping: std::sync::atomic::AtomicBool,
     /// Round-robin start for new files' stripes.
     rr: AtomicU32,
+    /// Where new directories go (round robin over MDTs, their usage).
+    placement: placement::Placement,
     inode_count: AtomicU64,
     /// Operation counters.
     pub stats: MdtStats,
@@ -231,6 +234,7 @@ impl MdtService {
             )),
             stopping: std::sync::atomic::AtomicBool::new(false),
             rr: AtomicU32::new(rand::random::<u32>() % 1024),
+            placement: Default::default(),
             inode_count: AtomicU64::new(inode_count),
             stats: MdtStats::default(),
         });
@@ -251,6 +255,7 @@ impl MdtService {
             symlink: None,
             default_stripe: None,
             default_layout: None,
+            default_dir: None,
         });
         let ticket = self.apply_step(t)?;
         self.store.sync_through(ticket)?;
@@ -844,6 +849,8 @@ impl MdtService {
             MdtRequest::DomPunch { fid, offset, len } => {
                 self.dom_punch(ctx, fid, offset, len).await
             }
+            MdtRequest::SetDirDefault { fid, spec } => self.set_dir_default(ctx, fid, spec).await,
+            MdtRequest::GetDirDefault { fid } => Ok(Reply::DirDefault(self.default_dir(fid)?)),
             MdtRequest::SetXattr {
                 fid,
                 name,

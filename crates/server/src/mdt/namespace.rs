@@ -12,7 +12,7 @@ use super::tx::{read_dentry, read_inode, store_err, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
 use loom_proto::layout::LayoutSpec;
-use loom_proto::msg::{self, rename_flags, DirEntry, FileKind, Reply, Time};
+use loom_proto::msg::{self, rename_flags, DirDefault, DirEntry, FileKind, Reply, Role, Time};
 use loom_proto::Name;
 use loom_proto::{Errno, Fid, ObjRef, StripeSpec};
 use loom_store::kv::Space;
@@ -251,6 +251,11 @@ impl MdtService {
             } else {
                 None
             },
+            default_dir: if kind == FileKind::Dir {
+                p.default_dir.clone()
+            } else {
+                None
+            },
         };
         fill(&mut rec);
         t.put_dentry(parent, name, &DentryRec { fid, kind })?;
@@ -293,7 +298,30 @@ impl MdtService {
             .await
     }
 
+    /// A client's plain mkdir: where the parent's default placement (if
+    /// any) says, else here. A replay makes it here again (a directory made
+    /// elsewhere was committed before its answer: it is never replayed).
     pub(super) async fn mkdir(
+        self: &Arc<Self>,
+        ctx: &Rq<'_>,
+        parent: Fid,
+        name: &Name,
+        perm: u32,
+    ) -> Handled {
+        if ctx.replayed_entry().is_none() {
+            if let Some(d) = self.default_dir(parent)? {
+                let mdts = self.place_new_dir(&d).await?;
+                if mdts != [self.index] {
+                    check_name(name)?;
+                    return self.mkdir_placed(ctx, parent, name, perm, mdts).await;
+                }
+            }
+        }
+        self.mkdir_here(ctx, parent, name, perm).await
+    }
+
+    /// A plain directory on this MDT.
+    pub(super) async fn mkdir_here(
         self: &Arc<Self>,
         ctx: &Rq<'_>,
         parent: Fid,
@@ -827,6 +855,33 @@ impl MdtService {
         }
         r.default_stripe = spec;
         r.default_layout = None;
+        r.attr.ctime = Time::now();
+        self.finish(ctx, t, g, Dropped::Freed(None)).await
+    }
+
+    /// `setdirstripe -D` on a directory: where its new subdirectories go
+    /// (they copy it, and so on down).
+    pub(super) async fn set_dir_default(
+        self: &Arc<Self>,
+        ctx: &Rq<'_>,
+        dir: Fid,
+        spec: Option<DirDefault>,
+    ) -> Handled {
+        if let Some(s) = &spec {
+            let all = self.peers.config().await?.indices(Role::Mdt);
+            s.validate(&all)
+                .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
+        }
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        let r = t.dir(dir)?;
+        if !Cred::of(ctx).owns(&r.attr) {
+            return Err(ServerError::refused(
+                Errno::EPERM,
+                format!("only the owner of {dir} or root may set its default placement"),
+            ));
+        }
+        r.default_dir = spec;
         r.attr.ctime = Time::now();
         self.finish(ctx, t, g, Dropped::Freed(None)).await
     }

@@ -10,14 +10,14 @@
 
 use loom_proto::fid::name_hash;
 use loom_proto::layout::LayoutSpec;
-use loom_proto::msg::{Attr, FileKind};
+use loom_proto::msg::{Attr, DirDefault, FileKind};
 use loom_proto::Name;
 use loom_proto::{Fid, Layout, StripeSpec};
 use serde::{Deserialize, Serialize};
 
 /// Version of the inode record; stored in each record so later formats can
 /// read old ones.
-pub const INODE_REC_VERSION: u8 = 2;
+pub const INODE_REC_VERSION: u8 = 3;
 
 /// Everything the MDT keeps about one inode.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -38,6 +38,21 @@ pub struct InodeRec {
     /// Default component layout for new files (PFL, Data-on-MDT), for
     /// directories; set instead of `default_stripe` (version 2).
     pub default_layout: Option<LayoutSpec>,
+    /// Default placement of new subdirectories over MDTs, for directories
+    /// (`setdirstripe -D`; version 3).
+    pub default_dir: Option<DirDefault>,
+}
+
+/// Version 2 of [`InodeRec`]: without `default_dir`.
+#[derive(Deserialize)]
+struct InodeRecV2 {
+    version: u8,
+    attr: Attr,
+    parent: Fid,
+    layout: Option<Layout>,
+    symlink: Option<Name>,
+    default_stripe: Option<StripeSpec>,
+    default_layout: Option<LayoutSpec>,
 }
 
 /// Version 1 of [`InodeRec`]: without `default_layout`.
@@ -54,19 +69,35 @@ struct InodeRecV1 {
 impl InodeRec {
     /// Decode a stored inode record of any version.
     pub fn decode(b: &[u8]) -> Result<InodeRec, loom_proto::WireError> {
-        if b.first() == Some(&1) {
-            let v1: InodeRecV1 = loom_proto::msg::decode(b)?;
-            return Ok(InodeRec {
-                version: v1.version,
-                attr: v1.attr,
-                parent: v1.parent,
-                layout: v1.layout,
-                symlink: v1.symlink,
-                default_stripe: v1.default_stripe,
-                default_layout: None,
-            });
+        match b.first() {
+            Some(1) => {
+                let v1: InodeRecV1 = loom_proto::msg::decode(b)?;
+                Ok(InodeRec {
+                    version: v1.version,
+                    attr: v1.attr,
+                    parent: v1.parent,
+                    layout: v1.layout,
+                    symlink: v1.symlink,
+                    default_stripe: v1.default_stripe,
+                    default_layout: None,
+                    default_dir: None,
+                })
+            }
+            Some(2) => {
+                let v2: InodeRecV2 = loom_proto::msg::decode(b)?;
+                Ok(InodeRec {
+                    version: v2.version,
+                    attr: v2.attr,
+                    parent: v2.parent,
+                    layout: v2.layout,
+                    symlink: v2.symlink,
+                    default_stripe: v2.default_stripe,
+                    default_layout: v2.default_layout,
+                    default_dir: None,
+                })
+            }
+            _ => loom_proto::msg::decode(b),
         }
-        loom_proto::msg::decode(b)
     }
 }
 

@@ -218,6 +218,7 @@ impl MdtService {
             // A remote directory inherits its parent's plain striping
             // only (`DirObject` carries no component layout yet).
             default_layout: None,
+            default_dir: new.default_dir,
         };
         let reply = Reply::Entry {
             attr: shown_attr(&rec),
