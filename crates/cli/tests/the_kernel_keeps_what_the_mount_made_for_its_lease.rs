@@ -5,7 +5,10 @@
 //! whose own process is then stopped (SIGSTOP): a stat the kernel could
 //! not answer itself would wait for it. (What was written, or linked,
 //! since is not in this test: the kernel drops the attributes of an
-//! inode it wrote or linked and asks again, whatever it was told.)
+//! inode it wrote or linked and asks again, whatever it was told.) Names
+//! the mount knows absent (in a directory whose list it holds) are kept
+//! too, as negative entries: a compiler's search of an include path for
+//! a header that is not there asks nothing.
 mod common;
 use common::*;
 use std::os::unix::fs::MetadataExt;
@@ -28,7 +31,15 @@ fn the_kernel_keeps_what_the_mount_made_for_its_lease() {
     // permission check): asked here, while the mount runs.
     std::fs::metadata(&m).expect("stat the root");
     std::fs::metadata(&d).expect("stat d");
+    // Looked up once while the mount runs: absent.
+    for i in 0..5 {
+        assert!(!d.join(format!("missing{i}.h")).exists());
+    }
     let _frozen = Stopped::new(c.mount_pid(&m));
+    let dm = d.clone();
+    let absent = within(move || (0..5).all(|i| !dm.join(format!("missing{i}.h")).exists()))
+        .expect("a lookup of a name known absent went to the stopped process");
+    assert!(absent);
     let dd = d.clone();
     let seen = within(move || {
         let mut names: Vec<String> = (0..20).map(|i| format!("f{i}")).collect();

@@ -71,6 +71,28 @@ pub fn file_attr(a: &Attr) -> FileAttr {
     }
 }
 
+/// What a negative entry is answered with: node 0 (FUSE's "no such
+/// name"), which the kernel keeps for the entry's time.
+pub fn negative_attr() -> FileAttr {
+    FileAttr {
+        ino: INodeNo(0),
+        size: 0,
+        blocks: 0,
+        atime: std::time::UNIX_EPOCH,
+        mtime: std::time::UNIX_EPOCH,
+        ctime: std::time::UNIX_EPOCH,
+        crtime: std::time::UNIX_EPOCH,
+        kind: fuser::FileType::RegularFile,
+        perm: 0,
+        nlink: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        blksize: 0,
+        flags: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -252,6 +252,16 @@ impl LoomFs {
     }
 
     /// As [`Self::ttl_of`] for the entry `name` in `parent` leading to `a`.
+    /// Answer a lookup of a name known absent for `left` more: a negative
+    /// entry the kernel keeps that long (a recall of the name, or of its
+    /// directory's list, drops it), unless a recall crossed the lookup.
+    fn absent(&self, reply: ReplyEntry, left: Duration, since: u64) {
+        if left.is_zero() || self.client.recalls() != since {
+            return reply.error(fe(Errno::ENOENT));
+        }
+        reply.entry(&left, &crate::attr::negative_attr(), GEN)
+    }
+
     fn entry_ttl(&self, parent: INodeNo, name: &[u8], a: &Attr, since: u64) -> Duration {
         if self.client.recalls() != since {
             return Duration::ZERO;
@@ -712,9 +722,11 @@ impl Filesystem for LoomFs {
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         // What this mount knows (its own changes, and under leases what
         // its MDTs answered): no server (the kernel has checked search
-        // permission on `parent`). An absent name is not given to the
-        // kernel to keep (no negative entry): another mount's create of it
-        // would need the kernel to drop it under the directory's lock.
+        // permission on `parent`). An absent name is given to the kernel
+        // as a negative entry for as long as it is known absent: another
+        // mount's create of it recalls the name (or the directory's list),
+        // and the recall drops the entry (waiting at most
+        // KERNEL_DROP_WAIT for the directory's lock, as for any entry).
         let since = self.client.recalls();
         match self.client.recent_entry(fid(parent), name.as_bytes()) {
             Some((Some(a), left)) => {
@@ -726,12 +738,21 @@ impl Filesystem for LoomFs {
                 };
                 reply.entry(&ttl, &file_attr(&a), GEN)
             }
-            Some((None, _)) => reply.error(fe(Errno::ENOENT)),
+            Some((None, left)) => self.absent(reply, left, since),
             None => match self.do_lookup(req, parent, name) {
                 Ok(a) => {
                     self.note(&a);
                     let ttl = self.entry_ttl(parent, name.as_bytes(), &a, since);
                     reply.entry(&ttl, &file_attr(&a), GEN)
+                }
+                Err(Errno::ENOENT) => {
+                    // Known absent for as long as the answer's lease (or
+                    // the attribute timeout) allows.
+                    let left = match self.client.recent_entry(fid(parent), name.as_bytes()) {
+                        Some((None, left)) => left,
+                        _ => Duration::ZERO,
+                    };
+                    self.absent(reply, left, since)
                 }
                 Err(e) => reply.error(fe(e)),
             },

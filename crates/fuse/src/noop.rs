@@ -750,7 +750,14 @@ impl Filesystem for NoopFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        self.entry_reply(reply, self.do_lookup(parent, name));
+        match self.do_lookup(parent, name) {
+            // A negative entry for the same time as a positive one, as a
+            // loomfs mount answers an absent name it holds a lease on.
+            Err(e) if e == Errno::ENOENT => {
+                reply.entry(&self.ttl, &crate::attr::negative_attr(), GEN)
+            }
+            r => self.entry_reply(reply, r),
+        }
     }
 
     // batch_forget: fuser's default calls this once per inode.

@@ -24,6 +24,7 @@
 
 use loom_proto::lease;
 use loom_proto::msg::{ClientRequest, Effects, Envelope, Lease, Reply, ReqCtx, TargetId};
+use loom_proto::Fid;
 use loom_rpc::Channel;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -268,16 +269,34 @@ impl Leases {
         apply: impl FnOnce() -> Result<T, E>,
     ) -> Result<Result<(T, bool, Vec<Lease>), Vec<Lease>>, E> {
         let mut t = self.lock();
-        let conflicts: Vec<Lease> = touched
+        let held = |l: &Lease| {
+            t.holders
+                .get(l)
+                .is_some_and(|hs| hs.iter().any(|c| *c != maker))
+        };
+        let mut conflicts: Vec<Lease> = touched
             .conflicts
             .iter()
-            .filter(|l| {
-                t.holders
-                    .get(*l)
-                    .is_some_and(|hs| hs.iter().any(|c| *c != maker))
-            })
+            .filter(|l| held(l))
             .cloned()
             .collect();
+        // A holder of a directory's list knew the changed names absent
+        // (its kernel may keep them as negative entries): they go with
+        // the list's recall, held by anyone or not.
+        let lists: Vec<Fid> = conflicts
+            .iter()
+            .filter_map(|l| match l {
+                Lease::List(d) => Some(*d),
+                _ => None,
+            })
+            .collect();
+        for l in &touched.conflicts {
+            if let Lease::Name(d, _) = l {
+                if lists.contains(d) && !conflicts.contains(l) {
+                    conflicts.push(l.clone());
+                }
+            }
+        }
         if !conflicts.is_empty() && !late {
             return Ok(Err(conflicts));
         }
