@@ -7,7 +7,7 @@
 use crate::registry::{self, Entry};
 use anyhow::{bail, Context};
 use clap::Args;
-use loom_client::meta::TargetUsage;
+use loom_client::meta::{OpCounts, TargetUsage};
 use loom_client::{Caller, Client, ClientOptions};
 use loom_proto::layout::{ComponentSpec, LayoutSpec, Pattern};
 use loom_proto::msg::{FileKind, Role};
@@ -551,8 +551,33 @@ pub fn df(a: DfArgs) -> anyhow::Result<()> {
         let mut st = s.rt.block_on(s.client.target_statfs());
         st.sort_by_key(|x| (x.target.role != Role::Mdt, x.target.index));
         print_df(&a, &s.entry, &st);
+        if a.inodes {
+            print_ops(&s.entry, &s.rt.block_on(s.client.mdt_op_stats()));
+        }
     }
     Ok(())
+}
+
+/// Operations per MDT by type, as `lctl get_param mdt.*.md_stats` lists
+/// them: every counter that is not zero, since the MDT started.
+fn print_ops(e: &Entry, ops: &[(u32, Result<OpCounts, Errno>)]) {
+    println!();
+    println!("operations since each MDT started:");
+    for (m, r) in ops {
+        let uuid = format!("{}-MDT{m:04x}_UUID", e.fsname);
+        match r {
+            Ok(v) => {
+                let total: u64 = v.iter().map(|(_, n)| n).sum();
+                let each: Vec<String> = v
+                    .iter()
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(op, n)| format!("{op}={n}"))
+                    .collect();
+                println!("{uuid:<22} total={total} {}", each.join(" "));
+            }
+            Err(errno) => println!("{uuid:<22} : inactive device ({errno})"),
+        }
+    }
 }
 
 fn print_df(a: &DfArgs, e: &Entry, st: &[TargetUsage]) {

@@ -9,6 +9,9 @@
 //! - an unprivileged user's mkdirs follow it; bad placements are refused
 //!   with a reason. (Who may set it, the directory's owner or root, is
 //!   tested through the library: the tools need the mount's key.)
+//!
+//! And point 6: `loom df -i` shows each MDT's operations by type; files
+//! made in a directory placed on MDT2 count there, and only there.
 mod common;
 use common::*;
 use std::os::unix::fs::PermissionsExt;
@@ -22,6 +25,25 @@ fn s(p: &Path) -> &str {
 /// Inodes used on each MDT.
 fn used(c: &Cluster) -> Vec<u64> {
     inodes_per_mdt(&c.mnt)
+}
+
+/// Each MDT's count of creates, from `loom df -i`.
+fn creates(c: &Cluster) -> Vec<u64> {
+    let out = loom_ok(&["df", "-i", s(&c.mnt)]);
+    let lines: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("operations since"))
+        .filter(|l| l.contains("-MDT") && l.contains("total="))
+        .collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    lines
+        .iter()
+        .map(|l| {
+            l.split_whitespace()
+                .find_map(|w| w.strip_prefix("create="))
+                .map_or(0, |n| n.parse().expect("a count"))
+        })
+        .collect()
 }
 
 fn as_nobody(args: &[&str]) -> std::process::Output {
@@ -146,6 +168,15 @@ fn new_directories_follow_their_parents_default_placement() {
     }
     let shown = loom_ok(&["getdirstripe", "-D", s(&listed)]);
     assert!(shown.contains("lmv_stripe_offset: 0,2"), "{shown}");
+    // Operations per MDT: 7 creates in a directory on MDT2.
+    let before = creates(&c);
+    for i in 0..7 {
+        std::fs::write(home.join(format!("mine/f{i}")), b"x").expect("create");
+    }
+    let after = creates(&c);
+    assert_eq!(after[2] - before[2], 7, "{before:?} -> {after:?}");
+    assert_eq!((after[0], after[1]), (before[0], before[1]), "elsewhere");
+
     // Removed: new directories stay on their parent's MDT again.
     loom_ok(&["setdirstripe", "-D", "-d", s(&listed)]);
     let here = mdt_of(&listed);

@@ -32,6 +32,9 @@ pub struct TargetUsage {
     pub usage: Result<StatFs, Errno>,
 }
 
+/// An MDT's operation counters: (operation name, count), by name.
+pub type OpCounts = Vec<(String, u64)>;
+
 /// Longest name a directory entry may have.
 pub const NAME_MAX: usize = 255;
 
@@ -836,6 +839,43 @@ impl Client {
                 Ok((other, _)) => Err(unexpected("StatFs", &other)),
                 Err(e) => Err(e),
             };
+        }
+        out
+    }
+
+    /// Each MDT's operation counters since it started (by operation name),
+    /// or why it did not answer, in MDT order.
+    pub async fn mdt_op_stats(&self) -> Vec<(u32, Result<OpCounts, Errno>)> {
+        let config = self.router.config();
+        let mut mdts: Vec<u32> = config
+            .targets
+            .iter()
+            .filter(|t| t.id.role == Role::Mdt)
+            .map(|t| t.id.index)
+            .collect();
+        mdts.sort();
+        let c = Caller::current();
+        let mut out = Vec::with_capacity(mdts.len());
+        for m in mdts {
+            let id = TargetId::mdt(m);
+            let r = self
+                .router_handle()
+                .call_within(
+                    id,
+                    self.ctx(&c),
+                    MdtRequest::OpStats,
+                    Bytes::new(),
+                    STATFS_TIMEOUT,
+                )
+                .await;
+            out.push((
+                m,
+                match r {
+                    Ok((Reply::OpStats(v), _)) => Ok(v),
+                    Ok((other, _)) => Err(unexpected("OpStats", &other)),
+                    Err(e) => Err(e),
+                },
+            ));
         }
         out
     }

@@ -571,6 +571,8 @@ pub enum Reply {
     /// A directory's default placement of subdirectories (None: none set
     /// on it or above).
     DirDefault(Option<DirDefault>),
+    /// Operation counters by name, sorted by name.
+    OpStats(Vec<(String, u64)>),
 }
 
 impl Reply {

@@ -423,6 +423,9 @@ declare_requests! {
             /// Directory.
             fid: Fid,
         } => 72, "get_dir_default", Reads, Any;
+        /// The MDT's operation counters since it started (by operation
+        /// name, as declared), as `loom df -i` shows them.
+        OpStats => 73, "op_stats", Reads, Any;
     }
 }
 

@@ -125,6 +125,8 @@ pub fn mdt_of(path: &Path) -> u32 {
 pub fn inodes_per_mdt(mnt: &Path) -> Vec<u64> {
     loom_ok(&["df", "-i", mnt.to_str().expect("utf-8")])
         .lines()
+        // The inode table, not the operations below it.
+        .take_while(|l| !l.starts_with("operations since"))
         .filter(|l| l.contains("-MDT"))
         .map(|l| {
             l.split_whitespace()

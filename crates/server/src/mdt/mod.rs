@@ -851,6 +851,7 @@ impl MdtService {
             }
             MdtRequest::SetDirDefault { fid, spec } => self.set_dir_default(ctx, fid, spec).await,
             MdtRequest::GetDirDefault { fid } => Ok(Reply::DirDefault(self.default_dir(fid)?)),
+            MdtRequest::OpStats => Ok(Reply::OpStats(self.stats.snapshot())),
             MdtRequest::SetXattr {
                 fid,
                 name,
