@@ -15,23 +15,21 @@
 //! | open for IOR | `lookup` (read) or `create`-or-`lookup` (write), `open_as` |
 //! | close | `flush`, which reports the size to the MDT (close-to-open) |
 //!
-//! **Directory FIDs are cached** by path: a workload names every file by its
-//! path, and walking the path with one lookup per component for each
-//! operation would measure path walks rather than the operation (the kernel's
-//! dentry cache spares FUSE the same walk). The cache is filled by mkdir,
-//! lookups and readdir, and emptied of a path by rmdir; an operation that
-//! meets a stale FID (ESTALE: removed behind our back) drops the entry and
-//! retries once. Symbolic links are not followed (the workloads make none).
+//! **Paths are walked with leased lookups.** A workload names every file by
+//! its path; the client takes leases, as a mount does, so each component's
+//! lookup is answered by the library itself while its MDT has not recalled
+//! it (as the kernel's dentry cache spares FUSE the walk), and asks the
+//! MDT again after another client changed it. The backend keeps no paths
+//! of its own. Symbolic links are not followed (the workloads make none).
 //!
 //! **Threads.** The library is async: the backend owns a tokio runtime and
 //! each benchmark thread (`-p`) blocks on its own call with
 //! [`tokio::runtime::Runtime::block_on`]. Benchmark threads are never
 //! runtime threads, so no call ever blocks inside the runtime.
 
-use std::collections::HashMap;
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use loom_client::{Caller, Client, ClientOptions, ClusterKey, Errno, OpenFile};
@@ -113,8 +111,6 @@ pub struct LoomFs {
     caller: Caller,
     addr: LoomAddr,
     root: Fid,
-    /// FIDs of directories by path relative to the root ("" is not stored).
-    dirs: RwLock<HashMap<PathBuf, Fid>>,
 }
 
 impl Drop for LoomFs {
@@ -161,7 +157,15 @@ impl LoomFs {
                 &addr.mgs,
                 &addr.fsname,
                 key,
-                ClientOptions::default(),
+                ClientOptions {
+                    // Leases, as a mount takes them: path walks are
+                    // answered here until another client changes them.
+                    caching: loom_client::routing::Caching {
+                        attr_timeout: Duration::from_secs(1),
+                        lease_time: Some(Duration::from_secs(300)),
+                    },
+                    ..ClientOptions::default()
+                },
             ))
             .map_err(|e| target_err(e.to_string()))?;
         let caller = Caller::current();
@@ -179,7 +183,6 @@ impl LoomFs {
             caller,
             addr,
             root: attr.fid,
-            dirs: RwLock::new(HashMap::new()),
         };
         let probe = PathBuf::from(format!(".loom-bench-probe.{}", std::process::id()));
         match fs.create_file(&probe, &[], false) {
@@ -202,68 +205,25 @@ impl LoomFs {
         &self.addr
     }
 
-    fn cached(&self, path: &Path) -> Option<Fid> {
-        self.dirs
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(path)
-            .copied()
-    }
-
-    fn remember(&self, path: &Path, fid: Fid) {
-        self.dirs
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(path.to_path_buf(), fid);
-    }
-
-    fn forget(&self, path: &Path) {
-        self.dirs
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(path);
-    }
-
-    /// The FID of directory `path`, from the cache or by looking up the
-    /// components not cached yet.
+    /// The FID of directory `path`: one lookup per component, each
+    /// answered by the library under its lease, or by the MDT.
     fn dir_fid(&self, path: &Path) -> Result<Fid, Errno> {
-        let comps = names(path)?;
-        if comps.is_empty() {
-            return Ok(self.root);
-        }
-        if let Some(fid) = self.cached(path) {
-            return Ok(fid);
-        }
-        // Longest cached prefix, then one lookup per remaining component.
         let mut fid = self.root;
-        let mut prefix = PathBuf::new();
-        let mut start = 0;
-        for i in (1..comps.len()).rev() {
-            let p: PathBuf = comps[..i].iter().collect();
-            if let Some(f) = self.cached(&p) {
-                fid = f;
-                prefix = p;
-                start = i;
-                break;
-            }
-        }
-        for name in &comps[start..] {
+        for name in names(path)? {
             let (attr, _) = self
                 .rt
                 .block_on(self.client.lookup(&self.caller, fid, name))?;
             if attr.kind != FileKind::Dir {
                 return Err(Errno::ENOTDIR);
             }
-            prefix.push(name);
-            self.remember(&prefix, attr.fid);
             fid = attr.fid;
         }
         Ok(fid)
     }
 
-    /// Runs `op(parent FID, name)` for `path`; on ESTALE (the cached parent
-    /// was removed and maybe made again by someone else) forgets the parent
-    /// and tries once more.
+    /// Runs `op(parent FID, name)` for `path`; on ESTALE (the parent was
+    /// removed and maybe made again by someone else between the walk and
+    /// the operation) walks again and tries once more.
     fn at_parent<T>(
         &self,
         path: &Path,
@@ -273,7 +233,6 @@ impl LoomFs {
         let fid = self.dir_fid(parent).map_err(io_error)?;
         match op(fid, name) {
             Err(e) if e == Errno::ESTALE => {
-                self.forget(parent);
                 let fid = self.dir_fid(parent).map_err(io_error)?;
                 op(fid, name).map_err(io_error)
             }
@@ -343,7 +302,7 @@ impl LoomFs {
     /// Creates one directory placed on MDTs by `stripe` (`loom mkdir -i`,
     /// `loom setdirstripe`); its parent exists.
     pub fn mkdir_placed(&self, path: &Path, stripe: DirStripe) -> io::Result<()> {
-        let attr = self.at_parent(path, |parent, name| {
+        self.at_parent(path, |parent, name| {
             self.rt.block_on(self.client.mkdir_striped(
                 &self.caller,
                 parent,
@@ -352,7 +311,6 @@ impl LoomFs {
                 stripe,
             ))
         })?;
-        self.remember(path, attr.fid);
         Ok(())
     }
 }
@@ -366,11 +324,10 @@ impl BenchFs for LoomFs {
     }
 
     fn mkdir(&self, path: &Path) -> io::Result<()> {
-        let attr = self.at_parent(path, |parent, name| {
+        self.at_parent(path, |parent, name| {
             self.rt
                 .block_on(self.client.mkdir(&self.caller, parent, name, DIR_PERM))
         })?;
-        self.remember(path, attr.fid);
         Ok(())
     }
 
@@ -379,7 +336,6 @@ impl BenchFs for LoomFs {
             self.rt
                 .block_on(self.client.rmdir(&self.caller, parent, name))
         })?;
-        self.forget(path);
         Ok(())
     }
 
@@ -429,9 +385,6 @@ impl BenchFs for LoomFs {
                 .block_on(self.client.lookup(&self.caller, parent, name))
                 .map(|(a, _)| a)
         })?;
-        if attr.kind == FileKind::Dir {
-            self.remember(path, attr.fid);
-        }
         Ok(file_stat(&attr))
     }
 
@@ -458,9 +411,6 @@ impl BenchFs for LoomFs {
             cookie = last.cookie;
             for e in entries {
                 let is_dir = e.attr.kind == FileKind::Dir;
-                if is_dir {
-                    self.remember(&path.join(e.name.as_os_str()), e.attr.fid);
-                }
                 out.push(DirEntry {
                     // The workloads make ASCII names only.
                     name: e.name.to_string(),

@@ -508,6 +508,47 @@ impl Fresh {
         Some((i.v.clone(), left(i.until)?))
     }
 
+    /// What `name` in directory `dir` is under leases only (not the
+    /// attribute timeout): `Some(None)` known absent, `Some(Some((attr,
+    /// layout)))` known with its attributes (and, for a regular file, its
+    /// layout), `None` if not all of it is leased. What a library lookup
+    /// may answer without its MDT.
+    pub fn leased_entry(
+        &self,
+        dir: Fid,
+        name: &Name,
+        plain: bool,
+    ) -> Option<Option<(Attr, Option<Layout>)>> {
+        let k = self.lock();
+        let valid = |leased: bool, until: Instant| leased && left(until).is_some();
+        let fid = match k.names.get(&(dir, name.clone())) {
+            Some(i) if valid(i.leased, i.until) => i.v,
+            _ => {
+                let l = k.lists.get(&dir).filter(|_| plain)?;
+                if !valid(l.leased, l.until) || l.v.contains(name) {
+                    return None;
+                }
+                return Some(None);
+            }
+        };
+        let Some(fid) = fid else {
+            return Some(None);
+        };
+        let a = k.attrs.get(&fid).filter(|a| valid(a.leased, a.until))?;
+        let layout = match a.v.kind {
+            loom_proto::msg::FileKind::File => Some(k.layouts.get(&fid)?.clone()),
+            _ => None,
+        };
+        Some(Some((a.v.clone(), layout)))
+    }
+
+    /// The attributes of `fid` while leased.
+    pub fn leased_attr(&self, fid: Fid) -> Option<Attr> {
+        let k = self.lock();
+        let a = k.attrs.get(&fid)?;
+        (a.leased && left(a.until).is_some()).then(|| a.v.clone())
+    }
+
     /// What `name` in directory `dir` names (`None`: nothing) while
     /// valid, and what is left: known by itself, or (if `plain`: `dir` is
     /// known not to be striped) absent from the directory's leased list.

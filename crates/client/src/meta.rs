@@ -50,6 +50,25 @@ pub fn check_name(name: &[u8]) -> Result<(), Errno> {
     Ok(())
 }
 
+/// Whether `c` may search directory `dir` (its x bit for the caller's
+/// class; root always may), as the MDT checks a lookup.
+fn may_search(c: &Caller, dir: &Attr) -> bool {
+    if dir.kind != FileKind::Dir {
+        return false;
+    }
+    if c.uid == 0 {
+        return true;
+    }
+    let bit = if c.uid == dir.uid {
+        0o100
+    } else if c.gid == dir.gid || c.groups.contains(&dir.gid) {
+        0o010
+    } else {
+        0o001
+    };
+    dir.perm & bit != 0
+}
+
 impl Client {
     /// Include this client's unreported writes in `attr`'s size and times.
     pub(crate) fn with_local_size(&self, mut attr: Attr) -> Attr {
@@ -108,6 +127,18 @@ impl Client {
         }
         let parent = self.name_dir(c, parent, name.as_ref()).await?;
         let name = Name::from(name.as_ref());
+        // Under leases (a client that takes them): answered here, after the
+        // search permission the MDT would check.
+        if let Some(dir) = self.router.fresh.leased_attr(parent) {
+            if may_search(c, &dir) {
+                let plain = self.dir_is_plain(parent);
+                match self.router.fresh.leased_entry(parent, &name, plain) {
+                    Some(Some((attr, layout))) => return Ok((self.with_local_size(attr), layout)),
+                    Some(None) => return Err(Errno::ENOENT),
+                    None => {}
+                }
+            }
+        }
         let req = MdtRequest::Lookup {
             parent,
             name: name.clone(),
@@ -891,7 +922,11 @@ impl Client {
     /// As [`Client::resolve_path`], as `c`. The path is bytes: names need
     /// not be UTF-8.
     pub async fn resolve_path_as(&self, c: &Caller, path: impl AsRef<[u8]>) -> Result<Attr, Errno> {
-        let mut stack: Vec<Attr> = vec![self.getattr(c, Fid::ROOT).await?];
+        let root = match self.router.fresh.leased_attr(Fid::ROOT) {
+            Some(a) => a,
+            None => self.getattr(c, Fid::ROOT).await?,
+        };
+        let mut stack: Vec<Attr> = vec![root];
         for comp in path.as_ref().split(|b| *b == b'/') {
             match comp {
                 b"" | b"." => {}
