@@ -177,6 +177,15 @@ fn new_directories_follow_their_parents_default_placement() {
     assert_eq!(after[2] - before[2], 7, "{before:?} -> {after:?}");
     assert_eq!((after[0], after[1]), (before[0], before[1]), "elsewhere");
 
+    // A directory placed on another MDT is leased whole to the mount that
+    // made it, as a local one is: a lookup of a name it lacks (the one
+    // before every create) needs no MDT.
+    let absent = home.join("mine/not-there.h");
+    let _mdt2 = Stopped::new(c.pid("mdt2"));
+    let seen = within(move || absent.exists()).expect("the lookup went to the stopped MDT2");
+    assert!(!seen);
+    drop(_mdt2);
+
     // Removed: new directories stay on their parent's MDT again.
     loom_ok(&["setdirstripe", "-D", "-d", s(&listed)]);
     let here = mdt_of(&listed);

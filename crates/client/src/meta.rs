@@ -417,7 +417,20 @@ impl Client {
             perm: perm & 0o7777,
         };
         let r = self.mdt_call(c, parent, req).await?;
-        self.entry(r, "Mkdir").map(|(a, _)| a)
+        let (attr, layout) = self.entry(r, "Mkdir")?;
+        // Placed on another MDT (a default placement): its own MDT leases
+        // its (empty) list at a first listing, and then every create in it
+        // is one round trip, not a lookup and a create.
+        if self.router.takes_leases() && layout.is_none() {
+            let (here, there) = (
+                self.router.mdt_of(parent).await,
+                self.router.mdt_of(attr.fid).await,
+            );
+            if matches!((here, there), (Ok(h), Ok(t)) if h != t) {
+                let _ = self.readdir(c, attr.fid, 0, 1).await;
+            }
+        }
+        Ok(attr)
     }
 
     /// Remove non-directory `name` from `parent` (the MDT destroys the

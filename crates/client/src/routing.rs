@@ -226,6 +226,12 @@ impl Router {
         let _ = self.invalidator.set(f);
     }
 
+    /// Whether this client takes leases (a mount, or a library client
+    /// configured so).
+    pub fn takes_leases(&self) -> bool {
+        self.caching.lease_time.is_some()
+    }
+
     /// Report sizes whose leases went with `f` (set once, by the client).
     pub(crate) fn set_reporter(&self, f: Reporter) {
         let _ = self.reporter.set(f);
