@@ -24,24 +24,6 @@ fn root() -> Caller {
     }
 }
 
-/// Changes the restarted MDTs' logs say they replayed.
-fn replayed_in_logs(c: &Cluster) -> usize {
-    let mut n = 0;
-    for e in std::fs::read_dir(c.tmp.path()).expect("tmp").flatten() {
-        let log = std::fs::read_to_string(e.path()).unwrap_or_default();
-        for l in log.lines() {
-            if let Some(rest) = l.split("recovery done: ").nth(1) {
-                n += rest
-                    .split_whitespace()
-                    .next()
-                    .and_then(|k| k.parse::<usize>().ok())
-                    .unwrap_or(0);
-            }
-        }
-    }
-    n
-}
-
 #[test]
 fn a_cross_mdt_mkdir_lost_in_a_crash_is_replayed() {
     let mut c = Cluster::up(

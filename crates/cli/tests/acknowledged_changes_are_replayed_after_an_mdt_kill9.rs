@@ -125,28 +125,6 @@ fn expected(out: &[u8]) -> (BTreeMap<String, (u32, u64)>, Vec<String>) {
     (files, dirs)
 }
 
-/// Sum of "N changes replayed" over the restarted servers' logs.
-fn replayed_in_logs(c: &Cluster) -> usize {
-    let mut n = 0;
-    for e in std::fs::read_dir(c.tmp.path()).expect("tmp").flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !name.contains("restart") {
-            continue;
-        }
-        let log = std::fs::read_to_string(e.path()).unwrap_or_default();
-        for l in log.lines() {
-            if let Some(rest) = l.split("recovery done: ").nth(1) {
-                n += rest
-                    .split_whitespace()
-                    .next()
-                    .and_then(|k| k.parse::<usize>().ok())
-                    .unwrap_or(0);
-            }
-        }
-    }
-    n
-}
-
 #[test]
 fn kill9_of_mdts_at_random_moments_keeps_exactly_what_was_acknowledged() {
     // Commits held for 300 ms, so that kills find uncommitted changes.

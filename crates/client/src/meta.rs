@@ -612,19 +612,33 @@ impl Client {
         if let Some(s) = &spec {
             s.validate().map_err(|_| Errno::EINVAL)?;
         }
-        // Files are made in a striped directory's shards: each keeps the
-        // default (the master last, as the one that is read back).
+        self.on_every_shard(c, fid, "SetDefaultStripe", |dir| {
+            MdtRequest::SetDefaultStripe {
+                fid: dir,
+                spec: spec.clone(),
+            }
+        })
+        .await
+    }
+
+    /// Send `req(shard)` to every shard of directory `fid` (itself if not
+    /// striped), the master last, as the one that is read back: names, and
+    /// so files and subdirectories, are made in the shards, and each keeps
+    /// the directory's defaults. Each answer must be `Ok`.
+    async fn on_every_shard(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        op: &str,
+        req: impl Fn(Fid) -> MdtRequest,
+    ) -> Result<(), Errno> {
         let mut dirs = match self.dir_shards(c, fid).await? {
             Some(shards) => shards.to_vec(),
             None => vec![fid],
         };
         dirs.reverse();
         for dir in dirs {
-            let req = MdtRequest::SetDefaultStripe {
-                fid: dir,
-                spec: spec.clone(),
-            };
-            Self::ok(self.mdt_call(c, dir, req).await?, "SetDefaultStripe")?;
+            Self::ok(self.mdt_call(c, dir, req(dir)).await?, op)?;
         }
         Ok(())
     }
@@ -639,19 +653,11 @@ impl Client {
         fid: Fid,
         spec: Option<DirDefault>,
     ) -> Result<(), Errno> {
-        let mut dirs = match self.dir_shards(c, fid).await? {
-            Some(shards) => shards.to_vec(),
-            None => vec![fid],
-        };
-        dirs.reverse();
-        for dir in dirs {
-            let req = MdtRequest::SetDirDefault {
-                fid: dir,
-                spec: spec.clone(),
-            };
-            Self::ok(self.mdt_call(c, dir, req).await?, "SetDirDefault")?;
-        }
-        Ok(())
+        self.on_every_shard(c, fid, "SetDirDefault", |dir| MdtRequest::SetDirDefault {
+            fid: dir,
+            spec: spec.clone(),
+        })
+        .await
     }
 
     /// Where directory `fid`'s new subdirectories go: its default, or the
@@ -678,19 +684,13 @@ impl Client {
         if let Some(s) = &spec {
             s.validate().map_err(|_| Errno::EINVAL)?;
         }
-        let mut dirs = match self.dir_shards(c, fid).await? {
-            Some(shards) => shards.to_vec(),
-            None => vec![fid],
-        };
-        dirs.reverse();
-        for dir in dirs {
-            let req = MdtRequest::SetDefaultLayout {
+        self.on_every_shard(c, fid, "SetDefaultLayout", |dir| {
+            MdtRequest::SetDefaultLayout {
                 fid: dir,
                 spec: spec.clone(),
-            };
-            Self::ok(self.mdt_call(c, dir, req).await?, "SetDefaultLayout")?;
-        }
-        Ok(())
+            }
+        })
+        .await
     }
 
     /// Directory `fid`'s default layout, explicit or inherited (a plain

@@ -4,19 +4,9 @@
 //! (EINVAL), and a user's mkdir follows it, down the tree.
 mod common;
 use common::*;
-use loom_client::Caller;
 use loom_proto::layout::DirHash;
 use loom_proto::msg::DirDefault;
 use loom_proto::{Errno, Fid};
-
-fn user(uid: u32) -> Caller {
-    Caller {
-        uid,
-        gid: uid,
-        groups: Vec::new(),
-        pid: 0,
-    }
-}
 
 fn on(mdts: &[u32]) -> DirDefault {
     DirDefault {

@@ -6,27 +6,17 @@
 //! the OSTs and reads back across the boundary.
 mod common;
 use common::*;
-use loom_client::Caller;
 use loom_proto::layout::{ComponentSpec, LayoutSpec};
 use loom_proto::msg::{access, FileKind, SetAttr};
 use loom_proto::{Fid, StripeSpec};
-
-fn as_uid(uid: u32) -> Caller {
-    Caller {
-        uid,
-        gid: uid,
-        groups: Vec::new(),
-        pid: 0,
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_file_on_the_mdt_touches_one_server() {
     let c = start_cluster("dom").await;
     let client = connect_leasing(&c, "dom").await;
     let other = connect_leasing(&c, "dom").await;
-    let root = as_uid(0);
-    let user = as_uid(1000);
+    let root = user(0);
+    let user = user(1000);
     let dir = client
         .mkdir(&root, Fid::ROOT, "home", 0o1777)
         .await

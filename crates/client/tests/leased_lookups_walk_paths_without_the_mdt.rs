@@ -6,18 +6,8 @@
 //! recalled).
 mod common;
 use common::*;
-use loom_client::Caller;
 use loom_proto::msg::FileKind;
 use loom_proto::{Errno, Fid};
-
-fn user(uid: u32) -> Caller {
-    Caller {
-        uid,
-        gid: uid,
-        groups: Vec::new(),
-        pid: 0,
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leased_lookups_walk_paths_without_the_mdt() {

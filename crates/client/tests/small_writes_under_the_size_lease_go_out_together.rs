@@ -11,15 +11,6 @@ use loom_client::Caller;
 use loom_proto::msg::{access, FileKind, SetAttr};
 use loom_proto::Fid;
 
-fn user() -> Caller {
-    Caller {
-        uid: 1000,
-        gid: 1000,
-        groups: Vec::new(),
-        pid: 0,
-    }
-}
-
 fn pattern(n: usize, seed: u8) -> Vec<u8> {
     (0..n).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect()
 }
@@ -29,7 +20,7 @@ async fn small_writes_under_the_size_lease_go_out_together() {
     let c = start_cluster("gather").await;
     let client = connect_leasing(&c, "gather").await;
     let other = connect_leasing(&c, "gather").await;
-    let me = user();
+    let me = user(1000);
     let dir = client
         .mkdir(&Caller::current(), Fid::ROOT, "w", 0o1777)
         .await

@@ -434,3 +434,25 @@ pub fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Opti
     });
     rx.recv_timeout(Duration::from_secs(20)).ok()
 }
+
+/// Sum of "N changes replayed" over the restarted servers' logs.
+pub fn replayed_in_logs(c: &Cluster) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(c.tmp.path()).expect("tmp").flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.contains("restart") {
+            continue;
+        }
+        let log = std::fs::read_to_string(e.path()).unwrap_or_default();
+        for l in log.lines() {
+            if let Some(rest) = l.split("recovery done: ").nth(1) {
+                n += rest
+                    .split_whitespace()
+                    .next()
+                    .and_then(|k| k.parse::<usize>().ok())
+                    .unwrap_or(0);
+            }
+        }
+    }
+    n
+}

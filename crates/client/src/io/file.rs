@@ -382,17 +382,7 @@ impl OpenFile {
             self.written_end
                 .fetch_max(span.offset + span.len as u64, Ordering::AcqRel);
         }
-        let exts: Vec<(ObjRef, ObjExtent)> = spans
-            .iter()
-            .flat_map(|span| match span.on {
-                On::Raid0 { ss, objs } => span
-                    .plan(ss, objs.len())
-                    .into_iter()
-                    .map(|e| (objs[e.stripe], e))
-                    .collect(),
-                On::Mdt => Vec::new(),
-            })
-            .collect();
+        let exts = ost_extents(&spans);
         if exts.is_empty() {
             return Ok(());
         }
@@ -701,8 +691,12 @@ pub(crate) fn unexpected(op: &str, r: &Reply) -> Errno {
 /// What [`ObjExtent`]s a read or write of this file would send to OSTs:
 /// for tools and tests that show how I/O is split.
 pub fn extents_of(layout: &Layout, offset: u64, len: usize) -> Vec<(ObjRef, ObjExtent)> {
-    spans_of(layout, offset, len)
-        .unwrap_or_default()
+    ost_extents(&spans_of(layout, offset, len).unwrap_or_default())
+}
+
+/// The object requests of the spans on OSTs, each with its object.
+fn ost_extents(spans: &[Span<'_>]) -> Vec<(ObjRef, ObjExtent)> {
+    spans
         .iter()
         .flat_map(|span| match span.on {
             On::Raid0 { ss, objs } => span

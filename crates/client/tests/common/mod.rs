@@ -123,3 +123,13 @@ pub async fn connect_with(c: &Cluster, fsname: &str, opts: ClientOptions) -> Arc
 pub fn me() -> Caller {
     Caller::current()
 }
+
+/// A caller with uid and gid `uid`, no supplementary groups.
+pub fn user(uid: u32) -> Caller {
+    Caller {
+        uid,
+        gid: uid,
+        groups: Vec::new(),
+        pid: 0,
+    }
+}

@@ -45,12 +45,7 @@ impl MdtService {
         let r = t.inode(fid)?;
         if let Some(end) = set.written {
             // The writer's report (as `update_size`), before the times.
-            if r.attr.kind != FileKind::File {
-                return Err(ServerError::refused(
-                    Errno::EINVAL,
-                    format!("{fid} is not a regular file"),
-                ));
-            }
+            regular_file(fid, r.attr.kind)?;
             r.attr.size = r.attr.size.max(end);
         }
         let old_size = r.attr.size;
@@ -84,12 +79,7 @@ impl MdtService {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let r = t.inode(fid)?;
-        if r.attr.kind != FileKind::File {
-            return Err(ServerError::refused(
-                Errno::EINVAL,
-                format!("{fid} is not a regular file"),
-            ));
-        }
+        regular_file(fid, r.attr.kind)?;
         r.attr.size = r.attr.size.max(size);
         r.attr.mtime = r.attr.mtime.max(mtime);
         r.attr.ctime = r.attr.ctime.max(mtime);
@@ -210,4 +200,15 @@ impl MdtService {
         self.settle(ctx, ticket).await?;
         Ok(Reply::Ok)
     }
+}
+
+/// EINVAL unless `kind` is a regular file's (size reports, Data-on-MDT).
+pub(super) fn regular_file(fid: Fid, kind: FileKind) -> Result<(), ServerError> {
+    if kind == FileKind::File {
+        return Ok(());
+    }
+    Err(ServerError::refused(
+        Errno::EINVAL,
+        format!("{fid} is not a regular file"),
+    ))
 }

@@ -16,7 +16,7 @@ use super::request::Rq;
 use super::tx::{read_inode, store_err, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
-use loom_proto::msg::{FileKind, Reply, Time};
+use loom_proto::msg::{Reply, Time};
 use loom_proto::{Errno, Fid, Layout};
 use loom_store::kv::Space;
 
@@ -75,12 +75,7 @@ impl MdtService {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let r = t.inode(fid)?;
-        if r.attr.kind != FileKind::File {
-            return Err(ServerError::refused(
-                Errno::EINVAL,
-                format!("{fid} is not a regular file"),
-            ));
-        }
+        super::attrs::regular_file(fid, r.attr.kind)?;
         let stop = inside(
             fid,
             offset,

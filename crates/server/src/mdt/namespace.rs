@@ -834,6 +834,7 @@ impl MdtService {
         Ok(Reply::Dir { entries, eof })
     }
 
+    /// `setstripe` on a directory: the plain striping of its new files.
     pub(super) async fn set_default_stripe(
         self: &Arc<Self>,
         ctx: &Rq<'_>,
@@ -844,19 +845,10 @@ impl MdtService {
             s.validate()
                 .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
         }
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
-        let r = t.dir(dir)?;
-        if !Cred::of(ctx).owns(&r.attr) {
-            return Err(ServerError::refused(
-                Errno::EPERM,
-                format!("only the owner of {dir} or root may set its default striping"),
-            ));
-        }
-        r.default_stripe = spec;
-        r.default_layout = None;
-        r.attr.ctime = Time::now();
-        self.finish(ctx, t, g, Dropped::Freed(None)).await
+        self.set_dir_defaults(ctx, dir, "striping", |r| {
+            (r.default_stripe, r.default_layout) = (spec, None)
+        })
+        .await
     }
 
     /// `setdirstripe -D` on a directory: where its new subdirectories go
@@ -872,18 +864,8 @@ impl MdtService {
             s.validate(&all)
                 .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
         }
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
-        let r = t.dir(dir)?;
-        if !Cred::of(ctx).owns(&r.attr) {
-            return Err(ServerError::refused(
-                Errno::EPERM,
-                format!("only the owner of {dir} or root may set its default placement"),
-            ));
-        }
-        r.default_dir = spec;
-        r.attr.ctime = Time::now();
-        self.finish(ctx, t, g, Dropped::Freed(None)).await
+        self.set_dir_defaults(ctx, dir, "placement", |r| r.default_dir = spec)
+            .await
     }
 
     /// `setstripe -E ...` on a directory: its new files (and those of new
@@ -898,21 +880,37 @@ impl MdtService {
             s.validate()
                 .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
         }
+        // One component on OSTs is plain striping: kept as such.
+        let (stripe, layout) = match spec.as_ref().map(|s| (s.as_plain(), s)) {
+            Some((Some(p), _)) => (Some(p.clone()), None),
+            Some((None, s)) => (None, Some(s.clone())),
+            None => (None, None),
+        };
+        self.set_dir_defaults(ctx, dir, "layout", |r| {
+            (r.default_stripe, r.default_layout) = (stripe, layout)
+        })
+        .await
+    }
+
+    /// Change directory `dir`'s defaults with `set`, as its owner or root
+    /// (`what` names them in the refusal); the ctime moves.
+    async fn set_dir_defaults(
+        self: &Arc<Self>,
+        ctx: &Rq<'_>,
+        dir: Fid,
+        what: &str,
+        set: impl FnOnce(&mut InodeRec),
+    ) -> Handled {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let r = t.dir(dir)?;
         if !Cred::of(ctx).owns(&r.attr) {
             return Err(ServerError::refused(
                 Errno::EPERM,
-                format!("only the owner of {dir} or root may set its default layout"),
+                format!("only the owner of {dir} or root may set its default {what}"),
             ));
         }
-        // One component on OSTs is plain striping: kept as such.
-        match spec.as_ref().map(|s| (s.as_plain(), s)) {
-            Some((Some(p), _)) => (r.default_stripe, r.default_layout) = (Some(p.clone()), None),
-            Some((None, s)) => (r.default_stripe, r.default_layout) = (None, Some(s.clone())),
-            None => (r.default_stripe, r.default_layout) = (None, None),
-        }
+        set(r);
         r.attr.ctime = Time::now();
         self.finish(ctx, t, g, Dropped::Freed(None)).await
     }
