@@ -70,6 +70,16 @@ fn may_search(c: &Caller, dir: &Attr) -> bool {
 }
 
 impl Client {
+    /// Wait for the size reports of `fid`'s handles on their way (see
+    /// [`OpenFile::report_landed`]) before a change to its attributes.
+    ///
+    /// [`OpenFile::report_landed`]: crate::io::file::OpenFile
+    async fn reports_landed(&self, fid: Fid) {
+        for h in self.open_handles(fid) {
+            h.report_landed().await;
+        }
+    }
+
     /// Include this client's unreported writes in `attr`'s size and times.
     pub(crate) fn with_local_size(&self, mut attr: Attr) -> Attr {
         if attr.kind == FileKind::File {
@@ -228,6 +238,7 @@ impl Client {
     /// owner of a striped directory are set on each of its shards too,
     /// where the names live and are checked.
     pub async fn setattr(&self, c: &Caller, fid: Fid, mut set: SetAttr) -> Result<Attr, Errno> {
+        self.reports_landed(fid).await;
         // Writes not yet reported would bring their own mtime at the next
         // flush and undo an explicit one (`cp -p`, `touch -r`): they are
         // reported in the same request (or, with a truncate, first).
@@ -730,6 +741,7 @@ impl Client {
         value: &[u8],
         flags: u32,
     ) -> Result<(), Errno> {
+        self.reports_landed(fid).await;
         let req = MdtRequest::SetXattr {
             fid,
             name: Name::from(name.as_ref()),
@@ -799,6 +811,7 @@ impl Client {
         fid: Fid,
         name: impl AsRef<[u8]>,
     ) -> Result<(), Errno> {
+        self.reports_landed(fid).await;
         let req = MdtRequest::RemoveXattr {
             fid,
             name: Name::from(name.as_ref()),

@@ -490,6 +490,14 @@ impl OpenFile {
         self.is_dirty().then(|| *self.lock_last_write())
     }
 
+    /// Wait for a report of this handle on its way (a release's, which
+    /// the kernel does not order with later operations), so that a change
+    /// made after it is answered after it too: answers handled out of
+    /// order would leave the older attributes known here.
+    pub(crate) async fn report_landed(&self) {
+        drop(self.reporting.lock().await);
+    }
+
     /// A report taken with [`OpenFile::take_unreported`] did not reach the
     /// MDT: the next flush sends it.
     pub(crate) fn unreported(&self) {
