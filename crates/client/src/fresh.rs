@@ -54,6 +54,10 @@ pub struct Validity {
     pub short: Instant,
     /// [`Fresh::recalls`] when the request was sent.
     pub since: u64,
+    /// [`Fresh::changes`] when the request was sent: a read answered
+    /// after one of this client's own changes (which recall nothing from
+    /// it) may predate it, and is not taken as leased.
+    pub changes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -82,6 +86,8 @@ struct Known {
     sizes: HashSet<Fid>,
     /// Recalls (and drops of everything) so far.
     recalls: u64,
+    /// This client's own changes noted so far.
+    changes: u64,
 }
 
 /// What is known of one inode's extended attributes.
@@ -134,6 +140,12 @@ impl Known {
             Some(u) if granted && self.recalls == v.since => (u, true),
             _ => (v.short, false),
         }
+    }
+
+    /// As [`Known::until`], for a read's answer: not leased either if one
+    /// of this client's own changes was noted while it was in flight.
+    fn until_read(&self, v: Validity, granted: bool) -> (Instant, bool) {
+        self.until(v, granted && self.changes == v.changes)
     }
 
     /// Forget what is known of inode `fid`.
@@ -243,10 +255,16 @@ impl Fresh {
         self.lock().recalls
     }
 
+    /// This client's own changes noted so far (see [`Validity::changes`]).
+    pub fn changes(&self) -> u64 {
+        self.lock().changes
+    }
+
     /// Take note of what a change did; `granted` tells which leases its
     /// answer carries, `x` what it did to extended attributes.
     pub fn learn(&self, e: Effects, granted: &HashSet<Lease>, v: Validity, x: XattrsChanged) {
         let mut k = self.lock();
+        k.changes += 1;
         for fid in e.removed {
             k.forget(fid);
         }
@@ -316,14 +334,14 @@ impl Fresh {
     /// not known yet) only if leased.
     pub fn seen(&self, a: &Attr, granted: bool, v: Validity) {
         let mut k = self.lock();
-        let u = k.until(v, granted);
+        let u = k.until_read(v, granted);
         k.put_attr(a.clone(), u, u.1, false);
     }
 
     /// An MDT found `name` in `dir` naming `fid` (or nothing).
     pub fn seen_name(&self, dir: Fid, name: &Name, fid: Option<Fid>, granted: bool, v: Validity) {
         let mut k = self.lock();
-        let u = k.until(v, granted);
+        let u = k.until_read(v, granted);
         k.put_name(dir, name.clone(), fid, u, u.1, false);
     }
 
@@ -331,7 +349,7 @@ impl Fresh {
     /// with [`Fresh::seen_name`]), under a lease on its list.
     pub fn seen_list(&self, dir: Fid, names: HashSet<Name>, v: Validity) {
         let mut k = self.lock();
-        let (until, leased) = k.until(v, true);
+        let (until, leased) = k.until_read(v, true);
         if leased && names.len() <= LIST_MAX {
             k.lists.insert(
                 dir,
@@ -597,6 +615,7 @@ mod tests {
             leased: None,
             short: Instant::now() + d,
             since: f.recalls(),
+            changes: f.changes(),
         }
     }
 
@@ -605,7 +624,39 @@ mod tests {
             leased: Some(Instant::now() + Duration::from_secs(600)),
             short: Instant::now() + Duration::from_secs(1),
             since: f.recalls(),
+            changes: f.changes(),
         }
+    }
+
+    #[test]
+    fn a_read_that_crossed_an_own_change_does_not_undo_it() {
+        let f = Fresh::default();
+        let (dir, file) = (Fid::new(1, 1), Fid::new(1, 2));
+        let name = Name::from(&b"new"[..]);
+        // Sent before this client's create, answered (absent) after it.
+        let read = leased(&f);
+        let all = |leases: Vec<Lease>| leases.into_iter().collect::<HashSet<_>>();
+        f.learn(
+            Effects {
+                attrs: vec![attr(dir, 0), attr(file, 0)],
+                removed: vec![],
+                names: vec![(dir, name.clone(), Some(file))],
+            },
+            &all(vec![Lease::Name(dir, name.clone()), Lease::Attr(file)]),
+            leased(&f),
+            XattrsChanged::Made(file),
+        );
+        f.seen_layout(file, &Layout::default());
+        f.seen_name(dir, &name, None, true, read);
+        assert_eq!(
+            f.leased_entry(dir, &name, true)
+                .map(|e| e.map(|(a, _)| a.fid)),
+            Some(Some(file)),
+            "the create stands"
+        );
+        // A read sent after it is taken as leased.
+        f.seen_name(dir, &name, Some(file), true, leased(&f));
+        assert!(f.leased_entry(dir, &name, true).is_some());
     }
 
     #[test]

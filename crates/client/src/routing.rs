@@ -493,6 +493,7 @@ impl Router {
                 self.subscribe(target.index, &rpc).await;
             }
             let since = self.fresh.recalls();
+            let changes = self.fresh.changes();
             match rpc
                 .call_replied(&env, bulk.clone(), deadline, RETRY_SLICE)
                 .await
@@ -507,6 +508,7 @@ impl Router {
                             leased: self.caching.lease_time.filter(|_| leased).map(|t| now + t),
                             short: now + self.caching.attr_timeout,
                             since,
+                            changes,
                         };
                         // Only the answer itself is kept for replay.
                         r.result = self.learn(target.index, &env, r.result, leased, v);
