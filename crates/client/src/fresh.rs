@@ -58,6 +58,11 @@ pub struct Validity {
     /// after one of this client's own changes (which recall nothing from
     /// it) may predate it, and is not taken as leased.
     pub changes: u64,
+    /// For a change's answer, its transaction number on the MDT (0 for a
+    /// read): answers to this client's changes of one inode may be handled
+    /// out of order, and an older one must not replace what a newer one
+    /// said.
+    pub stamp: u64,
 }
 
 #[derive(Debug, Default)]
@@ -88,6 +93,9 @@ struct Known {
     recalls: u64,
     /// This client's own changes noted so far.
     changes: u64,
+    /// The transaction number of the newest own change noted for each
+    /// inode's attributes (see [`Validity::stamp`]).
+    stamps: HashMap<Fid, u64>,
 }
 
 /// What is known of one inode's extended attributes.
@@ -269,6 +277,16 @@ impl Fresh {
             k.forget(fid);
         }
         for a in e.attrs {
+            if v.stamp > 0 {
+                if k.stamps.get(&a.fid).is_some_and(|s| *s > v.stamp) {
+                    // A newer change of this client already said more.
+                    continue;
+                }
+                if k.stamps.len() >= CAPACITY {
+                    k.stamps.clear();
+                }
+                k.stamps.insert(a.fid, v.stamp);
+            }
             let u = k.until(v, granted.contains(&Lease::Attr(a.fid)));
             k.put_attr(a, u, true, true);
         }
@@ -419,6 +437,7 @@ impl Fresh {
         k.xattrs.clear();
         k.layouts.clear();
         k.lease_gens.clear();
+        k.stamps.clear();
         v
     }
 
@@ -616,6 +635,7 @@ mod tests {
             short: Instant::now() + d,
             since: f.recalls(),
             changes: f.changes(),
+            stamp: 0,
         }
     }
 
@@ -625,7 +645,35 @@ mod tests {
             short: Instant::now() + Duration::from_secs(1),
             since: f.recalls(),
             changes: f.changes(),
+            stamp: 0,
         }
+    }
+
+    #[test]
+    fn an_older_change_answered_late_does_not_undo_a_newer_one() {
+        let f = Fresh::default();
+        let file = Fid::new(1, 2);
+        let change = |size: u64, stamp: u64| {
+            f.learn(
+                Effects {
+                    attrs: vec![attr(file, size)],
+                    removed: vec![],
+                    names: vec![],
+                },
+                &[Lease::Attr(file)].into_iter().collect(),
+                Validity {
+                    stamp,
+                    ..leased(&f)
+                },
+                XattrsChanged::Nothing,
+            )
+        };
+        // Two reports of one file, the newer (transaction 7) answered first.
+        change(512, 7);
+        change(256, 5);
+        assert_eq!(f.attr(file).map(|(a, _)| a.size), Some(512));
+        change(1024, 9);
+        assert_eq!(f.attr(file).map(|(a, _)| a.size), Some(1024));
     }
 
     #[test]

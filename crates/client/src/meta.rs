@@ -137,9 +137,11 @@ impl Client {
         }
         let parent = self.name_dir(c, parent, name.as_ref()).await?;
         let name = Name::from(name.as_ref());
-        // Under leases (a client that takes them): answered here, after the
-        // search permission the MDT would check.
-        if let Some(dir) = self.router.fresh.leased_attr(parent) {
+        // Under leases (a client that takes them), and with none of its own
+        // changes on their way: answered here, after the search permission
+        // the MDT would check.
+        let settled = self.router.changes_in_flight() == 0;
+        if let Some(dir) = self.router.fresh.leased_attr(parent).filter(|_| settled) {
             if may_search(c, &dir) {
                 let plain = self.dir_is_plain(parent);
                 match self.router.fresh.leased_entry(parent, &name, plain) {

@@ -60,6 +60,22 @@ pub type Invalidator = Arc<dyn Fn(Vec<Lease>) -> tokio::sync::oneshot::Receiver<
 pub type Reporter =
     Arc<dyn Fn(Vec<Fid>) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
+/// Counts one request in a counter while it lives.
+struct InFlight<'a>(&'a std::sync::atomic::AtomicU64);
+
+impl<'a> InFlight<'a> {
+    fn new(c: &'a std::sync::atomic::AtomicU64) -> InFlight<'a> {
+        c.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        InFlight(c)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
 /// The files whose size leases are among `leases`.
 fn sized(leases: &[Lease]) -> Vec<Fid> {
     leases
@@ -113,6 +129,8 @@ pub struct Router {
     invalidator: Arc<OnceLock<Invalidator>>,
     /// Set by the client: reports sizes whose leases went.
     reporter: Arc<OnceLock<Reporter>>,
+    /// Changes on their way (see [`Router::changes_in_flight`]).
+    changing: std::sync::atomic::AtomicU64,
     /// Client id of the contexts this router sends its own requests with.
     client_id: std::sync::atomic::AtomicU64,
     /// Calls made, by target role (MGS, MDT, OST), resends not counted.
@@ -171,6 +189,7 @@ impl Router {
             subscribing: tokio::sync::Mutex::new(()),
             invalidator: Arc::new(OnceLock::new()),
             reporter: Arc::new(OnceLock::new()),
+            changing: std::sync::atomic::AtomicU64::new(0),
             client_id: std::sync::atomic::AtomicU64::new(0),
             calls: Default::default(),
         }
@@ -230,6 +249,14 @@ impl Router {
     /// configured so).
     pub fn takes_leases(&self) -> bool {
         self.caching.lease_time.is_some()
+    }
+
+    /// This client's changes on their way to MDTs. While one is, what
+    /// `fresh` knows may lag behind what an MDT already applied for this
+    /// client (its own changes recall nothing from it): a lookup not
+    /// serialised with them by a kernel asks the MDT.
+    pub fn changes_in_flight(&self) -> u64 {
+        self.changing.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Report sizes whose leases went with `f` (set once, by the client).
@@ -468,6 +495,10 @@ impl Router {
             ctx,
             req: req.into(),
         };
+        // A change of names or inodes on its way (until its answer is noted
+        // in `fresh`): see [`Router::changes_in_flight`].
+        let _changing = matches!(&env.req, Request::Mdt(r) if r.op().effect != Effect::Reads)
+            .then(|| InFlight::new(&self.changing));
         // Every request the mount makes, for counting them per operation
         // (LOOM_LOG=loom_client::routing=trace).
         tracing::trace!(%target, op = %env.req.name(), "call");
@@ -509,6 +540,7 @@ impl Router {
                             short: now + self.caching.attr_timeout,
                             since,
                             changes,
+                            stamp: r.commit.map_or(0, |c| c.transno),
                         };
                         // Only the answer itself is kept for replay.
                         r.result = self.learn(target.index, &env, r.result, leased, v);
