@@ -197,15 +197,7 @@ fn set_default_one(path: &Path, spec: Option<DirDefault>) -> anyhow::Result<()> 
     let s = connect(entry)?;
     let shown = path.display();
     s.rt.block_on(async {
-        let fail = |e| errno(e, &format!("{shown}"));
-        let attr = s
-            .client
-            .resolve_path(rel.as_os_str().as_bytes())
-            .await
-            .map_err(fail)?;
-        if attr.kind != FileKind::Dir {
-            bail!("{shown} is not a directory");
-        }
+        let attr = directory(&s, &rel, path).await?;
         s.client
             .set_dir_default_as(&caller(), attr.fid, spec)
             .await
@@ -216,6 +208,24 @@ fn set_default_one(path: &Path, spec: Option<DirDefault>) -> anyhow::Result<()> 
                 e => errno(e, &format!("{shown}")),
             })
     })
+}
+
+/// The attributes of directory `rel` on the session's mount (`path` as
+/// the user gave it, for errors).
+async fn directory(
+    s: &crate::tools::Session,
+    rel: &Path,
+    path: &Path,
+) -> anyhow::Result<loom_proto::msg::Attr> {
+    let attr = s
+        .client
+        .resolve_path(rel.as_os_str().as_bytes())
+        .await
+        .map_err(|e| errno(e, &format!("{}", path.display())))?;
+    if attr.kind != FileKind::Dir {
+        bail!("{} is not a directory", path.display());
+    }
+    Ok(attr)
 }
 
 /// `loom getdirstripe`.
@@ -240,14 +250,7 @@ fn getdirstripe_one(a: &GetdirstripeArgs, path: &Path) -> anyhow::Result<()> {
     s.rt.block_on(async {
         let c = caller();
         let fail = |e| errno(e, &format!("{shown}"));
-        let attr = s
-            .client
-            .resolve_path(rel.as_os_str().as_bytes())
-            .await
-            .map_err(fail)?;
-        if attr.kind != FileKind::Dir {
-            bail!("{shown} is not a directory");
-        }
+        let attr = directory(&s, &rel, path).await?;
         if a.default {
             let d = s.client.get_dir_default(&c, attr.fid).await.map_err(fail)?;
             match d {

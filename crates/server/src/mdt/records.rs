@@ -43,19 +43,9 @@ pub struct InodeRec {
     pub default_dir: Option<DirDefault>,
 }
 
-/// Version 2 of [`InodeRec`]: without `default_dir`.
-#[derive(Deserialize)]
-struct InodeRecV2 {
-    version: u8,
-    attr: Attr,
-    parent: Fid,
-    layout: Option<Layout>,
-    symlink: Option<Name>,
-    default_stripe: Option<StripeSpec>,
-    default_layout: Option<LayoutSpec>,
-}
-
-/// Version 1 of [`InodeRec`]: without `default_layout`.
+/// The fields every version of [`InodeRec`] starts with (version 1 is
+/// only these); later versions append theirs, so a record is decoded as
+/// this prefix and then the fields its version has.
 #[derive(Deserialize)]
 struct InodeRecV1 {
     version: u8,
@@ -67,37 +57,109 @@ struct InodeRecV1 {
 }
 
 impl InodeRec {
-    /// Decode a stored inode record of any version.
+    /// Decode a stored inode record of any version (1: without
+    /// `default_layout`, 2: without `default_dir`).
     pub fn decode(b: &[u8]) -> Result<InodeRec, loom_proto::WireError> {
-        match b.first() {
-            Some(1) => {
-                let v1: InodeRecV1 = loom_proto::msg::decode(b)?;
-                Ok(InodeRec {
-                    version: v1.version,
-                    attr: v1.attr,
-                    parent: v1.parent,
-                    layout: v1.layout,
-                    symlink: v1.symlink,
-                    default_stripe: v1.default_stripe,
-                    default_layout: None,
-                    default_dir: None,
-                })
-            }
-            Some(2) => {
-                let v2: InodeRecV2 = loom_proto::msg::decode(b)?;
-                Ok(InodeRec {
-                    version: v2.version,
-                    attr: v2.attr,
-                    parent: v2.parent,
-                    layout: v2.layout,
-                    symlink: v2.symlink,
-                    default_stripe: v2.default_stripe,
-                    default_layout: v2.default_layout,
-                    default_dir: None,
-                })
-            }
-            _ => loom_proto::msg::decode(b),
+        use loom_proto::msg::decode_prefix;
+        let (v1, rest): (InodeRecV1, _) = decode_prefix(b)?;
+        let (default_layout, rest) = match v1.version {
+            1 => (None, rest),
+            _ => decode_prefix(rest)?,
+        };
+        let (default_dir, rest) = match v1.version {
+            1 | 2 => (None, rest),
+            _ => decode_prefix(rest)?,
+        };
+        if !rest.is_empty() {
+            return Err(loom_proto::WireError::new(
+                loom_proto::Errno::EPROTO,
+                format!("inode record: {} bytes after its fields", rest.len()),
+            ));
         }
+        Ok(InodeRec {
+            version: v1.version,
+            attr: v1.attr,
+            parent: v1.parent,
+            layout: v1.layout,
+            symlink: v1.symlink,
+            default_stripe: v1.default_stripe,
+            default_layout,
+            default_dir,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loom_proto::layout::{ComponentSpec, DirHash};
+
+    /// A record of version 1 or 2 as those builds wrote it, from `rec`
+    /// whose newer fields are all `None` (one byte each in postcard):
+    /// the same bytes without them.
+    fn old(rec: &InodeRec, version: u8) -> Vec<u8> {
+        let mut r = rec.clone();
+        r.version = version;
+        let full = loom_proto::msg::encode(&r).expect("encode");
+        let newer_fields = usize::from(3 - version);
+        full[..full.len() - newer_fields].to_vec()
+    }
+
+    #[test]
+    fn records_of_every_version_decode() {
+        let t = loom_proto::msg::Time::default();
+        let attr = Attr {
+            fid: Fid::new(1, 9),
+            kind: FileKind::Dir,
+            perm: 0o755,
+            nlink: 2,
+            uid: 1,
+            gid: 2,
+            size: 0,
+            atime: t,
+            mtime: t,
+            ctime: t,
+            rdev: 0,
+            projid: 0,
+        };
+        let plain = InodeRec {
+            version: INODE_REC_VERSION,
+            attr,
+            parent: Fid::ROOT,
+            layout: None,
+            symlink: None,
+            default_stripe: Some(StripeSpec::default()),
+            default_layout: None,
+            default_dir: None,
+        };
+        for v in [1u8, 2] {
+            let r = InodeRec::decode(&old(&plain, v)).expect("an old record");
+            assert_eq!(r.version, v);
+            assert_eq!(r.default_stripe, plain.default_stripe);
+            assert!(r.default_layout.is_none() && r.default_dir.is_none());
+        }
+        let full = InodeRec {
+            default_layout: Some(LayoutSpec {
+                components: vec![ComponentSpec {
+                    end: u64::MAX,
+                    on_mdt: false,
+                    stripe: StripeSpec::default(),
+                }],
+            }),
+            default_dir: Some(DirDefault {
+                count: 2,
+                mdts: vec![0, 2],
+                hash: DirHash::NameHashMod,
+            }),
+            ..plain
+        };
+        let b = loom_proto::msg::encode(&full).expect("encode");
+        let r = InodeRec::decode(&b).expect("a current record");
+        assert_eq!(r.default_layout, full.default_layout);
+        assert_eq!(r.default_dir, full.default_dir);
+        let mut long = b.clone();
+        long.push(0);
+        assert!(InodeRec::decode(&long).is_err(), "trailing bytes");
     }
 }
 
