@@ -4,9 +4,13 @@
 //!   grouped commits.
 //! - [`object`]: the OST's object store: one file per object in a local
 //!   directory.
+//! - [`checked`]: reads that verify checksums, changes that keep them.
+//! - [`sums`]: per-block checksums of an object, beside it.
 //! - [`durable`]: small helpers for crash-safe file replacement.
 #![warn(missing_docs)]
 
+pub mod checked;
 pub mod durable;
 pub mod kv;
 pub mod object;
+pub mod sums;

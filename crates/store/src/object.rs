@@ -7,7 +7,17 @@
 //!                          out, decimal text ending in a newline
 //! DIR/objects/XX/OID       object OID, XX = OID % 256 as two lower-case hex
 //!                          digits, OID in decimal
+//! DIR/objects/XX/OID.sum   its per-block checksums (see `crate::sums`)
+//! DIR/checksums            present on targets made with checksums: every
+//!                          object with data must have a `.sum` file
+//! DIR/incarnation          how many times the store was opened, decimal
 //! ```
+//!
+//! Every read verifies the checksum of each block it touches and answers a
+//! block that fails with [`ObjectError::Corrupt`], never with its bytes;
+//! every change rewrites the checksums of the blocks it touches, then the
+//! data (`crate::checked`). A change holds its object's lock exclusively,
+//! a read holds it shared.
 //!
 //! Objects are created logically by [`ObjectStore::precreate`], which only
 //! moves the watermark; the file appears on the first write or truncate.
@@ -25,7 +35,13 @@
 //! object's data durable, and also its directory entry if the file was
 //! created since the last sync (or is the first synced in its directory
 //! since the store was opened, which covers names made before a crash of
-//! the process). Truncate and punch are durable when they return.
+//! the process). Truncate and punch are durable when they return. Data and
+//! checksums are synced together. A process killed at any point leaves
+//! every block readable (old or new bytes). A machine that loses power
+//! keeps what was synced, checksums included; a block written since its
+//! last sync may come back with bytes its checksum rejects (the page
+//! cache wrote one file and not the other): it reads as corrupt, as ZFS
+//! would not, until it is rewritten.
 //!
 //! The API is blocking; the OST service calls it through
 //! `tokio::task::spawn_blocking`.
@@ -39,7 +55,10 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
+
+use crate::checked::{self, BadBlock, Fault, Files};
+use crate::sums;
 
 /// Most open file handles kept in the cache.
 pub const HANDLE_CACHE_CAPACITY: usize = 512;
@@ -48,6 +67,12 @@ pub const HANDLE_CACHE_CAPACITY: usize = 512;
 const WATERMARK_FILE: &str = "precreate";
 /// Name of the object directory inside the target directory.
 const OBJECTS_DIR: &str = "objects";
+/// Marker of a store whose objects all carry checksums.
+const CHECKSUMS_FILE: &str = "checksums";
+/// The store's incarnation counter.
+const INCARNATION_FILE: &str = "incarnation";
+/// Stripes of object locks.
+const LOCK_STRIPES: usize = 64;
 
 /// Why an object store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +111,29 @@ pub enum ObjectError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A block of an object holds bytes its checksum rejects: the disk
+    /// under the target lost or changed them.
+    #[error("object {oid}: block at offset {offset} fails its checksum (stored {stored:#010x}, read {computed:#010x})")]
+    Corrupt {
+        /// The object.
+        oid: u64,
+        /// Offset of the block in the object.
+        offset: u64,
+        /// The checksum stored for the block.
+        stored: u32,
+        /// The checksum of the bytes read.
+        computed: u32,
+    },
+    /// An object's checksum file is missing or unreadable.
+    #[error("object {oid}: checksums {}: {reason}", path.display())]
+    BadSums {
+        /// The object.
+        oid: u64,
+        /// Its checksum file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// Object ids are exhausted (the 64-bit space is used up).
     #[error("object ids exhausted: {next} + {count} overflows")]
     IdsExhausted {
@@ -113,6 +161,7 @@ impl ObjectError {
             ObjectError::Io { source, .. } => Errno(source.raw_os_error().unwrap_or(Errno::EIO.0)),
             ObjectError::OutOfRange { .. } => Errno::EFBIG,
             ObjectError::CorruptWatermark { .. } => Errno::EIO,
+            ObjectError::Corrupt { .. } | ObjectError::BadSums { .. } => Errno::EIO,
             ObjectError::IdsExhausted { .. } => Errno::ENOSPC,
         }
     }
@@ -124,9 +173,16 @@ impl From<ObjectError> for WireError {
     }
 }
 
-/// One cached open file.
+/// An object's open files.
+struct Obj {
+    data: File,
+    /// Its checksum file, once opened or made.
+    sums: OnceLock<File>,
+}
+
+/// One cached open object.
 struct Handle {
-    file: Arc<File>,
+    file: Arc<Obj>,
     /// Logical time of the last use, for eviction.
     last_use: u64,
 }
@@ -147,7 +203,7 @@ struct HandleCache {
 }
 
 impl HandleCache {
-    fn get(&mut self, oid: u64) -> Option<Arc<File>> {
+    fn get(&mut self, oid: u64) -> Option<Arc<Obj>> {
         self.tick += 1;
         let tick = self.tick;
         self.map.get_mut(&oid).map(|h| {
@@ -156,7 +212,7 @@ impl HandleCache {
         })
     }
 
-    fn insert(&mut self, oid: u64, file: Arc<File>) {
+    fn insert(&mut self, oid: u64, file: Arc<Obj>) {
         if self.map.len() >= HANDLE_CACHE_CAPACITY && !self.map.contains_key(&oid) {
             // Evict the least recently used handle; a scan of a few hundred
             // entries costs far less than the open it saves.
@@ -182,6 +238,13 @@ pub struct ObjectStore {
     handles: Mutex<HandleCache>,
     /// The next id `precreate` hands out; equal to the persisted watermark.
     next_id: Mutex<u64>,
+    /// Object locks, striped by id: changes exclusive, reads shared.
+    locks: Vec<RwLock<()>>,
+    /// This opening's incarnation, stamped on the checksums it writes.
+    gen: u32,
+    /// Whether an object with data and no checksum file is corrupt (a
+    /// store made with checksums) or merely old.
+    require_sums: bool,
 }
 
 impl std::fmt::Debug for ObjectStore {
@@ -211,6 +274,7 @@ impl ObjectStore {
     /// subdirectories if missing.
     pub fn open(dir: &Path) -> Result<ObjectStore, ObjectError> {
         let objects = dir.join(OBJECTS_DIR);
+        let fresh = !objects.exists();
         for i in 0..256u32 {
             let sub = objects.join(format!("{i:02x}"));
             fs::create_dir_all(&sub).map_err(|e| ObjectError::io("mkdir", None, &sub, e))?;
@@ -220,6 +284,18 @@ impl ObjectStore {
             objects,
             handles: Mutex::new(HandleCache::default()),
             next_id: Mutex::new(1),
+            locks: (0..LOCK_STRIPES).map(|_| RwLock::new(())).collect(),
+            gen: next_incarnation(dir)?,
+            require_sums: false,
+        };
+        let marker = dir.join(CHECKSUMS_FILE);
+        if fresh {
+            crate::durable::write_atomic(&marker, b"crc32c per 65536-byte block\n")
+                .map_err(|e| ObjectError::io("write", None, &marker, e))?;
+        }
+        let store = ObjectStore {
+            require_sums: marker.exists(),
+            ..store
         };
         let next = store.load_watermark()?;
         *lock(&store.next_id) = next;
@@ -294,9 +370,20 @@ impl ObjectStore {
         Ok(max)
     }
 
-    /// The cached or newly opened handle of `oid`. With `create`, a missing
-    /// file is created; without it, a missing file gives `Ok(None)`.
-    fn handle(&self, oid: u64, create: bool) -> Result<Option<Arc<File>>, ObjectError> {
+    /// The path of object `oid`'s checksum file.
+    pub fn sums_path(&self, oid: u64) -> PathBuf {
+        self.object_path(oid).with_extension("sum")
+    }
+
+    fn lock_of(&self, oid: u64) -> &RwLock<()> {
+        // Object ids are dense: spread neighbours over different stripes.
+        let i = (oid.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % self.locks.len();
+        &self.locks[i]
+    }
+
+    /// The cached or newly opened files of `oid`. With `create`, a missing
+    /// object is created; without it, a missing object gives `Ok(None)`.
+    fn handle(&self, oid: u64, create: bool) -> Result<Option<Arc<Obj>>, ObjectError> {
         let mut cache = lock(&self.handles);
         if let Some(f) = cache.get(oid) {
             return Ok(Some(f));
@@ -322,9 +409,122 @@ impl ObjectStore {
             }
             Err(e) => return Err(ObjectError::io("open", Some(oid), &path, e)),
         };
-        let file = Arc::new(file);
+        let file = Arc::new(Obj {
+            data: file,
+            sums: OnceLock::new(),
+        });
         cache.insert(oid, file.clone());
         Ok(Some(file))
+    }
+
+    /// The checksum file of `oid`: opened if it exists, made if `create`
+    /// (every change makes it, so an object written before checksums gets
+    /// them for the blocks changed from then on).
+    fn sums_of<'a>(
+        &self,
+        oid: u64,
+        obj: &'a Obj,
+        create: bool,
+    ) -> Result<Option<&'a File>, ObjectError> {
+        if let Some(f) = obj.sums.get() {
+            return Ok(Some(f));
+        }
+        let path = self.sums_path(oid);
+        let bad = |reason: String| ObjectError::BadSums {
+            oid,
+            path: path.clone(),
+            reason,
+        };
+        let f = match OpenOptions::new().read(true).write(true).open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let f = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(&path)
+                    .map_err(|e| ObjectError::io("create", Some(oid), &path, e))?;
+                lock(&self.handles).unsynced_names.insert(oid);
+                f
+            }
+            Err(e) => return Err(ObjectError::io("open", Some(oid), &path, e)),
+        };
+        let mut h = [0u8; sums::HEADER as usize];
+        let n = f
+            .read_at(&mut h, 0)
+            .map_err(|e| ObjectError::io("read", Some(oid), &path, e))?;
+        if n == 0 {
+            // New, or made by a process killed before its header: no
+            // entries yet.
+            f.write_all_at(&sums::header(), 0)
+                .map_err(|e| ObjectError::io("write", Some(oid), &path, e))?;
+        } else {
+            sums::check_header(&h[..n]).map_err(bad)?;
+        }
+        let _ = obj.sums.set(f);
+        Ok(obj.sums.get())
+    }
+
+    fn fault(&self, oid: u64, f: Fault) -> ObjectError {
+        match f {
+            Fault::Io(op, e) => ObjectError::io(op, Some(oid), &self.object_path(oid), e),
+            Fault::Corrupt {
+                offset,
+                stored,
+                computed,
+            } => ObjectError::Corrupt {
+                oid,
+                offset,
+                stored,
+                computed,
+            },
+        }
+    }
+
+    fn size_of(&self, oid: u64, obj: &Obj) -> Result<u64, ObjectError> {
+        obj.data
+            .metadata()
+            .map(|m| m.len())
+            .map_err(|e| ObjectError::io("stat", Some(oid), &self.object_path(oid), e))
+    }
+
+    /// The files of `oid` for a change, made if missing, with its size.
+    fn for_change(&self, oid: u64) -> Result<(Arc<Obj>, u64), ObjectError> {
+        let obj = self.handle(oid, true)?.ok_or_else(|| {
+            ObjectError::io(
+                "open",
+                Some(oid),
+                &self.object_path(oid),
+                io::ErrorKind::NotFound.into(),
+            )
+        })?;
+        self.sums_of(oid, &obj, true)?;
+        let size = self.size_of(oid, &obj)?;
+        Ok((obj, size))
+    }
+
+    /// The files of `oid` for reading, if it exists, with its size. An
+    /// object with bytes and no checksums is corrupt on a store made with
+    /// checksums.
+    fn for_read<'a>(&self, oid: u64, obj: &'a Obj) -> Result<(Files<'a>, u64), ObjectError> {
+        let size = self.size_of(oid, obj)?;
+        let sums = self.sums_of(oid, obj, false)?;
+        if sums.is_none() && self.require_sums && size > 0 {
+            return Err(ObjectError::BadSums {
+                oid,
+                path: self.sums_path(oid),
+                reason: "missing, but the object has data".into(),
+            });
+        }
+        Ok((
+            Files {
+                data: &obj.data,
+                sums,
+            },
+            size,
+        ))
     }
 
     /// Write `data` at `offset` of object `oid`, creating its file if needed.
@@ -333,49 +533,82 @@ impl ObjectStore {
         if data.is_empty() {
             return Ok(());
         }
-        let Some(f) = self.handle(oid, true)? else {
-            return Ok(());
+        let _g = self.lock_of(oid).write().unwrap_or_else(|p| p.into_inner());
+        let (obj, size) = self.for_change(oid)?;
+        let files = Files {
+            data: &obj.data,
+            sums: obj.sums.get(),
         };
-        f.write_all_at(data, offset)
-            .map_err(|e| ObjectError::io("write", Some(oid), &self.object_path(oid), e))
+        checked::write(&files, self.gen, offset, data, size).map_err(|f| self.fault(oid, f))
     }
 
     /// Read up to `len` bytes at `offset` of object `oid`: short at the
-    /// object's end, empty past it or if the object has no file.
+    /// object's end, empty past it or if the object has no file. Every
+    /// block the range touches is verified.
     pub fn read(&self, oid: u64, offset: u64, len: u32) -> Result<Vec<u8>, ObjectError> {
         end_of(oid, offset, u64::from(len))?;
-        let Some(f) = self.handle(oid, false)? else {
+        let _g = self.lock_of(oid).read().unwrap_or_else(|p| p.into_inner());
+        let Some(obj) = self.handle(oid, false)? else {
             return Ok(Vec::new());
         };
-        let path = || self.object_path(oid);
-        let size = f
-            .metadata()
-            .map_err(|e| ObjectError::io("stat", Some(oid), &path(), e))?
-            .len();
-        let want = size.saturating_sub(offset).min(u64::from(len)) as usize;
-        let mut buf = vec![0u8; want];
-        let mut done = 0usize;
-        while done < want {
-            match f.read_at(&mut buf[done..], offset + done as u64) {
-                // The object shrank under us (a concurrent truncate).
-                Ok(0) => break,
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(ObjectError::io("read", Some(oid), &path(), e)),
+        let (files, size) = self.for_read(oid, &obj)?;
+        checked::read(&files, offset, u64::from(len), size).map_err(|f| self.fault(oid, f))
+    }
+
+    /// Verify every block of object `oid`, a few at a time so that writers
+    /// wait for one slice only: the bytes checked and the blocks that fail.
+    pub fn verify(&self, oid: u64) -> Result<(u64, Vec<BadBlock>), ObjectError> {
+        const SLICE: u64 = 16;
+        let (mut bytes, mut bad) = (0, Vec::new());
+        let mut first = 0;
+        loop {
+            let _g = self.lock_of(oid).read().unwrap_or_else(|p| p.into_inner());
+            let Some(obj) = self.handle(oid, false)? else {
+                break;
+            };
+            let (files, size) = self.for_read(oid, &obj)?;
+            if first * sums::BLOCK >= size {
+                break;
+            }
+            let (b, mut v) =
+                checked::verify(&files, first, SLICE, size).map_err(|f| self.fault(oid, f))?;
+            bytes += b;
+            bad.append(&mut v);
+            first += SLICE;
+        }
+        Ok((bytes, bad))
+    }
+
+    /// The ids of the objects with a file in bucket `bucket` (0..256, the
+    /// `XX` directory), in increasing order: how scrub walks the store.
+    pub fn objects_in(&self, bucket: u8) -> Result<Vec<u64>, ObjectError> {
+        let sub = self.objects.join(format!("{bucket:02x}"));
+        let mut oids = Vec::new();
+        for ent in fs::read_dir(&sub).map_err(|e| ObjectError::io("readdir", None, &sub, e))? {
+            let ent = ent.map_err(|e| ObjectError::io("readdir", None, &sub, e))?;
+            if let Some(oid) = ent.file_name().to_str().and_then(|n| n.parse::<u64>().ok()) {
+                oids.push(oid);
             }
         }
-        buf.truncate(done);
-        Ok(buf)
+        oids.sort_unstable();
+        Ok(oids)
     }
 
     /// Set object `oid`'s size, creating its file if missing and `size > 0`.
     pub fn truncate(&self, oid: u64, size: u64) -> Result<(), ObjectError> {
         end_of(oid, size, 0)?;
-        let Some(f) = self.handle(oid, size > 0)? else {
-            return Ok(());
-        };
-        f.set_len(size)
-            .map_err(|e| ObjectError::io("truncate", Some(oid), &self.object_path(oid), e))?;
+        {
+            let _g = self.lock_of(oid).write().unwrap_or_else(|p| p.into_inner());
+            if size == 0 && self.handle(oid, false)?.is_none() {
+                return Ok(());
+            }
+            let (obj, old) = self.for_change(oid)?;
+            let files = Files {
+                data: &obj.data,
+                sums: obj.sums.get(),
+            };
+            checked::resize(&files, self.gen, old, size).map_err(|f| self.fault(oid, f))?;
+        }
         // Durable before the reply: the MDT records the new size next, and
         // a lost truncate would let old bytes reappear when the file grows.
         self.sync(oid)
@@ -388,22 +621,27 @@ impl ObjectStore {
         if len == 0 {
             return Ok(());
         }
-        let Some(f) = self.handle(oid, false)? else {
-            return Ok(());
-        };
-        let mode = FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE;
-        // Both fit in off_t: checked by end_of above.
-        match nix::fcntl::fallocate(f.as_raw_fd(), mode, offset as i64, len as i64) {
-            Ok(()) => {}
-            Err(nix::errno::Errno::EOPNOTSUPP) => self.zero_range(oid, &f, offset, len)?,
-            Err(e) => {
-                return Err(ObjectError::io(
-                    "punch",
-                    Some(oid),
-                    &self.object_path(oid),
-                    io::Error::from_raw_os_error(e as i32),
-                ))
+        {
+            let _g = self.lock_of(oid).write().unwrap_or_else(|p| p.into_inner());
+            if self.handle(oid, false)?.is_none() {
+                return Ok(());
             }
+            let (obj, size) = self.for_change(oid)?;
+            let files = Files {
+                data: &obj.data,
+                sums: obj.sums.get(),
+            };
+            let f = &obj.data;
+            let mode = FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE;
+            checked::punch(&files, self.gen, offset, len, size, || {
+                // Both fit in off_t: checked by end_of above.
+                match nix::fcntl::fallocate(f.as_raw_fd(), mode, offset as i64, len as i64) {
+                    Ok(()) => Ok(()),
+                    Err(nix::errno::Errno::EOPNOTSUPP) => zero_range(f, offset, len, size),
+                    Err(e) => Err(Fault::Io("punch", io::Error::from_raw_os_error(e as i32))),
+                }
+            })
+            .map_err(|f| self.fault(oid, f))?;
         }
         // Durable before the reply, as truncate.
         self.sync(oid)
@@ -419,61 +657,41 @@ impl ObjectStore {
         if len == 0 {
             return Ok(());
         }
-        let Some(f) = self.handle(oid, true)? else {
-            return Ok(());
-        };
-        let mode = FallocateFlags::FALLOC_FL_KEEP_SIZE;
-        if let Err(e) = nix::fcntl::fallocate(f.as_raw_fd(), mode, offset as i64, len as i64) {
-            let source = io::Error::from_raw_os_error(e as i32);
-            if e == nix::errno::Errno::ENOSPC || e == nix::errno::Errno::EOPNOTSUPP {
-                // Expected outcomes, the caller's to report: no error log.
-                return Err(ObjectError::Io {
-                    op: "allocate",
-                    oid: Some(oid),
-                    path: self.object_path(oid),
-                    source,
-                });
+        {
+            let _g = self.lock_of(oid).write().unwrap_or_else(|p| p.into_inner());
+            let (obj, _) = self.for_change(oid)?;
+            let mode = FallocateFlags::FALLOC_FL_KEEP_SIZE;
+            if let Err(e) =
+                nix::fcntl::fallocate(obj.data.as_raw_fd(), mode, offset as i64, len as i64)
+            {
+                // ENOSPC and EOPNOTSUPP are expected outcomes, the caller's
+                // to report.
+                return Err(ObjectError::io(
+                    "allocate",
+                    Some(oid),
+                    &self.object_path(oid),
+                    io::Error::from_raw_os_error(e as i32),
+                ));
             }
-            return Err(ObjectError::io(
-                "allocate",
-                Some(oid),
-                &self.object_path(oid),
-                source,
-            ));
         }
         // A reservation lost in a crash would let a later write fail.
         self.sync(oid)
     }
 
-    /// Punch for file systems without hole punching: write zeros over the
-    /// part of the range inside the object.
-    fn zero_range(&self, oid: u64, f: &File, offset: u64, len: u64) -> Result<(), ObjectError> {
-        let path = self.object_path(oid);
-        let size = f
-            .metadata()
-            .map_err(|e| ObjectError::io("stat", Some(oid), &path, e))?
-            .len();
-        let end = (offset + len).min(size);
-        let zeros = vec![0u8; 1 << 20];
-        let mut pos = offset;
-        while pos < end {
-            let n = (end - pos).min(zeros.len() as u64) as usize;
-            f.write_all_at(&zeros[..n], pos)
-                .map_err(|e| ObjectError::io("zero", Some(oid), &path, e))?;
-            pos += n as u64;
-        }
-        Ok(())
-    }
-
-    /// Make object `oid`'s data durable (and its name, if it is new). A
-    /// missing object is fine: there is nothing to sync.
+    /// Make object `oid`'s data and checksums durable (and its names, if
+    /// new). A missing object is fine: there is nothing to sync.
     pub fn sync(&self, oid: u64) -> Result<(), ObjectError> {
-        let Some(f) = self.handle(oid, false)? else {
+        let Some(obj) = self.handle(oid, false)? else {
             return Ok(());
         };
         let path = self.object_path(oid);
-        f.sync_data()
+        obj.data
+            .sync_data()
             .map_err(|e| ObjectError::io("fdatasync", Some(oid), &path, e))?;
+        if let Some(s) = self.sums_of(oid, &obj, false)? {
+            s.sync_data()
+                .map_err(|e| ObjectError::io("fdatasync", Some(oid), &self.sums_path(oid), e))?;
+        }
         let (word, bit) = ((oid % 256 / 64) as usize, 1u64 << (oid % 64));
         let need_dir = {
             let mut h = lock(&self.handles);
@@ -481,7 +699,8 @@ impl ObjectStore {
             h.unsynced_names.remove(&oid) || first_in_dir
         };
         if need_dir {
-            // fsync the directory: the new object's name must survive a crash.
+            // fsync the directory: the new object's names must survive a
+            // crash.
             let sub = path.parent().unwrap_or(&self.objects);
             if let Err(e) = File::open(sub).and_then(|d| d.sync_all()) {
                 lock(&self.handles).unsynced_names.insert(oid);
@@ -502,18 +721,21 @@ impl ObjectStore {
         }
     }
 
-    /// Remove object `oid`. A missing object is fine (destroy is resent
-    /// after reconnects).
+    /// Remove object `oid` and its checksums. A missing object is fine
+    /// (destroy is resent after reconnects).
     pub fn destroy(&self, oid: u64) -> Result<(), ObjectError> {
-        let path = self.object_path(oid);
+        let _g = self.lock_of(oid).write().unwrap_or_else(|p| p.into_inner());
         let mut cache = lock(&self.handles);
         cache.map.remove(&oid);
         cache.unsynced_names.remove(&oid);
-        match fs::remove_file(&path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(ObjectError::io("unlink", Some(oid), &path, e)),
+        for path in [self.object_path(oid), self.sums_path(oid)] {
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(ObjectError::io("unlink", Some(oid), &path, e)),
+            }
         }
+        Ok(())
     }
 
     /// Reserve `count` fresh object ids and return the first: the caller
@@ -538,6 +760,40 @@ impl ObjectStore {
     pub fn statfs(&self) -> Result<StatFs, ObjectError> {
         statfs_of(&self.dir)
     }
+}
+
+/// Punch for file systems without hole punching: write zeros over the
+/// part of the range inside an object of `size` bytes.
+fn zero_range(f: &File, offset: u64, len: u64, size: u64) -> Result<(), Fault> {
+    let end = offset.saturating_add(len).min(size);
+    let zeros = vec![0u8; 1 << 20];
+    let mut pos = offset;
+    while pos < end {
+        let n = (end - pos).min(zeros.len() as u64) as usize;
+        f.write_all_at(&zeros[..n], pos)
+            .map_err(|e| Fault::Io("zero", e))?;
+        pos += n as u64;
+    }
+    Ok(())
+}
+
+/// Count this opening of the store in `dir` and return its number (never
+/// 0, which marks a block with no checksum). Durable before use, so two
+/// openings never share one.
+fn next_incarnation(dir: &Path) -> Result<u32, ObjectError> {
+    let path = dir.join(INCARNATION_FILE);
+    let last: u32 = match fs::read_to_string(&path) {
+        Ok(s) => s.trim().parse().map_err(|e| {
+            let e = io::Error::new(io::ErrorKind::InvalidData, format!("{e} in {:?}", s.trim()));
+            ObjectError::io("parse", None, &path, e)
+        })?,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(ObjectError::io("read", None, &path, e)),
+    };
+    let next = last.checked_add(1).unwrap_or(1);
+    crate::durable::write_atomic(&path, format!("{next}\n").as_bytes())
+        .map_err(|e| ObjectError::io("write", None, &path, e))?;
+    Ok(next)
 }
 
 /// Space and inode usage of the file system holding `dir`, from statvfs.
@@ -574,6 +830,68 @@ mod tests {
         s.write(0x1ff, 0, b"x").expect("write");
         assert!(d.path().join("objects/ff/511").is_file());
         assert!(d.path().join("objects/00").is_dir());
+    }
+
+    #[test]
+    fn a_flipped_byte_on_disk_reads_as_corrupt_never_as_data() {
+        let d = tmp();
+        let s = ObjectStore::open(d.path()).expect("open");
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+        s.write(7, 0, &data).expect("write");
+        s.sync(7).expect("sync");
+        drop(s);
+        let f = OpenOptions::new()
+            .write(true)
+            .open(d.path().join("objects/07/7"))
+            .expect("open the object file");
+        f.write_all_at(&[data[70_000] ^ 1], 70_000)
+            .expect("flip a bit");
+        let s = ObjectStore::open(d.path()).expect("reopen");
+        assert_eq!(s.read(7, 0, 1000).expect("block 0"), data[..1000].to_vec());
+        match s.read(7, 69_000, 2000) {
+            Err(
+                e @ ObjectError::Corrupt {
+                    oid: 7,
+                    offset: 65_536,
+                    ..
+                },
+            ) => {
+                assert_eq!(e.errno(), Errno::EIO);
+            }
+            other => panic!("read of the flipped block: {other:?}"),
+        }
+        let (bytes, bad) = s.verify(7).expect("verify");
+        assert_eq!(bytes, 200_000);
+        assert_eq!(
+            bad.iter().map(|b| b.offset).collect::<Vec<_>>(),
+            vec![65_536]
+        );
+        // Losing the checksum file is corruption too, on a store made with
+        // checksums.
+        std::fs::remove_file(s.sums_path(7)).expect("rm sums");
+        drop(s);
+        let s = ObjectStore::open(d.path()).expect("reopen");
+        assert!(matches!(
+            s.read(7, 0, 10),
+            Err(ObjectError::BadSums { oid: 7, .. })
+        ));
+    }
+
+    #[test]
+    fn objects_of_a_store_made_before_checksums_still_read() {
+        let d = tmp();
+        let s = ObjectStore::open(d.path()).expect("open");
+        s.write(9, 0, b"old bytes").expect("write");
+        drop(s);
+        std::fs::remove_file(d.path().join(CHECKSUMS_FILE)).expect("rm marker");
+        std::fs::remove_file(d.path().join("objects/09/9.sum")).expect("rm sums");
+        let s = ObjectStore::open(d.path()).expect("reopen");
+        assert_eq!(s.read(9, 0, 100).expect("read"), b"old bytes".to_vec());
+        // Its next change gives the blocks it touches checksums.
+        s.write(9, 4, b"NEW").expect("write");
+        assert_eq!(s.read(9, 0, 100).expect("read"), b"old NEWes".to_vec());
+        assert!(s.sums_path(9).is_file());
+        assert!(s.verify(9).expect("verify").1.is_empty());
     }
 
     #[test]
@@ -753,12 +1071,13 @@ mod tests {
     fn op() -> impl Strategy<Value = Op> {
         let oid = 1u64..4;
         prop_oneof![
-            4 => (oid.clone(), 0u64..40_000, 0usize..9_000, any::<u8>())
+            // Ranges span several 64 KiB checksum blocks.
+            4 => (oid.clone(), 0u64..200_000, 0usize..90_000, any::<u8>())
                 .prop_map(|(oid, offset, len, byte)| Op::Write { oid, offset, len, byte }),
-            2 => (oid.clone(), 0u64..50_000).prop_map(|(oid, size)| Op::Truncate { oid, size }),
-            2 => (oid.clone(), 0u64..50_000, 0u64..20_000)
+            2 => (oid.clone(), 0u64..250_000).prop_map(|(oid, size)| Op::Truncate { oid, size }),
+            2 => (oid.clone(), 0u64..250_000, 0u64..150_000)
                 .prop_map(|(oid, offset, len)| Op::Punch { oid, offset, len }),
-            4 => (oid.clone(), 0u64..50_000, 0u32..20_000)
+            4 => (oid.clone(), 0u64..250_000, 0u32..150_000)
                 .prop_map(|(oid, offset, len)| Op::Read { oid, offset, len }),
             1 => oid.clone().prop_map(|oid| Op::Sync { oid }),
             1 => oid.prop_map(|oid| Op::Destroy { oid }),
@@ -826,8 +1145,11 @@ mod tests {
                 }
             }
             for (oid, m) in &model {
-                let got = s.read(*oid, 0, 100_000).expect("read");
+                let got = s.read(*oid, 0, 1 << 20).expect("read");
                 prop_assert_eq!(&got, m, "final contents of {}", oid);
+                let (bytes, bad) = s.verify(*oid).expect("verify");
+                prop_assert_eq!(bytes, m.len() as u64);
+                prop_assert!(bad.is_empty(), "{:?}", bad);
             }
         }
     }

@@ -1,0 +1,431 @@
+//! Checked I/O on one object: reads verify every block they touch against
+//! its checksum, and every change rewrites the checksums of the blocks it
+//! touches before it touches the data (see [`crate::sums`] for why that
+//! order is crash-safe).
+//!
+//! The caller holds the object's lock: shared for reads, exclusive for
+//! changes, so that no read sees a block between its new checksum and its
+//! new bytes, and no two changes of one block interleave.
+
+use crate::sums::{self, Entry, BLOCK};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+/// What went wrong, without the object's name (the store adds it).
+#[derive(Debug)]
+pub enum Fault {
+    /// The local file system failed `op`.
+    Io(&'static str, io::Error),
+    /// The block at `offset` holds bytes its checksum rejects.
+    Corrupt {
+        /// Offset of the block in the object.
+        offset: u64,
+        /// The checksum stored for it.
+        stored: u32,
+        /// The checksum of the bytes read.
+        computed: u32,
+    },
+}
+
+/// A block that failed its checksum, as scrub reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BadBlock {
+    /// Offset of the block in the object.
+    pub offset: u64,
+    /// The checksum stored for it.
+    pub stored: u32,
+    /// The checksum of the bytes read.
+    pub computed: u32,
+}
+
+/// An object's data file and, if it has one, its checksum file.
+pub struct Files<'a> {
+    /// The object's bytes.
+    pub data: &'a File,
+    /// Its checksums; `None` for an object written before checksums.
+    pub sums: Option<&'a File>,
+}
+
+/// Read up to `buf.len()` bytes at `at`; fewer only at the end of the file.
+fn read_full(f: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match f.read_at(&mut buf[done..], at + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+fn entries(f: &Files<'_>, first: u64, n: usize) -> Result<Vec<Entry>, Fault> {
+    match f.sums {
+        Some(s) => sums::read_entries(s, first, n).map_err(|e| Fault::Io("read checksums", e)),
+        None => Ok(vec![Entry::default(); n]),
+    }
+}
+
+fn put_entries(f: &Files<'_>, first: u64, new: &[Entry]) -> Result<(), Fault> {
+    match f.sums {
+        Some(s) => sums::write_entries(s, first, new).map_err(|e| Fault::Io("write checksums", e)),
+        None => Ok(()),
+    }
+}
+
+/// The bytes of block `b` inside an object of `size` bytes, padded with
+/// zeros to `len` (a block that grows).
+fn block_bytes(f: &Files<'_>, b: u64, size: u64, len: u64) -> Result<Vec<u8>, Fault> {
+    let start = b * BLOCK;
+    let have = BLOCK.min(size.saturating_sub(start)).min(len);
+    let mut buf = vec![0u8; len as usize];
+    read_full(f.data, &mut buf[..have as usize], start).map_err(|e| Fault::Io("read", e))?;
+    Ok(buf)
+}
+
+/// Check `bytes`, the whole of block `b` as stored, against its entry.
+fn check(e: &Entry, b: u64, bytes: &[u8]) -> Result<u32, Fault> {
+    let c = sums::crc(bytes);
+    if e.accepts(c) {
+        Ok(c)
+    } else {
+        Err(Fault::Corrupt {
+            offset: b * BLOCK,
+            stored: e.cur,
+            computed: c,
+        })
+    }
+}
+
+/// Read `[offset, offset + len)` of an object of `size` bytes (short at its
+/// end), verifying every block the range touches. Blocks are read whole,
+/// so a small read in a large object reads up to two blocks.
+pub fn read(f: &Files<'_>, offset: u64, len: u64, size: u64) -> Result<Vec<u8>, Fault> {
+    let end = offset.saturating_add(len).min(size);
+    if offset >= end {
+        return Ok(Vec::new());
+    }
+    let (first, last) = (offset / BLOCK, (end - 1) / BLOCK);
+    let (rs, re) = (first * BLOCK, ((last + 1) * BLOCK).min(size));
+    let mut buf = vec![0u8; (re - rs) as usize];
+    let got = read_full(f.data, &mut buf, rs).map_err(|e| Fault::Io("read", e))?;
+    buf.truncate(got);
+    let es = entries(f, first, (last - first + 1) as usize)?;
+    for (i, e) in es.iter().enumerate() {
+        let lo = i * BLOCK as usize;
+        if lo >= buf.len() {
+            break;
+        }
+        let hi = (lo + BLOCK as usize).min(buf.len());
+        check(e, first + i as u64, &buf[lo..hi])?;
+    }
+    let want = ((offset - rs) as usize).min(buf.len())..((end - rs) as usize).min(buf.len());
+    buf.truncate(want.end);
+    buf.drain(..want.start);
+    Ok(buf)
+}
+
+/// Verify blocks `first .. first + n` of an object of `size` bytes, as
+/// scrub does: every block that fails its checksum, and the bytes read.
+pub fn verify(f: &Files<'_>, first: u64, n: u64, size: u64) -> Result<(u64, Vec<BadBlock>), Fault> {
+    let mut bad = Vec::new();
+    let mut bytes = 0;
+    let es = entries(f, first, n as usize)?;
+    for (i, e) in es.iter().enumerate() {
+        let b = first + i as u64;
+        if b * BLOCK >= size {
+            break;
+        }
+        let data = block_bytes(f, b, size, BLOCK.min(size - b * BLOCK))?;
+        bytes += data.len() as u64;
+        if let Err(Fault::Corrupt {
+            offset,
+            stored,
+            computed,
+        }) = check(e, b, &data)
+        {
+            bad.push(BadBlock {
+                offset,
+                stored,
+                computed,
+            });
+        }
+    }
+    Ok((bytes, bad))
+}
+
+/// After a change failed part way, take what the blocks hold now as their
+/// contents (the caller was told the change failed, so the range holds
+/// old bytes, new ones or a mix, as POSIX allows).
+fn reseal(f: &Files<'_>, first: u64, last: u64, gen: u32) {
+    let Ok(size) = f.data.metadata().map(|m| m.len()) else {
+        return;
+    };
+    let mut es = Vec::new();
+    for b in first..=last {
+        let len = BLOCK.min(size.saturating_sub(b * BLOCK));
+        match block_bytes(f, b, size, len) {
+            Ok(bytes) if len > 0 => {
+                let c = sums::crc(&bytes);
+                es.push(Entry::new(c, c, gen));
+            }
+            _ => es.push(Entry::default()),
+        }
+    }
+    let _ = put_entries(f, first, &es);
+}
+
+/// Write `buf` at `offset` of an object of `size` bytes.
+pub fn write(f: &Files<'_>, gen: u32, offset: u64, buf: &[u8], size: u64) -> Result<(), Fault> {
+    let end = offset + buf.len() as u64;
+    let new_size = size.max(end);
+    let mut first = offset / BLOCK;
+    if offset > size && size % BLOCK != 0 {
+        // The old last block grows with zeros up to the write.
+        first = first.min(size / BLOCK);
+    }
+    let last = (end - 1) / BLOCK;
+    let old = entries(f, first, (last - first + 1) as usize)?;
+    let mut new = Vec::with_capacity(old.len());
+    for (e, b) in old.iter().zip(first..=last) {
+        let start = b * BLOCK;
+        let old_len = BLOCK.min(size.saturating_sub(start));
+        let new_len = BLOCK.min(new_size - start);
+        let (cs, ce) = (offset.max(start), end.min(start + BLOCK));
+        if cs >= ce && old_len == 0 {
+            // A hole between the old end and the write: no bytes, no sum.
+            new.push(Entry::default());
+            continue;
+        }
+        let whole = cs == start && ce == start + new_len;
+        let written =
+            || &buf[cs.saturating_sub(offset) as usize..ce.saturating_sub(offset) as usize];
+        let (cur, prev) = if whole && old_len == 0 {
+            (sums::crc(written()), sums::crc(&[]))
+        } else if whole && e.is_set() && e.gen == gen {
+            // This incarnation wrote the entry after its bytes landed, so
+            // `cur` is what the block holds: no need to read it.
+            (sums::crc(written()), e.cur)
+        } else {
+            let mut bytes = block_bytes(f, b, size, new_len)?;
+            let held = sums::crc(&bytes[..old_len as usize]);
+            if !whole && !e.accepts(held) {
+                // Never stamp a fresh checksum over rotten bytes.
+                return Err(Fault::Corrupt {
+                    offset: start,
+                    stored: e.cur,
+                    computed: held,
+                });
+            }
+            if cs < ce {
+                bytes[(cs - start) as usize..(ce - start) as usize].copy_from_slice(written());
+            }
+            (sums::crc(&bytes), held)
+        };
+        new.push(Entry::new(cur, prev, gen));
+    }
+    put_entries(f, first, &new)?;
+    if let Err(e) = f.data.write_all_at(buf, offset) {
+        reseal(f, first, last, gen);
+        return Err(Fault::Io("write", e));
+    }
+    Ok(())
+}
+
+/// Set the size of an object of `size` bytes to `new`: the block the new
+/// end falls in gets the checksum of its new bytes, blocks past it lose
+/// theirs.
+pub fn resize(f: &Files<'_>, gen: u32, size: u64, new: u64) -> Result<(), Fault> {
+    let grow_tail = new > size && size % BLOCK != 0;
+    let cut_tail = new < size && new % BLOCK != 0;
+    if grow_tail || cut_tail {
+        let b = if grow_tail { size / BLOCK } else { new / BLOCK };
+        let start = b * BLOCK;
+        let old_len = BLOCK.min(size - start);
+        let new_len = BLOCK.min(new - start);
+        let e = entries(f, b, 1)?[0];
+        let bytes = block_bytes(f, b, size, old_len.max(new_len))?;
+        let held = check(&e, b, &bytes[..old_len as usize])?;
+        let cur = sums::crc(&bytes[..new_len as usize]);
+        put_entries(f, b, &[Entry::new(cur, held, gen)])?;
+    }
+    if new < size {
+        if let Some(s) = f.sums {
+            sums::keep_entries(s, new.div_ceil(BLOCK))
+                .map_err(|e| Fault::Io("cut checksums", e))?;
+        }
+    }
+    f.data.set_len(new).map_err(|e| Fault::Io("truncate", e))
+}
+
+/// Zero `[offset, offset + len)` of an object of `size` bytes, inside it,
+/// by `punch` (which deallocates or writes zeros): whole blocks become
+/// holes with no checksum, partly zeroed ones get the checksum of their
+/// new bytes.
+pub fn punch(
+    f: &Files<'_>,
+    gen: u32,
+    offset: u64,
+    len: u64,
+    size: u64,
+    punch: impl FnOnce() -> Result<(), Fault>,
+) -> Result<(), Fault> {
+    let end = offset.saturating_add(len).min(size);
+    if offset >= end {
+        return punch();
+    }
+    let (first, last) = (offset / BLOCK, (end - 1) / BLOCK);
+    let old = entries(f, first, (last - first + 1) as usize)?;
+    let mut new = Vec::with_capacity(old.len());
+    for (e, b) in old.iter().zip(first..=last) {
+        let start = b * BLOCK;
+        let blen = BLOCK.min(size - start);
+        let (cs, ce) = (offset.max(start), end.min(start + blen));
+        if cs == start && ce == start + blen {
+            new.push(Entry::default());
+            continue;
+        }
+        let mut bytes = block_bytes(f, b, size, blen)?;
+        let held = check(e, b, &bytes)?;
+        bytes[(cs - start) as usize..(ce - start) as usize].fill(0);
+        new.push(Entry::new(sums::crc(&bytes), held, gen));
+    }
+    put_entries(f, first, &new)?;
+    punch().inspect_err(|_| reseal(f, first, last, gen))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::OpenOptions;
+
+    struct Obj {
+        _d: tempfile::TempDir,
+        data: File,
+        sums: File,
+    }
+
+    fn obj() -> Obj {
+        let d = tempfile::tempdir().expect("tempdir");
+        let open = |n: &str| {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(d.path().join(n))
+                .expect("create")
+        };
+        let (data, sums) = (open("o"), open("o.sum"));
+        sums.write_all_at(&sums::header(), 0).expect("header");
+        Obj { _d: d, data, sums }
+    }
+
+    impl Obj {
+        fn files(&self) -> Files<'_> {
+            Files {
+                data: &self.data,
+                sums: Some(&self.sums),
+            }
+        }
+        fn size(&self) -> u64 {
+            self.data.metadata().expect("stat").len()
+        }
+        fn write(&self, gen: u32, offset: u64, buf: &[u8]) {
+            write(&self.files(), gen, offset, buf, self.size()).expect("write");
+        }
+        fn read_all(&self) -> Result<Vec<u8>, Fault> {
+            read(&self.files(), 0, u64::MAX / 2, self.size())
+        }
+    }
+
+    #[test]
+    fn a_flipped_byte_is_caught_in_the_block_it_lies_in() {
+        let o = obj();
+        let data: Vec<u8> = (0..3 * BLOCK + 100).map(|i| (i % 251) as u8).collect();
+        o.write(1, 0, &data);
+        assert_eq!(o.read_all().expect("clean read"), data);
+        o.data
+            .write_all_at(&[data[(BLOCK + 7) as usize] ^ 0x10], BLOCK + 7)
+            .expect("flip");
+        match read(&o.files(), 10, 100, o.size()) {
+            Ok(got) => assert_eq!(got, data[10..110].to_vec(), "block 0 is intact"),
+            Err(e) => panic!("block 0 read: {e:?}"),
+        }
+        assert!(matches!(
+            read(&o.files(), BLOCK * 2 - 1, 2, o.size()),
+            Err(Fault::Corrupt { offset, .. }) if offset == BLOCK
+        ));
+        let (bytes, bad) = verify(&o.files(), 0, 10, o.size()).expect("verify");
+        assert_eq!(bytes, data.len() as u64);
+        assert_eq!(bad.len(), 1);
+        assert_eq!(bad[0].offset, BLOCK);
+        // A partial write over the rotten block is refused too.
+        assert!(matches!(
+            write(&o.files(), 1, BLOCK + 1, b"x", o.size()),
+            Err(Fault::Corrupt { .. })
+        ));
+        // A whole-block overwrite replaces it.
+        o.write(1, BLOCK, &vec![9u8; BLOCK as usize]);
+        assert!(verify(&o.files(), 0, 10, o.size())
+            .expect("verify")
+            .1
+            .is_empty());
+    }
+
+    #[test]
+    fn a_change_cut_short_after_its_checksums_leaves_readable_old_bytes() {
+        for gen in [1, 2] {
+            let o = obj();
+            o.write(1, 0, &vec![1u8; 100_000]);
+            // What a kill between the checksum write and the data write
+            // leaves: the new checksums, the old bytes.
+            let size = o.size();
+            let files = o.files();
+            let keep = o.data.try_clone().expect("dup");
+            let before = o.read_all().expect("read");
+            write(&files, gen, 5, &vec![2u8; 70_000], size).expect("write");
+            keep.write_all_at(&before[5..70_005], 5)
+                .expect("undo the data");
+            assert_eq!(o.read_all().expect("old bytes pass"), before);
+            // And a write after it (a new incarnation) still works from the
+            // bytes actually there.
+            o.write(gen + 1, 0, &vec![3u8; BLOCK as usize]);
+            let mut want = before.clone();
+            want[..BLOCK as usize].fill(3);
+            assert_eq!(o.read_all().expect("read after"), want);
+        }
+    }
+
+    #[test]
+    fn growing_cutting_and_punching_keep_every_block_checked() {
+        let o = obj();
+        o.write(1, 0, &vec![5u8; 1000]);
+        // A write past the end: the old last block grows with zeros.
+        o.write(1, 3 * BLOCK + 10, b"far");
+        let mut want = vec![5u8; 1000];
+        want.resize((3 * BLOCK + 13) as usize, 0);
+        want[(3 * BLOCK + 10) as usize..].copy_from_slice(b"far");
+        assert_eq!(o.read_all().expect("read"), want);
+        resize(&o.files(), 1, o.size(), 500).expect("cut");
+        resize(&o.files(), 1, o.size(), BLOCK + 3).expect("grow");
+        let mut want = vec![5u8; 500];
+        want.resize((BLOCK + 3) as usize, 0);
+        assert_eq!(o.read_all().expect("read"), want);
+        let size = o.size();
+        punch(&o.files(), 1, 100, BLOCK, size, || {
+            o.data
+                .write_all_at(&vec![0u8; (size - 100) as usize], 100)
+                .map_err(|e| Fault::Io("zero", e))
+        })
+        .expect("punch");
+        want[100..].fill(0);
+        assert_eq!(o.read_all().expect("read"), want);
+        assert!(verify(&o.files(), 0, 4, o.size())
+            .expect("verify")
+            .1
+            .is_empty());
+    }
+}
