@@ -182,7 +182,7 @@ pub fn write(f: &Files<'_>, gen: u32, offset: u64, buf: &[u8], size: u64) -> Res
     let end = offset + buf.len() as u64;
     let new_size = size.max(end);
     let mut first = offset / BLOCK;
-    if offset > size && size % BLOCK != 0 {
+    if offset > size && !size.is_multiple_of(BLOCK) {
         // The old last block grows with zeros up to the write.
         first = first.min(size / BLOCK);
     }
@@ -238,8 +238,8 @@ pub fn write(f: &Files<'_>, gen: u32, offset: u64, buf: &[u8], size: u64) -> Res
 /// end falls in gets the checksum of its new bytes, blocks past it lose
 /// theirs.
 pub fn resize(f: &Files<'_>, gen: u32, size: u64, new: u64) -> Result<(), Fault> {
-    let grow_tail = new > size && size % BLOCK != 0;
-    let cut_tail = new < size && new % BLOCK != 0;
+    let grow_tail = new > size && !size.is_multiple_of(BLOCK);
+    let cut_tail = new < size && !new.is_multiple_of(BLOCK);
     if grow_tail || cut_tail {
         let b = if grow_tail { size / BLOCK } else { new / BLOCK };
         let start = b * BLOCK;
