@@ -10,6 +10,7 @@ mod dirtools;
 mod mount;
 mod noop;
 mod registry;
+mod scrub;
 mod tools;
 mod up;
 
@@ -76,6 +77,9 @@ enum Cmd {
     Setdirstripe(dirtools::MkdirArgs),
     /// Show where a directory lives: its MDT and, if striped, its shards.
     Getdirstripe(dirtools::GetdirstripeArgs),
+    /// Verify every block of every object against its checksum, in the
+    /// servers, and list the bad ones: `loom scrub MOUNT [--rate MB/s]`.
+    Scrub(scrub::ScrubArgs),
     // Benchmarks (mdtest, IOR, IO500; compare, sweep, suite). No doc
     // comment here: it would replace the long help of loom_bench::BenchArgs.
     Bench(loom_bench::BenchArgs),
@@ -87,6 +91,8 @@ fn init_logs() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colours only for a person: server logs go to files, and grep.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
 
@@ -114,6 +120,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Df(a) => tools::df(a),
         Cmd::Mkdir(a) | Cmd::Setdirstripe(a) => dirtools::mkdir(a),
         Cmd::Getdirstripe(a) => dirtools::getdirstripe(a),
+        Cmd::Scrub(a) => scrub::scrub(a),
         Cmd::Bench(a) => loom_bench::run(a),
     }
 }

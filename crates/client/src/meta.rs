@@ -14,7 +14,7 @@ use bytes::Bytes;
 use loom_proto::layout::{object_size_for, LayoutSpec, Pattern};
 use loom_proto::msg::{
     rename_flags, Attr, DirDefault, DirEntry, FileKind, MdtRequest, OstRequest, Reply, Request,
-    Role, SetAttr, StatFs, TargetId,
+    Role, ScrubCmd, ScrubStatus, SetAttr, StatFs, TargetId,
 };
 use loom_proto::{Errno, Fid, Layout, Name, ObjRef, StripeSpec};
 use std::time::Duration;
@@ -935,6 +935,54 @@ impl Client {
                     Err(e) => Err(e),
                 },
             ));
+        }
+        out
+    }
+
+    /// Run `cmd` on the scrub of every OST (or only of OST `only`), in
+    /// parallel: each OST's scrub state after it, or why it did not
+    /// answer, in OST order.
+    pub async fn ost_scrub(
+        &self,
+        cmd: ScrubCmd,
+        only: Option<u32>,
+    ) -> Vec<(u32, Result<ScrubStatus, Errno>)> {
+        let config = self.router.config();
+        let mut osts: Vec<u32> = config
+            .targets
+            .iter()
+            .filter(|t| t.id.role == Role::Ost && only.is_none_or(|o| o == t.id.index))
+            .map(|t| t.id.index)
+            .collect();
+        osts.sort();
+        let c = Caller::current();
+        let mut set = JoinSet::new();
+        for (i, ost) in osts.iter().enumerate() {
+            let (router, ctx, id) = (self.router_handle(), self.ctx(&c), TargetId::ost(*ost));
+            set.spawn(async move {
+                let r = router
+                    .call_within(
+                        id,
+                        ctx,
+                        OstRequest::Scrub { cmd },
+                        Bytes::new(),
+                        STATFS_TIMEOUT,
+                    )
+                    .await;
+                (i, r)
+            });
+        }
+        let mut out: Vec<(u32, Result<ScrubStatus, Errno>)> =
+            osts.iter().map(|o| (*o, Err(Errno::EIO))).collect();
+        while let Some(r) = set.join_next().await {
+            let Ok((i, r)) = r else {
+                continue;
+            };
+            out[i].1 = match r {
+                Ok((Reply::Scrub(st), _)) => Ok(st),
+                Ok((other, _)) => Err(unexpected("Scrub", &other)),
+                Err(e) => Err(e),
+            };
         }
         out
     }

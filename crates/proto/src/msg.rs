@@ -327,6 +327,61 @@ impl ClusterConfig {
     }
 }
 
+/// What `loom scrub` asks of a target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ScrubCmd {
+    /// Start a pass, or resume the one under way, reading at most
+    /// `rate_mib` MiB/s (0: as fast as the disk goes); a pass already
+    /// running takes the new rate.
+    Start {
+        /// MiB/s.
+        rate_mib: u32,
+    },
+    /// Only report.
+    Status,
+    /// Stop the pass under way (a later start resumes it).
+    Stop,
+}
+
+/// A block that failed its checksum.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The object.
+    pub oid: u64,
+    /// Offset of the block in the object.
+    pub offset: u64,
+    /// Found by scrub (else by a client's read).
+    pub by_scrub: bool,
+    /// When, in seconds since the Unix epoch.
+    pub when: u64,
+}
+
+/// A target's scrub: the pass under way or the last one, and every bad
+/// block known (from scrub and from reads), until a pass finds it good.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScrubStatus {
+    /// A pass is running.
+    pub running: bool,
+    /// Its rate limit, MiB/s (0: none).
+    pub rate_mib: u32,
+    /// Objects checked by the current (or last) pass.
+    pub checked_objects: u64,
+    /// Bytes checked by it.
+    pub checked_bytes: u64,
+    /// Bytes the target held when the pass started.
+    pub total_bytes: u64,
+    /// Passes finished since the target was formatted.
+    pub passes: u64,
+    /// When the current (or last) pass started, Unix seconds (0: never).
+    pub started: u64,
+    /// When the last pass finished, Unix seconds (0: never).
+    pub finished: u64,
+    /// Bad blocks known, oldest first (the list is bounded).
+    pub findings: Vec<Finding>,
+    /// Reads answered EIO for a bad block since the target started.
+    pub read_errors: u64,
+}
+
 /// Space and inode usage of one target.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatFs {
@@ -573,6 +628,8 @@ pub enum Reply {
     DirDefault(Option<DirDefault>),
     /// Operation counters by name, sorted by name.
     OpStats(Vec<(String, u64)>),
+    /// A target's scrub.
+    Scrub(ScrubStatus),
 }
 
 impl Reply {

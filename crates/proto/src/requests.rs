@@ -23,8 +23,8 @@
 use crate::fid::Fid;
 use crate::layout::{LayoutSpec, ObjRef, StripeSpec};
 use crate::msg::{
-    DirDefault, DirObject, DirStripe, FileKind, IntentRef, Replayed, Role, SetAttr, TargetInfo,
-    Time,
+    DirDefault, DirObject, DirStripe, FileKind, IntentRef, Replayed, Role, ScrubCmd, SetAttr,
+    TargetInfo, Time,
 };
 use crate::name::Name;
 use serde::{Deserialize, Serialize};
@@ -559,6 +559,11 @@ declare_requests! {
         } => 58, "obj_allocate", Changes, Any;
         /// Space and inode usage of a target (MDT or OST).
         StatFs => 39, "statfs", Reads, Any;
+        /// Start, stop or report the target's scrub (`loom scrub`).
+        Scrub {
+            /// What to do.
+            cmd: ScrubCmd,
+        } => 74, "scrub", Changes, Any;
     }
 }
 

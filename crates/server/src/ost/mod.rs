@@ -7,15 +7,19 @@
 //!
 //! Objects are created logically by `Precreate` (a watermark move) and
 //! appear on disk at their first write or truncate; see
-//! `loom_store::object` for the on-disk layout.
+//! `loom_store::object` for the on-disk layout. Every block carries a
+//! checksum: a request that meets a block failing it is answered EIO,
+//! and the block is logged, counted and reported to [`scrub`].
 
+mod scrub;
 mod stats;
 
 use crate::error::{Handled, ServerError};
 use loom_proto::frame::MAX_BULK;
-use loom_proto::msg::{OstRequest, Reply, ReqCtx, StatFs, TargetId};
+use loom_proto::msg::{OstRequest, Reply, ReqCtx, ScrubCmd, StatFs, TargetId};
 use loom_proto::{Errno, ObjRef};
 use loom_store::object::{ObjectError, ObjectStore};
+use scrub::Scrub;
 use stats::OpStats;
 use std::path::Path;
 use std::sync::Arc;
@@ -31,6 +35,7 @@ pub struct OstService {
     index: u32,
     store: Arc<ObjectStore>,
     stats: OpStats,
+    scrub: Arc<Scrub>,
 }
 
 impl OstService {
@@ -39,9 +44,11 @@ impl OstService {
         let store = ObjectStore::open(dir)
             .map_err(|e| anyhow::anyhow!("opening OST{index:04x} object store: {e}"))?;
         tracing::info!(index, dir = %dir.display(), "OST opened");
+        let store = Arc::new(store);
         Ok(Arc::new(OstService {
             index,
-            store: Arc::new(store),
+            scrub: Scrub::open(index, store.clone()),
+            store,
             stats: OpStats::default(),
         }))
     }
@@ -57,9 +64,12 @@ impl OstService {
     }
 
     /// Per-operation counters: `("<op>.count", n)` and `("<op>.bytes", n)`
-    /// for every operation, plus `("<op>.errors", n)`.
+    /// for every operation, plus `("<op>.errors", n)`; then the integrity
+    /// counters (`checksum_errors.count`, `scrub.*`).
     pub fn stats(&self) -> Vec<(String, u64)> {
-        self.stats.snapshot()
+        let mut v = self.stats.snapshot();
+        v.extend(self.scrub.counters());
+        v
     }
 
     /// Handle one request; the returned bulk is the data of a read.
@@ -96,6 +106,7 @@ impl OstService {
             OstRequest::Destroy { objs } => (self.destroy(objs).await, Vec::new(), 0),
             OstRequest::ObjGetSize { obj } => (self.get_size(obj).await, Vec::new(), 0),
             OstRequest::StatFs => (self.statfs().await, Vec::new(), 0),
+            OstRequest::Scrub { cmd } => (Ok(self.scrub(cmd)), Vec::new(), 0),
         };
         self.stats.record(op, bytes, res.is_ok());
         (res, out)
@@ -123,7 +134,10 @@ impl OstService {
     {
         let store = self.store.clone();
         match tokio::task::spawn_blocking(move || f(&store)).await {
-            Ok(r) => r.map_err(ServerError::from),
+            Ok(r) => r.map_err(|e| {
+                self.scrub.noticed(&e);
+                ServerError::from(e)
+            }),
             Err(e) => Err(ServerError::internal(format!(
                 "OST{:04x} I/O task failed: {e}",
                 self.index
@@ -199,6 +213,10 @@ impl OstService {
         let oid = self.check(obj)?;
         let size = self.blocking(move |s| s.size(oid)).await?;
         Ok(Reply::Size(size))
+    }
+
+    fn scrub(self: &Arc<Self>, cmd: ScrubCmd) -> Reply {
+        Reply::Scrub(self.scrub.command(cmd))
     }
 
     async fn statfs(&self) -> Handled {

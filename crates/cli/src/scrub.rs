@@ -1,0 +1,200 @@
+//! `loom scrub`: verify every block of every object against its checksum,
+//! in the servers, and report what failed.
+//!
+//! The pass runs inside each OST (so it survives the tool and resumes
+//! after a server restart); this tool starts or stops it, shows its
+//! progress and prints the summary. It exits non-zero when a target
+//! knows a bad block, or did not answer.
+
+use crate::registry;
+use crate::tools::{connect, Session};
+use anyhow::bail;
+use clap::Args;
+use loom_proto::msg::{ScrubCmd, ScrubStatus};
+use loom_proto::Errno;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Options of `loom scrub`.
+#[derive(Args)]
+#[command(
+    after_help = "Each OST reads every object and checks each 64 KiB block against the \
+checksum stored beside it when it was written. A bad block is never returned to applications \
+(their reads get EIO); scrub finds those that nobody has read yet. The pass runs in the servers: \
+interrupting this tool leaves it running (see --status, --stop), and a server restarted mid-pass \
+resumes it where it was. Exit status: 0 when no target knows a bad block, 1 otherwise (or when a \
+target did not answer)."
+)]
+pub struct ScrubArgs {
+    /// A path on the loomfs mount (its mount point or anything under it).
+    pub path: PathBuf,
+    /// Only this target: OST0001, ost1 or 1.
+    #[arg(long, short = 't')]
+    pub target: Option<String>,
+    /// Read at most this many MiB/s on each target (0: no limit), so that
+    /// a scrub does not slow applications down.
+    #[arg(long, short = 'r', value_name = "MB/s", default_value_t = 0)]
+    pub rate: u32,
+    /// Only show each target's scrub state and known bad blocks.
+    #[arg(long, conflicts_with_all = ["stop", "no_wait"])]
+    pub status: bool,
+    /// Stop the pass under way; a later `loom scrub` resumes it.
+    #[arg(long, conflicts_with = "no_wait")]
+    pub stop: bool,
+    /// Start (or resume) the pass and return at once.
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+/// An OST index from `OST0001`, `ost1` or `1`.
+fn parse_target(s: &str) -> anyhow::Result<u32> {
+    let lower = s.to_ascii_lowercase();
+    if lower.starts_with("mdt") {
+        bail!("--target {s}: scrub checks OST objects; MDT records are checked on every read");
+    }
+    let digits = lower.strip_prefix("ost").unwrap_or(&lower);
+    let parsed = if lower.starts_with("ost") && digits.len() == 4 {
+        u32::from_str_radix(digits, 16).ok()
+    } else {
+        digits.parse().ok()
+    };
+    parsed
+        .ok_or_else(|| anyhow::anyhow!("--target {s}: expected an OST such as OST0001, ost1 or 1"))
+}
+
+pub fn scrub(a: ScrubArgs) -> anyhow::Result<()> {
+    let only = a.target.as_deref().map(parse_target).transpose()?;
+    let (entry, _) = registry::find(&a.path)?;
+    let s = connect(entry)?;
+    let first = if a.status {
+        ScrubCmd::Status
+    } else if a.stop {
+        ScrubCmd::Stop
+    } else {
+        ScrubCmd::Start { rate_mib: a.rate }
+    };
+    let mut states = ask(&s, first, only)?;
+    if matches!(first, ScrubCmd::Start { .. }) && !a.no_wait {
+        states = wait(&s, only, states)?;
+    }
+    report(&s, &states)
+}
+
+/// Ask every chosen OST; an error if none is there to ask.
+fn ask(
+    s: &Session,
+    cmd: ScrubCmd,
+    only: Option<u32>,
+) -> anyhow::Result<Vec<(u32, Result<ScrubStatus, Errno>)>> {
+    let states = s.rt.block_on(s.client.ost_scrub(cmd, only));
+    if states.is_empty() {
+        match only {
+            Some(o) => bail!("{} has no OST{o:04x}", s.entry.fsname),
+            None => bail!("{} has no OSTs", s.entry.fsname),
+        }
+    }
+    Ok(states)
+}
+
+/// Poll until no pass runs, showing progress.
+fn wait(
+    s: &Session,
+    only: Option<u32>,
+    mut states: Vec<(u32, Result<ScrubStatus, Errno>)>,
+) -> anyhow::Result<Vec<(u32, Result<ScrubStatus, Errno>)>> {
+    let tty = std::io::stderr().is_terminal();
+    let t0 = Instant::now();
+    let mut shown = Instant::now();
+    while states
+        .iter()
+        .any(|(_, r)| matches!(r, Ok(st) if st.running))
+    {
+        // Polling a remote state: how often the progress line changes.
+        std::thread::sleep(Duration::from_millis(250));
+        states = ask(s, ScrubCmd::Status, only)?;
+        let (done, total) = states.iter().fold((0u64, 0u64), |(d, t), (_, r)| match r {
+            Ok(st) => (
+                d + st.checked_bytes,
+                t + st.total_bytes.max(st.checked_bytes),
+            ),
+            Err(_) => (d, t),
+        });
+        let pct = if total == 0 {
+            100.0
+        } else {
+            100.0 * done as f64 / total as f64
+        };
+        let line = format!(
+            "scrub: {:.1}% ({} of {} MiB, {:.0} MiB/s)",
+            pct,
+            done >> 20,
+            total >> 20,
+            (done as f64 / 1048576.0) / t0.elapsed().as_secs_f64().max(0.001)
+        );
+        if tty {
+            eprint!("\r{line}   ");
+            let _ = std::io::stderr().flush();
+        } else if shown.elapsed() >= Duration::from_secs(5) {
+            eprintln!("{line}");
+            shown = Instant::now();
+        }
+    }
+    if tty {
+        eprintln!();
+    }
+    Ok(states)
+}
+
+fn ago(t: u64) -> String {
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    match t {
+        0 => "never".into(),
+        t => format!("{}s ago", now.saturating_sub(t)),
+    }
+}
+
+/// Print each target's state and its bad blocks; an error (exit 1) when
+/// any target knows one, or did not answer.
+fn report(s: &Session, states: &[(u32, Result<ScrubStatus, Errno>)]) -> anyhow::Result<()> {
+    let fs = &s.entry.fsname;
+    let (mut bad, mut silent) = (0usize, 0usize);
+    for (ost, r) in states {
+        let name = format!("{fs}-OST{ost:04x}");
+        match r {
+            Ok(st) => {
+                let what = if st.running { "running" } else { "idle" };
+                println!(
+                    "{name}: {what}, pass checked {} objects, {} bytes; passes finished: {}, last {}; \
+                     bad blocks: {}; reads refused for a bad block since start: {}",
+                    st.checked_objects,
+                    st.checked_bytes,
+                    st.passes,
+                    ago(st.finished),
+                    st.findings.len(),
+                    st.read_errors
+                );
+                for f in &st.findings {
+                    let by = if f.by_scrub { "scrub" } else { "a read" };
+                    println!(
+                        "  bad block: {name} object {} offset {} (found by {by}, {})",
+                        f.oid,
+                        f.offset,
+                        ago(f.when)
+                    );
+                }
+                bad += st.findings.len();
+            }
+            Err(e) => {
+                println!("{name}: did not answer ({e})");
+                silent += 1;
+            }
+        }
+    }
+    if bad > 0 || silent > 0 {
+        bail!("scrub: {bad} bad block(s) known, {silent} target(s) did not answer");
+    }
+    Ok(())
+}
