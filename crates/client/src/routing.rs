@@ -921,6 +921,19 @@ impl Router {
         }
     }
 
+    /// The transport's counters, summed over this client's connections.
+    pub fn rpc_stats(&self) -> loom_rpc::RpcStats {
+        let mut sum = loom_rpc::RpcStats::default();
+        for c in lock(&self.conns).values() {
+            let s = c.stats();
+            sum.connects += s.connects;
+            sum.probes += s.probes;
+            sum.resends += s.resends;
+            sum.damaged += s.damaged;
+        }
+        sum
+    }
+
     /// Calls this client made to MDTs and to OSTs so far (each counted
     /// once, however often it was resent): what an operation costs in
     /// round trips.

@@ -56,6 +56,8 @@ impl Errno {
     pub const ENODATA: Errno = Errno(61);
     /// Protocol error: the peer sent something this version cannot read.
     pub const EPROTO: Errno = Errno(71);
+    /// Bad message: bulk data damaged on the wire (the sender resends it).
+    pub const EBADMSG: Errno = Errno(74);
     /// Operation not supported.
     pub const EOPNOTSUPP: Errno = Errno(95);
     /// Timed out.
@@ -94,6 +96,7 @@ impl fmt::Debug for Errno {
             Errno::ENODATA => "ENODATA",
             Errno::EPROTO => "EPROTO",
             Errno::EOPNOTSUPP => "EOPNOTSUPP",
+            Errno::EBADMSG => "EBADMSG",
             Errno::ETIMEDOUT => "ETIMEDOUT",
             Errno::ESTALE => "ESTALE",
             _ => return write!(f, "errno {}", self.0),

@@ -124,7 +124,14 @@ impl From<RpcError> for WireError {
 
 /// A reply as the reader hands it to its caller.
 type Incoming = (FrameHeader, Vec<u8>, Vec<u8>);
-type Pending = Mutex<HashMap<u64, oneshot::Sender<Incoming>>>;
+
+/// How many times in a row a call is sent again after its bulk data (or
+/// its reply's) was damaged on the wire, before it fails: a link that
+/// damages every transfer is broken, not noisy.
+const MAX_DAMAGED: u32 = 5;
+/// A reply, or why its bulk data cannot be used (damaged on the wire).
+type Delivered = Result<Incoming, String>;
+type Pending = Mutex<HashMap<u64, oneshot::Sender<Delivered>>>;
 
 /// One live connection.
 struct Conn {
@@ -194,6 +201,8 @@ enum ExchangeError {
     Lost(String),
     /// The call's deadline passed.
     Deadline(String),
+    /// The reply's bulk data was damaged on the wire.
+    Damaged(String),
 }
 
 /// Counters of one [`RpcClient`], for statistics and tests.
@@ -203,8 +212,11 @@ pub struct RpcStats {
     pub connects: u64,
     /// Liveness probes sent on quiet connections.
     pub probes: u64,
-    /// Requests sent again after their connection died.
+    /// Requests sent again after their connection died, or after their
+    /// bulk data (or their reply's) was damaged on the wire.
     pub resends: u64,
+    /// Bulk transfers damaged on the wire (either way) and sent again.
+    pub damaged: u64,
 }
 
 /// A server's whole answer to one call.
@@ -228,6 +240,7 @@ pub struct RpcClient {
     next_serial: AtomicU64,
     probes: AtomicU64,
     resends: AtomicU64,
+    damaged: AtomicU64,
     losses: Arc<tokio::sync::watch::Sender<u64>>,
     /// Answers the servers' calls back; without one they are refused.
     callbacks: Arc<Mutex<Option<CallbackHandler>>>,
@@ -257,6 +270,7 @@ impl RpcClient {
             next_serial: AtomicU64::new(1),
             probes: AtomicU64::new(0),
             resends: AtomicU64::new(0),
+            damaged: AtomicU64::new(0),
             losses: Arc::new(tokio::sync::watch::channel(0).0),
             callbacks: Arc::new(Mutex::new(None)),
         }
@@ -280,6 +294,7 @@ impl RpcClient {
             connects: self.next_serial.load(Ordering::Relaxed) - 1,
             probes: self.probes.load(Ordering::Relaxed),
             resends: self.resends.load(Ordering::Relaxed),
+            damaged: self.damaged.load(Ordering::Relaxed),
         }
     }
 
@@ -346,7 +361,10 @@ impl RpcClient {
                         st.touch();
                         let tx = lock(&st.pending).remove(&f.header.request_id);
                         if let Some(tx) = tx {
-                            let _ = tx.send((f.header, f.body, f.bulk));
+                            let _ = tx.send(match f.bad_bulk {
+                                None => Ok((f.header, f.body, f.bulk)),
+                                Some(bad) => Err(format!("reply bulk {bad}")),
+                            });
                         }
                     }
                     Ok(f) => {
@@ -430,7 +448,8 @@ impl RpcClient {
         loop {
             let wake = (Instant::now() + self.opts.probe_after).min(deadline);
             match tokio::time::timeout_at(wake.into(), &mut rx).await {
-                Ok(Ok(r)) => return Ok(r),
+                Ok(Ok(Ok(r))) => return Ok(r),
+                Ok(Ok(Err(bad))) => return Err(ExchangeError::Damaged(bad)),
                 Ok(Err(_)) => {
                     return Err(ExchangeError::Lost(
                         "connection lost before the reply".into(),
@@ -501,7 +520,7 @@ impl RpcClient {
         })
         .await;
         lock(&c.state.pending).remove(&id);
-        res.map_err(|_| "timed out".to_string())?
+        res.map_err(|_| "timed out".to_string())??
     }
 
     /// Send `env` with `bulk`; returns the reply and its bulk. See
@@ -560,12 +579,44 @@ impl RpcClient {
         let timeout = deadline.saturating_duration_since(start);
         let mut backoff = Duration::from_millis(20);
         let mut down_since: Option<Instant> = None;
+        let mut damaged = 0;
         loop {
             let last = match self.connection().await {
                 Ok(c) => {
                     down_since = None;
-                    match self.exchange(&c, opcode, &body, &bulk, deadline).await {
+                    let sent = self.exchange(&c, opcode, &body, &bulk, deadline).await;
+                    // Bulk data damaged on the wire, either way: send the
+                    // request again on the same connection, a few times.
+                    let bad = match &sent {
+                        Err(ExchangeError::Damaged(why)) => Some(why.clone()),
+                        Ok((h, rbody, _)) if !bulk.is_empty() && h.flags & flags::ERROR != 0 => {
+                            match self.decode_reply(*h, rbody, Vec::new()) {
+                                Ok(Replied { result: Err(w), .. }) if w.errno == Errno::EBADMSG => {
+                                    Some(w.msg)
+                                }
+                                _ => None,
+                            }
+                        }
+                        _ => None,
+                    };
+                    if let Some(why) = bad {
+                        self.damaged.fetch_add(1, Ordering::Relaxed);
+                        damaged += 1;
+                        tracing::warn!(addr = %self.addr(), "{}: {why}; sending it again", env.req.name());
+                        if damaged > MAX_DAMAGED {
+                            return Err(RpcError::Protocol {
+                                addr: self.addr(),
+                                msg: format!(
+                                    "bulk data damaged on the wire {damaged} times in a row: {why}"
+                                ),
+                            });
+                        }
+                        self.resends.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    match sent {
                         Ok((h, rbody, rbulk)) => return self.decode_reply(h, &rbody, rbulk),
+                        Err(ExchangeError::Damaged(_)) => continue,
                         Err(ExchangeError::Deadline(last)) => {
                             return Err(RpcError::Timeout {
                                 addr: self.addr(),

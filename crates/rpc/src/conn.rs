@@ -11,8 +11,13 @@ pub struct Frame {
     pub header: FrameHeader,
     /// Postcard body.
     pub body: Vec<u8>,
-    /// Bulk data, checksum already verified.
+    /// Bulk data, checksum verified unless `bad_bulk` says otherwise.
     pub bulk: Vec<u8>,
+    /// Why the bulk data does not match its checksum, if it does not: the
+    /// frame came whole (its header checksum passed) but its data was
+    /// damaged on the way, so the connection stays and the receiver asks
+    /// for it again.
+    pub bad_bulk: Option<FrameError>,
 }
 
 /// Why a frame could not be read. All are fatal for the connection.
@@ -21,7 +26,7 @@ pub enum ReadError {
     /// The peer closed the stream between frames.
     #[error("connection closed")]
     Closed,
-    /// A malformed header or bad bulk checksum.
+    /// A malformed header.
     #[error("malformed frame: {0}")]
     Malformed(#[from] FrameError),
     /// The rest of a frame did not arrive in time.
@@ -65,8 +70,13 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> Result<Frame, ReadEr
     })
     .await
     .map_err(|_| ReadError::Stalled(FRAME_BODY_TIMEOUT))??;
-    header.check_bulk(&bulk)?;
-    Ok(Frame { header, body, bulk })
+    let bad_bulk = header.check_bulk(&bulk).err();
+    Ok(Frame {
+        header,
+        body,
+        bulk,
+        bad_bulk,
+    })
 }
 
 /// Write one frame (header, body, bulk) in a single vectored burst.

@@ -9,6 +9,7 @@
 //!   slow request never holds up the others on its connection.
 //! - [`callback`]: calls from a server to a client on the client's own
 //!   connection (lease recalls).
+//! - [`fail`]: wire corruption for tests.
 //! - [`client`]: one connection per server, many requests in flight,
 //!   timeouts, reconnect and resend until a deadline.
 #![warn(missing_docs)]
@@ -17,6 +18,7 @@ pub mod auth;
 pub mod callback;
 pub mod client;
 pub mod conn;
+pub mod fail;
 pub mod outbox;
 pub mod server;
 

@@ -84,6 +84,8 @@ impl Outbox {
         let mut head = Vec::with_capacity(hb.len() + body.len());
         head.extend_from_slice(&hb);
         head.extend_from_slice(body);
+        let corrupted = crate::fail::on_the_wire(bulk);
+        let bulk = corrupted.as_ref().unwrap_or(bulk);
         let len = head.len() + bulk.len();
         loop {
             // Wait for room first: nothing is written before this returns.

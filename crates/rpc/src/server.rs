@@ -190,6 +190,25 @@ async fn connection<S: Service>(
         let out = out.clone();
         let svc = svc.clone();
         let ch = ch.clone();
+        if let Some(bad) = &frame.bad_bulk {
+            // Damaged on the way: nothing of it runs, and the client sends
+            // it again (a resend of a change is answered from the reply
+            // cache, if this one ever ran).
+            tracing::warn!(%peer, opcode, "request bulk {bad}; asking for it again");
+            let (fl, body) = answer_body(
+                Err(WireError::new(
+                    Errno::EBADMSG,
+                    format!("bulk data damaged on the wire ({bad}); resend"),
+                )),
+                None,
+            );
+            let h = FrameHeader::new(fl, opcode, id, &body, &[]);
+            drop(permit);
+            if out.send(&h, &body, &Bytes::new()).await.is_err() {
+                break Ok(());
+            }
+            continue;
+        }
         tokio::spawn(async move {
             let a: Answer = match msg::decode::<Envelope>(&frame.body) {
                 Ok(env) if env.req.opcode() != opcode => (
