@@ -1,16 +1,16 @@
-//! `loom scrub`: verify every block of every object against its checksum,
-//! in the servers, and report what failed.
+//! `loom scrub`: verify every block of every object and every metadata
+//! record against its checksum, in the servers, and report what failed.
 //!
-//! The pass runs inside each OST (so it survives the tool and resumes
+//! The pass runs inside each target (so it survives the tool and resumes
 //! after a server restart); this tool starts or stops it, shows its
 //! progress and prints the summary. It exits non-zero when a target
-//! knows a bad block, or did not answer.
+//! knows a bad block or record, or did not answer.
 
 use crate::registry;
 use crate::tools::{connect, Session};
 use anyhow::bail;
 use clap::Args;
-use loom_proto::msg::{ScrubCmd, ScrubStatus};
+use loom_proto::msg::{Role, ScrubCmd, ScrubStatus, TargetId};
 use loom_proto::Errno;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -20,16 +20,17 @@ use std::time::{Duration, Instant, SystemTime};
 #[derive(Args)]
 #[command(
     after_help = "Each OST reads every object and checks each 64 KiB block against the \
-checksum stored beside it when it was written. A bad block is never returned to applications \
-(their reads get EIO); scrub finds those that nobody has read yet. The pass runs in the servers: \
+checksum stored beside it when it was written; each MDT reads every metadata record and checks \
+its checksum. A bad block or record is never returned to applications (they get EIO); scrub \
+finds those that nobody has read yet. The pass runs in the servers: \
 interrupting this tool leaves it running (see --status, --stop), and a server restarted mid-pass \
 resumes it where it was. Exit status: 0 when no target knows a bad block, 1 otherwise (or when a \
-target did not answer)."
+target did not answer). Output: one line per target, then one line per bad block or record."
 )]
 pub struct ScrubArgs {
     /// A path on the loomfs mount (its mount point or anything under it).
     pub path: PathBuf,
-    /// Only this target: OST0001, ost1 or 1.
+    /// Only this target: MDT0000, OST0001, mdt0, ost1 (or 1 for OST1).
     #[arg(long, short = 't')]
     pub target: Option<String>,
     /// Read at most this many MiB/s on each target (0: no limit), so that
@@ -47,20 +48,29 @@ pub struct ScrubArgs {
     pub no_wait: bool,
 }
 
-/// An OST index from `OST0001`, `ost1` or `1`.
-fn parse_target(s: &str) -> anyhow::Result<u32> {
+/// A target from `MDT0000`, `OST0001`, `mdt0`, `ost1` or `1` (an OST).
+fn parse_target(s: &str) -> anyhow::Result<TargetId> {
     let lower = s.to_ascii_lowercase();
-    if lower.starts_with("mdt") {
-        bail!("--target {s}: scrub checks OST objects; MDT records are checked on every read");
-    }
-    let digits = lower.strip_prefix("ost").unwrap_or(&lower);
-    let parsed = if lower.starts_with("ost") && digits.len() == 4 {
+    let (role, digits) = if let Some(d) = lower.strip_prefix("mdt") {
+        (Role::Mdt, d)
+    } else {
+        (Role::Ost, lower.strip_prefix("ost").unwrap_or(&lower))
+    };
+    let named = lower.len() != digits.len();
+    let parsed = if named && digits.len() == 4 {
         u32::from_str_radix(digits, 16).ok()
     } else {
         digits.parse().ok()
     };
-    parsed
-        .ok_or_else(|| anyhow::anyhow!("--target {s}: expected an OST such as OST0001, ost1 or 1"))
+    let index = parsed.ok_or_else(|| {
+        anyhow::anyhow!("--target {s}: expected a target such as MDT0000, OST0001, mdt0, ost1 or 1")
+    })?;
+    Ok(TargetId { role, index })
+}
+
+fn name_of(fs: &str, id: TargetId) -> String {
+    let role = if id.role == Role::Mdt { "MDT" } else { "OST" };
+    format!("{fs}-{role}{:04x}", id.index)
 }
 
 pub fn scrub(a: ScrubArgs) -> anyhow::Result<()> {
@@ -85,13 +95,17 @@ pub fn scrub(a: ScrubArgs) -> anyhow::Result<()> {
 fn ask(
     s: &Session,
     cmd: ScrubCmd,
-    only: Option<u32>,
-) -> anyhow::Result<Vec<(u32, Result<ScrubStatus, Errno>)>> {
-    let states = s.rt.block_on(s.client.ost_scrub(cmd, only));
+    only: Option<TargetId>,
+) -> anyhow::Result<Vec<(TargetId, Result<ScrubStatus, Errno>)>> {
+    let states = s.rt.block_on(s.client.scrub(cmd, only));
     if states.is_empty() {
         match only {
-            Some(o) => bail!("{} has no OST{o:04x}", s.entry.fsname),
-            None => bail!("{} has no OSTs", s.entry.fsname),
+            Some(o) => bail!(
+                "{} has no target {}",
+                s.entry.fsname,
+                name_of(&s.entry.fsname, o)
+            ),
+            None => bail!("{} has no MDTs or OSTs", s.entry.fsname),
         }
     }
     Ok(states)
@@ -100,9 +114,9 @@ fn ask(
 /// Poll until no pass runs, showing progress.
 fn wait(
     s: &Session,
-    only: Option<u32>,
-    mut states: Vec<(u32, Result<ScrubStatus, Errno>)>,
-) -> anyhow::Result<Vec<(u32, Result<ScrubStatus, Errno>)>> {
+    only: Option<TargetId>,
+    mut states: Vec<(TargetId, Result<ScrubStatus, Errno>)>,
+) -> anyhow::Result<Vec<(TargetId, Result<ScrubStatus, Errno>)>> {
     let tty = std::io::stderr().is_terminal();
     let t0 = Instant::now();
     let mut shown = Instant::now();
@@ -158,17 +172,22 @@ fn ago(t: u64) -> String {
 
 /// Print each target's state and its bad blocks; an error (exit 1) when
 /// any target knows one, or did not answer.
-fn report(s: &Session, states: &[(u32, Result<ScrubStatus, Errno>)]) -> anyhow::Result<()> {
+fn report(s: &Session, states: &[(TargetId, Result<ScrubStatus, Errno>)]) -> anyhow::Result<()> {
     let fs = &s.entry.fsname;
     let (mut bad, mut silent) = (0usize, 0usize);
-    for (ost, r) in states {
-        let name = format!("{fs}-OST{ost:04x}");
+    for (id, r) in states {
+        let name = name_of(fs, *id);
+        let units = if id.role == Role::Mdt {
+            "records"
+        } else {
+            "objects"
+        };
         match r {
             Ok(st) => {
                 let what = if st.running { "running" } else { "idle" };
                 println!(
-                    "{name}: {what}, pass checked {} objects, {} bytes; passes finished: {}, last {}; \
-                     bad blocks: {}; reads refused for a bad block since start: {}",
+                    "{name}: {what}, pass checked {} {units}, {} bytes; passes finished: {}, last {}; \
+                     bad: {}; reads refused for damage since start: {}",
                     st.checked_objects,
                     st.checked_bytes,
                     st.passes,
@@ -178,10 +197,14 @@ fn report(s: &Session, states: &[(u32, Result<ScrubStatus, Errno>)]) -> anyhow::
                 );
                 for f in &st.findings {
                     let by = if f.by_scrub { "scrub" } else { "a read" };
+                    let what = if f.record.is_empty() {
+                        "block"
+                    } else {
+                        "record"
+                    };
                     println!(
-                        "  bad block: {name} object {} offset {} (found by {by}, {})",
-                        f.oid,
-                        f.offset,
+                        "  bad {what}: {name} {} (found by {by}, {})",
+                        loom_server::scrub::describe(f),
                         ago(f.when)
                     );
                 }
@@ -194,7 +217,7 @@ fn report(s: &Session, states: &[(u32, Result<ScrubStatus, Errno>)]) -> anyhow::
         }
     }
     if bad > 0 || silent > 0 {
-        bail!("scrub: {bad} bad block(s) known, {silent} target(s) did not answer");
+        bail!("scrub: {bad} bad block(s) or record(s) known, {silent} target(s) did not answer");
     }
     Ok(())
 }

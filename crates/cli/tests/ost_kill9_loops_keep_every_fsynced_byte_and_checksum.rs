@@ -41,7 +41,14 @@ fn ost_kill9_loops_keep_every_fsynced_byte_and_checksum() {
     let dir = c.path("w");
     std::fs::create_dir(&dir).expect("mkdir");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
-    loom_ok(&["setstripe", "-c", "2", "-S", "64K", dir.to_str().expect("utf8")]);
+    loom_ok(&[
+        "setstripe",
+        "-c",
+        "2",
+        "-S",
+        "64K",
+        dir.to_str().expect("utf8"),
+    ]);
     let file = dir.join("log.bin");
     let stop = c.tmp.path().join("stop");
     let mut writer = Command::new("setpriv")
@@ -77,7 +84,10 @@ fn ost_kill9_loops_keep_every_fsynced_byte_and_checksum() {
     std::fs::write(&stop, b"").expect("stop file");
     // Drain the records it finished before it saw the stop file.
     while let Some(Ok(l)) = lines.next() {
-        if let Some(k) = l.strip_prefix("synced ").and_then(|k| k.parse::<u32>().ok()) {
+        if let Some(k) = l
+            .strip_prefix("synced ")
+            .and_then(|k| k.parse::<u32>().ok())
+        {
             synced = k + 1;
         }
     }

@@ -939,41 +939,40 @@ impl Client {
         out
     }
 
-    /// Run `cmd` on the scrub of every OST (or only of OST `only`), in
-    /// parallel: each OST's scrub state after it, or why it did not
-    /// answer, in OST order.
-    pub async fn ost_scrub(
+    /// Run `cmd` on the scrub of every MDT and OST (or only of target
+    /// `only`), in parallel: each target's scrub state after it, or why it
+    /// did not answer, MDTs first, in index order.
+    pub async fn scrub(
         &self,
         cmd: ScrubCmd,
-        only: Option<u32>,
-    ) -> Vec<(u32, Result<ScrubStatus, Errno>)> {
+        only: Option<TargetId>,
+    ) -> Vec<(TargetId, Result<ScrubStatus, Errno>)> {
         let config = self.router.config();
-        let mut osts: Vec<u32> = config
+        let mut ids: Vec<TargetId> = config
             .targets
             .iter()
-            .filter(|t| t.id.role == Role::Ost && only.is_none_or(|o| o == t.id.index))
-            .map(|t| t.id.index)
+            .map(|t| t.id)
+            .filter(|id| matches!(id.role, Role::Mdt | Role::Ost))
+            .filter(|id| only.is_none_or(|o| o == *id))
             .collect();
-        osts.sort();
+        ids.sort();
         let c = Caller::current();
         let mut set = JoinSet::new();
-        for (i, ost) in osts.iter().enumerate() {
-            let (router, ctx, id) = (self.router_handle(), self.ctx(&c), TargetId::ost(*ost));
+        for (i, id) in ids.iter().enumerate() {
+            let (router, ctx, id) = (self.router_handle(), self.ctx(&c), *id);
+            let req = match id.role {
+                Role::Mdt => Request::Mdt(MdtRequest::Scrub { cmd }),
+                _ => Request::Ost(OstRequest::Scrub { cmd }),
+            };
             set.spawn(async move {
                 let r = router
-                    .call_within(
-                        id,
-                        ctx,
-                        OstRequest::Scrub { cmd },
-                        Bytes::new(),
-                        STATFS_TIMEOUT,
-                    )
+                    .call_within(id, ctx, req, Bytes::new(), STATFS_TIMEOUT)
                     .await;
                 (i, r)
             });
         }
-        let mut out: Vec<(u32, Result<ScrubStatus, Errno>)> =
-            osts.iter().map(|o| (*o, Err(Errno::EIO))).collect();
+        let mut out: Vec<(TargetId, Result<ScrubStatus, Errno>)> =
+            ids.iter().map(|id| (*id, Err(Errno::EIO))).collect();
         while let Some(r) = set.join_next().await {
             let Ok((i, r)) = r else {
                 continue;

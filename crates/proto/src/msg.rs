@@ -343,13 +343,15 @@ pub enum ScrubCmd {
     Stop,
 }
 
-/// A block that failed its checksum.
+/// A block or record that failed its checksum.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
-    /// The object.
+    /// The object (OST; 0 on an MDT).
     pub oid: u64,
     /// Offset of the block in the object.
     pub offset: u64,
+    /// The record, as `keyspace/key in hex` (MDT; empty on an OST).
+    pub record: String,
     /// Found by scrub (else by a client's read).
     pub by_scrub: bool,
     /// When, in seconds since the Unix epoch.
@@ -357,14 +359,16 @@ pub struct Finding {
 }
 
 /// A target's scrub: the pass under way or the last one, and every bad
-/// block known (from scrub and from reads), until a pass finds it good.
+/// block or record known (from scrub and from reads), until a pass finds
+/// it good.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScrubStatus {
     /// A pass is running.
     pub running: bool,
     /// Its rate limit, MiB/s (0: none).
     pub rate_mib: u32,
-    /// Objects checked by the current (or last) pass.
+    /// Objects (OST) or records (MDT) checked by the current (or last)
+    /// pass.
     pub checked_objects: u64,
     /// Bytes checked by it.
     pub checked_bytes: u64,
@@ -378,7 +382,8 @@ pub struct ScrubStatus {
     pub finished: u64,
     /// Bad blocks known, oldest first (the list is bounded).
     pub findings: Vec<Finding>,
-    /// Reads answered EIO for a bad block since the target started.
+    /// Reads answered EIO for a bad block or record since the target
+    /// started.
     pub read_errors: u64,
 }
 

@@ -426,6 +426,12 @@ declare_requests! {
         /// The MDT's operation counters since it started (by operation
         /// name, as declared), as `loom df -i` shows them.
         OpStats => 73, "op_stats", Reads, Any;
+        /// Start, stop or report the MDT's scrub of its records (`loom
+        /// scrub`); it changes no namespace state.
+        Scrub {
+            /// What to do.
+            cmd: ScrubCmd,
+        } => 75, "scrub", Reads, Any;
     }
 }
 

@@ -3,6 +3,7 @@
 //! - [`mgs`]: management service: target registry, FLDB, configuration.
 //! - [`mdt`]: metadata target: inodes, directory entries, layouts.
 //! - [`ost`]: object storage target: file data objects.
+//! - [`scrub`]: a target's scrub, walking its objects or records.
 //! - [`target`]: a formatted target directory's identity (`loom format`).
 //! - [`peers`]: configuration and RPC clients for reaching other targets.
 //! - [`node`]: one `loom server` process: config file, listener, dispatch.
@@ -16,4 +17,5 @@ pub mod mgs;
 pub mod node;
 pub mod ost;
 pub mod peers;
+pub mod scrub;
 pub mod target;

@@ -5,10 +5,20 @@
 //! waits until everything up to that ticket is on stable storage. Many
 //! requests share one fsync this way (grouped commits): the first waiter
 //! syncs for all who applied before it started.
+//!
+//! Every value is stored followed by a crc32c of its key and itself, so a
+//! record the disk damaged (or a value under the wrong key) reads as
+//! [`KvError::Corrupt`], never as data. A store made before checksums is
+//! sealed record by record when it is first opened.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+
+/// The marker of a store whose values all carry checksums (in `Meta`).
+const SEALED_KEY: &[u8] = b"format.record_crc";
+/// Most damaged records remembered for scrub.
+const MAX_SEEN: usize = 1000;
 
 /// The keyspaces of an MDT. Names are part of the on-disk format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -78,6 +88,53 @@ pub enum KvError {
         /// Backend's message.
         msg: String,
     },
+    /// A record's bytes fail their checksum: the disk under the store
+    /// damaged them.
+    #[error("key-value store at {path}: record {space}/{key} fails its checksum")]
+    Corrupt {
+        /// Store directory.
+        path: PathBuf,
+        /// The keyspace's name.
+        space: &'static str,
+        /// The key, in hex.
+        key: String,
+    },
+}
+
+/// `key` in hex, as damaged records are named.
+pub fn hex(key: &[u8]) -> String {
+    key.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The checksum sealing `value` under `key`.
+fn seal_crc(key: &[u8], value: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(key), value)
+}
+
+/// `value` as stored: followed by its seal.
+fn sealed(key: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(value.len() + 4);
+    v.extend_from_slice(value);
+    v.extend_from_slice(&seal_crc(key, value).to_le_bytes());
+    v
+}
+
+/// The value in `stored`, if its seal holds.
+fn unsealed(key: &[u8], stored: &[u8]) -> Option<Vec<u8>> {
+    let n = stored.len().checked_sub(4)?;
+    let (value, crc) = stored.split_at(n);
+    (seal_crc(key, value).to_le_bytes() == crc).then(|| value.to_vec())
+}
+
+/// One record as scrub verifies it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Checked {
+    /// Its key.
+    pub key: Vec<u8>,
+    /// Bytes stored.
+    pub len: usize,
+    /// Whether its checksum holds.
+    pub good: bool,
 }
 
 /// An atomic group of writes.
@@ -133,6 +190,21 @@ pub trait KvStore: Send + Sync {
     fn apply_flushed(&self, b: Batch) -> Result<Ticket, KvError>;
     /// Block until every batch up to `t` is on stable storage.
     fn sync_through(&self, t: Ticket) -> Result<(), KvError>;
+    /// Up to `limit` records of `s` after `after` (or from the first), in
+    /// key order, each verified against its checksum (scrub).
+    fn verify_scan(
+        &self,
+        _s: Space,
+        _after: Option<&[u8]>,
+        _limit: usize,
+    ) -> Result<Vec<Checked>, KvError> {
+        Ok(Vec::new())
+    }
+    /// How many reads met a damaged record since the store was opened,
+    /// and the records (keyspace, key) they met, oldest first, bounded.
+    fn damage_seen(&self) -> (u64, Vec<(Space, Vec<u8>)>) {
+        (0, Vec::new())
+    }
 }
 
 /// The fjall backend.
@@ -147,6 +219,9 @@ pub struct FjallStore {
     /// ticket already synced when they get it.
     sync_lock: Mutex<()>,
     synced: AtomicU64,
+    /// Reads that met a damaged record, and the records.
+    damaged: AtomicU64,
+    seen: Mutex<Vec<(Space, Vec<u8>)>>,
 }
 
 impl FjallStore {
@@ -170,7 +245,7 @@ impl FjallStore {
                 .map_err(err)?;
             spaces.push((s, ks));
         }
-        Ok(FjallStore {
+        let store = FjallStore {
             path: dir.to_path_buf(),
             db,
             spaces,
@@ -178,7 +253,92 @@ impl FjallStore {
             applied: AtomicU64::new(0),
             sync_lock: Mutex::new(()),
             synced: AtomicU64::new(0),
-        })
+            damaged: AtomicU64::new(0),
+            seen: Mutex::new(Vec::new()),
+        };
+        if store
+            .ks(Space::Meta)
+            .get(SEALED_KEY)
+            .map_err(err)?
+            .is_none()
+        {
+            store.seal_all()?;
+        }
+        Ok(store)
+    }
+
+    /// Give every record of a store made before checksums its seal, then
+    /// mark the store sealed; durable before the store is used. Cut by a
+    /// crash, it starts again (no marker yet) and seals the raw records
+    /// it finds, leaving those already sealed: a record is sealed when its
+    /// last 4 bytes are its seal, which a raw record matches by chance 1
+    /// in 2^32 times.
+    fn seal_all(&self) -> Result<(), KvError> {
+        let mut n = 0u64;
+        for (s, ks) in &self.spaces {
+            let mut batch = Batch::new();
+            for g in ks.iter() {
+                let (k, v) = g.into_inner().map_err(|e| self.err(e))?;
+                if unsealed(&k, &v).is_none() {
+                    batch.ops.push((*s, k.to_vec(), Some(v.to_vec())));
+                }
+                if batch.ops.len() >= 10_000 {
+                    n += batch.ops.len() as u64;
+                    self.commit(std::mem::take(&mut batch), None)?;
+                }
+            }
+            n += batch.ops.len() as u64;
+            if !batch.is_empty() {
+                self.commit(batch, None)?;
+            }
+        }
+        let mut b = Batch::new();
+        b.put(Space::Meta, SEALED_KEY.to_vec(), b"crc32c".to_vec());
+        let t = self.commit(b, None)?;
+        self.sync_through(t)?;
+        if n > 0 {
+            tracing::info!(path = %self.path.display(), records = n, "sealed the records of a store made before record checksums");
+        }
+        Ok(())
+    }
+
+    /// `stored`'s value, or the damage it is (logged and remembered).
+    fn open_record(&self, s: Space, key: &[u8], stored: &[u8]) -> Result<Vec<u8>, KvError> {
+        if let Some(v) = unsealed(key, stored) {
+            return Ok(v);
+        }
+        self.damaged.fetch_add(1, Ordering::Relaxed);
+        let e = KvError::Corrupt {
+            path: self.path.clone(),
+            space: s.name(),
+            key: hex(key),
+        };
+        tracing::error!("{e}; answered EIO and reported to scrub");
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        if !seen.iter().any(|(x, k)| *x == s && k == key) {
+            if seen.len() >= MAX_SEEN {
+                seen.remove(0);
+            }
+            seen.push((s, key.to_vec()));
+        }
+        Err(e)
+    }
+
+    /// Flip a bit of the value stored at `key`, keeping its checksum, as a
+    /// disk fault would (for tests of detection); false if there is none.
+    #[doc(hidden)]
+    pub fn damage(&self, s: Space, key: &[u8]) -> Result<bool, KvError> {
+        let Some(v) = self.ks(s).get(key).map_err(|e| self.err(e))? else {
+            return Ok(false);
+        };
+        let mut v = v.to_vec();
+        v[0] ^= 0x01;
+        let _g = self.apply_lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.ks(s).insert(key, v).map_err(|e| self.err(e))?;
+        self.db
+            .persist(fjall::PersistMode::SyncData)
+            .map_err(|e| self.err(e))?;
+        Ok(true)
     }
 
     fn ks(&self, s: Space) -> &fjall::Keyspace {
@@ -193,7 +353,10 @@ impl FjallStore {
         let mut wb = self.db.batch().durability(persist);
         for (s, k, v) in b.ops {
             match v {
-                Some(v) => wb.insert(self.ks(s), k, v),
+                Some(v) => {
+                    let v = sealed(&k, &v);
+                    wb.insert(self.ks(s), k, v)
+                }
                 None => wb.remove(self.ks(s), k),
             }
         }
@@ -211,11 +374,10 @@ impl FjallStore {
 
 impl KvStore for FjallStore {
     fn get(&self, s: Space, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
-        Ok(self
-            .ks(s)
-            .get(key)
-            .map_err(|e| self.err(e))?
-            .map(|v| v.to_vec()))
+        match self.ks(s).get(key).map_err(|e| self.err(e))? {
+            Some(v) => self.open_record(s, key, &v).map(Some),
+            None => Ok(None),
+        }
     }
 
     fn scan(
@@ -241,7 +403,8 @@ impl KvStore for FjallStore {
             if !k.starts_with(prefix) {
                 break;
             }
-            out.push((k.to_vec(), v.to_vec()));
+            let v = self.open_record(s, &k, &v)?;
+            out.push((k.to_vec(), v));
             if out.len() >= limit {
                 break;
             }
@@ -274,6 +437,39 @@ impl KvStore for FjallStore {
         self.synced.fetch_max(upto, Ordering::AcqRel);
         Ok(())
     }
+
+    fn verify_scan(
+        &self,
+        s: Space,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<Checked>, KvError> {
+        let start = match after {
+            Some(a) => std::ops::Bound::Excluded(a.to_vec()),
+            None => std::ops::Bound::Unbounded,
+        };
+        let mut out = Vec::new();
+        for g in self
+            .ks(s)
+            .range::<Vec<u8>, _>((start, std::ops::Bound::Unbounded))
+        {
+            let (k, v) = g.into_inner().map_err(|e| self.err(e))?;
+            out.push(Checked {
+                good: unsealed(&k, &v).is_some(),
+                key: k.to_vec(),
+                len: v.len(),
+            });
+            if out.len() >= limit {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    fn damage_seen(&self) -> (u64, Vec<(Space, Vec<u8>)>) {
+        let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        (self.damaged.load(Ordering::Relaxed), seen.clone())
+    }
 }
 
 #[cfg(test)]
@@ -301,6 +497,63 @@ mod tests {
             Some(b"2".to_vec())
         );
         assert_eq!(s.get(Space::Inodes, b"p/x").expect("get"), None);
+    }
+
+    #[test]
+    fn a_damaged_record_reads_as_corrupt_and_scrub_finds_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = FjallStore::open(dir.path()).expect("open");
+        let mut b = Batch::new();
+        for k in ["a", "b", "c"] {
+            b.put(Space::Inodes, k.as_bytes().to_vec(), b"record".to_vec());
+        }
+        s.apply(b).expect("apply");
+        assert!(s.damage(Space::Inodes, b"b").expect("damage"));
+        assert_eq!(
+            s.get(Space::Inodes, b"a").expect("a"),
+            Some(b"record".to_vec())
+        );
+        assert!(matches!(
+            s.get(Space::Inodes, b"b"),
+            Err(KvError::Corrupt { space: "inodes", ref key, .. }) if key == "62"
+        ));
+        assert!(s.scan(Space::Inodes, b"", None, 10).is_err());
+        let (n, seen) = s.damage_seen();
+        assert_eq!((n, seen), (2, vec![(Space::Inodes, b"b".to_vec())]));
+        let v = s.verify_scan(Space::Inodes, None, 10).expect("verify");
+        assert_eq!(
+            v.iter().map(|c| c.good).collect::<Vec<_>>(),
+            vec![true, false, true]
+        );
+        let rest = s.verify_scan(Space::Inodes, Some(b"a"), 1).expect("verify");
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].key, b"b".to_vec());
+    }
+
+    #[test]
+    fn a_store_made_before_record_checksums_is_sealed_at_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            // What an older loomfs left: raw values, no marker.
+            let db = fjall::Database::builder(dir.path()).open().expect("db");
+            let ks = db
+                .keyspace("dentries", fjall::KeyspaceCreateOptions::default)
+                .expect("ks");
+            ks.insert(b"k", b"old value").expect("insert");
+            db.persist(fjall::PersistMode::SyncAll).expect("persist");
+        }
+        let s = FjallStore::open(dir.path()).expect("open");
+        assert_eq!(
+            s.get(Space::Dentries, b"k").expect("get"),
+            Some(b"old value".to_vec())
+        );
+        drop(s);
+        let s = FjallStore::open(dir.path()).expect("reopen");
+        assert_eq!(
+            s.get(Space::Dentries, b"k").expect("get"),
+            Some(b"old value".to_vec()),
+            "sealed once, not twice"
+        );
     }
 
     #[test]

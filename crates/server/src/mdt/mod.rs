@@ -27,6 +27,7 @@ pub mod replies;
 pub mod request;
 mod syncer;
 mod tx;
+mod walk;
 
 use crate::error::{Handled, ServerError};
 use loom_proto::msg::{Commit, FileKind, MdtRequest, PeerRequest, Reply, ReqCtx, Time};
@@ -144,6 +145,8 @@ pub struct MdtService {
     inode_count: AtomicU64,
     /// Operation counters.
     pub stats: MdtStats,
+    /// Verifies every record against its checksum (`loom scrub`).
+    scrub: Arc<crate::scrub::Scrub>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -172,6 +175,7 @@ impl MdtService {
         opts: MdtOptions,
     ) -> anyhow::Result<Arc<MdtService>> {
         let store: Arc<dyn KvStore> = Arc::new(FjallStore::open(&dir.join("db"))?);
+        let walk_store = store.clone();
         // Skip ahead of FIDs that a crash may have lost after they were
         // handed out (applied, seen by a client, not yet synced): a FID is
         // never given to two files, even across a crash.
@@ -237,6 +241,14 @@ impl MdtService {
             placement: Default::default(),
             inode_count: AtomicU64::new(inode_count),
             stats: MdtStats::default(),
+            scrub: crate::scrub::Scrub::open(
+                format!("MDT{index:04x}"),
+                dir,
+                Arc::new(walk::MdtWalk {
+                    store: walk_store,
+                    dir: dir.join("db"),
+                }),
+            ),
         });
         if index == 0 && tx::read_inode(&*mdt.store, Fid::ROOT).is_err() {
             mdt.create_root()?;
@@ -852,6 +864,7 @@ impl MdtService {
             MdtRequest::SetDirDefault { fid, spec } => self.set_dir_default(ctx, fid, spec).await,
             MdtRequest::GetDirDefault { fid } => Ok(Reply::DirDefault(self.default_dir(fid)?)),
             MdtRequest::OpStats => Ok(Reply::OpStats(self.stats.snapshot())),
+            MdtRequest::Scrub { cmd } => Ok(Reply::Scrub(self.scrub.command(cmd))),
             MdtRequest::SetXattr {
                 fid,
                 name,

@@ -9,17 +9,19 @@
 //! appear on disk at their first write or truncate; see
 //! `loom_store::object` for the on-disk layout. Every block carries a
 //! checksum: a request that meets a block failing it is answered EIO,
-//! and the block is logged, counted and reported to [`scrub`].
+//! and the block is logged, counted and reported to its scrub
+//! ([`crate::scrub`], walking the objects as [`walk`] says).
 
-mod scrub;
 mod stats;
+mod walk;
 
 use crate::error::{Handled, ServerError};
+use crate::scrub::Scrub;
 use loom_proto::frame::MAX_BULK;
+use loom_proto::msg::Finding;
 use loom_proto::msg::{OstRequest, Reply, ReqCtx, ScrubCmd, StatFs, TargetId};
 use loom_proto::{Errno, ObjRef};
 use loom_store::object::{ObjectError, ObjectStore};
-use scrub::Scrub;
 use stats::OpStats;
 use std::path::Path;
 use std::sync::Arc;
@@ -47,7 +49,11 @@ impl OstService {
         let store = Arc::new(store);
         Ok(Arc::new(OstService {
             index,
-            scrub: Scrub::open(index, store.clone()),
+            scrub: Scrub::open(
+                format!("OST{index:04x}"),
+                dir,
+                Arc::new(walk::OstWalk::new(store.clone())),
+            ),
             store,
             stats: OpStats::default(),
         }))
@@ -135,7 +141,7 @@ impl OstService {
         let store = self.store.clone();
         match tokio::task::spawn_blocking(move || f(&store)).await {
             Ok(r) => r.map_err(|e| {
-                self.scrub.noticed(&e);
+                self.noticed(&e);
                 ServerError::from(e)
             }),
             Err(e) => Err(ServerError::internal(format!(
@@ -213,6 +219,25 @@ impl OstService {
         let oid = self.check(obj)?;
         let size = self.blocking(move |s| s.size(oid)).await?;
         Ok(Reply::Size(size))
+    }
+
+    /// A request met a bad block: logged, counted, reported to scrub.
+    fn noticed(&self, e: &ObjectError) {
+        let (oid, offset) = match e {
+            ObjectError::Corrupt { oid, offset, .. } => (*oid, *offset),
+            ObjectError::BadSums { oid, .. } => (*oid, 0),
+            _ => return,
+        };
+        tracing::error!(ost = %format!("OST{:04x}", self.index), oid, offset, "{e}; answered EIO and reported to scrub");
+        self.scrub.noticed(Finding {
+            oid,
+            offset,
+            record: String::new(),
+            by_scrub: false,
+            when: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        });
     }
 
     fn scrub(self: &Arc<Self>, cmd: ScrubCmd) -> Reply {
