@@ -2,7 +2,7 @@
 # loomfs: set up this machine and run the demo or the tests.
 #
 #   ./scripts/run.sh demo   build, start a local cluster with `loom up`, mount
-#                           it, show it working (write, list, stripe, df), stop
+#                           it, show it working (write, list, stripe, df, scrub), stop
 #   ./scripts/run.sh test   build and pass the whole test suite (what CI runs)
 #
 # Needs root (FUSE mounts) on Debian 12; installs what it needs.
@@ -76,6 +76,8 @@ demo() {
     diff -r /usr/include/linux "$mnt/demo/linux-headers" && echo "copy verified"
     "$loom" df -H "$mnt"
     "$loom" df -i "$mnt"
+    # Every block and record against its checksum.
+    "$loom" scrub "$mnt"
     set +x
     echo "== stopping (loom down)"
     "$loom" down --dir "$state"
