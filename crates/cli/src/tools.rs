@@ -178,6 +178,12 @@ pub struct DfArgs {
     /// Human-readable sizes.
     #[arg(short = 'H', long = "human-readable")]
     pub human: bool,
+    /// Warn (on standard error) about every target fuller than this, in
+    /// percent of its space or inodes: new files avoid filling OSTs, but a
+    /// full one refuses writes to the files already on it.
+    #[arg(long, value_name = "PERCENT", default_value_t = 90,
+          value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub warn_at: u8,
     /// A path on a loomfs mount (default: every loomfs mount).
     pub path: Option<PathBuf>,
 }
@@ -599,6 +605,7 @@ fn print_df(a: &DfArgs, e: &Entry, st: &[TargetUsage]) {
     }
     let (mut tb, mut tu, mut ta) = (0u64, 0u64, 0u64);
     let (mut ti, mut tiu, mut tif) = (0u64, 0u64, 0u64);
+    let mut warnings = Vec::new();
     for u in st {
         let t = u.target;
         let uuid = format!("{}-{}_UUID", e.fsname, t);
@@ -612,6 +619,16 @@ fn print_df(a: &DfArgs, e: &Entry, st: &[TargetUsage]) {
                 continue;
             }
         };
+        let space = used_pct(s.bytes_total.saturating_sub(s.bytes_free), s.bytes_avail);
+        let inodes = used_pct(s.files_total.saturating_sub(s.files_free), s.files_free);
+        for (what, p) in [("space", space), ("inodes", inodes)] {
+            if p > u64::from(a.warn_at) {
+                warnings.push(format!(
+                    "{}-{t} is {p}% full ({what}), above --warn-at {}%",
+                    e.fsname, a.warn_at
+                ));
+            }
+        }
         if a.inodes {
             let used = s.files_total.saturating_sub(s.files_free);
             println!(
@@ -667,6 +684,19 @@ fn print_df(a: &DfArgs, e: &Entry, st: &[TargetUsage]) {
         );
     }
     println!();
+    for w in warnings {
+        eprintln!("loom df: warning: {w}");
+    }
+}
+
+/// Percent used of `used + avail`, rounded up (as df).
+fn used_pct(used: u64, avail: u64) -> u64 {
+    let all = used + avail;
+    if all == 0 {
+        0
+    } else {
+        (used * 100).div_ceil(all)
+    }
 }
 
 #[cfg(test)]

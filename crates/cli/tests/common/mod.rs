@@ -139,6 +139,29 @@ pub fn inodes_per_mdt(mnt: &Path) -> Vec<u64> {
 }
 
 /// A server process a test started itself, killed if the test ends early.
+/// A size-limited tmpfs mounted by a test, unmounted when dropped (also
+/// when the test fails). Declare it before the cluster that uses it, so
+/// that it is dropped after.
+pub struct Tmpfs(pub PathBuf);
+
+impl Tmpfs {
+    /// Mount a tmpfs of `size` (e.g. "64m") at `dir`, made if missing.
+    pub fn mount(dir: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(dir).expect("tmpfs mount point");
+        sh(&format!(
+            "mount -t tmpfs -o size={size} loomtest {}",
+            dir.display()
+        ));
+        Tmpfs(dir.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = nix::mount::umount2(self.0.as_path(), nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
 pub struct Server(pub Child);
 
 impl Drop for Server {
@@ -165,11 +188,18 @@ pub struct Cluster {
 impl Cluster {
     /// `loom up --mdts M --osts N` with extra arguments.
     pub fn up(mdts: u32, osts: u32, extra: &[&str]) -> Cluster {
+        Cluster::up_with(mdts, osts, extra, |_| {})
+    }
+
+    /// As [`Cluster::up`], with `prepare` run on the state directory (its
+    /// path; not made yet) before `loom up` starts.
+    pub fn up_with(mdts: u32, osts: u32, extra: &[&str], prepare: impl FnOnce(&Path)) -> Cluster {
         let tmp = tempfile::Builder::new()
             .prefix("loomtest")
             .tempdir_in("/var/tmp")
             .expect("tempdir");
         let state = tmp.path().join("state");
+        prepare(&state);
         let mnt = tmp.path().join("mnt");
         let mut up_args: Vec<std::ffi::OsString> = vec![
             "--mdts".into(),

@@ -40,7 +40,7 @@ use replies::{ReplyCache, ReplyKey};
 use request::{Current, Rq};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tx::{read_meta, store_err, Tx};
 
@@ -138,8 +138,6 @@ pub struct MdtService {
     leases: Arc<leases::Leases>,
     /// Set by [`MdtService::stop`]: replies are held back.
     stopping: std::sync::atomic::AtomicBool,
-    /// Round-robin start for new files' stripes.
-    rr: AtomicU32,
     /// Where new directories go (round robin over MDTs, their usage).
     placement: placement::Placement,
     inode_count: AtomicU64,
@@ -237,7 +235,6 @@ impl MdtService {
                 opts.recall_timeout,
             )),
             stopping: std::sync::atomic::AtomicBool::new(false),
-            rr: AtomicU32::new(rand::random::<u32>() % 1024),
             placement: Default::default(),
             inode_count: AtomicU64::new(inode_count),
             stats: MdtStats::default(),

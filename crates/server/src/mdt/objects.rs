@@ -281,7 +281,8 @@ impl MdtService {
             let count = stripe_count(spec.count, all.len());
             (0..count).map(|i| all[(start + i) % all.len()]).collect()
         } else {
-            // Our choice: round robin over the OSTs that answer.
+            // Our choice: round robin over the OSTs that answer, weighted
+            // by their free space when it is out of balance (`placement`).
             let mut live: Vec<u32> = all
                 .iter()
                 .copied()
@@ -292,7 +293,8 @@ impl MdtService {
             }
             let n = live.len();
             let count = stripe_count(spec.count, n);
-            let start = self.rr.fetch_add(1, std::sync::atomic::Ordering::Relaxed) as usize % n;
+            let first = self.weighted_ost(&live);
+            let start = live.iter().position(|&o| o == first).unwrap_or(0);
             (0..count).map(|i| live[(start + i) % n]).collect()
         };
         let mut objects = Vec::with_capacity(osts.len());

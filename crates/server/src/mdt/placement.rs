@@ -15,35 +15,67 @@
 //! lower of the two ratios), new directories go round robin; otherwise by
 //! smooth weighted round robin on that ratio, so that a fuller MDT gets
 //! proportionally fewer, never none.
+//!
+//! **New files' OSTs** are chosen the same way (Lustre's QOS allocator):
+//! round robin while every OST has at least 83% of the freest one's free
+//! space and inodes (Lustre's `qos_threshold_rr` of 17%), otherwise the
+//! first stripe goes by smooth weighted round robin on that ratio and the
+//! others follow it in index order. A full OST (weight 0) gets no new
+//! file while another has room.
 
 use super::{lock, MdtService};
 use crate::error::ServerError;
-use loom_proto::msg::{DirDefault, MdtRequest, Reply, Role, TargetId};
+use loom_proto::msg::{DirDefault, MdtRequest, OstRequest, Reply, Role, TargetId};
 use loom_proto::{Errno, Fid};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long the MDTs' usage is trusted before it is asked again.
 const USAGE_TTL: Duration = Duration::from_secs(5);
 /// Below this share of the freest MDT, the round robin is weighted.
 const BALANCED: f64 = 0.9;
+/// Below this share of the freest OST, the round robin is weighted.
+const OST_BALANCED: f64 = 0.83;
 /// How long one MDT's usage may take to answer.
 const STATFS_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Each MDT's (free inodes, free bytes).
 type Usage = HashMap<u32, (u64, u64)>;
 
-/// This MDT's placement state.
+/// The round robin over one role's targets.
 #[derive(Default)]
-pub struct Placement {
+struct Spread {
     /// Round-robin position.
     next: AtomicU64,
-    /// The MDTs' (free inodes, free bytes), and when they were asked.
+    /// The targets' (free inodes, free bytes), and when they were asked.
     usage: Mutex<Option<(Instant, Usage)>>,
-    /// Smooth weighted round robin: each MDT's current credit.
+    /// Smooth weighted round robin: each target's current credit.
     credit: Mutex<HashMap<u32, f64>>,
+    /// A refresh of `usage` runs in the background (OSTs).
+    refreshing: std::sync::atomic::AtomicBool,
+}
+
+/// This MDT's placement state: of new directories over MDTs, of new
+/// files' objects over OSTs.
+pub struct Placement {
+    mdts: Spread,
+    osts: Spread,
+}
+
+impl Default for Placement {
+    fn default() -> Placement {
+        let osts = Spread::default();
+        // Each MDT starts its OST round robin somewhere else, so that the
+        // first files of several MDTs do not all land on OST0.
+        osts.next
+            .store(u64::from(rand::random::<u16>()), Ordering::Relaxed);
+        Placement {
+            mdts: Spread::default(),
+            osts,
+        }
+    }
 }
 
 impl MdtService {
@@ -95,66 +127,61 @@ impl MdtService {
                 (0..count).map(|k| all[(pos + k) % all.len()]).collect()
             }
             many => {
-                let i = self.placement.next.fetch_add(1, Ordering::Relaxed) as usize;
+                let i = self.placement.mdts.next.fetch_add(1, Ordering::Relaxed) as usize;
                 (0..count).map(|k| many[(i + k) % many.len()]).collect()
             }
         };
         Ok(list)
     }
 
-    /// The next MDT of the round robin over `all`, weighted by free inodes
-    /// and space when they are out of balance.
+    /// The MDT of the round robin over `all`, weighted by free inodes and
+    /// space when they are out of balance; waits for the MDTs' usage when
+    /// it is stale (a mkdir can afford it, once every few seconds).
     async fn weighted_next(&self, all: &[u32]) -> u32 {
-        let usage = self.mdt_usage(all).await;
-        let weights: Vec<(u32, f64)> = {
-            let max_files = usage.values().map(|u| u.0).max().unwrap_or(0).max(1) as f64;
-            let max_bytes = usage.values().map(|u| u.1).max().unwrap_or(0).max(1) as f64;
-            all.iter()
-                .map(|m| {
-                    // Unknown (it did not answer): as the freest, so that a
-                    // slow MDT is not starved for good.
-                    let w = usage.get(m).map_or(1.0, |&(f, b)| {
-                        (f as f64 / max_files).min(b as f64 / max_bytes)
-                    });
-                    (*m, w)
-                })
-                .collect()
-        };
-        let balanced = weights.iter().all(|(_, w)| *w >= BALANCED);
-        if balanced {
-            let i = self.placement.next.fetch_add(1, Ordering::Relaxed) as usize;
-            return all[i % all.len()];
-        }
-        let mut credit = lock(&self.placement.credit);
-        let total: f64 = weights.iter().map(|(_, w)| w).sum();
-        let mut best = (all[0], f64::MIN);
-        for (m, w) in &weights {
-            let c = credit.entry(*m).or_insert(0.0);
-            *c += w;
-            if *c > best.1 {
-                best = (*m, *c);
-            }
-        }
-        if let Some(c) = credit.get_mut(&best.0) {
-            *c -= total;
-        }
-        best.0
+        let usage = self.usage(Role::Mdt, &self.placement.mdts, all).await;
+        pick(&self.placement.mdts, &usage, all, BALANCED)
     }
 
-    /// Free inodes and bytes of each MDT, asked again when older than
-    /// [`USAGE_TTL`].
-    async fn mdt_usage(&self, all: &[u32]) -> Usage {
-        if let Some((at, u)) = lock(&self.placement.usage).as_ref() {
+    /// The first OST of a new file's stripes, as [`Self::weighted_next`]
+    /// for MDTs, but never waiting: with the OSTs' usage stale, it uses
+    /// what it knows (round robin if nothing) and refreshes it in the
+    /// background, so that no create waits for the OSTs.
+    pub(super) fn weighted_ost(self: &Arc<Self>, all: &[u32]) -> u32 {
+        let spread = &self.placement.osts;
+        let (usage, stale) = match lock(&spread.usage).as_ref() {
+            Some((at, u)) => (u.clone(), at.elapsed() >= USAGE_TTL),
+            None => (Usage::new(), true),
+        };
+        if stale && !spread.refreshing.swap(true, Ordering::AcqRel) {
+            let (me, all) = (self.clone(), all.to_vec());
+            tokio::spawn(async move {
+                me.usage_fetch(Role::Ost, &me.placement.osts, &all).await;
+                me.placement.osts.refreshing.store(false, Ordering::Release);
+            });
+        }
+        pick(spread, &usage, all, OST_BALANCED)
+    }
+
+    /// Free inodes and bytes of each target of `role` in `all`, asked
+    /// again when older than [`USAGE_TTL`].
+    async fn usage(&self, role: Role, spread: &Spread, all: &[u32]) -> Usage {
+        if let Some((at, u)) = lock(&spread.usage).as_ref() {
             if at.elapsed() < USAGE_TTL {
                 return u.clone();
             }
         }
+        self.usage_fetch(role, spread, all).await
+    }
+
+    /// Ask each target of `role` in `all` for its free inodes and bytes,
+    /// and keep the answers.
+    async fn usage_fetch(&self, role: Role, spread: &Spread, all: &[u32]) -> Usage {
         let mut u = HashMap::new();
         for &m in all {
-            let r = if m == self.index {
-                self.statfs()
-            } else {
-                self.peers
+            let r = match role {
+                Role::Mdt if m == self.index => self.statfs(),
+                Role::Mdt => self
+                    .peers
                     .call(
                         TargetId::mdt(m),
                         MdtRequest::StatFs,
@@ -162,13 +189,63 @@ impl MdtService {
                         STATFS_TIMEOUT,
                     )
                     .await
-                    .map(|(r, _)| r)
+                    .map(|(r, _)| r),
+                _ => self
+                    .peers
+                    .call(
+                        TargetId::ost(m),
+                        OstRequest::StatFs,
+                        bytes::Bytes::new(),
+                        STATFS_TIMEOUT,
+                    )
+                    .await
+                    .map(|(r, _)| r),
             };
             if let Ok(Reply::StatFs(s)) = r {
                 u.insert(m, (s.files_free, s.bytes_avail));
             }
         }
-        *lock(&self.placement.usage) = Some((Instant::now(), u.clone()));
+        *lock(&spread.usage) = Some((Instant::now(), u.clone()));
         u
     }
+}
+
+/// The next of `all` by the round robin of `spread`: plain while every
+/// target has at least `balanced_at` of the freest one's free inodes and
+/// bytes (the lower ratio), smooth weighted on that ratio otherwise.
+fn pick(spread: &Spread, usage: &Usage, all: &[u32], balanced_at: f64) -> u32 {
+    let Some(&first) = all.first() else {
+        return 0;
+    };
+    let max_files = usage.values().map(|u| u.0).max().unwrap_or(0).max(1) as f64;
+    let max_bytes = usage.values().map(|u| u.1).max().unwrap_or(0).max(1) as f64;
+    let weights: Vec<(u32, f64)> = all
+        .iter()
+        .map(|m| {
+            // Unknown (it did not answer): as the freest, so that a slow
+            // target is not starved for good.
+            let w = usage.get(m).map_or(1.0, |&(f, b)| {
+                (f as f64 / max_files).min(b as f64 / max_bytes)
+            });
+            (*m, w)
+        })
+        .collect();
+    if weights.iter().all(|(_, w)| *w >= balanced_at) {
+        let i = spread.next.fetch_add(1, Ordering::Relaxed) as usize;
+        return all[i % all.len()];
+    }
+    let mut credit = lock(&spread.credit);
+    let total: f64 = weights.iter().map(|(_, w)| w).sum();
+    let mut best = (first, f64::MIN);
+    for (m, w) in &weights {
+        let c = credit.entry(*m).or_insert(0.0);
+        *c += w;
+        if *c > best.1 {
+            best = (*m, *c);
+        }
+    }
+    if let Some(c) = credit.get_mut(&best.0) {
+        *c -= total;
+    }
+    best.0
 }
