@@ -120,12 +120,15 @@ fn wait(
     let tty = std::io::stderr().is_terminal();
     let t0 = Instant::now();
     let mut shown = Instant::now();
+    // Polling a remote state: soon at first (a small scrub ends at once),
+    // then four times a second for the progress line.
+    let mut pause = Duration::from_millis(5);
     while states
         .iter()
         .any(|(_, r)| matches!(r, Ok(st) if st.running))
     {
-        // Polling a remote state: how often the progress line changes.
-        std::thread::sleep(Duration::from_millis(250));
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(250));
         states = ask(s, ScrubCmd::Status, only)?;
         let (done, total) = states.iter().fold((0u64, 0u64), |(d, t), (_, r)| match r {
             Ok(st) => (

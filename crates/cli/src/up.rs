@@ -130,15 +130,16 @@ fn ephemeral_start() -> u16 {
         .unwrap_or(32768)
 }
 
-/// A free loopback port for a server, chosen at random below the
-/// ephemeral range (falling back to one the kernel picks if that range is
-/// too small or full).
-fn free_port() -> anyhow::Result<u16> {
+/// A free loopback port for a server, not among `taken` (given to this
+/// cluster's other servers, which are not listening yet), chosen at random
+/// below the ephemeral range (falling back to one the kernel picks if that
+/// range is too small or full).
+fn free_port(taken: &[u16]) -> anyhow::Result<u16> {
     let top = ephemeral_start();
     if top > PORT_FLOOR + 1000 {
         for _ in 0..200 {
             let port = PORT_FLOOR + (rand::random::<u16>() % (top - PORT_FLOOR));
-            if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            if !taken.contains(&port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
                 return Ok(port);
             }
         }
@@ -309,9 +310,10 @@ fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
     let nodes = nodes(&shape, a.servers)?;
     for node in &nodes {
         if !shape.ports.contains_key(node.port_key()) {
+            let taken: Vec<u16> = shape.ports.values().copied().collect();
             shape
                 .ports
-                .insert(node.port_key().to_string(), free_port()?);
+                .insert(node.port_key().to_string(), free_port(&taken)?);
         }
     }
     for (name, role, index) in names(&shape) {
