@@ -7,6 +7,7 @@
 
 mod cluster;
 mod dirtools;
+mod fsck;
 mod mount;
 mod noop;
 mod registry;
@@ -80,6 +81,10 @@ enum Cmd {
     /// Verify every block of every object against its checksum, in the
     /// servers, and list the bad ones: `loom scrub MOUNT [--rate MB/s]`.
     Scrub(scrub::ScrubArgs),
+    /// Find OST objects no file refers to (left by crashes), report them
+    /// with their sizes, and with --repair reclaim them: `loom fsck
+    /// [--repair] MOUNT`.
+    Fsck(fsck::FsckArgs),
     // Benchmarks (mdtest, IOR, IO500; compare, sweep, suite). No doc
     // comment here: it would replace the long help of loom_bench::BenchArgs.
     Bench(loom_bench::BenchArgs),
@@ -102,8 +107,8 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.cmd {
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let done = match cli.cmd {
         Cmd::Up(a) => up::up(a),
         Cmd::Down(a) => up::down(a),
         Cmd::Server { config } => runtime()?.block_on(loom_server::node::run(&config)),
@@ -121,15 +126,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Mkdir(a) | Cmd::Setdirstripe(a) => dirtools::mkdir(a),
         Cmd::Getdirstripe(a) => dirtools::getdirstripe(a),
         Cmd::Scrub(a) => scrub::scrub(a),
+        // Its own exit codes, as e2fsck's.
+        Cmd::Fsck(a) => return Ok(fsck::fsck(a)),
         Cmd::Bench(a) => loom_bench::run(a),
-    }
+    };
+    done.map(|()| ExitCode::SUCCESS)
 }
 
 fn main() -> ExitCode {
     init_logs();
     let cli = Cli::parse();
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("loom: {e:#}");
             // As a shell reports a job stopped by SIGINT: 128 + 2.

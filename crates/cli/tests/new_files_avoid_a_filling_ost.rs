@@ -9,11 +9,10 @@ use common::*;
 
 #[test]
 fn new_files_avoid_a_filling_ost() {
-    let mut disks = Vec::new();
     let c = Cluster::up_with(1, 2, &[], |state| {
-        for i in 0..2 {
-            disks.push(Tmpfs::mount(&state.join(format!("targets/ost{i}")), "64m"));
-        }
+        (0..2)
+            .map(|i| Tmpfs::mount(&state.join(format!("targets/ost{i}")), "64m"))
+            .collect()
     });
     // Fill OST0's disk behind loomfs's back: about 81% used.
     let filler = c.state.join("targets/ost0/filler");

@@ -13,8 +13,8 @@ use crate::Client;
 use bytes::Bytes;
 use loom_proto::layout::{object_size_for, LayoutSpec, Pattern};
 use loom_proto::msg::{
-    rename_flags, Attr, DirDefault, DirEntry, FileKind, MdtRequest, OstRequest, Reply, Request,
-    Role, ScrubCmd, ScrubStatus, SetAttr, StatFs, TargetId,
+    rename_flags, Attr, DirDefault, DirEntry, FileKind, MdtRequest, ObjInfo, OstRequest, Reply,
+    Request, Role, ScrubCmd, ScrubStatus, SetAttr, StatFs, TargetId,
 };
 use loom_proto::{Errno, Fid, Layout, Name, ObjRef, StripeSpec};
 use std::time::Duration;
@@ -984,6 +984,70 @@ impl Client {
             };
         }
         out
+    }
+
+    /// Every OST object the files of every MDT refer to (and those of
+    /// unlinked files whose destroy is still on its way), for `loom fsck`.
+    pub async fn referenced_objects(&self) -> Result<Vec<ObjRef>, Errno> {
+        let config = self.router.config();
+        let mut mdts: Vec<u32> = config
+            .targets
+            .iter()
+            .filter(|t| t.id.role == Role::Mdt)
+            .map(|t| t.id.index)
+            .collect();
+        mdts.sort();
+        let c = Caller::current();
+        let mut out = Vec::new();
+        for m in mdts {
+            let mut after = Vec::new();
+            loop {
+                let (r, _) = self
+                    .router
+                    .call(
+                        TargetId::mdt(m),
+                        self.ctx(&c),
+                        MdtRequest::ListObjects { after },
+                        Bytes::new(),
+                    )
+                    .await?;
+                let Reply::ObjectRefs { objs, next } = r else {
+                    return Err(unexpected("ObjectRefs", &r));
+                };
+                out.extend(objs);
+                match next {
+                    Some(n) => after = n,
+                    None => break,
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The objects on OST `ost` in its bucket `bucket` (0..=255).
+    pub async fn ost_objects(&self, ost: u32, bucket: u8) -> Result<Vec<ObjInfo>, Errno> {
+        let c = Caller::current();
+        match self
+            .ost_call(&c, ost, OstRequest::ListObjects { bucket }, Bytes::new())
+            .await?
+        {
+            (Reply::Objects(v), _) => Ok(v),
+            (other, _) => Err(unexpected("Objects", &other)),
+        }
+    }
+
+    /// Destroy `objs`, which no file refers to (root only), through MDT0.
+    pub async fn reclaim_objects(&self, objs: Vec<ObjRef>) -> Result<(), Errno> {
+        let c = Caller::current();
+        self.router
+            .call(
+                TargetId::mdt(0),
+                self.ctx(&c),
+                MdtRequest::ReclaimObjects { objs },
+                Bytes::new(),
+            )
+            .await
+            .map(|_| ())
     }
 
     /// Attributes of the file at `path`, relative to the file system's root

@@ -8,7 +8,7 @@
 
 use crate::error::{Errno, WireError};
 use crate::fid::Fid;
-use crate::layout::{Layout, StripeSpec};
+use crate::layout::{Layout, ObjRef, StripeSpec};
 use crate::name::Name;
 use serde::{Deserialize, Serialize};
 
@@ -327,6 +327,17 @@ impl ClusterConfig {
     }
 }
 
+/// An object on an OST's disk, as `loom fsck` lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjInfo {
+    /// Its id.
+    pub oid: u64,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Seconds since it was last written (its file's mtime).
+    pub idle_secs: u64,
+}
+
 /// What `loom scrub` asks of a target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ScrubCmd {
@@ -635,6 +646,16 @@ pub enum Reply {
     OpStats(Vec<(String, u64)>),
     /// A target's scrub.
     Scrub(ScrubStatus),
+    /// OST objects a page of an MDT's records refers to, and where the
+    /// next page starts (`None`: this was the last).
+    ObjectRefs {
+        /// The objects.
+        objs: Vec<ObjRef>,
+        /// Cursor of the next page.
+        next: Option<Vec<u8>>,
+    },
+    /// The objects of one bucket of an OST.
+    Objects(Vec<ObjInfo>),
 }
 
 impl Reply {

@@ -432,6 +432,19 @@ declare_requests! {
             /// What to do.
             cmd: ScrubCmd,
         } => 75, "scrub", Reads, Any;
+        /// The OST objects this MDT's files (and its destroys still to
+        /// send) refer to, a page of inode records at a time from `after`
+        /// (empty: from the start), for `loom fsck`.
+        ListObjects {
+            /// Cursor from the previous page.
+            after: Vec<u8>,
+        } => 76, "list_objects", Reads, Any;
+        /// Destroy OST objects that `loom fsck` found no file refers to
+        /// (root only; the MDT sends the destroys as a peer).
+        ReclaimObjects {
+            /// The objects.
+            objs: Vec<ObjRef>,
+        } => 77, "reclaim_objects", Changes, Any;
     }
 }
 
@@ -570,6 +583,12 @@ declare_requests! {
             /// What to do.
             cmd: ScrubCmd,
         } => 74, "scrub", Changes, Any;
+        /// The objects in bucket `bucket` (`objects/XX`) of the OST, with
+        /// their sizes and idle times, for `loom fsck`.
+        ListObjects {
+            /// The bucket, 0..=255.
+            bucket: u8,
+        } => 76, "list_objects", Reads, Any;
     }
 }
 

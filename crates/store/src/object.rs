@@ -46,7 +46,7 @@
 //! The API is blocking; the OST service calls it through
 //! `tokio::task::spawn_blocking`.
 
-use loom_proto::msg::StatFs;
+use loom_proto::msg::{ObjInfo, StatFs};
 use loom_proto::{Errno, WireError};
 use nix::fcntl::FallocateFlags;
 use std::collections::{HashMap, HashSet};
@@ -592,6 +592,33 @@ impl ObjectStore {
         }
         oids.sort_unstable();
         Ok(oids)
+    }
+
+    /// The objects in bucket `bucket` with their sizes and the seconds
+    /// since each was last written, in id order (for `loom fsck`).
+    pub fn list(&self, bucket: u8) -> Result<Vec<ObjInfo>, ObjectError> {
+        let now = std::time::SystemTime::now();
+        let mut out = Vec::new();
+        for oid in self.objects_in(bucket)? {
+            let path = self.object_path(oid);
+            let m = match fs::metadata(&path) {
+                Ok(m) => m,
+                // Destroyed meanwhile.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(ObjectError::io("stat", Some(oid), &path, e)),
+            };
+            let idle = m
+                .modified()
+                .ok()
+                .and_then(|t| now.duration_since(t).ok())
+                .map_or(0, |d| d.as_secs());
+            out.push(ObjInfo {
+                oid,
+                size: m.len(),
+                idle_secs: idle,
+            });
+        }
+        Ok(out)
     }
 
     /// Set object `oid`'s size, creating its file if missing and `size > 0`.

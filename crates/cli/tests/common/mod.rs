@@ -140,8 +140,7 @@ pub fn inodes_per_mdt(mnt: &Path) -> Vec<u64> {
 
 /// A server process a test started itself, killed if the test ends early.
 /// A size-limited tmpfs mounted by a test, unmounted when dropped (also
-/// when the test fails). Declare it before the cluster that uses it, so
-/// that it is dropped after.
+/// when the test fails); see [`Cluster::up_with`].
 pub struct Tmpfs(pub PathBuf);
 
 impl Tmpfs {
@@ -183,23 +182,31 @@ pub struct Cluster {
     pub extra: Vec<(Child, Option<PathBuf>)>,
     /// Servers restarted by the test: name -> index in `extra`.
     restarted: std::collections::HashMap<String, usize>,
+    /// File systems mounted in the state directory, for targets.
+    disks: Vec<Tmpfs>,
 }
 
 impl Cluster {
     /// `loom up --mdts M --osts N` with extra arguments.
     pub fn up(mdts: u32, osts: u32, extra: &[&str]) -> Cluster {
-        Cluster::up_with(mdts, osts, extra, |_| {})
+        Cluster::up_with(mdts, osts, extra, |_| Vec::new())
     }
 
     /// As [`Cluster::up`], with `prepare` run on the state directory (its
-    /// path; not made yet) before `loom up` starts.
-    pub fn up_with(mdts: u32, osts: u32, extra: &[&str], prepare: impl FnOnce(&Path)) -> Cluster {
+    /// path; not made yet) before `loom up` starts; the file systems it
+    /// mounts there are unmounted once the cluster is stopped.
+    pub fn up_with(
+        mdts: u32,
+        osts: u32,
+        extra: &[&str],
+        prepare: impl FnOnce(&Path) -> Vec<Tmpfs>,
+    ) -> Cluster {
         let tmp = tempfile::Builder::new()
             .prefix("loomtest")
             .tempdir_in("/var/tmp")
             .expect("tempdir");
         let state = tmp.path().join("state");
-        prepare(&state);
+        let disks = prepare(&state);
         let mnt = tmp.path().join("mnt");
         let mut up_args: Vec<std::ffi::OsString> = vec![
             "--mdts".into(),
@@ -223,6 +230,7 @@ impl Cluster {
             up_args,
             extra: Vec::new(),
             restarted: Default::default(),
+            disks,
         }
     }
 
@@ -432,6 +440,8 @@ impl Drop for Cluster {
             .arg("--dir")
             .arg(&self.state)
             .output();
+        // Unmounted before the temporary directory goes.
+        self.disks.clear();
     }
 }
 

@@ -13,6 +13,7 @@
 mod attrs;
 mod destroys;
 mod dom;
+mod fsck;
 mod intents;
 pub mod leases;
 mod namespace;
@@ -862,6 +863,8 @@ impl MdtService {
             MdtRequest::GetDirDefault { fid } => Ok(Reply::DirDefault(self.default_dir(fid)?)),
             MdtRequest::OpStats => Ok(Reply::OpStats(self.stats.snapshot())),
             MdtRequest::Scrub { cmd } => Ok(Reply::Scrub(self.scrub.command(cmd))),
+            MdtRequest::ListObjects { after } => self.list_objects(&after),
+            MdtRequest::ReclaimObjects { objs } => self.reclaim_objects(ctx, objs).await,
             MdtRequest::SetXattr {
                 fid,
                 name,

@@ -113,6 +113,7 @@ impl OstService {
             OstRequest::ObjGetSize { obj } => (self.get_size(obj).await, Vec::new(), 0),
             OstRequest::StatFs => (self.statfs().await, Vec::new(), 0),
             OstRequest::Scrub { cmd } => (Ok(self.scrub(cmd)), Vec::new(), 0),
+            OstRequest::ListObjects { bucket } => (self.list(bucket).await, Vec::new(), 0),
         };
         self.stats.record(op, bytes, res.is_ok());
         (res, out)
@@ -219,6 +220,11 @@ impl OstService {
         let oid = self.check(obj)?;
         let size = self.blocking(move |s| s.size(oid)).await?;
         Ok(Reply::Size(size))
+    }
+
+    async fn list(&self, bucket: u8) -> Handled {
+        let objs = self.blocking(move |s| s.list(bucket)).await?;
+        Ok(Reply::Objects(objs))
     }
 
     /// A request met a bad block: logged, counted, reported to scrub.
