@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 /// Options of `loom scrub`.
 #[derive(Args)]
 #[command(
-    after_help = "Each OST reads every object and checks each 64 KiB block against the \
+    after_help = "Each OST reads every object and checks each 4 KiB block against the \
 checksum stored beside it when it was written; each MDT reads every metadata record and checks \
 its checksum. A bad block or record is never returned to applications (they get EIO); scrub \
 finds those that nobody has read yet. The pass runs in the servers: \

@@ -79,7 +79,7 @@ fn a_flipped_byte_on_an_ost_is_eio_and_scrub_reports_it() {
 
     // Stripe 1 of "read" is its object on the second OST of its layout;
     // file bytes 64K..128K are that object's bytes 0..64K, 192K..256K its
-    // bytes 64K..128K: flip one in its second block.
+    // bytes 64K..128K: flip one of its bytes 69632..73728 (a 4 KiB block).
     let stripes = c.stripes(dir.join("read").to_str().expect("utf8"));
     let (ost, oid) = stripes[1];
     flip(&c.object_file(ost, oid), 70_000);
@@ -95,7 +95,9 @@ fn a_flipped_byte_on_an_ost_is_eio_and_scrub_reports_it() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("Input/output error"), "cat said: {err}");
     assert!(
-        o.stdout.len() <= 64 * 1024 * 3,
+        // The bad block is the object's bytes 69632..73728: file bytes
+        // 200704..204800.
+        o.stdout.len() <= 200_704,
         "bytes past the bad block were returned ({} bytes)",
         o.stdout.len()
     );
@@ -119,7 +121,7 @@ fn a_flipped_byte_on_an_ost_is_eio_and_scrub_reports_it() {
     assert!(
         line.contains(&format!("OST{ost:04x}"))
             && line.contains(&format!("oid={oid}"))
-            && line.contains("offset=65536"),
+            && line.contains("offset=69632"),
         "{line}"
     );
     let (clean, out) = scrub(&["--status", c.mnt.to_str().expect("utf8")]);
@@ -128,7 +130,7 @@ fn a_flipped_byte_on_an_ost_is_eio_and_scrub_reports_it() {
         "scrub --status passed with a bad block known:\n{out}"
     );
     assert!(
-        out.contains(&format!("object {oid} offset 65536 (found by a read")),
+        out.contains(&format!("object {oid} offset 69632 (found by a read")),
         "{out}"
     );
     let counted = out
@@ -148,7 +150,7 @@ fn a_flipped_byte_on_an_ost_is_eio_and_scrub_reports_it() {
         )),
         "{out}"
     );
-    assert!(out.contains(&format!("object {oid} offset 65536")), "{out}");
+    assert!(out.contains(&format!("object {oid} offset 69632")), "{out}");
     assert_eq!(out.matches("bad block:").count(), 2, "{out}");
 
     // Rewriting one file and removing the other makes scrub pass again.

@@ -290,7 +290,7 @@ impl ObjectStore {
         };
         let marker = dir.join(CHECKSUMS_FILE);
         if fresh {
-            crate::durable::write_atomic(&marker, b"crc32c per 65536-byte block\n")
+            crate::durable::write_atomic(&marker, b"crc32c per 4096-byte block\n")
                 .map_err(|e| ObjectError::io("write", None, &marker, e))?;
         }
         let store = ObjectStore {
@@ -879,7 +879,7 @@ mod tests {
             Err(
                 e @ ObjectError::Corrupt {
                     oid: 7,
-                    offset: 65_536,
+                    offset: 69_632,
                     ..
                 },
             ) => {
@@ -891,7 +891,7 @@ mod tests {
         assert_eq!(bytes, 200_000);
         assert_eq!(
             bad.iter().map(|b| b.offset).collect::<Vec<_>>(),
-            vec![65_536]
+            vec![69_632]
         );
         // Losing the checksum file is corruption too, on a store made with
         // checksums.
@@ -1098,7 +1098,7 @@ mod tests {
     fn op() -> impl Strategy<Value = Op> {
         let oid = 1u64..4;
         prop_oneof![
-            // Ranges span several 64 KiB checksum blocks.
+            // Ranges span many 4 KiB checksum blocks.
             4 => (oid.clone(), 0u64..200_000, 0usize..90_000, any::<u8>())
                 .prop_map(|(oid, offset, len, byte)| Op::Write { oid, offset, len, byte }),
             2 => (oid.clone(), 0u64..250_000).prop_map(|(oid, size)| Op::Truncate { oid, size }),

@@ -1,10 +1,10 @@
 //! Per-block checksums of an object, kept in a file beside it.
 //!
 //! `objects/XX/OID.sum` holds a 16-byte header, then one 16-byte entry per
-//! [`BLOCK`] of the object, entry `b` at `HEADER + b * ENTRY`:
+//! [`BLOCK`] (4 KiB) of the object, entry `b` at `HEADER + b * ENTRY`:
 //!
 //! ```text
-//! header: b"LSUM" | version u16 = 1 | log2(BLOCK) u8 = 16 | algorithm u8 = 1 (crc32c) | 8 bytes 0
+//! header: b"LSUM" | version u16 = 1 | log2(BLOCK) u8 = 12 | algorithm u8 = 1 (crc32c) | 8 bytes 0
 //! entry:  cur u32 | prev u32 | gen u32 | flags u32 (0; room for per-block compression)
 //! ```
 //!
@@ -28,7 +28,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 
 /// Bytes of object data one checksum covers.
-pub const BLOCK: u64 = 64 * 1024;
+pub const BLOCK: u64 = 4 * 1024;
 /// Bytes of the header.
 pub const HEADER: u64 = 16;
 /// Bytes of one entry.
