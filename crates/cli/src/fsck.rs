@@ -1,20 +1,30 @@
-//! `loom fsck`: the object part of Lustre's LFSCK, online. It finds OST
-//! objects that no file refers to (left by a crash between a file's
-//! create and its commit, or by a destroy that never reached its OST),
-//! reports them with their sizes, and with `--repair` reclaims them.
+//! `loom fsck`: Lustre's LFSCK, online, in two parts.
 //!
-//! Safe against files made meanwhile: the MDTs' references are read
-//! before and after the OSTs are listed (an object that appears in
-//! either is kept), and an object written in the last `--min-age` seconds
-//! is never a candidate (a create whose MDT is still waiting for its
-//! client's replay refers to it only once replayed).
+//! - **Namespace.** Every MDT's inodes and entries are read, and checked
+//!   together: entries that name no inode (dangling), inodes that no
+//!   entry names (orphans; open-unlinked files are kept on purpose),
+//!   link counts that differ from the names (a directory's: 2 and one per
+//!   subdirectory), and striped directories whose shards are missing.
+//!   With `--repair`, a dangling entry is removed, a link count set, and
+//!   an orphan given a name in `/lost+found/MDTxxxx` (on its own MDT).
+//! - **Objects.** OST objects that no file refers to (left by a crash
+//!   between a file's create and its commit, or by a destroy that never
+//!   reached its OST) are reported with their sizes and, with `--repair`,
+//!   reclaimed.
+//!
+//! Safe against changes meanwhile: the namespace is read twice and only
+//! what both readings show is a problem; the MDTs' object references are
+//! read before and after the OSTs are listed (an object either names is
+//! kept), and an object written in the last `--min-age` seconds is never
+//! a candidate (a create whose MDT is still waiting for its client's
+//! replay refers to it only once replayed).
 
 use crate::registry;
 use crate::tools::{connect, errno, Session};
 use clap::Args;
-use loom_proto::msg::{ObjInfo, Role};
-use loom_proto::ObjRef;
-use std::collections::HashSet;
+use loom_proto::msg::{DirStripe, FileKind, FsckFix, FsckItem, FsckScan, ObjInfo, Role};
+use loom_proto::{Errno, Fid, Name, ObjRef};
+use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,16 +32,17 @@ use std::process::ExitCode;
 /// Options of `loom fsck`.
 #[derive(Args)]
 #[command(
-    after_help = "Checks every OST object against the layouts of the files of every MDT \
-(the object part of Lustre's LFSCK), online. An object no file refers to is reported with its \
-size; --repair destroys it and frees its space. Namespace checks (dangling entries, link counts, \
-shards) are not part of this version. Exit status, as e2fsck: 0 nothing found, 1 found and \
-repaired, 4 found and left (run again with --repair), 8 the check itself failed."
+    after_help = "Checks the namespace of every MDT (entries that name no inode, inodes \
+that no entry names, link counts, striped directories' shards) and every OST object against the \
+layouts of the files (objects no file refers to), online, as Lustre's LFSCK. --repair removes \
+dangling entries, sets link counts, gives orphan inodes a name in /lost+found/MDTxxxx and \
+reclaims orphan objects. Exit status, as e2fsck: 0 nothing found, 1 found and repaired, 4 found \
+and left (run again with --repair), 8 the check itself failed."
 )]
 pub struct FsckArgs {
     /// A path on the loomfs mount (its mount point or anything under it).
     pub path: PathBuf,
-    /// Destroy the objects no file refers to (root only).
+    /// Repair what is found (root only).
     #[arg(long)]
     pub repair: bool,
     /// Leave alone objects written in the last SECS seconds: a file being
@@ -44,8 +55,6 @@ pub struct FsckArgs {
 /// Exit codes, as e2fsck's.
 const FOUND_REPAIRED: u8 = 1;
 const FOUND_LEFT: u8 = 4;
-
-/// Exit code when the check itself failed.
 const CHECK_FAILED: u8 = 8;
 
 pub fn fsck(a: FsckArgs) -> ExitCode {
@@ -55,11 +64,362 @@ pub fn fsck(a: FsckArgs) -> ExitCode {
     })
 }
 
+/// What was found and what became of it.
+#[derive(Default)]
+struct Outcome {
+    found: usize,
+    left: usize,
+}
+
 fn check(a: &FsckArgs) -> anyhow::Result<ExitCode> {
     let (entry, _) = registry::find(&a.path)?;
     let s = connect(entry)?;
-    let before = referenced(&s)?;
-    let osts = ost_indices(&s);
+    let mut o = Outcome::default();
+    namespace(&s, a, &mut o)?;
+    objects(&s, a, &mut o)?;
+    Ok(match (o.found, o.left) {
+        (0, _) => {
+            println!("fsck: no problems found");
+            ExitCode::SUCCESS
+        }
+        (_, 0) => ExitCode::from(FOUND_REPAIRED),
+        _ => {
+            if !a.repair {
+                println!("fsck: run again with --repair to repair them");
+            }
+            ExitCode::from(FOUND_LEFT)
+        }
+    })
+}
+
+fn indices(s: &Session, role: Role) -> Vec<u32> {
+    let mut v: Vec<u32> = s
+        .client
+        .router()
+        .config()
+        .targets
+        .iter()
+        .filter(|t| t.id.role == role)
+        .map(|t| t.id.index)
+        .collect();
+    v.sort();
+    v
+}
+
+/// An inode as the check needs it.
+struct Inode {
+    mdt: u32,
+    kind: FileKind,
+    nlink: u32,
+    size: u64,
+    shards: Vec<Fid>,
+}
+
+/// Every MDT's namespace, read once.
+#[derive(Default)]
+struct Namespace {
+    inodes: HashMap<Fid, Inode>,
+    /// (MDT holding the entry, directory, name, inode named, its type).
+    entries: Vec<(u32, Fid, Name, Fid, FileKind)>,
+    /// Open-unlinked files: no name is right for them.
+    kept: HashSet<Fid>,
+}
+
+/// An inconsistency of the namespace.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Problem {
+    /// An entry whose inode does not exist.
+    Dangling {
+        mdt: u32,
+        parent: Fid,
+        name: Name,
+        fid: Fid,
+    },
+    /// An inode no entry names.
+    Orphan {
+        mdt: u32,
+        fid: Fid,
+        kind: String,
+        size: u64,
+    },
+    /// An inode whose link count is not what its names say.
+    Links {
+        mdt: u32,
+        fid: Fid,
+        has: u32,
+        should: u32,
+    },
+    /// A striped directory whose shard does not exist.
+    Shard { master: Fid, shard: Fid },
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Problem::Dangling { mdt, parent, name, fid } => write!(
+                f,
+                "dangling entry: {name:?} in directory {parent} (MDT{mdt:04x}) names {fid}, which does not exist"
+            ),
+            Problem::Orphan { mdt, fid, kind, size } => write!(
+                f,
+                "orphan inode: {fid} on MDT{mdt:04x}, a {kind} of {size} bytes, has no name"
+            ),
+            Problem::Links { mdt, fid, has, should } => write!(
+                f,
+                "wrong link count: {fid} on MDT{mdt:04x} has nlink {has}, its names say {should}"
+            ),
+            Problem::Shard { master, shard } => write!(
+                f,
+                "inconsistent striped directory: {master} lists shard {shard}, which does not exist"
+            ),
+        }
+    }
+}
+
+fn read_namespace(s: &Session) -> anyhow::Result<Namespace> {
+    let mut ns = Namespace::default();
+    for mdt in indices(s, Role::Mdt) {
+        for what in [FsckScan::Inodes, FsckScan::Entries, FsckScan::Orphans] {
+            let mut after = Vec::new();
+            loop {
+                let (items, next) =
+                    s.rt.block_on(s.client.fsck_scan(mdt, what, after))
+                        .map_err(|e| errno(e, &format!("reading MDT{mdt:04x}")))?;
+                for it in items {
+                    match it {
+                        FsckItem::Inode {
+                            fid,
+                            kind,
+                            nlink,
+                            size,
+                            shards,
+                            ..
+                        } => {
+                            ns.inodes.insert(
+                                fid,
+                                Inode {
+                                    mdt,
+                                    kind,
+                                    nlink,
+                                    size,
+                                    shards,
+                                },
+                            );
+                        }
+                        FsckItem::Entry {
+                            parent,
+                            name,
+                            fid,
+                            kind,
+                        } => ns.entries.push((mdt, parent, name, fid, kind)),
+                        FsckItem::Orphan { fid } => {
+                            ns.kept.insert(fid);
+                        }
+                    }
+                }
+                match next {
+                    Some(n) => after = n,
+                    None => break,
+                }
+            }
+        }
+    }
+    Ok(ns)
+}
+
+/// What is wrong with `ns`, in a stable order.
+fn problems(ns: &Namespace) -> Vec<Problem> {
+    let mut out = Vec::new();
+    // Shards other than shard 0 (the master) are named by their master's
+    // layout, not by an entry.
+    let shards: HashSet<Fid> = ns
+        .inodes
+        .values()
+        .flat_map(|i| i.shards.iter().skip(1).copied())
+        .collect();
+    let mut names: HashMap<Fid, u32> = HashMap::new();
+    let mut subdirs: HashMap<Fid, u32> = HashMap::new();
+    for (mdt, parent, name, fid, kind) in &ns.entries {
+        *names.entry(*fid).or_default() += 1;
+        if *kind == FileKind::Dir {
+            *subdirs.entry(*parent).or_default() += 1;
+        }
+        if !ns.inodes.contains_key(fid) {
+            out.push(Problem::Dangling {
+                mdt: *mdt,
+                parent: *parent,
+                name: name.clone(),
+                fid: *fid,
+            });
+        }
+    }
+    for (fid, i) in &ns.inodes {
+        if shards.contains(fid) {
+            continue;
+        }
+        let n = names.get(fid).copied().unwrap_or(0);
+        if n == 0 && *fid != Fid::ROOT {
+            if !ns.kept.contains(fid) {
+                out.push(Problem::Orphan {
+                    mdt: i.mdt,
+                    fid: *fid,
+                    kind: format!("{:?}", i.kind).to_lowercase(),
+                    size: i.size,
+                });
+            }
+            continue;
+        }
+        // A striped directory's subdirectories are counted in its shards.
+        let should = match i.kind {
+            FileKind::Dir if i.shards.is_empty() => 2 + subdirs.get(fid).copied().unwrap_or(0),
+            FileKind::Dir => continue,
+            _ => n,
+        };
+        if i.nlink != should {
+            out.push(Problem::Links {
+                mdt: i.mdt,
+                fid: *fid,
+                has: i.nlink,
+                should,
+            });
+        }
+        for s in i.shards.iter().skip(1) {
+            if !ns.inodes.contains_key(s) {
+                out.push(Problem::Shard {
+                    master: *fid,
+                    shard: *s,
+                });
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn namespace(s: &Session, a: &FsckArgs, o: &mut Outcome) -> anyhow::Result<()> {
+    let first = problems(&read_namespace(s)?);
+    let ns = read_namespace(s)?;
+    // What changed between the two readings is a change under way, not a
+    // problem.
+    let second: HashSet<Problem> = problems(&ns).into_iter().collect();
+    let found: Vec<Problem> = first.into_iter().filter(|p| second.contains(p)).collect();
+    println!(
+        "fsck: namespace: {} inodes, {} entries on {} MDTs checked",
+        ns.inodes.len(),
+        ns.entries.len(),
+        indices(s, Role::Mdt).len()
+    );
+    for p in &found {
+        println!("{p}");
+    }
+    o.found += found.len();
+    if !a.repair {
+        o.left += found.len();
+        return Ok(());
+    }
+    for p in &found {
+        match repair(s, p) {
+            Ok(Some(what)) => println!("repaired: {what}"),
+            Ok(None) => {
+                println!("not repaired: {p}");
+                o.left += 1;
+            }
+            Err(e) => {
+                println!("not repaired: {p}: {e:#}");
+                o.left += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Repair `p`; what was done, or `None` when fsck cannot repair it.
+fn repair(s: &Session, p: &Problem) -> anyhow::Result<Option<String>> {
+    let fix = |mdt: u32, fix: FsckFix| {
+        s.rt.block_on(s.client.fsck_repair(mdt, fix))
+            .map_err(|e| errno(e, "repairing"))
+    };
+    match p {
+        Problem::Dangling {
+            mdt, parent, name, ..
+        } => {
+            fix(
+                *mdt,
+                FsckFix::DropEntry {
+                    parent: *parent,
+                    name: name.clone(),
+                },
+            )?;
+            Ok(Some(format!("removed entry {name:?} of {parent}")))
+        }
+        Problem::Links {
+            mdt, fid, should, ..
+        } => {
+            fix(
+                *mdt,
+                FsckFix::SetNlink {
+                    fid: *fid,
+                    nlink: *should,
+                },
+            )?;
+            Ok(Some(format!("set the link count of {fid} to {should}")))
+        }
+        Problem::Orphan { mdt, fid, .. } => {
+            let dir = lost_and_found(s, *mdt)?;
+            let name = Name::from(fid.to_string().as_bytes());
+            fix(
+                *mdt,
+                FsckFix::Adopt {
+                    fid: *fid,
+                    dir,
+                    name,
+                },
+            )?;
+            Ok(Some(format!(
+                "linked {fid} as /lost+found/MDT{mdt:04x}/{fid}"
+            )))
+        }
+        Problem::Shard { .. } => Ok(None),
+    }
+}
+
+/// `/lost+found/MDTxxxx`, on MDT `mdt`, made if missing.
+fn lost_and_found(s: &Session, mdt: u32) -> anyhow::Result<Fid> {
+    let c = loom_client::Caller::current();
+    let rt = &s.rt;
+    let client = &s.client;
+    let get = |parent: Fid, name: &str| -> anyhow::Result<Option<Fid>> {
+        match rt.block_on(client.lookup(&c, parent, name)) {
+            Ok((a, _)) => Ok(Some(a.fid)),
+            Err(Errno::ENOENT) => Ok(None),
+            Err(e) => Err(errno(e, &format!("looking up {name}"))),
+        }
+    };
+    let top = match get(Fid::ROOT, "lost+found")? {
+        Some(f) => f,
+        None => {
+            rt.block_on(client.mkdir(&c, Fid::ROOT, "lost+found", 0o700))
+                .map_err(|e| errno(e, "making /lost+found"))?
+                .fid
+        }
+    };
+    let name = format!("MDT{mdt:04x}");
+    if let Some(f) = get(top, &name)? {
+        return Ok(f);
+    }
+    let stripe = DirStripe {
+        count: 1,
+        start_mdt: mdt as i32,
+    };
+    Ok(rt
+        .block_on(client.mkdir_striped(&c, top, &name, 0o700, stripe))
+        .map_err(|e| errno(e, &format!("making /lost+found/{name}")))?
+        .fid)
+}
+
+fn objects(s: &Session, a: &FsckArgs, o: &mut Outcome) -> anyhow::Result<()> {
+    let before = referenced(s)?;
+    let osts = indices(s, Role::Ost);
     let tty = std::io::stderr().is_terminal();
     let mut candidates: Vec<(ObjRef, ObjInfo)> = Vec::new();
     let mut listed = 0u64;
@@ -69,15 +429,15 @@ fn check(a: &FsckArgs) -> anyhow::Result<ExitCode> {
                 s.rt.block_on(s.client.ost_objects(ost, bucket))
                     .map_err(|e| errno(e, &format!("listing OST{ost:04x}")))?;
             listed += objs.len() as u64;
-            for o in objs {
-                let r = ObjRef { ost, oid: o.oid };
-                if !before.contains(&r) && o.idle_secs >= a.min_age {
-                    candidates.push((r, o));
+            for obj in objs {
+                let r = ObjRef { ost, oid: obj.oid };
+                if !before.contains(&r) && obj.idle_secs >= a.min_age {
+                    candidates.push((r, obj));
                 }
             }
             if tty {
                 eprint!(
-                    "\rfsck: OST {} of {}, {:.0}%   ",
+                    "\rfsck: objects: OST {} of {}, {:.0}%   ",
                     k + 1,
                     osts.len(),
                     100.0 * f64::from(bucket) / 255.0
@@ -90,43 +450,40 @@ fn check(a: &FsckArgs) -> anyhow::Result<ExitCode> {
         eprintln!();
     }
     // Files made while the OSTs were listed refer to their objects now.
-    let after = referenced(&s)?;
+    let after = referenced(s)?;
     candidates.retain(|(r, _)| !after.contains(r));
     let fs = &s.entry.fsname;
     println!(
-        "fsck: {} MDT references, {listed} objects on {} OSTs checked",
+        "fsck: objects: {} MDT references, {listed} objects on {} OSTs checked",
         before.len(),
         osts.len()
     );
-    for (r, o) in &candidates {
+    for (r, info) in &candidates {
         println!(
             "orphan object: {fs}-OST{:04x} object {}, {} bytes, last written {} s ago",
-            r.ost, r.oid, o.size, o.idle_secs
+            r.ost, r.oid, info.size, info.idle_secs
         );
     }
-    let bytes: u64 = candidates.iter().map(|(_, o)| o.size).sum();
     if candidates.is_empty() {
-        println!("fsck: no problems found");
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
+    let bytes: u64 = candidates.iter().map(|(_, i)| i.size).sum();
     println!(
         "fsck: {} objects no file refers to, {bytes} bytes",
         candidates.len()
     );
+    o.found += candidates.len();
     if !a.repair {
-        println!("fsck: run again with --repair to reclaim them");
-        return Ok(ExitCode::from(FOUND_LEFT));
+        o.left += candidates.len();
+        return Ok(());
     }
     let objs: Vec<ObjRef> = candidates.iter().map(|(r, _)| *r).collect();
     for chunk in objs.chunks(4096) {
         s.rt.block_on(s.client.reclaim_objects(chunk.to_vec()))
             .map_err(|e| errno(e, "reclaiming objects"))?;
     }
-    println!(
-        "fsck: repaired: reclaimed {} objects, {bytes} bytes",
-        objs.len()
-    );
-    Ok(ExitCode::from(FOUND_REPAIRED))
+    println!("repaired: reclaimed {} objects, {bytes} bytes", objs.len());
+    Ok(())
 }
 
 fn referenced(s: &Session) -> anyhow::Result<HashSet<ObjRef>> {
@@ -134,18 +491,4 @@ fn referenced(s: &Session) -> anyhow::Result<HashSet<ObjRef>> {
         s.rt.block_on(s.client.referenced_objects())
             .map_err(|e| errno(e, "reading the MDTs' layouts"))?;
     Ok(v.into_iter().collect())
-}
-
-fn ost_indices(s: &Session) -> Vec<u32> {
-    let mut v: Vec<u32> = s
-        .client
-        .router()
-        .config()
-        .targets
-        .iter()
-        .filter(|t| t.id.role == Role::Ost)
-        .map(|t| t.id.index)
-        .collect();
-    v.sort();
-    v
 }

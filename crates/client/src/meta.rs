@@ -13,8 +13,8 @@ use crate::Client;
 use bytes::Bytes;
 use loom_proto::layout::{object_size_for, LayoutSpec, Pattern};
 use loom_proto::msg::{
-    rename_flags, Attr, DirDefault, DirEntry, FileKind, MdtRequest, ObjInfo, OstRequest, Reply,
-    Request, Role, ScrubCmd, ScrubStatus, SetAttr, StatFs, TargetId,
+    rename_flags, Attr, DirDefault, DirEntry, FileKind, FsckFix, FsckItem, FsckScan, MdtRequest,
+    ObjInfo, OstRequest, Reply, Request, Role, ScrubCmd, ScrubStatus, SetAttr, StatFs, TargetId,
 };
 use loom_proto::{Errno, Fid, Layout, Name, ObjRef, StripeSpec};
 use std::time::Duration;
@@ -1034,6 +1034,44 @@ impl Client {
             (Reply::Objects(v), _) => Ok(v),
             (other, _) => Err(unexpected("Objects", &other)),
         }
+    }
+
+    /// A page of MDT `mdt`'s namespace after `after` (empty: the first),
+    /// and the cursor of the next (`None` after the last), for `loom fsck`.
+    pub async fn fsck_scan(
+        &self,
+        mdt: u32,
+        what: FsckScan,
+        after: Vec<u8>,
+    ) -> Result<(Vec<FsckItem>, Option<Vec<u8>>), Errno> {
+        let c = Caller::current();
+        let (r, _) = self
+            .router
+            .call(
+                TargetId::mdt(mdt),
+                self.ctx(&c),
+                MdtRequest::FsckScan { what, after },
+                Bytes::new(),
+            )
+            .await?;
+        match r {
+            Reply::FsckPage { items, next } => Ok((items, next)),
+            other => Err(unexpected("FsckPage", &other)),
+        }
+    }
+
+    /// Ask MDT `mdt` to repair its namespace (root only).
+    pub async fn fsck_repair(&self, mdt: u32, fix: FsckFix) -> Result<(), Errno> {
+        let c = Caller::current();
+        self.router
+            .call(
+                TargetId::mdt(mdt),
+                self.ctx(&c),
+                MdtRequest::FsckRepair { fix },
+                Bytes::new(),
+            )
+            .await
+            .map(|_| ())
     }
 
     /// Destroy `objs`, which no file refers to (root only), through MDT0.

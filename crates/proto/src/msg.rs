@@ -327,6 +327,83 @@ impl ClusterConfig {
     }
 }
 
+/// What `loom fsck` reads of an MDT's namespace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FsckScan {
+    /// Its inode records.
+    Inodes,
+    /// Its directory entries.
+    Entries,
+    /// Its open-unlinked files (kept with no name while a client has them
+    /// open).
+    Orphans,
+}
+
+/// One record of an MDT's namespace, as `loom fsck` reads it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FsckItem {
+    /// An inode.
+    Inode {
+        /// Its FID.
+        fid: Fid,
+        /// Its type.
+        kind: FileKind,
+        /// Its link count.
+        nlink: u32,
+        /// Its size.
+        size: u64,
+        /// Its parent (directories).
+        parent: Fid,
+        /// Its shards, for a striped directory (shard 0 is itself).
+        shards: Vec<Fid>,
+    },
+    /// A directory entry.
+    Entry {
+        /// The directory (or shard) holding it.
+        parent: Fid,
+        /// Its name.
+        name: Name,
+        /// The inode it names.
+        fid: Fid,
+        /// That inode's type, as the entry records it.
+        kind: FileKind,
+    },
+    /// An open-unlinked file.
+    Orphan {
+        /// Its FID.
+        fid: Fid,
+    },
+}
+
+/// A repair `loom fsck --repair` asks of an MDT.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FsckFix {
+    /// Remove entry `name` of `parent`: the inode it names does not exist.
+    DropEntry {
+        /// The directory (or shard) on this MDT.
+        parent: Fid,
+        /// The entry.
+        name: Name,
+    },
+    /// Set the link count of `fid` (on this MDT).
+    SetNlink {
+        /// The inode.
+        fid: Fid,
+        /// Its link count.
+        nlink: u32,
+    },
+    /// Give inode `fid`, which no entry names, the entry `name` in `dir`
+    /// (both on this MDT): Lustre's lost+found.
+    Adopt {
+        /// The inode.
+        fid: Fid,
+        /// The directory.
+        dir: Fid,
+        /// The new entry.
+        name: Name,
+    },
+}
+
 /// An object on an OST's disk, as `loom fsck` lists it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjInfo {
@@ -656,6 +733,14 @@ pub enum Reply {
     },
     /// The objects of one bucket of an OST.
     Objects(Vec<ObjInfo>),
+    /// A page of an MDT's namespace, and where the next page starts
+    /// (`None`: this was the last).
+    FsckPage {
+        /// The records.
+        items: Vec<FsckItem>,
+        /// Cursor of the next page.
+        next: Option<Vec<u8>>,
+    },
 }
 
 impl Reply {

@@ -23,8 +23,8 @@
 use crate::fid::Fid;
 use crate::layout::{LayoutSpec, ObjRef, StripeSpec};
 use crate::msg::{
-    DirDefault, DirObject, DirStripe, FileKind, IntentRef, Replayed, Role, ScrubCmd, SetAttr,
-    TargetInfo, Time,
+    DirDefault, DirObject, DirStripe, FileKind, FsckFix, FsckScan, IntentRef, Replayed, Role,
+    ScrubCmd, SetAttr, TargetInfo, Time,
 };
 use crate::name::Name;
 use serde::{Deserialize, Serialize};
@@ -431,7 +431,7 @@ declare_requests! {
         Scrub {
             /// What to do.
             cmd: ScrubCmd,
-        } => 75, "scrub", Reads, Any;
+        } => 74, "scrub", Reads, Any;
         /// The OST objects this MDT's files (and its destroys still to
         /// send) refer to, a page of inode records at a time from `after`
         /// (empty: from the start), for `loom fsck`.
@@ -445,6 +445,20 @@ declare_requests! {
             /// The objects.
             objs: Vec<ObjRef>,
         } => 77, "reclaim_objects", Changes, Any;
+        /// A page of the MDT's inodes, entries or open-unlinked files
+        /// after `after` (empty: from the start), for `loom fsck`.
+        FsckScan {
+            /// Which.
+            what: FsckScan,
+            /// Cursor from the previous page.
+            after: Vec<u8>,
+        } => 78, "fsck_scan", Reads, Any;
+        /// Repair the namespace as `loom fsck --repair` found it must
+        /// (root only).
+        FsckRepair {
+            /// The repair.
+            fix: FsckFix,
+        } => 79, "fsck_repair", Changes, Any;
     }
 }
 
@@ -582,7 +596,7 @@ declare_requests! {
         Scrub {
             /// What to do.
             cmd: ScrubCmd,
-        } => 74, "scrub", Changes, Any;
+        } => 74, "scrub", Reads, Any;
         /// The objects in bucket `bucket` (`objects/XX`) of the OST, with
         /// their sizes and idle times, for `loom fsck`.
         ListObjects {

@@ -1,14 +1,18 @@
 //! What `loom fsck` asks of an MDT: the OST objects its records refer to
 //! (the files' layouts, and the destroys still to send), a page at a time,
-//! and the destroy of objects that no file of any MDT refers to.
+//! and the destroy of objects that no file of any MDT refers to; its
+//! namespace (inodes, entries, open-unlinked files), a page at a time, and
+//! the repairs of what the tool found wrong in it.
 
-use super::records::InodeRec;
-use super::tx::{decode_record, store_err};
+use super::records::{parse_dentry_key, DentryRec, InodeRec};
+use super::tx::{decode_record, store_err, Tx};
 use super::MdtService;
 use crate::error::ServerError;
 use bytes::Bytes;
-use loom_proto::msg::{OstRequest, Reply, ReqCtx, TargetId};
-use loom_proto::{Errno, ObjRef};
+use loom_proto::layout::Pattern;
+use loom_proto::lease::Lease;
+use loom_proto::msg::{FileKind, FsckFix, FsckItem, FsckScan, OstRequest, Reply, ReqCtx, TargetId};
+use loom_proto::{Errno, Fid, ObjRef};
 use loom_store::kv::Space;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -91,6 +95,146 @@ impl MdtService {
                 self.index
             );
         }
+        Ok(Reply::Ok)
+    }
+}
+
+/// Records read per page of a namespace scan.
+const SCAN_PAGE: usize = 1024;
+
+impl MdtService {
+    /// A page of this MDT's namespace after `after` (empty: from the
+    /// start), as `loom fsck` checks it: inodes, entries, or open-unlinked
+    /// files.
+    pub(super) fn fsck_scan(&self, what: FsckScan, after: &[u8]) -> Result<Reply, ServerError> {
+        let space = match what {
+            FsckScan::Inodes => Space::Inodes,
+            FsckScan::Entries => Space::Dentries,
+            FsckScan::Orphans => Space::Orphans,
+        };
+        let page = self
+            .store
+            .scan(space, &[], (!after.is_empty()).then_some(after), SCAN_PAGE)
+            .map_err(store_err)?;
+        let mut items = Vec::with_capacity(page.len());
+        for (k, v) in &page {
+            let bad_key = || store_err(format!("a {} key of {} bytes", space.name(), k.len()));
+            items.push(match what {
+                FsckScan::Inodes => {
+                    let r = InodeRec::decode(v)
+                        .map_err(|e| store_err(format!("an inode record: {}", e.msg)))?;
+                    let shards = match r.layout.as_ref().and_then(|l| l.components.first()) {
+                        Some(c) => match &c.pattern {
+                            Pattern::DirShards { shards, .. } => shards.clone(),
+                            _ => Vec::new(),
+                        },
+                        None => Vec::new(),
+                    };
+                    FsckItem::Inode {
+                        fid: r.attr.fid,
+                        kind: r.attr.kind,
+                        nlink: r.attr.nlink,
+                        size: r.attr.size,
+                        parent: r.parent,
+                        shards,
+                    }
+                }
+                FsckScan::Entries => {
+                    let parent = Fid::from_key(k).ok_or_else(bad_key)?;
+                    let (_, name) = parse_dentry_key(k).ok_or_else(bad_key)?;
+                    let d: DentryRec = decode_record(v)?;
+                    FsckItem::Entry {
+                        parent,
+                        name,
+                        fid: d.fid,
+                        kind: d.kind,
+                    }
+                }
+                FsckScan::Orphans => FsckItem::Orphan {
+                    fid: Fid::from_key(k).ok_or_else(bad_key)?,
+                },
+            });
+        }
+        let next = if page.len() == SCAN_PAGE {
+            page.last().map(|(k, _)| k.clone())
+        } else {
+            None
+        };
+        Ok(Reply::FsckPage { items, next })
+    }
+
+    /// Apply a repair `loom fsck --repair` chose (root only), after
+    /// recalling what clients cache of what it changes.
+    pub(super) async fn fsck_repair(
+        self: &Arc<Self>,
+        ctx: &ReqCtx,
+        fix: FsckFix,
+    ) -> Result<Reply, ServerError> {
+        if ctx.uid != 0 {
+            return Err(ServerError::refused(
+                Errno::EPERM,
+                "only root may repair the namespace (loom fsck --repair)",
+            ));
+        }
+        let recalled = match &fix {
+            FsckFix::DropEntry { parent, name } => {
+                vec![Lease::List(*parent), Lease::Name(*parent, name.clone())]
+            }
+            FsckFix::SetNlink { fid, .. } => vec![Lease::Attr(*fid)],
+            FsckFix::Adopt { fid, dir, name } => vec![
+                Lease::List(*dir),
+                Lease::Name(*dir, name.clone()),
+                Lease::Attr(*dir),
+                Lease::Attr(*fid),
+            ],
+        };
+        let _busy = self.leases.recall(0, recalled).await;
+        let _ns = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        match &fix {
+            FsckFix::DropEntry { parent, name } => {
+                if t.dentry(*parent, name)?.is_none() {
+                    return Err(ServerError::refused(
+                        Errno::ENOENT,
+                        format!("{parent} has no entry {name}"),
+                    ));
+                }
+                t.delete_dentry(*parent, name);
+            }
+            FsckFix::SetNlink { fid, nlink } => {
+                t.inode(*fid)?.attr.nlink = *nlink;
+            }
+            FsckFix::Adopt { fid, dir, name } => {
+                if t.dentry(*dir, name)?.is_some() {
+                    return Err(ServerError::refused(
+                        Errno::EEXIST,
+                        format!("{dir} has an entry {name}"),
+                    ));
+                }
+                let kind = {
+                    let r = t.inode(*fid)?;
+                    if r.attr.kind == FileKind::Dir {
+                        r.parent = *dir;
+                    }
+                    r.attr.nlink =
+                        r.attr
+                            .nlink
+                            .max(if r.attr.kind == FileKind::Dir { 2 } else { 1 });
+                    r.attr.kind
+                };
+                let d = t.dir(*dir)?;
+                if kind == FileKind::Dir {
+                    d.attr.nlink += 1;
+                }
+                t.put_dentry(*dir, name, &DentryRec { fid: *fid, kind })?;
+                // No longer an open-unlinked file kept for a client.
+                t.batch.delete(Space::Orphans, fid.to_key().to_vec());
+            }
+        }
+        let ticket = self.apply_step(t)?;
+        drop(_ns);
+        self.commit_through(ticket).await?;
+        tracing::warn!("MDT{:04x}: loom fsck repaired: {fix:?}", self.index);
         Ok(Reply::Ok)
     }
 }

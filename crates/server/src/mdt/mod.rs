@@ -865,6 +865,8 @@ impl MdtService {
             MdtRequest::Scrub { cmd } => Ok(Reply::Scrub(self.scrub.command(cmd))),
             MdtRequest::ListObjects { after } => self.list_objects(&after),
             MdtRequest::ReclaimObjects { objs } => self.reclaim_objects(ctx, objs).await,
+            MdtRequest::FsckScan { what, after } => self.fsck_scan(what, &after),
+            MdtRequest::FsckRepair { fix } => self.fsck_repair(ctx, fix).await,
             MdtRequest::SetXattr {
                 fid,
                 name,
