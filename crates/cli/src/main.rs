@@ -8,6 +8,7 @@
 mod cluster;
 mod dirtools;
 mod fsck;
+mod jobstats;
 mod mount;
 mod noop;
 mod registry;
@@ -85,6 +86,9 @@ enum Cmd {
     /// with their sizes, and with --repair reclaim them: `loom fsck
     /// [--repair] MOUNT`.
     Fsck(fsck::FsckArgs),
+    /// The jobs (or clients) each MDT and OST served recently, busiest
+    /// first, as Lustre's job_stats: `loom jobstats MOUNT [--by bytes]`.
+    Jobstats(jobstats::JobstatsArgs),
     // Benchmarks (mdtest, IOR, IO500; compare, sweep, suite). No doc
     // comment here: it would replace the long help of loom_bench::BenchArgs.
     Bench(loom_bench::BenchArgs),
@@ -126,6 +130,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Mkdir(a) | Cmd::Setdirstripe(a) => dirtools::mkdir(a),
         Cmd::Getdirstripe(a) => dirtools::getdirstripe(a),
         Cmd::Scrub(a) => scrub::scrub(a),
+        Cmd::Jobstats(a) => jobstats::jobstats(a),
         // Its own exit codes, as e2fsck's.
         Cmd::Fsck(a) => return Ok(fsck::fsck(a)),
         Cmd::Bench(a) => loom_bench::run(a),

@@ -309,11 +309,12 @@ fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
     }
     let nodes = nodes(&shape, a.servers)?;
     for node in &nodes {
-        if !shape.ports.contains_key(node.port_key()) {
-            let taken: Vec<u16> = shape.ports.values().copied().collect();
-            shape
-                .ports
-                .insert(node.port_key().to_string(), free_port(&taken)?);
+        // Each server's port, and its metrics endpoint's.
+        for key in [node.port_key().to_string(), metrics_key(node)] {
+            if !shape.ports.contains_key(&key) {
+                let taken: Vec<u16> = shape.ports.values().copied().collect();
+                shape.ports.insert(key, free_port(&taken)?);
+            }
         }
     }
     for (name, role, index) in names(&shape) {
@@ -358,6 +359,11 @@ fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
             recovery_window_secs: a.recovery_window,
             commit_interval_ms: a.commit_interval_ms,
             recall_timeout_ms: a.recall_timeout_ms,
+            metrics_listen: shape
+                .ports
+                .get(&metrics_key(node))
+                .map(|p| format!("127.0.0.1:{p}")),
+            stats_expiry_secs: loom_server::stats::DEFAULT_EXPIRY.as_secs(),
         };
         // Atomic (temporary file, fsync, rename): a crash while writing
         // must not leave a half file that stops the next `loom up`.
@@ -368,6 +374,11 @@ fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
     loom_store::durable::write_atomic(&shape_path, toml::to_string(&shape)?.as_bytes())
         .with_context(|| format!("writing {}", shape_path.display()))?;
     Ok((shape, nodes))
+}
+
+/// The key of `node`'s metrics endpoint in the state's ports.
+fn metrics_key(node: &Node) -> String {
+    format!("metrics-{}", node.port_key())
 }
 
 /// Start `loom server` for node `name`; returns once it serves.

@@ -5,9 +5,12 @@
 //! so a server can recognise a resend), the
 //! caller's credentials (for permission checks) and the caller's job id (for
 //! per-job statistics). The job id is read from the calling process's
-//! environment, `/proc/PID/environ`, under the variable named by
-//! [`ClientOptions::jobid_var`](crate::ClientOptions::jobid_var), and cached
-//! per pid because a process's environment is fixed at exec.
+//! environment, `/proc/PID/environ`: the variable named by
+//! [`ClientOptions::jobid_var`](crate::ClientOptions::jobid_var)
+//! (SLURM_JOB_ID by default), else the other schedulers' ([`JOB_VARS`]),
+//! else `PROCNAME.UID` (Lustre's `%e.%u`), e.g. `dd.1000`. It is cached
+//! per pid, because a process's environment is fixed at exec, for
+//! [`JOBID_TTL`], because pids are reused.
 
 use loom_proto::msg::ReqCtx;
 use std::collections::HashMap;
@@ -131,12 +134,20 @@ pub fn parse_environ(environ: &[u8], var: &str) -> Option<String> {
 /// long-running mount sees many short processes.
 const JOBID_CACHE_MAX: usize = 4096;
 
+/// The variables of the common batch schedulers, tried after the one
+/// configured: Slurm, PBS/Torque, LSF, Grid Engine.
+pub const JOB_VARS: [&str; 4] = ["SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "JOB_ID"];
+
+/// How long a process's job id is trusted once read: a pid reused by
+/// another process gets its own after this.
+pub const JOBID_TTL: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Builds the [`ReqCtx`] of each request.
 #[derive(Debug)]
 pub struct CtxFactory {
     client_id: u64,
     jobid_var: String,
-    jobids: Mutex<HashMap<u32, String>>,
+    jobids: Mutex<HashMap<u32, (std::time::Instant, String)>>,
 }
 
 impl CtxFactory {
@@ -162,35 +173,47 @@ impl CtxFactory {
             // Set by the router when the request is sent.
             seq: 0,
             acked_below: 0,
-            jobid: self.jobid(c.pid),
+            jobid: self.jobid(c.pid, c.uid),
             uid: c.uid,
             gid: c.gid,
             groups: c.groups.clone(),
         }
     }
 
-    /// The job id of process `pid`, empty when it has none or its
-    /// environment cannot be read (exited, or another user's process when
-    /// not running as root).
-    pub fn jobid(&self, pid: u32) -> String {
+    /// The job id of process `pid` run by `uid`: its scheduler's job id,
+    /// else `PROCNAME.UID`; empty when job ids are off (an empty
+    /// `jobid_var`), for pid 0, or for a process that is gone.
+    pub fn jobid(&self, pid: u32, uid: u32) -> String {
         if pid == 0 || self.jobid_var.is_empty() {
             return String::new();
         }
+        let now = std::time::Instant::now();
         {
             let cache = self.jobids.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(j) = cache.get(&pid) {
-                return j.clone();
+            if let Some((at, j)) = cache.get(&pid) {
+                if now.duration_since(*at) < JOBID_TTL {
+                    return j.clone();
+                }
             }
         }
-        let j = std::fs::read(format!("/proc/{pid}/environ"))
-            .ok()
-            .and_then(|env| parse_environ(&env, &self.jobid_var))
+        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let vars = std::iter::once(self.jobid_var.as_str()).chain(JOB_VARS);
+        let j = vars
+            .filter_map(|v| parse_environ(&env, v))
+            .find(|j| !j.is_empty())
+            .or_else(|| {
+                let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+                Some(format!("{}.{uid}", comm.trim_end()))
+            })
             .unwrap_or_default();
         let mut cache = self.jobids.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() >= JOBID_CACHE_MAX {
-            cache.clear();
+            cache.retain(|_, (at, _)| now.duration_since(*at) < JOBID_TTL);
+            if cache.len() >= JOBID_CACHE_MAX {
+                cache.clear();
+            }
         }
-        cache.insert(pid, j.clone());
+        cache.insert(pid, (now, j.clone()));
         j
     }
 }
@@ -241,9 +264,19 @@ mod tests {
         // Read our own environ with a variable that is surely set.
         let f = CtxFactory::new("PATH");
         let want = std::env::var("PATH").unwrap_or_default();
-        assert_eq!(f.jobid(std::process::id()), want);
-        let none = CtxFactory::new("LOOM_SURELY_UNSET_VARIABLE_X");
-        assert_eq!(none.jobid(std::process::id()), "");
+        assert_eq!(f.jobid(std::process::id(), 0), want);
+    }
+
+    #[test]
+    fn without_a_job_variable_the_jobid_is_procname_dot_uid() {
+        let unset = "LOOM_SURELY_UNSET_VARIABLE_X";
+        let f = CtxFactory::new(unset);
+        let scheduler = JOB_VARS.iter().find_map(|v| std::env::var(v).ok());
+        let comm = std::fs::read_to_string("/proc/self/comm").expect("comm");
+        let want = scheduler.unwrap_or_else(|| format!("{}.1234", comm.trim_end()));
+        assert_eq!(f.jobid(std::process::id(), 1234), want);
+        let off = CtxFactory::new("");
+        assert_eq!(off.jobid(std::process::id(), 1234), "", "job ids off");
     }
 
     #[test]
@@ -267,6 +300,6 @@ mod tests {
     #[test]
     fn unreadable_process_gives_an_empty_jobid() {
         let f = CtxFactory::new("PATH");
-        assert_eq!(f.jobid(u32::MAX - 1), "");
+        assert_eq!(f.jobid(u32::MAX - 1, 0), "");
     }
 }

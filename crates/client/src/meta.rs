@@ -13,8 +13,9 @@ use crate::Client;
 use bytes::Bytes;
 use loom_proto::layout::{object_size_for, LayoutSpec, Pattern};
 use loom_proto::msg::{
-    rename_flags, Attr, DirDefault, DirEntry, FileKind, FsckFix, FsckItem, FsckScan, MdtRequest,
-    ObjInfo, OstRequest, Reply, Request, Role, ScrubCmd, ScrubStatus, SetAttr, StatFs, TargetId,
+    rename_flags, Attr, DirDefault, DirEntry, FileKind, FsckFix, FsckItem, FsckScan, JobUsage,
+    MdtRequest, ObjInfo, OstRequest, Reply, Request, Role, ScrubCmd, ScrubStatus, SetAttr, StatFs,
+    TargetId,
 };
 use loom_proto::{Errno, Fid, Layout, Name, ObjRef, StripeSpec};
 use std::time::Duration;
@@ -980,6 +981,51 @@ impl Client {
             out[i].1 = match r {
                 Ok((Reply::Scrub(st), _)) => Ok(st),
                 Ok((other, _)) => Err(unexpected("Scrub", &other)),
+                Err(e) => Err(e),
+            };
+        }
+        out
+    }
+
+    /// The jobs and clients each MDT and OST served recently (Lustre's
+    /// `job_stats`), asked in parallel, MDTs first: per target, its jobs
+    /// and its clients, or why it did not answer.
+    #[allow(clippy::type_complexity)]
+    pub async fn job_stats(
+        &self,
+    ) -> Vec<(TargetId, Result<(Vec<JobUsage>, Vec<JobUsage>), Errno>)> {
+        let config = self.router.config();
+        let mut ids: Vec<TargetId> = config
+            .targets
+            .iter()
+            .map(|t| t.id)
+            .filter(|id| matches!(id.role, Role::Mdt | Role::Ost))
+            .collect();
+        ids.sort();
+        let c = Caller::current();
+        let mut set = JoinSet::new();
+        for (i, id) in ids.iter().enumerate() {
+            let (router, ctx, id) = (self.router_handle(), self.ctx(&c), *id);
+            let req = match id.role {
+                Role::Mdt => Request::Mdt(MdtRequest::JobStats),
+                _ => Request::Ost(OstRequest::JobStats),
+            };
+            set.spawn(async move {
+                let r = router
+                    .call_within(id, ctx, req, Bytes::new(), STATFS_TIMEOUT)
+                    .await;
+                (i, r)
+            });
+        }
+        let mut out: Vec<(TargetId, Result<(Vec<JobUsage>, Vec<JobUsage>), Errno>)> =
+            ids.iter().map(|id| (*id, Err(Errno::EIO))).collect();
+        while let Some(r) = set.join_next().await {
+            let Ok((i, r)) = r else {
+                continue;
+            };
+            out[i].1 = match r {
+                Ok((Reply::JobStats { jobs, clients }, _)) => Ok((jobs, clients)),
+                Ok((other, _)) => Err(unexpected("JobStats", &other)),
                 Err(e) => Err(e),
             };
         }

@@ -327,6 +327,20 @@ impl ClusterConfig {
     }
 }
 
+/// What one job (or client) did on one target, as `loom jobstats` shows
+/// it (Lustre's `job_stats`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobUsage {
+    /// The job id (or, for a client, its id in hex).
+    pub job: String,
+    /// Requests by operation name, sorted.
+    pub ops: Vec<(String, u64)>,
+    /// Bytes read (sent back in replies' bulk).
+    pub read_bytes: u64,
+    /// Bytes written (received as requests' bulk).
+    pub write_bytes: u64,
+}
+
 /// What `loom fsck` reads of an MDT's namespace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FsckScan {
@@ -733,6 +747,13 @@ pub enum Reply {
     },
     /// The objects of one bucket of an OST.
     Objects(Vec<ObjInfo>),
+    /// The jobs and clients a target served recently.
+    JobStats {
+        /// Per job.
+        jobs: Vec<JobUsage>,
+        /// Per client.
+        clients: Vec<JobUsage>,
+    },
     /// A page of an MDT's namespace, and where the next page starts
     /// (`None`: this was the last).
     FsckPage {

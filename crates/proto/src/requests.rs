@@ -459,6 +459,10 @@ declare_requests! {
             /// The repair.
             fix: FsckFix,
         } => 79, "fsck_repair", Changes, Any;
+        /// The jobs and clients this target served recently, with their
+        /// operations and bytes (`loom jobstats`); answered by the server
+        /// process, which counts every request it serves.
+        JobStats => 80, "job_stats", Reads, Any;
     }
 }
 
@@ -603,6 +607,8 @@ declare_requests! {
             /// The bucket, 0..=255.
             bucket: u8,
         } => 76, "list_objects", Reads, Any;
+        /// As the MDT's: the jobs and clients this OST served recently.
+        JobStats => 80, "job_stats", Reads, Any;
     }
 }
 

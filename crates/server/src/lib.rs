@@ -3,6 +3,8 @@
 //! - [`mgs`]: management service: target registry, FLDB, configuration.
 //! - [`mdt`]: metadata target: inodes, directory entries, layouts.
 //! - [`ost`]: object storage target: file data objects.
+//! - [`stats`]: per-target statistics: operations, latency, jobs, clients.
+//! - [`metrics`]: the Prometheus endpoint that serves them.
 //! - [`scrub`]: a target's scrub, walking its objects or records.
 //! - [`target`]: a formatted target directory's identity (`loom format`).
 //! - [`peers`]: configuration and RPC clients for reaching other targets.
@@ -13,9 +15,11 @@
 pub mod error;
 pub mod fail;
 pub mod mdt;
+pub mod metrics;
 pub mod mgs;
 pub mod node;
 pub mod ost;
 pub mod peers;
 pub mod scrub;
+pub mod stats;
 pub mod target;

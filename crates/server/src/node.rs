@@ -6,9 +6,12 @@ use crate::mdt::MdtService;
 use crate::mgs::MgsService;
 use crate::ost::OstService;
 use crate::peers::Peers;
+use crate::stats::{Served, TargetStats};
 use crate::target;
 use anyhow::{bail, Context};
-use loom_proto::msg::{Envelope, MgsRequest, Reply, Request, Role, TargetInfo};
+use loom_proto::msg::{
+    Envelope, MdtRequest, MgsRequest, OstRequest, Reply, Request, Role, TargetId, TargetInfo,
+};
 use loom_proto::Errno;
 use loom_rpc::{Answer, Channel, ClientOptions, ClusterKey, Service};
 use serde::{Deserialize, Serialize};
@@ -54,6 +57,19 @@ pub struct NodeConfig {
     /// finds out).
     #[serde(default = "default_recall_timeout")]
     pub recall_timeout_ms: u64,
+    /// Address of the HTTP endpoint that serves this server's metrics in
+    /// the Prometheus text format at `/metrics`, e.g. "127.0.0.1:9100";
+    /// none when unset.
+    #[serde(default)]
+    pub metrics_listen: Option<String>,
+    /// Seconds a job or client that sent nothing is kept in the
+    /// statistics.
+    #[serde(default = "default_stats_expiry")]
+    pub stats_expiry_secs: u64,
+}
+
+fn default_stats_expiry() -> u64 {
+    crate::stats::DEFAULT_EXPIRY.as_secs()
 }
 
 fn default_recall_timeout() -> u64 {
@@ -104,10 +120,70 @@ pub struct Node {
     mgs: Option<Arc<MgsService>>,
     mdts: HashMap<u32, Arc<MdtService>>,
     osts: HashMap<u32, Arc<OstService>>,
+    /// Every hosted MDT's and OST's statistics.
+    stats: HashMap<TargetId, Arc<TargetStats>>,
+}
+
+impl Node {
+    /// The statistics of every hosted MDT and OST, MDTs first.
+    pub fn stats(&self) -> Vec<Arc<TargetStats>> {
+        let mut v: Vec<_> = self.stats.values().cloned().collect();
+        v.sort_by_key(|s| s.target);
+        v
+    }
+
+    /// Counters a service keeps itself (checksums, scrub), by target.
+    pub fn service_counters(&self) -> Vec<(TargetId, Vec<(String, u64)>)> {
+        let mut v: Vec<(TargetId, Vec<(String, u64)>)> = self
+            .osts
+            .iter()
+            .map(|(i, o)| (TargetId::ost(*i), o.stats()))
+            .chain(
+                self.mdts
+                    .iter()
+                    .map(|(i, m)| (TargetId::mdt(*i), m.scrub_counters())),
+            )
+            .collect();
+        v.sort_by_key(|(t, _)| *t);
+        v
+    }
 }
 
 impl Service for Node {
     async fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>, ch: &Arc<Channel>) -> Answer {
+        let Some(stats) = self.stats.get(&env.target).cloned() else {
+            return self.dispatch(env, bulk, ch).await;
+        };
+        if matches!(
+            env.req,
+            Request::Mdt(MdtRequest::JobStats) | Request::Ost(OstRequest::JobStats)
+        ) {
+            let snap = stats.snapshot();
+            let reply = Reply::JobStats {
+                jobs: snap.jobs,
+                clients: snap.clients,
+            };
+            return (Ok(reply), Vec::new()).into();
+        }
+        let (op, client, bytes_in) = (env.req.name(), env.ctx.client_id, bulk.len() as u64);
+        let job = env.ctx.jobid.clone();
+        let t0 = std::time::Instant::now();
+        let a = self.dispatch(env, bulk, ch).await;
+        stats.record(Served {
+            op,
+            job: &job,
+            client,
+            bytes_in,
+            bytes_out: a.bulk.len() as u64,
+            failed: a.result.is_err(),
+            took: t0.elapsed(),
+        });
+        a
+    }
+}
+
+impl Node {
+    async fn dispatch(self: Arc<Self>, env: Envelope, bulk: Vec<u8>, ch: &Arc<Channel>) -> Answer {
         let t = env.target;
         let refused = |errno, msg: String| -> Answer {
             answer(t, (Err(ServerError::refused(errno, msg)), Vec::new())).into()
@@ -152,7 +228,9 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
         mgs: None,
         mdts: HashMap::new(),
         osts: HashMap::new(),
+        stats: HashMap::new(),
     };
+    let expiry = Duration::from_secs(cfg.stats_expiry_secs);
     let mdt_opts = crate::mdt::MdtOptions {
         recovery_window: Duration::from_secs(cfg.recovery_window_secs),
         commit_interval: Duration::from_millis(cfg.commit_interval_ms.max(1)),
@@ -173,12 +251,16 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
         match id.role {
             Role::Mgs => node.mgs = Some(MgsService::open(dir, &cfg.fsname)?),
             Role::Mdt => {
+                node.stats
+                    .insert(id.id(), Arc::new(TargetStats::new(id.id(), expiry)));
                 node.mdts.insert(
                     id.index,
                     MdtService::open_with(id.index, dir, peers.clone(), mdt_opts.clone())?,
                 );
             }
             Role::Ost => {
+                node.stats
+                    .insert(id.id(), Arc::new(TargetStats::new(id.id(), expiry)));
                 node.osts.insert(id.index, OstService::open(id.index, dir)?);
             }
         }
@@ -192,6 +274,12 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
         None => listener.local_addr()?.to_string(),
     };
     let node = Arc::new(node);
+    if let Some(m) = &cfg.metrics_listen {
+        let l = tokio::net::TcpListener::bind(m)
+            .await
+            .with_context(|| format!("metrics endpoint: listening on {m}"))?;
+        tokio::spawn(crate::metrics::serve(l, node.clone()));
+    }
     let mdts: Vec<_> = node.mdts.values().cloned().collect();
     let server = tokio::spawn(loom_rpc::serve(listener, key, node));
     for id in &infos {
@@ -211,8 +299,15 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
         m.start();
     }
     let names: Vec<String> = infos.iter().map(|i| i.id().to_string()).collect();
+    let metrics = match &cfg.metrics_listen {
+        Some(m) => format!("; metrics at http://{m}/metrics"),
+        None => String::new(),
+    };
     // Scripts and `loom up` wait for this line.
-    println!("loom server: serving {} on {addr}", names.join(", "));
+    println!(
+        "loom server: serving {} on {addr}{metrics}",
+        names.join(", ")
+    );
     tracing::info!("serving {} on {addr}", names.join(", "));
     wait_for_signal().await?;
     tracing::info!("stopping");

@@ -148,6 +148,13 @@ pub struct MdtService {
     scrub: Arc<crate::scrub::Scrub>,
 }
 
+impl MdtService {
+    /// The integrity counters (`checksum_errors.count`, `scrub.*`).
+    pub fn scrub_counters(&self) -> Vec<(String, u64)> {
+        self.scrub.counters()
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -867,6 +874,11 @@ impl MdtService {
             MdtRequest::ReclaimObjects { objs } => self.reclaim_objects(ctx, objs).await,
             MdtRequest::FsckScan { what, after } => self.fsck_scan(what, &after),
             MdtRequest::FsckRepair { fix } => self.fsck_repair(ctx, fix).await,
+            // The server process answers it before it reaches the MDT.
+            MdtRequest::JobStats => Err(ServerError::refused(
+                Errno::EOPNOTSUPP,
+                "job statistics are the server process's",
+            )),
             MdtRequest::SetXattr {
                 fid,
                 name,

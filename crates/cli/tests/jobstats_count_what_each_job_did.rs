@@ -1,0 +1,143 @@
+//! Issue #12: every request carries the job id of the process behind it,
+//! and every target counts per job. A user's shell under
+//! SLURM_JOB_ID=4242 makes 20 empty files and one of 4 MiB through the
+//! mount;
+//! `loom setstripe` under SLURM_JOB_ID=777 makes 3 files through the
+//! client library; a process with no job variable is counted as
+//! PROCNAME.UID. `loom jobstats` and each server's metrics endpoint show
+//! exactly those creates and bytes for each job.
+mod common;
+use common::*;
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+
+/// GET /metrics from 127.0.0.1:`port`.
+fn scrape(port: u16) -> String {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to metrics");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .expect("send");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("read");
+    assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+    out
+}
+
+/// The value of the sample whose line starts with `series` in `text`.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn jobstats_count_what_each_job_did() {
+    let c = Cluster::up(1, 2, &[]);
+    std::fs::set_permissions(c.tmp.path(), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod tmp");
+    let dir = c.path("work");
+    std::fs::create_dir(&dir).expect("mkdir");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    loom_ok(&["setstripe", "-c", "2", dir.to_str().expect("utf8")]);
+
+    let o = Command::new("env")
+        .args(["SLURM_JOB_ID=4242", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["sh", "-c", "cd \"$1\" && for i in $(seq 1 20); do : > f$i; done && dd if=/dev/zero of=big bs=1M count=4 status=none", "sh"])
+        .arg(&dir)
+        .output()
+        .expect("the job's shell");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lib = c.path("lib");
+    std::fs::create_dir(&lib).expect("mkdir");
+    // `loom setstripe FILE` makes a new file through the client library.
+    for i in 0..3 {
+        let o = Command::new(loom_bin())
+            .env("SLURM_JOB_ID", "777")
+            .args(["setstripe", "-c", "1"])
+            .arg(lib.join(format!("g{i}")))
+            .output()
+            .expect("loom setstripe through the library");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    // No job variable: PROCNAME.UID.
+    let o = Command::new("env")
+        .args([
+            "-u",
+            "SLURM_JOB_ID",
+            "-u",
+            "PBS_JOBID",
+            "-u",
+            "LSB_JOBID",
+            "-u",
+            "JOB_ID",
+            "mkdir",
+        ])
+        .arg(dir.join("by-mkdir"))
+        .output()
+        .expect("mkdir");
+    assert!(o.status.success());
+
+    let out = loom_ok(&["jobstats", "--json", c.mnt.to_str().expect("utf8")]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let targets = v.as_array().expect("array");
+    let job = |t: &serde_json::Value, id: &str| -> Option<serde_json::Value> {
+        t["jobs"]
+            .as_array()?
+            .iter()
+            .find(|j| j["id"] == id)
+            .cloned()
+    };
+    let mdt = targets
+        .iter()
+        .find(|t| t["target"] == "loom-MDT0000")
+        .expect("MDT0000");
+    let j4242 = job(mdt, "4242").unwrap_or_else(|| panic!("no job 4242 on the MDT: {out}"));
+    // 20 empty files and "big".
+    assert_eq!(j4242["ops"]["create"], 21, "{j4242}");
+    let j777 = job(mdt, "777").unwrap_or_else(|| panic!("no job 777 on the MDT: {out}"));
+    assert_eq!(j777["ops"]["create"], 3, "{j777}");
+    let jmkdir = job(mdt, "mkdir.0").unwrap_or_else(|| panic!("no job mkdir.0: {out}"));
+    assert_eq!(jmkdir["ops"]["mkdir"], 1, "{jmkdir}");
+    let written: u64 = targets
+        .iter()
+        .filter(|t| t["target"].as_str().is_some_and(|n| n.contains("-OST")))
+        .filter_map(|t| job(t, "4242"))
+        .map(|j| j["write_bytes"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(
+        written,
+        4 << 20,
+        "bytes job 4242 wrote, over the OSTs:\n{out}"
+    );
+
+    // The same from the servers' metrics endpoints.
+    let ports = c.ports();
+    let port = |key: &str| ports.iter().find(|(k, _)| k == key).map(|(_, p)| *p);
+    let mdt_metrics = scrape(port("metrics-mdt0").expect("the MDT's metrics port"));
+    assert_eq!(
+        sample(
+            &mdt_metrics,
+            "loom_job_requests_total{target=\"MDT0000\",job=\"4242\",op=\"create\"}"
+        ),
+        Some(21.0),
+        "{mdt_metrics}"
+    );
+    assert!(mdt_metrics.contains("# TYPE loom_request_duration_seconds histogram"));
+    let mut written = 0.0;
+    for ost in ["ost0", "ost1"] {
+        let m = scrape(port(&format!("metrics-{ost}")).expect("an OST's metrics port"));
+        let t = ost.replace("ost", "OST000");
+        written += sample(
+            &m,
+            &format!("loom_job_written_bytes_total{{target=\"{t}\",job=\"4242\"}}"),
+        )
+        .unwrap_or(0.0);
+    }
+    assert_eq!(written, f64::from(4u32 << 20));
+    let text = loom_ok(&["jobstats", "--by", "ops", c.mnt.to_str().expect("utf8")]);
+    assert!(
+        text.contains("loom-MDT0000:") && text.contains("job 4242"),
+        "{text}"
+    );
+}

@@ -1,0 +1,287 @@
+//! The server's metrics over HTTP, in the Prometheus text format (version
+//! 0.0.4), at `GET /metrics` on the address `metrics_listen` names.
+//!
+//! A minimal HTTP/1.1 server (one request per connection, then close) is
+//! enough for a scraper and keeps a web framework out of the servers.
+//! Names follow Prometheus' conventions: a `loom_` prefix, units in the
+//! name, `_total` on counters, labels `target`, `op`, `job`, `client`.
+
+use crate::node::Node;
+use crate::stats::BUCKETS;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Longest request head read.
+const MAX_HEAD: usize = 8192;
+/// How long a scraper may take to send its request.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serve `node`'s metrics on `l` until the process ends.
+pub async fn serve(l: TcpListener, node: Arc<Node>) {
+    loop {
+        let (s, peer) = match l.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("metrics endpoint: accept: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let node = node.clone();
+        tokio::spawn(async move {
+            if let Err(e) = answer(s, &node).await {
+                tracing::debug!(%peer, "metrics endpoint: {e}");
+            }
+        });
+    }
+}
+
+async fn answer(mut s: TcpStream, node: &Node) -> std::io::Result<()> {
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    let read = async {
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD {
+            let n = s.read(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        Ok::<_, std::io::Error>(())
+    };
+    tokio::time::timeout(READ_TIMEOUT, read)
+        .await
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+    let line = head.split(|b| *b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.split_whitespace();
+    let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let (status, kind, body) = match (method, path.split('?').next().unwrap_or("")) {
+        ("GET", "/metrics") => (
+            "200 OK",
+            "text/plain; version=0.0.4; charset=utf-8",
+            render(node),
+        ),
+        ("GET", _) => (
+            "404 Not Found",
+            "text/plain",
+            "loom serves its metrics at /metrics\n".to_string(),
+        ),
+        _ => (
+            "405 Method Not Allowed",
+            "text/plain",
+            "GET /metrics\n".to_string(),
+        ),
+    };
+    let reply = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(reply.as_bytes()).await?;
+    s.shutdown().await
+}
+
+/// A label value as the text format wants it.
+fn esc(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn help(out: &mut String, name: &str, kind: &str, text: &str) {
+    let _ = writeln!(out, "# HELP {name} {text}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// Every metric of `node`, as text.
+pub fn render(node: &Node) -> String {
+    let mut out = String::new();
+    let stats: Vec<_> = node
+        .stats()
+        .iter()
+        .map(|s| (s.target, s.snapshot()))
+        .collect();
+    help(
+        &mut out,
+        "loom_requests_total",
+        "counter",
+        "Requests served, by target and operation.",
+    );
+    for (t, s) in &stats {
+        for (op, f) in &s.ops {
+            let _ = writeln!(
+                out,
+                "loom_requests_total{{target=\"{t}\",op=\"{op}\"}} {}",
+                f.count
+            );
+        }
+    }
+    help(
+        &mut out,
+        "loom_request_errors_total",
+        "counter",
+        "Requests answered with an error.",
+    );
+    for (t, s) in &stats {
+        for (op, f) in &s.ops {
+            let _ = writeln!(
+                out,
+                "loom_request_errors_total{{target=\"{t}\",op=\"{op}\"}} {}",
+                f.errors
+            );
+        }
+    }
+    help(
+        &mut out,
+        "loom_written_bytes_total",
+        "counter",
+        "Bulk bytes received (file data written), by target and operation.",
+    );
+    for (t, s) in &stats {
+        for (op, f) in s.ops.iter().filter(|(_, f)| f.bytes_in > 0) {
+            let _ = writeln!(
+                out,
+                "loom_written_bytes_total{{target=\"{t}\",op=\"{op}\"}} {}",
+                f.bytes_in
+            );
+        }
+    }
+    help(
+        &mut out,
+        "loom_read_bytes_total",
+        "counter",
+        "Bulk bytes sent (file data read), by target and operation.",
+    );
+    for (t, s) in &stats {
+        for (op, f) in s.ops.iter().filter(|(_, f)| f.bytes_out > 0) {
+            let _ = writeln!(
+                out,
+                "loom_read_bytes_total{{target=\"{t}\",op=\"{op}\"}} {}",
+                f.bytes_out
+            );
+        }
+    }
+    help(
+        &mut out,
+        "loom_request_duration_seconds",
+        "histogram",
+        "Time from a request's arrival to its answer, by target and operation.",
+    );
+    for (t, s) in &stats {
+        for (op, f) in &s.ops {
+            let mut cum = 0;
+            for (b, n) in BUCKETS.iter().zip(&f.buckets) {
+                cum += n;
+                let _ = writeln!(out, "loom_request_duration_seconds_bucket{{target=\"{t}\",op=\"{op}\",le=\"{b}\"}} {cum}");
+            }
+            let _ = writeln!(
+                out,
+                "loom_request_duration_seconds_bucket{{target=\"{t}\",op=\"{op}\",le=\"+Inf\"}} {}",
+                f.count
+            );
+            let _ = writeln!(
+                out,
+                "loom_request_duration_seconds_sum{{target=\"{t}\",op=\"{op}\"}} {}",
+                f.seconds
+            );
+            let _ = writeln!(
+                out,
+                "loom_request_duration_seconds_count{{target=\"{t}\",op=\"{op}\"}} {}",
+                f.count
+            );
+        }
+    }
+    for (kind, what) in [("job", "job"), ("client", "client")] {
+        let name = format!("loom_{kind}_requests_total");
+        help(
+            &mut out,
+            &name,
+            "counter",
+            &format!("Requests by {what}, target and operation (idle {what}s expire)."),
+        );
+        for (t, s) in &stats {
+            let users = if kind == "job" { &s.jobs } else { &s.clients };
+            for u in users {
+                for (op, n) in &u.ops {
+                    let _ = writeln!(
+                        out,
+                        "{name}{{target=\"{t}\",{kind}=\"{}\",op=\"{op}\"}} {n}",
+                        esc(&u.job)
+                    );
+                }
+            }
+        }
+        for (dir, field) in [("read", 0), ("written", 1)] {
+            let name = format!("loom_{kind}_{dir}_bytes_total");
+            help(
+                &mut out,
+                &name,
+                "counter",
+                &format!("Bytes {dir} by {what} and target."),
+            );
+            for (t, s) in &stats {
+                let users = if kind == "job" { &s.jobs } else { &s.clients };
+                for u in users {
+                    let v = if field == 0 {
+                        u.read_bytes
+                    } else {
+                        u.write_bytes
+                    };
+                    let _ = writeln!(
+                        out,
+                        "{name}{{target=\"{t}\",{kind}=\"{}\"}} {v}",
+                        esc(&u.job)
+                    );
+                }
+            }
+        }
+    }
+    let counters = node.service_counters();
+    for (key, name, kind, text) in [
+        (
+            "checksum_errors.count",
+            "loom_checksum_errors_total",
+            "counter",
+            "Reads answered EIO for a block or record that failed its checksum.",
+        ),
+        (
+            "scrub.checked_bytes",
+            "loom_scrub_checked_bytes",
+            "gauge",
+            "Bytes checked by the current or last scrub pass.",
+        ),
+        (
+            "scrub.bad",
+            "loom_scrub_bad",
+            "gauge",
+            "Blocks or records known to fail their checksum.",
+        ),
+        (
+            "scrub.passes",
+            "loom_scrub_passes_total",
+            "counter",
+            "Scrub passes finished.",
+        ),
+    ] {
+        help(&mut out, name, kind, text);
+        for (t, c) in &counters {
+            if let Some((_, v)) = c.iter().find(|(k, _)| k == key) {
+                let _ = writeln!(out, "{name}{{target=\"{t}\"}} {v}");
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::esc;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(esc("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+}
