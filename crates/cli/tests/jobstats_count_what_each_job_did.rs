@@ -118,7 +118,7 @@ fn jobstats_count_what_each_job_did() {
     assert_eq!(
         sample(
             &mdt_metrics,
-            "loom_job_requests_total{target=\"MDT0000\",job=\"4242\",op=\"create\"}"
+            "loom_job_requests_total{target=\"MDT0000\",jobid=\"4242\",op=\"create\"}"
         ),
         Some(21.0),
         "{mdt_metrics}"
@@ -130,7 +130,7 @@ fn jobstats_count_what_each_job_did() {
         let t = ost.replace("ost", "OST000");
         written += sample(
             &m,
-            &format!("loom_job_written_bytes_total{{target=\"{t}\",job=\"4242\"}}"),
+            &format!("loom_job_written_bytes_total{{target=\"{t}\",jobid=\"4242\"}}"),
         )
         .unwrap_or(0.0);
     }

@@ -4,7 +4,9 @@
 //! A minimal HTTP/1.1 server (one request per connection, then close) is
 //! enough for a scraper and keeps a web framework out of the servers.
 //! Names follow Prometheus' conventions: a `loom_` prefix, units in the
-//! name, `_total` on counters, labels `target`, `op`, `job`, `client`.
+//! name, `_total` on counters, labels `target`, `op`, `jobid`, `client`
+//! (`jobid`, as Lustre's exporters have it: Prometheus gives `job` to the
+//! scrape job, and would rename ours).
 
 use crate::node::Node;
 use crate::stats::BUCKETS;
@@ -194,7 +196,7 @@ pub fn render(node: &Node) -> String {
             );
         }
     }
-    for (kind, what) in [("job", "job"), ("client", "client")] {
+    for (kind, label, what) in [("job", "jobid", "job"), ("client", "client", "client")] {
         let name = format!("loom_{kind}_requests_total");
         help(
             &mut out,
@@ -208,7 +210,7 @@ pub fn render(node: &Node) -> String {
                 for (op, n) in &u.ops {
                     let _ = writeln!(
                         out,
-                        "{name}{{target=\"{t}\",{kind}=\"{}\",op=\"{op}\"}} {n}",
+                        "{name}{{target=\"{t}\",{label}=\"{}\",op=\"{op}\"}} {n}",
                         esc(&u.job)
                     );
                 }
@@ -232,7 +234,7 @@ pub fn render(node: &Node) -> String {
                     };
                     let _ = writeln!(
                         out,
-                        "{name}{{target=\"{t}\",{kind}=\"{}\"}} {v}",
+                        "{name}{{target=\"{t}\",{label}=\"{}\"}} {v}",
                         esc(&u.job)
                     );
                 }
