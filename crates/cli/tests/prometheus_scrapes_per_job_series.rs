@@ -2,6 +2,7 @@
 //! endpoints (the addresses `loom up` chose and printed) and answers, with
 //! its query API, the per-job series of a workload run under
 //! SLURM_JOB_ID=4242: its creates on the MDT and its bytes on the OSTs.
+//! Every query of the Grafana dashboard in contrib/ runs on it.
 mod common;
 use common::*;
 use std::io::{Read, Write};
@@ -30,16 +31,19 @@ fn get(port: u16, path: &str) -> Option<String> {
     (head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200")).then(|| body.to_string())
 }
 
-/// The value Prometheus gives `query` (summed), once it has one.
-fn query(port: u16, query: &str) -> Option<f64> {
-    let enc: String = query
-        .bytes()
+/// `q` as a URL query value.
+fn encode(q: &str) -> String {
+    q.bytes()
         .map(|b| match b {
             b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' => (b as char).to_string(),
             _ => format!("%{b:02X}"),
         })
-        .collect();
-    let body = get(port, &format!("/api/v1/query?query={enc}"))?;
+        .collect()
+}
+
+/// The value Prometheus gives `query` (summed), once it has one.
+fn query(port: u16, query: &str) -> Option<f64> {
+    let body = get(port, &format!("/api/v1/query?query={}", encode(query)))?;
     let v: serde_json::Value = serde_json::from_str(&body).ok()?;
     let r = v["data"]["result"].as_array()?;
     let first = r.first()?;
@@ -116,4 +120,28 @@ fn prometheus_scrapes_per_job_series() {
     assert_eq!(written, Some(f64::from(2u32 << 20)), "bytes job 4242 wrote");
     // Every endpoint was up for Prometheus.
     assert_eq!(query(web, "sum(up{job=\"loom\"})"), Some(4.0));
+    // The dashboard's queries are valid PromQL over these series.
+    let dash: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../contrib/grafana-dashboard.json"
+        ))
+        .expect("contrib/grafana-dashboard.json"),
+    )
+    .expect("dashboard JSON");
+    let exprs: Vec<&str> = dash["panels"]
+        .as_array()
+        .expect("panels")
+        .iter()
+        .flat_map(|p| p["targets"].as_array().into_iter().flatten())
+        .filter_map(|t| t["expr"].as_str())
+        .collect();
+    assert!(exprs.len() >= 8, "{exprs:?}");
+    for e in exprs {
+        let body = get(web, &format!("/api/v1/query?query={}", encode(e))).unwrap_or_default();
+        assert!(
+            body.contains("\"status\":\"success\""),
+            "dashboard query {e}: {body}"
+        );
+    }
 }
