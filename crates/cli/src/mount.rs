@@ -58,6 +58,11 @@ pub struct MountArgs {
     /// `user_allow_other` (otherwise its mount is private, and says so).
     #[arg(long)]
     pub private: bool,
+    /// Environment variable naming a process's job (per-job statistics,
+    /// `loom jobstats`); PBS_JOBID, LSB_JOBID and JOB_ID are tried after
+    /// it, then PROCNAME.UID. Empty: requests carry no job id.
+    #[arg(long, value_name = "VAR", default_value = "SLURM_JOB_ID")]
+    pub jobid_var: String,
 }
 
 /// Seconds a mount keeps what its MDTs lease it, by default.
@@ -113,6 +118,8 @@ pub struct MountPlan {
     pub readahead_kb: u32,
     /// Serve every user of the machine (allow_other), not only the mounter.
     pub allow_other: bool,
+    /// The environment variable that names a process's job.
+    pub jobid_var: String,
 }
 
 /// Seconds, 0 to one hour, fractions allowed.
@@ -156,6 +163,7 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
     let key = loom_server::node::load_key(&plan.key_file)?;
     let opts = ClientOptions {
         call_timeout: plan.timeout,
+        jobid_var: plan.jobid_var.clone(),
         caching: loom_client::routing::Caching {
             attr_timeout: plan.attr_timeout,
             lease_time: plan.lease_time,
@@ -291,6 +299,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
             lease_time: lease_time(a.lease_time),
             readahead_kb: a.readahead_kb,
             allow_other,
+            jobid_var: a.jobid_var.clone(),
         };
         return mount_and_serve(&plan, || println!("mounted at {}", a.dir.display()));
     }
@@ -332,6 +341,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
         .arg("--readahead-kb")
         .arg(a.readahead_kb.to_string())
         .args(a.private.then_some("--private"))
+        .arg(format!("--jobid-var={}", a.jobid_var))
         .arg("--foreground")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -483,6 +483,7 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
             lease_time: mount::lease_time(a.lease_time),
             readahead_kb: a.readahead_kb,
             allow_other: mount::serves_everyone(a.private).0,
+            jobid_var: loom_client::ClientOptions::default().jobid_var,
         };
         if a.no_mount {
             println!(

@@ -4,7 +4,8 @@
 //! mount;
 //! `loom setstripe` under SLURM_JOB_ID=777 makes 3 files through the
 //! client library; a process with no job variable is counted as
-//! PROCNAME.UID. `loom jobstats` and each server's metrics endpoint show
+//! PROCNAME.UID; a mount told `--jobid-var MYJOB` reads that variable
+//! first. `loom jobstats` and each server's metrics endpoint show
 //! exactly those creates and bytes for each job.
 mod common;
 use common::*;
@@ -33,7 +34,7 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 
 #[test]
 fn jobstats_count_what_each_job_did() {
-    let c = Cluster::up(1, 2, &[]);
+    let mut c = Cluster::up(1, 2, &[]);
     std::fs::set_permissions(c.tmp.path(), std::fs::Permissions::from_mode(0o755))
         .expect("chmod tmp");
     let dir = c.path("work");
@@ -78,6 +79,15 @@ fn jobstats_count_what_each_job_did() {
         .expect("mkdir");
     assert!(o.status.success());
 
+    // A mount told to read another variable.
+    let m2 = c.second_mount_with("m2", &["--jobid-var", "MYJOB"]);
+    let o = Command::new("env")
+        .args(["MYJOB=site-7", "SLURM_JOB_ID=not-this", "touch"])
+        .arg(m2.join("work/by-myjob"))
+        .output()
+        .expect("touch");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
     let out = loom_ok(&["jobstats", "--json", c.mnt.to_str().expect("utf8")]);
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     let targets = v.as_array().expect("array");
@@ -97,6 +107,9 @@ fn jobstats_count_what_each_job_did() {
     assert_eq!(j4242["ops"]["create"], 21, "{j4242}");
     let j777 = job(mdt, "777").unwrap_or_else(|| panic!("no job 777 on the MDT: {out}"));
     assert_eq!(j777["ops"]["create"], 3, "{j777}");
+    let jsite = job(mdt, "site-7").unwrap_or_else(|| panic!("no job site-7: {out}"));
+    assert_eq!(jsite["ops"]["create"], 1, "{jsite}");
+    assert!(job(mdt, "not-this").is_none(), "{out}");
     let jmkdir = job(mdt, "mkdir.0").unwrap_or_else(|| panic!("no job mkdir.0: {out}"));
     assert_eq!(jmkdir["ops"]["mkdir"], 1, "{jmkdir}");
     let written: u64 = targets
