@@ -55,10 +55,10 @@ pub fn jobstats(a: JobstatsArgs) -> anyhow::Result<()> {
         let v: Vec<serde_json::Value> = all
             .iter()
             .map(|(t, r)| match r {
-                Ok((jobs, clients)) => serde_json::json!({
+                Ok(u) => serde_json::json!({
                     "target": format!("{fs}-{t}"),
-                    "jobs": jobs.iter().map(json).collect::<Vec<_>>(),
-                    "clients": clients.iter().map(json).collect::<Vec<_>>(),
+                    "jobs": u.jobs.iter().map(json).collect::<Vec<_>>(),
+                    "clients": u.clients.iter().map(json).collect::<Vec<_>>(),
                 }),
                 Err(e) => {
                     serde_json::json!({ "target": format!("{fs}-{t}"), "error": e.to_string() })
@@ -72,7 +72,7 @@ pub fn jobstats(a: JobstatsArgs) -> anyhow::Result<()> {
     for (t, r) in &all {
         let name = format!("{fs}-{t}");
         let (jobs, clients) = match r {
-            Ok(x) => x,
+            Ok(u) => (&u.jobs, &u.clients),
             Err(e) => {
                 println!("{name}: did not answer ({e})");
                 continue;

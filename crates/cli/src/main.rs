@@ -13,6 +13,7 @@ mod mount;
 mod noop;
 mod registry;
 mod scrub;
+mod stats;
 mod tools;
 mod up;
 
@@ -89,6 +90,13 @@ enum Cmd {
     /// The jobs (or clients) each MDT and OST served recently, busiest
     /// first, as Lustre's job_stats: `loom jobstats MOUNT [--by bytes]`.
     Jobstats(jobstats::JobstatsArgs),
+    /// Every target's counters: operations (samples, errors, latency,
+    /// bytes), jobs and clients, in YAML or JSON, as `lctl get_param
+    /// *.*.stats`: `loom stats MOUNT [--target T] [--job J] [--json]`.
+    Stats(stats::StatsArgs),
+    /// A live view of the busiest targets, jobs and clients, refreshed
+    /// every few seconds, as iotop: `loom top MOUNT`.
+    Top(stats::TopArgs),
     // Benchmarks (mdtest, IOR, IO500; compare, sweep, suite). No doc
     // comment here: it would replace the long help of loom_bench::BenchArgs.
     Bench(loom_bench::BenchArgs),
@@ -131,6 +139,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Getdirstripe(a) => dirtools::getdirstripe(a),
         Cmd::Scrub(a) => scrub::scrub(a),
         Cmd::Jobstats(a) => jobstats::jobstats(a),
+        Cmd::Stats(a) => stats::stats(a),
+        Cmd::Top(a) => stats::top(a),
         // Its own exit codes, as e2fsck's.
         Cmd::Fsck(a) => return Ok(fsck::fsck(a)),
         Cmd::Bench(a) => loom_bench::run(a),

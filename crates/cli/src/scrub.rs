@@ -49,7 +49,7 @@ pub struct ScrubArgs {
 }
 
 /// A target from `MDT0000`, `OST0001`, `mdt0`, `ost1` or `1` (an OST).
-fn parse_target(s: &str) -> anyhow::Result<TargetId> {
+pub(crate) fn parse_target(s: &str) -> anyhow::Result<TargetId> {
     let lower = s.to_ascii_lowercase();
     let (role, digits) = if let Some(d) = lower.strip_prefix("mdt") {
         (Role::Mdt, d)

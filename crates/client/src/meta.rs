@@ -14,8 +14,8 @@ use bytes::Bytes;
 use loom_proto::layout::{object_size_for, LayoutSpec, Pattern};
 use loom_proto::msg::{
     rename_flags, Attr, DirDefault, DirEntry, FileKind, FsckFix, FsckItem, FsckScan, JobUsage,
-    MdtRequest, ObjInfo, OstRequest, Reply, Request, Role, ScrubCmd, ScrubStatus, SetAttr, StatFs,
-    TargetId,
+    MdtRequest, ObjInfo, OpUsage, OstRequest, Reply, Request, Role, ScrubCmd, ScrubStatus, SetAttr,
+    StatFs, TargetId,
 };
 use loom_proto::{Errno, Fid, Layout, Name, ObjRef, StripeSpec};
 use std::time::Duration;
@@ -31,6 +31,17 @@ pub struct TargetUsage {
     pub target: TargetId,
     /// Its usage, or why it has none (EIO: did not answer in time).
     pub usage: Result<StatFs, Errno>,
+}
+
+/// What one target served (`loom stats`, `loom jobstats`, `loom top`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Served {
+    /// Per operation, since the target's server started.
+    pub ops: Vec<OpUsage>,
+    /// Per job, recently.
+    pub jobs: Vec<JobUsage>,
+    /// Per client, recently.
+    pub clients: Vec<JobUsage>,
 }
 
 /// An MDT's operation counters: (operation name, count), by name.
@@ -987,13 +998,10 @@ impl Client {
         out
     }
 
-    /// The jobs and clients each MDT and OST served recently (Lustre's
-    /// `job_stats`), asked in parallel, MDTs first: per target, its jobs
-    /// and its clients, or why it did not answer.
-    #[allow(clippy::type_complexity)]
-    pub async fn job_stats(
-        &self,
-    ) -> Vec<(TargetId, Result<(Vec<JobUsage>, Vec<JobUsage>), Errno>)> {
+    /// What each MDT and OST served: per operation since it started, per
+    /// job and per client recently (Lustre's `md_stats`, `job_stats`),
+    /// asked in parallel, MDTs first; or why a target did not answer.
+    pub async fn job_stats(&self) -> Vec<(TargetId, Result<Served, Errno>)> {
         let config = self.router.config();
         let mut ids: Vec<TargetId> = config
             .targets
@@ -1017,14 +1025,16 @@ impl Client {
                 (i, r)
             });
         }
-        let mut out: Vec<(TargetId, Result<(Vec<JobUsage>, Vec<JobUsage>), Errno>)> =
+        let mut out: Vec<(TargetId, Result<Served, Errno>)> =
             ids.iter().map(|id| (*id, Err(Errno::EIO))).collect();
         while let Some(r) = set.join_next().await {
             let Ok((i, r)) = r else {
                 continue;
             };
             out[i].1 = match r {
-                Ok((Reply::JobStats { jobs, clients }, _)) => Ok((jobs, clients)),
+                Ok((Reply::JobStats { ops, jobs, clients }, _)) => {
+                    Ok(Served { ops, jobs, clients })
+                }
                 Ok((other, _)) => Err(unexpected("JobStats", &other)),
                 Err(e) => Err(e),
             };

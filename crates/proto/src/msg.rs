@@ -341,6 +341,23 @@ pub struct JobUsage {
     pub write_bytes: u64,
 }
 
+/// One operation's figures on one target since it started (`loom stats`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpUsage {
+    /// The operation's declared name.
+    pub op: String,
+    /// Requests served.
+    pub count: u64,
+    /// Of which answered with an error.
+    pub errors: u64,
+    /// Bulk bytes received (written).
+    pub bytes_in: u64,
+    /// Bulk bytes sent (read).
+    pub bytes_out: u64,
+    /// Microseconds spent serving them, in all.
+    pub micros: u64,
+}
+
 /// What `loom fsck` reads of an MDT's namespace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FsckScan {
@@ -747,8 +764,11 @@ pub enum Reply {
     },
     /// The objects of one bucket of an OST.
     Objects(Vec<ObjInfo>),
-    /// The jobs and clients a target served recently.
+    /// What a target served: per operation since it started, and per job
+    /// and per client recently.
     JobStats {
+        /// Per operation.
+        ops: Vec<OpUsage>,
         /// Per job.
         jobs: Vec<JobUsage>,
         /// Per client.

@@ -159,7 +159,20 @@ impl Service for Node {
             Request::Mdt(MdtRequest::JobStats) | Request::Ost(OstRequest::JobStats)
         ) {
             let snap = stats.snapshot();
+            let ops = snap
+                .ops
+                .iter()
+                .map(|(op, f)| loom_proto::msg::OpUsage {
+                    op: op.to_string(),
+                    count: f.count,
+                    errors: f.errors,
+                    bytes_in: f.bytes_in,
+                    bytes_out: f.bytes_out,
+                    micros: (f.seconds * 1e6) as u64,
+                })
+                .collect();
             let reply = Reply::JobStats {
+                ops,
                 jobs: snap.jobs,
                 clients: snap.clients,
             };
