@@ -6,7 +6,8 @@
 //! client library; a process with no job variable is counted as
 //! PROCNAME.UID; a mount told `--jobid-var MYJOB` reads that variable
 //! first. `loom jobstats` and each server's metrics endpoint show
-//! exactly those creates and bytes for each job.
+//! exactly those creates and bytes for each job; the MDT's endpoint also
+//! its commits (count, changes made durable, latency) and its queue.
 mod common;
 use common::*;
 use std::io::{Read, Write};
@@ -137,6 +138,28 @@ fn jobstats_count_what_each_job_did() {
         "{mdt_metrics}"
     );
     assert!(mdt_metrics.contains("# TYPE loom_request_duration_seconds histogram"));
+    // Commits, their batch sizes and latency; the queue.
+    let commits = sample(&mdt_metrics, "loom_commits_total{target=\"MDT0000\"}").unwrap_or(0.0);
+    let changes = sample(
+        &mdt_metrics,
+        "loom_committed_changes_total{target=\"MDT0000\"}",
+    )
+    .unwrap_or(0.0);
+    assert!(
+        commits >= 1.0 && changes >= commits,
+        "commits {commits}, changes {changes}"
+    );
+    assert_eq!(
+        sample(
+            &mdt_metrics,
+            "loom_commit_duration_seconds_count{target=\"MDT0000\"}"
+        ),
+        Some(commits)
+    );
+    assert!(
+        sample(&mdt_metrics, "loom_requests_in_flight{target=\"MDT0000\"}").is_some(),
+        "{mdt_metrics}"
+    );
     let mut written = 0.0;
     for ost in ["ost0", "ost1"] {
         let m = scrape(port(&format!("metrics-{ost}")).expect("an OST's metrics port"));

@@ -241,6 +241,79 @@ pub fn render(node: &Node) -> String {
             }
         }
     }
+    let commits = node.commit_figures();
+    let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    help(
+        &mut out,
+        "loom_commits_total",
+        "counter",
+        "Commits (fsyncs) of an MDT that made changes durable.",
+    );
+    for (t, f) in &commits {
+        let _ = writeln!(
+            out,
+            "loom_commits_total{{target=\"{t}\"}} {}",
+            get(&f.commits)
+        );
+    }
+    help(
+        &mut out,
+        "loom_committed_changes_total",
+        "counter",
+        "Changes made durable by commits: divided by loom_commits_total, the batch size.",
+    );
+    for (t, f) in &commits {
+        let _ = writeln!(
+            out,
+            "loom_committed_changes_total{{target=\"{t}\"}} {}",
+            get(&f.changes)
+        );
+    }
+    help(
+        &mut out,
+        "loom_commit_duration_seconds",
+        "histogram",
+        "Time a commit's fsync took.",
+    );
+    for (t, f) in &commits {
+        let mut cum = 0;
+        for (b, n) in BUCKETS.iter().zip(&f.buckets) {
+            cum += get(n);
+            let _ = writeln!(
+                out,
+                "loom_commit_duration_seconds_bucket{{target=\"{t}\",le=\"{b}\"}} {cum}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "loom_commit_duration_seconds_bucket{{target=\"{t}\",le=\"+Inf\"}} {}",
+            get(&f.commits)
+        );
+        let _ = writeln!(
+            out,
+            "loom_commit_duration_seconds_sum{{target=\"{t}\"}} {}",
+            get(&f.micros) as f64 / 1e6
+        );
+        let _ = writeln!(
+            out,
+            "loom_commit_duration_seconds_count{{target=\"{t}\"}} {}",
+            get(&f.commits)
+        );
+    }
+    help(
+        &mut out,
+        "loom_requests_in_flight",
+        "gauge",
+        "Requests being served now (the target's queue).",
+    );
+    for s in node.stats() {
+        let _ = writeln!(
+            out,
+            "loom_requests_in_flight{{target=\"{}\"}} {}",
+            s.target,
+            s.in_flight()
+        );
+    }
     let counters = node.service_counters();
     for (key, name, kind, text) in [
         (

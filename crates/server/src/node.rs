@@ -132,6 +132,17 @@ impl Node {
         v
     }
 
+    /// Each hosted MDT's commit figures.
+    pub fn commit_figures(&self) -> Vec<(TargetId, &crate::mdt::syncer::CommitFigures)> {
+        let mut v: Vec<_> = self
+            .mdts
+            .iter()
+            .map(|(i, m)| (TargetId::mdt(*i), m.commit_figures()))
+            .collect();
+        v.sort_by_key(|(t, _)| *t);
+        v
+    }
+
     /// Counters a service keeps itself (checksums, scrub), by target.
     pub fn service_counters(&self) -> Vec<(TargetId, Vec<(String, u64)>)> {
         let mut v: Vec<(TargetId, Vec<(String, u64)>)> = self
@@ -181,7 +192,10 @@ impl Service for Node {
         let (op, client, bytes_in) = (env.req.name(), env.ctx.client_id, bulk.len() as u64);
         let job = env.ctx.jobid.clone();
         let t0 = std::time::Instant::now();
-        let a = self.dispatch(env, bulk, ch).await;
+        let a = {
+            let _in = stats.enter();
+            self.dispatch(env, bulk, ch).await
+        };
         stats.record(Served {
             op,
             job: &job,

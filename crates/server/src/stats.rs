@@ -117,6 +117,19 @@ pub struct TargetStats {
     pub target: TargetId,
     expiry: Duration,
     inner: Mutex<Inner>,
+    /// Requests being served now.
+    in_flight: std::sync::atomic::AtomicU64,
+}
+
+/// Counts a request as in flight until dropped.
+pub struct InFlight<'a>(&'a TargetStats);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0
+            .in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// A request as the statistics see it.
@@ -168,7 +181,20 @@ impl TargetStats {
             target,
             expiry,
             inner: Mutex::new(Inner::default()),
+            in_flight: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// A request starts; it counts as in flight until the guard goes.
+    pub fn enter(&self) -> InFlight<'_> {
+        self.in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        InFlight(self)
+    }
+
+    /// Requests being served now.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Count one request.

@@ -26,7 +26,7 @@ pub mod recovery;
 mod remote;
 pub mod replies;
 pub mod request;
-mod syncer;
+pub mod syncer;
 mod tx;
 mod walk;
 
@@ -152,6 +152,12 @@ impl MdtService {
     /// The integrity counters (`checksum_errors.count`, `scrub.*`).
     pub fn scrub_counters(&self) -> Vec<(String, u64)> {
         self.scrub.counters()
+    }
+
+    /// Its commits: how many, the changes they made durable, how long they
+    /// took.
+    pub fn commit_figures(&self) -> &syncer::CommitFigures {
+        &self.commits.figures
     }
 }
 

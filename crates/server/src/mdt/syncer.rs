@@ -49,6 +49,42 @@ pub struct CommitState {
     committed: AtomicU64,
     /// The same, for those who wait for a commit without asking for one.
     committed_tx: tokio::sync::watch::Sender<u64>,
+    /// Commits made, changes they committed, and their fsync times.
+    pub figures: CommitFigures,
+}
+
+/// What the commits of an MDT did, for statistics: how many, how many
+/// changes each made durable (their batch size), how long each took.
+#[derive(Debug, Default)]
+pub struct CommitFigures {
+    /// Commits that made at least one change durable.
+    pub commits: AtomicU64,
+    /// Changes they made durable.
+    pub changes: AtomicU64,
+    /// Microseconds they took, in all.
+    pub micros: AtomicU64,
+    /// Commits per duration bucket (`crate::stats::BUCKETS`, then above).
+    pub buckets: [AtomicU64; crate::stats::BUCKETS.len() + 1],
+}
+
+impl CommitFigures {
+    fn record(&self, changes: u64, took: std::time::Duration) {
+        if changes == 0 {
+            return;
+        }
+        let secs = took.as_secs_f64();
+        let b = crate::stats::BUCKETS
+            .iter()
+            .position(|x| secs <= *x)
+            .unwrap_or(crate::stats::BUCKETS.len());
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.changes.fetch_add(changes, Ordering::Relaxed);
+        self.micros
+            .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+        if let Some(c) = self.buckets.get(b) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -65,6 +101,7 @@ impl CommitState {
             applied: Mutex::new((last, 0)),
             committed: AtomicU64::new(last),
             committed_tx: tokio::sync::watch::channel(last).0,
+            figures: CommitFigures::default(),
         }
     }
 
@@ -183,11 +220,18 @@ impl Syncer {
                     // the ticket covers them.
                     let (transno, ticket) = state.last_applied();
                     let upto = waiters.iter().map(|w| w.0).max().unwrap_or(0).max(ticket);
+                    let before = state.last_committed();
+                    let t0 = std::time::Instant::now();
                     // fsync: every change applied before this point, and
                     // so every waiter's, is on stable storage after it.
                     let r = store.sync_through(upto).map_err(|e| e.to_string());
                     match &r {
-                        Ok(()) => state.set_committed(transno),
+                        Ok(()) => {
+                            state
+                                .figures
+                                .record(transno.saturating_sub(before), t0.elapsed());
+                            state.set_committed(transno)
+                        }
                         Err(e) => tracing::error!("{e}"),
                     }
                     for (_, w) in waiters {
