@@ -63,6 +63,11 @@ pub struct MountArgs {
     /// it, then PROCNAME.UID. Empty: requests carry no job id.
     #[arg(long, value_name = "VAR", default_value = "SLURM_JOB_ID")]
     pub jobid_var: String,
+    /// Serve this mount's own metrics (requests by target kind, in
+    /// flight, resends, damaged transfers, lookups answered from leases)
+    /// in the Prometheus text format at http://ADDR/metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
 }
 
 /// Seconds a mount keeps what its MDTs lease it, by default.
@@ -120,6 +125,8 @@ pub struct MountPlan {
     pub allow_other: bool,
     /// The environment variable that names a process's job.
     pub jobid_var: String,
+    /// Where to serve the mount's metrics, if anywhere.
+    pub metrics_listen: Option<String>,
 }
 
 /// Seconds, 0 to one hour, fractions allowed.
@@ -149,6 +156,36 @@ pub fn parse_source(s: &str) -> anyhow::Result<(String, String)> {
     Ok((addr.to_string(), fs.to_string()))
 }
 
+/// A client's own metrics, in the Prometheus text format.
+fn client_metrics(c: &Client) -> String {
+    use loom_server::metrics::help;
+    use std::fmt::Write as _;
+    let r = c.router();
+    let (mdt, ost) = r.calls();
+    let rpc = r.rpc_stats();
+    let mut out = String::new();
+    help(
+        &mut out,
+        "loom_client_requests_total",
+        "counter",
+        "Requests this mount sent, by kind of target (resends not counted).",
+    );
+    let _ = writeln!(out, "loom_client_requests_total{{role=\"mdt\"}} {mdt}");
+    let _ = writeln!(out, "loom_client_requests_total{{role=\"ost\"}} {ost}");
+    for (name, kind, text, v) in [
+        ("loom_client_requests_in_flight", "gauge", "Requests sent and not answered yet.", r.requests_in_flight()),
+        ("loom_client_resends_total", "counter", "Requests sent again (a connection lost, a transfer damaged).", rpc.resends),
+        ("loom_client_damaged_transfers_total", "counter", "Bulk transfers damaged on the wire and sent again.", rpc.damaged),
+        ("loom_client_connects_total", "counter", "Connections made to servers.", rpc.connects),
+        ("loom_client_probes_total", "counter", "Liveness probes of quiet connections.", rpc.probes),
+        ("loom_client_lease_hits_total", "counter", "Lookups answered from leases with no server asked (the library's; the kernel answers most of a mount's itself).", r.lease_hits()),
+    ] {
+        help(&mut out, name, kind, text);
+        let _ = writeln!(out, "{name} {v}");
+    }
+    out
+}
+
 enum Event {
     Signal,
     Ended,
@@ -173,6 +210,16 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
     let client = rt
         .block_on(Client::connect(&plan.mgs, &plan.fsname, key, opts))
         .with_context(|| format!("connecting to {}:/{}", plan.mgs, plan.fsname))?;
+    if let Some(m) = &plan.metrics_listen {
+        let l = rt
+            .block_on(tokio::net::TcpListener::bind(m))
+            .with_context(|| format!("metrics endpoint: listening on {m}"))?;
+        let c = client.clone();
+        rt.spawn(loom_server::metrics::serve_text(
+            l,
+            std::sync::Arc::new(move || client_metrics(&c)),
+        ));
+    }
     std::fs::create_dir_all(&plan.mountpoint)
         .with_context(|| format!("creating mount point {}", plan.mountpoint.display()))?;
     let mountpoint = plan.mountpoint.canonicalize()?;
@@ -300,6 +347,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
             readahead_kb: a.readahead_kb,
             allow_other,
             jobid_var: a.jobid_var.clone(),
+            metrics_listen: a.metrics_listen.clone(),
         };
         return mount_and_serve(&plan, || println!("mounted at {}", a.dir.display()));
     }
@@ -342,6 +390,11 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
         .arg(a.readahead_kb.to_string())
         .args(a.private.then_some("--private"))
         .arg(format!("--jobid-var={}", a.jobid_var))
+        .args(
+            a.metrics_listen
+                .iter()
+                .map(|m| format!("--metrics-listen={m}")),
+        )
         .arg("--foreground")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

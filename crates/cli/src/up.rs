@@ -484,6 +484,7 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
             readahead_kb: a.readahead_kb,
             allow_other: mount::serves_everyone(a.private).0,
             jobid_var: loom_client::ClientOptions::default().jobid_var,
+            metrics_listen: None,
         };
         if a.no_mount {
             println!(

@@ -7,7 +7,8 @@
 //! PROCNAME.UID; a mount told `--jobid-var MYJOB` reads that variable
 //! first. `loom jobstats` and each server's metrics endpoint show
 //! exactly those creates and bytes for each job; the MDT's endpoint also
-//! its commits (count, changes made durable, latency) and its queue.
+//! its commits (count, changes made durable, latency) and its queue; a
+//! mount's own endpoint (`--metrics-listen`) what that mount sent.
 mod common;
 use common::*;
 use std::io::{Read, Write};
@@ -81,7 +82,16 @@ fn jobstats_count_what_each_job_did() {
     assert!(o.status.success());
 
     // A mount told to read another variable.
-    let m2 = c.second_mount_with("m2", &["--jobid-var", "MYJOB"]);
+    let m2_metrics = server_port();
+    let m2 = c.second_mount_with(
+        "m2",
+        &[
+            "--jobid-var",
+            "MYJOB",
+            "--metrics-listen",
+            &format!("127.0.0.1:{m2_metrics}"),
+        ],
+    );
     let o = Command::new("env")
         .args(["MYJOB=site-7", "SLURM_JOB_ID=not-this", "touch"])
         .arg(m2.join("work/by-myjob"))
@@ -171,6 +181,14 @@ fn jobstats_count_what_each_job_did() {
         .unwrap_or(0.0);
     }
     assert_eq!(written, f64::from(4u32 << 20));
+    // The second mount's own metrics: what it sent.
+    let mine = scrape(m2_metrics);
+    let sent = sample(&mine, "loom_client_requests_total{role=\"mdt\"}").unwrap_or(0.0);
+    assert!(sent >= 1.0, "{mine}");
+    assert!(
+        sample(&mine, "loom_client_requests_in_flight").is_some(),
+        "{mine}"
+    );
     let text = loom_ok(&["jobstats", "--by", "ops", c.mnt.to_str().expect("utf8")]);
     assert!(
         text.contains("loom-MDT0000:") && text.contains("job 4242"),

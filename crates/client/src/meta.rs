@@ -157,8 +157,14 @@ impl Client {
             if may_search(c, &dir) {
                 let plain = self.dir_is_plain(parent);
                 match self.router.fresh.leased_entry(parent, &name, plain) {
-                    Some(Some((attr, layout))) => return Ok((self.with_local_size(attr), layout)),
-                    Some(None) => return Err(Errno::ENOENT),
+                    Some(Some((attr, layout))) => {
+                        self.router.lease_hit();
+                        return Ok((self.with_local_size(attr), layout));
+                    }
+                    Some(None) => {
+                        self.router.lease_hit();
+                        return Err(Errno::ENOENT);
+                    }
                     None => {}
                 }
             }

@@ -135,6 +135,8 @@ pub struct Router {
     client_id: std::sync::atomic::AtomicU64,
     /// Calls made, by target role (MGS, MDT, OST), resends not counted.
     calls: [std::sync::atomic::AtomicU64; 3],
+    /// Lookups answered from leases, with no server asked.
+    lease_hits: std::sync::atomic::AtomicU64,
 }
 
 /// This client's request sequence numbers and those still waiting.
@@ -191,6 +193,7 @@ impl Router {
             reporter: Arc::new(OnceLock::new()),
             changing: std::sync::atomic::AtomicU64::new(0),
             client_id: std::sync::atomic::AtomicU64::new(0),
+            lease_hits: std::sync::atomic::AtomicU64::new(0),
             calls: Default::default(),
         }
     }
@@ -919,6 +922,23 @@ impl Router {
                 Err(e) => tracing::warn!("disconnecting from MDT{mdt:04x}: {e}"),
             }
         }
+    }
+
+    /// A lookup was answered from leases.
+    pub fn lease_hit(&self) {
+        self.lease_hits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Lookups answered from leases so far (the library's; a mount's
+    /// kernel answers most lookups itself, unseen).
+    pub fn lease_hits(&self) -> u64 {
+        self.lease_hits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Requests sent and not answered yet.
+    pub fn requests_in_flight(&self) -> u64 {
+        lock(&self.inflight).waiting.len() as u64
     }
 
     /// The transport's counters, summed over this client's connections.

@@ -23,6 +23,15 @@ const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serve `node`'s metrics on `l` until the process ends.
 pub async fn serve(l: TcpListener, node: Arc<Node>) {
+    serve_text(l, Arc::new(move || render(&node))).await
+}
+
+/// What an endpoint serves: the metrics text, made at each scrape.
+pub type Render = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// Serve what `render` makes on `l` until the process ends (a server's
+/// metrics, or a client mount's).
+pub async fn serve_text(l: TcpListener, render: Render) {
     loop {
         let (s, peer) = match l.accept().await {
             Ok(x) => x,
@@ -32,16 +41,16 @@ pub async fn serve(l: TcpListener, node: Arc<Node>) {
                 continue;
             }
         };
-        let node = node.clone();
+        let render = render.clone();
         tokio::spawn(async move {
-            if let Err(e) = answer(s, &node).await {
+            if let Err(e) = answer(s, &render).await {
                 tracing::debug!(%peer, "metrics endpoint: {e}");
             }
         });
     }
 }
 
-async fn answer(mut s: TcpStream, node: &Node) -> std::io::Result<()> {
+async fn answer(mut s: TcpStream, render: &Render) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 1024];
     let read = async {
@@ -65,7 +74,7 @@ async fn answer(mut s: TcpStream, node: &Node) -> std::io::Result<()> {
         ("GET", "/metrics") => (
             "200 OK",
             "text/plain; version=0.0.4; charset=utf-8",
-            render(node),
+            render(),
         ),
         ("GET", _) => (
             "404 Not Found",
@@ -93,7 +102,8 @@ fn esc(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
-fn help(out: &mut String, name: &str, kind: &str, text: &str) {
+/// `# HELP` and `# TYPE` lines of metric `name`.
+pub fn help(out: &mut String, name: &str, kind: &str, text: &str) {
     let _ = writeln!(out, "# HELP {name} {text}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
