@@ -309,8 +309,13 @@ fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
     }
     let nodes = nodes(&shape, a.servers)?;
     for node in &nodes {
-        // Each server's port, and its metrics endpoint's.
-        for key in [node.port_key().to_string(), metrics_key(node)] {
+        // Each server's port, its metrics endpoint's, and the MGS's
+        // dashboard's.
+        let mut keys = vec![node.port_key().to_string(), metrics_key(node)];
+        if node.port_key() == "mgs" {
+            keys.push("dashboard".to_string());
+        }
+        for key in keys {
             if !shape.ports.contains_key(&key) {
                 let taken: Vec<u16> = shape.ports.values().copied().collect();
                 shape.ports.insert(key, free_port(&taken)?);
@@ -364,6 +369,14 @@ fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
                 .get(&metrics_key(node))
                 .map(|p| format!("127.0.0.1:{p}")),
             stats_expiry_secs: loom_server::stats::DEFAULT_EXPIRY.as_secs(),
+            dashboard_listen: (node.port_key() == "mgs")
+                .then(|| {
+                    shape
+                        .ports
+                        .get("dashboard")
+                        .map(|p| format!("127.0.0.1:{p}"))
+                })
+                .flatten(),
         };
         // Atomic (temporary file, fsync, rename): a crash while writing
         // must not leave a half file that stops the next `loom up`.

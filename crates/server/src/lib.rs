@@ -4,6 +4,7 @@
 //! - [`mdt`]: metadata target: inodes, directory entries, layouts.
 //! - [`ost`]: object storage target: file data objects.
 //! - [`stats`]: per-target statistics: operations, latency, jobs, clients.
+//! - [`dashboard`]: the live web dashboard the MGS's server serves.
 //! - [`metrics`]: the Prometheus endpoint that serves them.
 //! - [`scrub`]: a target's scrub, walking its objects or records.
 //! - [`target`]: a formatted target directory's identity (`loom format`).
@@ -12,6 +13,7 @@
 //! - [`error`]: what handlers fail with; the one conversion to wire errors.
 #![warn(missing_docs)]
 
+pub mod dashboard;
 pub mod error;
 pub mod fail;
 pub mod mdt;

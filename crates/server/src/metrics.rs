@@ -29,9 +29,33 @@ pub async fn serve(l: TcpListener, node: Arc<Node>) {
 /// What an endpoint serves: the metrics text, made at each scrape.
 pub type Render = Arc<dyn Fn() -> String + Send + Sync>;
 
-/// Serve what `render` makes on `l` until the process ends (a server's
-/// metrics, or a client mount's).
+/// A page of an HTTP endpoint: its content type and body.
+pub type Page = (&'static str, String);
+
+/// The pages of an HTTP endpoint, by path: `None` is a 404.
+pub type Routes = Arc<
+    dyn Fn(&str) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Page>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// Serve what `render` makes at `/metrics` on `l` until the process ends
+/// (a server's metrics, or a client mount's).
 pub async fn serve_text(l: TcpListener, render: Render) {
+    serve_routes(
+        l,
+        Arc::new(move |path: &str| {
+            let page = (path == "/metrics")
+                .then(|| ("text/plain; version=0.0.4; charset=utf-8", render()));
+            Box::pin(async move { page })
+        }),
+    )
+    .await
+}
+
+/// Serve `routes` on `l` until the process ends: GET only, one request
+/// per connection.
+pub async fn serve_routes(l: TcpListener, routes: Routes) {
     loop {
         let (s, peer) = match l.accept().await {
             Ok(x) => x,
@@ -41,16 +65,16 @@ pub async fn serve_text(l: TcpListener, render: Render) {
                 continue;
             }
         };
-        let render = render.clone();
+        let routes = routes.clone();
         tokio::spawn(async move {
-            if let Err(e) = answer(s, &render).await {
+            if let Err(e) = answer(s, &routes).await {
                 tracing::debug!(%peer, "metrics endpoint: {e}");
             }
         });
     }
 }
 
-async fn answer(mut s: TcpStream, render: &Render) -> std::io::Result<()> {
+async fn answer(mut s: TcpStream, routes: &Routes) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 1024];
     let read = async {
@@ -70,21 +94,20 @@ async fn answer(mut s: TcpStream, render: &Render) -> std::io::Result<()> {
     let line = String::from_utf8_lossy(line);
     let mut words = line.split_whitespace();
     let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    let (status, kind, body) = match (method, path.split('?').next().unwrap_or("")) {
-        ("GET", "/metrics") => (
-            "200 OK",
-            "text/plain; version=0.0.4; charset=utf-8",
-            render(),
-        ),
-        ("GET", _) => (
-            "404 Not Found",
-            "text/plain",
-            "loom serves its metrics at /metrics\n".to_string(),
-        ),
+    let path = path.split('?').next().unwrap_or("");
+    let (status, kind, body) = match method {
+        "GET" => match routes(path).await {
+            Some((kind, body)) => ("200 OK", kind, body),
+            None => (
+                "404 Not Found",
+                "text/plain",
+                format!("{path}: no such page\n"),
+            ),
+        },
         _ => (
             "405 Method Not Allowed",
             "text/plain",
-            "GET /metrics\n".to_string(),
+            "GET only\n".to_string(),
         ),
     };
     let reply = format!(

@@ -62,6 +62,11 @@ pub struct NodeConfig {
     /// none when unset.
     #[serde(default)]
     pub metrics_listen: Option<String>,
+    /// Address of the live web dashboard, served by the server that hosts
+    /// the MGS (ignored elsewhere), e.g. "127.0.0.1:8080"; none when
+    /// unset.
+    #[serde(default)]
+    pub dashboard_listen: Option<String>,
     /// Seconds a job or client that sent nothing is kept in the
     /// statistics.
     #[serde(default = "default_stats_expiry")]
@@ -307,6 +312,16 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
             .with_context(|| format!("metrics endpoint: listening on {m}"))?;
         tokio::spawn(crate::metrics::serve(l, node.clone()));
     }
+    let dashboard = match (&cfg.dashboard_listen, &node.mgs) {
+        (Some(d), Some(_)) => {
+            let l = tokio::net::TcpListener::bind(d)
+                .await
+                .with_context(|| format!("dashboard: listening on {d}"))?;
+            tokio::spawn(crate::dashboard::serve(l, peers.clone()));
+            format!("; dashboard at http://{d}/")
+        }
+        _ => String::new(),
+    };
     let mdts: Vec<_> = node.mdts.values().cloned().collect();
     let server = tokio::spawn(loom_rpc::serve(listener, key, node));
     for id in &infos {
@@ -332,7 +347,7 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
     };
     // Scripts and `loom up` wait for this line.
     println!(
-        "loom server: serving {} on {addr}{metrics}",
+        "loom server: serving {} on {addr}{metrics}{dashboard}",
         names.join(", ")
     );
     tracing::info!("serving {} on {addr}", names.join(", "));
