@@ -57,8 +57,8 @@ pub fn jobstats(a: JobstatsArgs) -> anyhow::Result<()> {
             .map(|(t, r)| match r {
                 Ok(u) => serde_json::json!({
                     "target": format!("{fs}-{t}"),
-                    "jobs": u.jobs.iter().map(json).collect::<Vec<_>>(),
-                    "clients": u.clients.iter().map(json).collect::<Vec<_>>(),
+                    "jobs": u.jobs.iter().map(crate::stats::usage_json).collect::<Vec<_>>(),
+                    "clients": u.clients.iter().map(crate::stats::usage_json).collect::<Vec<_>>(),
                 }),
                 Err(e) => {
                     serde_json::json!({ "target": format!("{fs}-{t}"), "error": e.to_string() })
@@ -108,18 +108,4 @@ pub fn jobstats(a: JobstatsArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-fn json(u: &JobUsage) -> serde_json::Value {
-    let ops: serde_json::Map<String, serde_json::Value> = u
-        .ops
-        .iter()
-        .map(|(o, n)| (o.clone(), (*n).into()))
-        .collect();
-    serde_json::json!({
-        "id": u.job,
-        "ops": ops,
-        "read_bytes": u.read_bytes,
-        "write_bytes": u.write_bytes,
-    })
 }

@@ -172,6 +172,15 @@ fn client_metrics(c: &Client) -> String {
     );
     let _ = writeln!(out, "loom_client_requests_total{{role=\"mdt\"}} {mdt}");
     let _ = writeln!(out, "loom_client_requests_total{{role=\"ost\"}} {ost}");
+    help(
+        &mut out,
+        "loom_client_operations_total",
+        "counter",
+        "Requests this mount sent, by operation (resends not counted).",
+    );
+    for (op, n) in r.ops_sent() {
+        let _ = writeln!(out, "loom_client_operations_total{{op=\"{op}\"}} {n}");
+    }
     for (name, kind, text, v) in [
         ("loom_client_requests_in_flight", "gauge", "Requests sent and not answered yet.", r.requests_in_flight()),
         ("loom_client_resends_total", "counter", "Requests sent again (a connection lost, a transfer damaged).", rpc.resends),

@@ -133,7 +133,12 @@ pub fn stats(a: StatsArgs) -> anyhow::Result<()> {
 }
 
 fn print_usage(u: &JobUsage) {
-    let ops: Vec<String> = u.ops.iter().map(|(o, n)| format!("{o}: {n}")).collect();
+    let ops: Vec<String> = u
+        .ops
+        .iter()
+        .zip(&u.usecs)
+        .map(|((o, n), (_, us))| format!("{o}: {{ samples: {n}, usec_sum: {us} }}"))
+        .collect();
     println!(
         "  - {{ id: {}, {}{}read_bytes: {}, write_bytes: {} }}",
         q(&u.job),
@@ -144,13 +149,18 @@ fn print_usage(u: &JobUsage) {
     );
 }
 
-fn usage_json(u: &JobUsage) -> serde_json::Value {
-    let ops: serde_json::Map<String, serde_json::Value> = u
-        .ops
-        .iter()
-        .map(|(o, n)| (o.clone(), (*n).into()))
-        .collect();
-    serde_json::json!({ "id": u.job, "ops": ops, "read_bytes": u.read_bytes, "write_bytes": u.write_bytes })
+/// A job's or client's figures as JSON (`loom stats`, `loom jobstats`).
+pub(crate) fn usage_json(u: &JobUsage) -> serde_json::Value {
+    let map = |v: &[(String, u64)]| -> serde_json::Map<String, serde_json::Value> {
+        v.iter().map(|(o, n)| (o.clone(), (*n).into())).collect()
+    };
+    serde_json::json!({
+        "id": u.job,
+        "ops": map(&u.ops),
+        "usecs": map(&u.usecs),
+        "read_bytes": u.read_bytes,
+        "write_bytes": u.write_bytes,
+    })
 }
 
 /// Operations and bytes, summed over targets, per job or client id.

@@ -116,6 +116,10 @@ fn jobstats_count_what_each_job_did() {
     let j4242 = job(mdt, "4242").unwrap_or_else(|| panic!("no job 4242 on the MDT: {out}"));
     // 20 empty files and "big".
     assert_eq!(j4242["ops"]["create"], 21, "{j4242}");
+    assert!(
+        j4242["usecs"]["create"].as_u64().unwrap_or(0) > 0,
+        "{j4242}"
+    );
     let j777 = job(mdt, "777").unwrap_or_else(|| panic!("no job 777 on the MDT: {out}"));
     assert_eq!(j777["ops"]["create"], 3, "{j777}");
     let jsite = job(mdt, "site-7").unwrap_or_else(|| panic!("no job site-7: {out}"));
@@ -181,12 +185,25 @@ fn jobstats_count_what_each_job_did() {
         .unwrap_or(0.0);
     }
     assert_eq!(written, f64::from(4u32 << 20));
+    assert!(
+        sample(
+            &mdt_metrics,
+            "loom_job_request_seconds_total{target=\"MDT0000\",jobid=\"4242\",op=\"create\"}"
+        )
+        .is_some_and(|s| s > 0.0),
+        "{mdt_metrics}"
+    );
     // The second mount's own metrics: what it sent.
     let mine = scrape(m2_metrics);
     let sent = sample(&mine, "loom_client_requests_total{role=\"mdt\"}").unwrap_or(0.0);
     assert!(sent >= 1.0, "{mine}");
     assert!(
         sample(&mine, "loom_client_requests_in_flight").is_some(),
+        "{mine}"
+    );
+    assert_eq!(
+        sample(&mine, "loom_client_operations_total{op=\"create\"}"),
+        Some(1.0),
         "{mine}"
     );
     let text = loom_ok(&["jobstats", "--by", "ops", c.mnt.to_str().expect("utf8")]);

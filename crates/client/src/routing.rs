@@ -137,6 +137,8 @@ pub struct Router {
     calls: [std::sync::atomic::AtomicU64; 3],
     /// Lookups answered from leases, with no server asked.
     lease_hits: std::sync::atomic::AtomicU64,
+    /// Requests sent, by operation (resends not counted).
+    ops: Mutex<HashMap<&'static str, u64>>,
 }
 
 /// This client's request sequence numbers and those still waiting.
@@ -194,6 +196,7 @@ impl Router {
             changing: std::sync::atomic::AtomicU64::new(0),
             client_id: std::sync::atomic::AtomicU64::new(0),
             lease_hits: std::sync::atomic::AtomicU64::new(0),
+            ops: Mutex::new(HashMap::new()),
             calls: Default::default(),
         }
     }
@@ -498,6 +501,7 @@ impl Router {
             ctx,
             req: req.into(),
         };
+        *lock(&self.ops).entry(env.req.name()).or_insert(0) += 1;
         // A change of names or inodes on its way (until its answer is noted
         // in `fresh`): see [`Router::changes_in_flight`].
         let _changing = matches!(&env.req, Request::Mdt(r) if r.op().effect != Effect::Reads)
@@ -934,6 +938,13 @@ impl Router {
     /// kernel answers most lookups itself, unseen).
     pub fn lease_hits(&self) -> u64 {
         self.lease_hits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Requests sent so far, by operation, sorted (resends not counted).
+    pub fn ops_sent(&self) -> Vec<(&'static str, u64)> {
+        let mut v: Vec<_> = lock(&self.ops).iter().map(|(k, n)| (*k, *n)).collect();
+        v.sort();
+        v
     }
 
     /// Requests sent and not answered yet.

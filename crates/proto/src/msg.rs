@@ -335,6 +335,9 @@ pub struct JobUsage {
     pub job: String,
     /// Requests by operation name, sorted.
     pub ops: Vec<(String, u64)>,
+    /// Microseconds those requests took, in all, by operation, in the
+    /// same order (Lustre's job_stats `sum`).
+    pub usecs: Vec<(String, u64)>,
     /// Bytes read (sent back in replies' bulk).
     pub read_bytes: u64,
     /// Bytes written (received as requests' bulk).

@@ -117,6 +117,7 @@ async fn cluster(peers: &Arc<Peers>) -> serde_json::Value {
                     &JobUsage {
                         job: k,
                         ops: Vec::new(),
+                        usecs: Vec::new(),
                         read_bytes: r,
                         write_bytes: w,
                     },

@@ -249,6 +249,26 @@ pub fn render(node: &Node) -> String {
                 }
             }
         }
+        let name = format!("loom_{kind}_request_seconds_total");
+        help(
+            &mut out,
+            &name,
+            "counter",
+            &format!("Time the requests of each {what} took, by target and operation."),
+        );
+        for (t, s) in &stats {
+            let users = if kind == "job" { &s.jobs } else { &s.clients };
+            for u in users {
+                for (op, us) in &u.usecs {
+                    let _ = writeln!(
+                        out,
+                        "{name}{{target=\"{t}\",{label}=\"{}\",op=\"{op}\"}} {}",
+                        esc(&u.job),
+                        *us as f64 / 1e6
+                    );
+                }
+            }
+        }
         for (dir, field) in [("read", 0), ("written", 1)] {
             let name = format!("loom_{kind}_{dir}_bytes_total");
             help(

@@ -43,7 +43,8 @@ pub struct OpFigures {
 /// What one job or client did on one target.
 #[derive(Clone, Debug)]
 struct Usage {
-    ops: HashMap<&'static str, u64>,
+    /// Per operation: requests, and microseconds they took.
+    ops: HashMap<&'static str, (u64, u64)>,
     read_bytes: u64,
     write_bytes: u64,
     last: Instant,
@@ -67,15 +68,7 @@ struct Users<K> {
 }
 
 impl<K: std::hash::Hash + Eq + Clone> Users<K> {
-    fn record(
-        &mut self,
-        k: &K,
-        op: &'static str,
-        bytes_in: u64,
-        bytes_out: u64,
-        now: Instant,
-        expiry: Duration,
-    ) {
+    fn record(&mut self, k: &K, r: &Served<'_>, now: Instant, expiry: Duration) {
         if !self.map.contains_key(k) && self.map.len() >= MAX_ENTRIES {
             self.map.retain(|_, u| now.duration_since(u.last) < expiry);
             if self.map.len() >= MAX_ENTRIES {
@@ -90,9 +83,11 @@ impl<K: std::hash::Hash + Eq + Clone> Users<K> {
             }
         }
         let u = self.map.entry(k.clone()).or_insert_with(|| Usage::new(now));
-        *u.ops.entry(op).or_insert(0) += 1;
-        u.write_bytes += bytes_in;
-        u.read_bytes += bytes_out;
+        let e = u.ops.entry(r.op).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += r.took.as_micros() as u64;
+        u.write_bytes += r.bytes_in;
+        u.read_bytes += r.bytes_out;
         u.last = now;
     }
 
@@ -163,11 +158,12 @@ pub struct Snapshot {
 }
 
 fn usage(id: String, u: &Usage) -> JobUsage {
-    let mut ops: Vec<(String, u64)> = u.ops.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    ops.sort();
+    let mut both: Vec<(&str, (u64, u64))> = u.ops.iter().map(|(k, v)| (*k, *v)).collect();
+    both.sort();
     JobUsage {
         job: id,
-        ops,
+        ops: both.iter().map(|(k, v)| (k.to_string(), v.0)).collect(),
+        usecs: both.iter().map(|(k, v)| (k.to_string(), v.1)).collect(),
         read_bytes: u.read_bytes,
         write_bytes: u.write_bytes,
     }
@@ -214,10 +210,8 @@ impl TargetStats {
         f.buckets[bucket] += 1;
         f.seconds += secs;
         let job = r.job.to_string();
-        g.jobs
-            .record(&job, r.op, r.bytes_in, r.bytes_out, now, self.expiry);
-        g.clients
-            .record(&r.client, r.op, r.bytes_in, r.bytes_out, now, self.expiry);
+        g.jobs.record(&job, &r, now, self.expiry);
+        g.clients.record(&r.client, &r, now, self.expiry);
     }
 
     /// A copy of everything, jobs and clients idle past the expiry left
