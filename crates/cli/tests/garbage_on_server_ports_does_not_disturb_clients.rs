@@ -28,13 +28,33 @@ fn expect_closed(mut s: TcpStream, what: &str) {
     }
 }
 
+/// Whether a `loom up` port is an HTTP endpoint, not a server's.
+fn is_http(key: &str) -> bool {
+    key.starts_with("metrics-") || key == "dashboard"
+}
+
 #[test]
 fn garbage_on_server_ports_does_not_disturb_clients() {
     let c = Cluster::up(1, 2, &[]);
     let f = c.path("alive.txt");
     std::fs::write(&f, b"before").expect("write");
     let mut rng = rand::thread_rng();
-    for (name, port) in c.ports() {
+    let ports = c.ports();
+    // The HTTP endpoints (metrics, dashboard) drop garbage too, and keep
+    // answering.
+    for (name, port) in ports.iter().filter(|(k, _)| is_http(k)) {
+        let mut s = connect(*port);
+        let mut junk = vec![0u8; 9000];
+        rng.fill_bytes(&mut junk);
+        let _ = s.write_all(&junk);
+        expect_closed(s, &format!("{name}: random bytes"));
+        let mut s = connect(*port);
+        s.write_all(b"GET /nothing HTTP/1.1\r\n\r\n").expect("send");
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 404"), "{name}: {answer}");
+    }
+    for (name, port) in ports.into_iter().filter(|(k, _)| !is_http(k)) {
         // 1. Random bytes instead of a handshake.
         for _ in 0..5 {
             let mut s = connect(port);

@@ -210,7 +210,10 @@ impl TargetStats {
         f.buckets[bucket] += 1;
         f.seconds += secs;
         let job = r.job.to_string();
-        g.jobs.record(&job, &r, now, self.expiry);
+        // Servers' own requests to each other carry no job.
+        if !job.is_empty() {
+            g.jobs.record(&job, &r, now, self.expiry);
+        }
         g.clients.record(&r.client, &r, now, self.expiry);
     }
 
