@@ -10,24 +10,11 @@ use loom_proto::Fid;
 use loom_server::mdt::records::inode_key;
 use loom_store::kv::{hex, FjallStore, Space};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::process::{Command, Output};
-
-fn as_nobody(args: &[&str]) -> Output {
-    Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .args(args)
-        .output()
-        .expect("setpriv")
-}
 
 #[test]
 fn a_damaged_mdt_record_is_eio_and_scrub_reports_it() {
     let mut c = Cluster::up(1, 1, &[]);
-    std::fs::set_permissions(c.tmp.path(), std::fs::Permissions::from_mode(0o755))
-        .expect("chmod tmp");
-    let dir = c.path("u");
-    std::fs::create_dir(&dir).expect("mkdir");
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let dir = c.open_dir("u");
     for name in ["f", "g"] {
         // fsync: the create is committed on the MDT before it is killed.
         let o = as_nobody(&[

@@ -7,15 +7,6 @@ mod common;
 use common::*;
 use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn as_nobody(args: &[&str]) -> Output {
-    Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .args(args)
-        .output()
-        .expect("setpriv")
-}
 
 /// Flip one bit of `path` at `at`, as a failing disk would.
 fn flip(path: &Path, at: u64) {
@@ -39,11 +30,7 @@ fn scrub(args: &[&str]) -> (bool, String) {
 #[test]
 fn a_flipped_byte_on_an_ost_is_eio_and_scrub_reports_it() {
     let mut c = Cluster::up(1, 2, &[]);
-    std::fs::set_permissions(c.tmp.path(), std::fs::Permissions::from_mode(0o755))
-        .expect("chmod tmp");
-    let dir = c.path("u");
-    std::fs::create_dir(&dir).expect("mkdir");
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let dir = c.open_dir("u");
     loom_ok(&[
         "setstripe",
         "-c",

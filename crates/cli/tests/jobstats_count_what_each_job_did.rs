@@ -12,7 +12,6 @@
 mod common;
 use common::*;
 use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
 /// GET /metrics from 127.0.0.1:`port`.
@@ -37,11 +36,7 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 #[test]
 fn jobstats_count_what_each_job_did() {
     let mut c = Cluster::up(1, 2, &[]);
-    std::fs::set_permissions(c.tmp.path(), std::fs::Permissions::from_mode(0o755))
-        .expect("chmod tmp");
-    let dir = c.path("work");
-    std::fs::create_dir(&dir).expect("mkdir");
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let dir = c.open_dir("work");
     loom_ok(&["setstripe", "-c", "2", dir.to_str().expect("utf8")]);
 
     let o = Command::new("env")

@@ -16,7 +16,6 @@ mod common;
 use common::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8")
@@ -44,14 +43,6 @@ fn creates(c: &Cluster) -> Vec<u64> {
                 .map_or(0, |n| n.parse().expect("a count"))
         })
         .collect()
-}
-
-fn as_nobody(args: &[&str]) -> std::process::Output {
-    Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .args(args)
-        .output()
-        .expect("setpriv")
 }
 
 #[test]

@@ -7,7 +7,6 @@
 mod common;
 use common::*;
 use std::io::{BufRead, BufReader};
-use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
 /// Records of 100,000 bytes at offsets 48,000 apart, 20 positions over:
@@ -36,11 +35,7 @@ fn record(i: u32) -> Vec<u8> {
 #[test]
 fn ost_kill9_loops_keep_every_fsynced_byte_and_checksum() {
     let mut c = Cluster::up(1, 2, &[]);
-    std::fs::set_permissions(c.tmp.path(), std::fs::Permissions::from_mode(0o755))
-        .expect("chmod tmp");
-    let dir = c.path("w");
-    std::fs::create_dir(&dir).expect("mkdir");
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let dir = c.open_dir("w");
     loom_ok(&[
         "setstripe",
         "-c",

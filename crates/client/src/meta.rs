@@ -872,52 +872,65 @@ impl Client {
     /// index order, asked in parallel; a target that does not answer
     /// within [`STATFS_TIMEOUT`] has an error as its usage.
     pub async fn target_statfs(&self) -> Vec<TargetUsage> {
+        let all = self
+            .ask_targets(
+                None,
+                |id| Request::statfs(id.role),
+                |id, r| match r {
+                    Reply::StatFs(mut s) => {
+                        s.target = Some(id);
+                        Ok(s)
+                    }
+                    other => Err(unexpected("StatFs", &other)),
+                },
+            )
+            .await;
+        all.into_iter()
+            .map(|(target, usage)| TargetUsage { target, usage })
+            .collect()
+    }
+
+    /// Send every MDT and OST (or only `only`) the request `req` makes for
+    /// it, in parallel, and read each reply with `read`: per target, MDTs
+    /// first in index order, what `read` made of its reply, or why it did
+    /// not answer within [`STATFS_TIMEOUT`] (EIO when nothing came back).
+    async fn ask_targets<T: Send + 'static>(
+        &self,
+        only: Option<TargetId>,
+        req: impl Fn(TargetId) -> Request,
+        read: impl Fn(TargetId, Reply) -> Result<T, Errno>,
+    ) -> Vec<(TargetId, Result<T, Errno>)> {
         let config = self.router.config();
         let mut ids: Vec<TargetId> = config
             .targets
             .iter()
             .map(|t| t.id)
-            .filter(|id| id.role == Role::Mdt || id.role == Role::Ost)
+            .filter(|id| matches!(id.role, Role::Mdt | Role::Ost))
+            .filter(|id| only.is_none_or(|o| o == *id))
             .collect();
         ids.sort();
         let c = Caller::current();
         let mut set = JoinSet::new();
         for (i, id) in ids.iter().enumerate() {
-            let (router, ctx, id) = (self.router_handle(), self.ctx(&c), *id);
+            let (router, ctx, id, req) = (self.router_handle(), self.ctx(&c), *id, req(*id));
             set.spawn(async move {
                 let r = router
-                    .call_within(
-                        id,
-                        ctx,
-                        Request::statfs(id.role),
-                        Bytes::new(),
-                        STATFS_TIMEOUT,
-                    )
+                    .call_within(id, ctx, req, Bytes::new(), STATFS_TIMEOUT)
                     .await;
                 (i, r)
             });
         }
-        let mut out: Vec<TargetUsage> = ids
-            .iter()
-            .map(|id| TargetUsage {
-                target: *id,
-                usage: Err(Errno::EIO),
-            })
-            .collect();
+        let mut replies: Vec<Result<Reply, Errno>> = ids.iter().map(|_| Err(Errno::EIO)).collect();
         while let Some(r) = set.join_next().await {
             let Ok((i, r)) = r else {
                 continue;
             };
-            out[i].usage = match r {
-                Ok((Reply::StatFs(mut s), _)) => {
-                    s.target = Some(out[i].target);
-                    Ok(s)
-                }
-                Ok((other, _)) => Err(unexpected("StatFs", &other)),
-                Err(e) => Err(e),
-            };
+            replies[i] = r.map(|(reply, _)| reply);
         }
-        out
+        ids.into_iter()
+            .zip(replies)
+            .map(|(id, r)| (id, r.and_then(|reply| read(id, reply))))
+            .collect()
     }
 
     /// Each MDT's operation counters since it started (by operation name),
@@ -965,87 +978,36 @@ impl Client {
         cmd: ScrubCmd,
         only: Option<TargetId>,
     ) -> Vec<(TargetId, Result<ScrubStatus, Errno>)> {
-        let config = self.router.config();
-        let mut ids: Vec<TargetId> = config
-            .targets
-            .iter()
-            .map(|t| t.id)
-            .filter(|id| matches!(id.role, Role::Mdt | Role::Ost))
-            .filter(|id| only.is_none_or(|o| o == *id))
-            .collect();
-        ids.sort();
-        let c = Caller::current();
-        let mut set = JoinSet::new();
-        for (i, id) in ids.iter().enumerate() {
-            let (router, ctx, id) = (self.router_handle(), self.ctx(&c), *id);
-            let req = match id.role {
+        self.ask_targets(
+            only,
+            |id| match id.role {
                 Role::Mdt => Request::Mdt(MdtRequest::Scrub { cmd }),
                 _ => Request::Ost(OstRequest::Scrub { cmd }),
-            };
-            set.spawn(async move {
-                let r = router
-                    .call_within(id, ctx, req, Bytes::new(), STATFS_TIMEOUT)
-                    .await;
-                (i, r)
-            });
-        }
-        let mut out: Vec<(TargetId, Result<ScrubStatus, Errno>)> =
-            ids.iter().map(|id| (*id, Err(Errno::EIO))).collect();
-        while let Some(r) = set.join_next().await {
-            let Ok((i, r)) = r else {
-                continue;
-            };
-            out[i].1 = match r {
-                Ok((Reply::Scrub(st), _)) => Ok(st),
-                Ok((other, _)) => Err(unexpected("Scrub", &other)),
-                Err(e) => Err(e),
-            };
-        }
-        out
+            },
+            |_, r| match r {
+                Reply::Scrub(st) => Ok(st),
+                other => Err(unexpected("Scrub", &other)),
+            },
+        )
+        .await
     }
 
     /// What each MDT and OST served: per operation since it started, per
     /// job and per client recently (Lustre's `md_stats`, `job_stats`),
     /// asked in parallel, MDTs first; or why a target did not answer.
     pub async fn job_stats(&self) -> Vec<(TargetId, Result<Served, Errno>)> {
-        let config = self.router.config();
-        let mut ids: Vec<TargetId> = config
-            .targets
-            .iter()
-            .map(|t| t.id)
-            .filter(|id| matches!(id.role, Role::Mdt | Role::Ost))
-            .collect();
-        ids.sort();
-        let c = Caller::current();
-        let mut set = JoinSet::new();
-        for (i, id) in ids.iter().enumerate() {
-            let (router, ctx, id) = (self.router_handle(), self.ctx(&c), *id);
-            let req = match id.role {
+        self.ask_targets(
+            None,
+            |id| match id.role {
                 Role::Mdt => Request::Mdt(MdtRequest::JobStats),
                 _ => Request::Ost(OstRequest::JobStats),
-            };
-            set.spawn(async move {
-                let r = router
-                    .call_within(id, ctx, req, Bytes::new(), STATFS_TIMEOUT)
-                    .await;
-                (i, r)
-            });
-        }
-        let mut out: Vec<(TargetId, Result<Served, Errno>)> =
-            ids.iter().map(|id| (*id, Err(Errno::EIO))).collect();
-        while let Some(r) = set.join_next().await {
-            let Ok((i, r)) = r else {
-                continue;
-            };
-            out[i].1 = match r {
-                Ok((Reply::JobStats { ops, jobs, clients }, _)) => {
-                    Ok(Served { ops, jobs, clients })
-                }
-                Ok((other, _)) => Err(unexpected("JobStats", &other)),
-                Err(e) => Err(e),
-            };
-        }
-        out
+            },
+            |_, r| match r {
+                Reply::JobStats { ops, jobs, clients } => Ok(Served { ops, jobs, clients }),
+                other => Err(unexpected("JobStats", &other)),
+            },
+        )
+        .await
     }
 
     /// Every OST object the files of every MDT refer to (and those of

@@ -7,7 +7,7 @@
 //! changes, so that no read sees a block between its new checksum and its
 //! new bytes, and no two changes of one block interleave.
 
-use crate::sums::{self, Entry, BLOCK};
+use crate::sums::{self, read_full, Entry, BLOCK};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -45,20 +45,6 @@ pub struct Files<'a> {
     pub data: &'a File,
     /// Its checksums; `None` for an object written before checksums.
     pub sums: Option<&'a File>,
-}
-
-/// Read up to `buf.len()` bytes at `at`; fewer only at the end of the file.
-fn read_full(f: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
-    let mut done = 0;
-    while done < buf.len() {
-        match f.read_at(&mut buf[done..], at + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
 }
 
 fn entries(f: &Files<'_>, first: u64, n: usize) -> Result<Vec<Entry>, Fault> {

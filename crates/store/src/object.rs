@@ -390,25 +390,13 @@ impl ObjectStore {
         }
         // Open under the lock so that `destroy` (which unlinks under it too)
         // never races with a handle being cached for the old file.
-        let path = self.object_path(oid);
-        let opened = OpenOptions::new().read(true).write(true).open(&path);
-        let file = match opened {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let f = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(false)
-                    .open(&path)
-                    .map_err(|e| ObjectError::io("create", Some(oid), &path, e))?;
-                // The new name is not durable until its directory is fsynced.
-                cache.unsynced_names.insert(oid);
-                f
-            }
-            Err(e) => return Err(ObjectError::io("open", Some(oid), &path, e)),
+        let Some((file, made)) = open_file(&self.object_path(oid), oid, create)? else {
+            return Ok(None);
         };
+        if made {
+            // The new name is not durable until its directory is fsynced.
+            cache.unsynced_names.insert(oid);
+        }
         let file = Arc::new(Obj {
             data: file,
             sums: OnceLock::new(),
@@ -435,22 +423,12 @@ impl ObjectStore {
             path: path.clone(),
             reason,
         };
-        let f = match OpenOptions::new().read(true).write(true).open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let f = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(false)
-                    .open(&path)
-                    .map_err(|e| ObjectError::io("create", Some(oid), &path, e))?;
-                lock(&self.handles).unsynced_names.insert(oid);
-                f
-            }
-            Err(e) => return Err(ObjectError::io("open", Some(oid), &path, e)),
+        let Some((f, made)) = open_file(&path, oid, create)? else {
+            return Ok(None);
         };
+        if made {
+            lock(&self.handles).unsynced_names.insert(oid);
+        }
         let mut h = [0u8; sums::HEADER as usize];
         let n = f
             .read_at(&mut h, 0)
@@ -786,6 +764,24 @@ impl ObjectStore {
     /// Space and object usage of the file system holding the target.
     pub fn statfs(&self) -> Result<StatFs, ObjectError> {
         statfs_of(&self.dir)
+    }
+}
+
+/// Open `path`, a file of object `oid`, for reading and writing: made if
+/// missing and `create` (then the bool is true), `None` if missing and not.
+fn open_file(path: &Path, oid: u64, create: bool) -> Result<Option<(File, bool)>, ObjectError> {
+    match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(f) => Ok(Some((f, false))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && !create => Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map(|f| Some((f, true)))
+            .map_err(|e| ObjectError::io("create", Some(oid), path, e)),
+        Err(e) => Err(ObjectError::io("open", Some(oid), path, e)),
     }
 }
 

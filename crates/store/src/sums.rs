@@ -131,12 +131,10 @@ pub fn crc(data: &[u8]) -> u32 {
     crc32c::crc32c(data)
 }
 
-/// The entries of blocks `first .. first + n`; blocks past the file's end
-/// have none.
-pub fn read_entries(f: &File, first: u64, n: usize) -> io::Result<Vec<Entry>> {
-    let mut buf = vec![0u8; n * ENTRY as usize];
+/// Read up to `buf.len()` bytes of `f` at `at`; fewer only at the end
+/// of the file.
+pub(crate) fn read_full(f: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
     let mut done = 0;
-    let at = HEADER + first * ENTRY;
     while done < buf.len() {
         match f.read_at(&mut buf[done..], at + done as u64) {
             Ok(0) => break,
@@ -145,7 +143,15 @@ pub fn read_entries(f: &File, first: u64, n: usize) -> io::Result<Vec<Entry>> {
             Err(e) => return Err(e),
         }
     }
+    Ok(done)
+}
+
+/// The entries of blocks `first .. first + n`; blocks past the file's end
+/// have none.
+pub fn read_entries(f: &File, first: u64, n: usize) -> io::Result<Vec<Entry>> {
+    let mut buf = vec![0u8; n * ENTRY as usize];
     // Past the end stays zero: no checksum.
+    read_full(f, &mut buf, HEADER + first * ENTRY)?;
     Ok(buf.chunks(ENTRY as usize).map(Entry::decode).collect())
 }
 

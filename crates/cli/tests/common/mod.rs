@@ -32,6 +32,16 @@ pub fn server_port() -> u16 {
     panic!("no free port below {top}");
 }
 
+/// Run `args` as uid and gid 65534 (nobody), with no supplementary
+/// groups: a user of the cluster who is not root.
+pub fn as_nobody(args: &[&str]) -> Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(args)
+        .output()
+        .expect("setpriv")
+}
+
 /// Run `loom ARGS`, returning its output.
 pub fn loom(args: &[&str]) -> Output {
     Command::new(loom_bin())
@@ -252,6 +262,19 @@ impl Cluster {
         cmd.arg("up").args(&self.up_args);
         let log = self.tmp.path().join("up-again.log");
         self.up = Some(spawn_until(cmd, "mounted at", "loom up again", &log));
+    }
+
+    /// Make directory `rel` on the mount open to every user (mode 0777),
+    /// and the test's temporary directory (where second mounts and files
+    /// to copy live) traversable by them.
+    pub fn open_dir(&self, rel: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(self.tmp.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod the test's directory");
+        let dir = self.path(rel);
+        std::fs::create_dir(&dir).expect("mkdir");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        dir
     }
 
     /// Path on the mount.
