@@ -187,7 +187,7 @@ fn client_metrics(c: &Client) -> String {
         ("loom_client_damaged_transfers_total", "counter", "Bulk transfers damaged on the wire and sent again.", rpc.damaged),
         ("loom_client_connects_total", "counter", "Connections made to servers.", rpc.connects),
         ("loom_client_probes_total", "counter", "Liveness probes of quiet connections.", rpc.probes),
-        ("loom_client_lease_hits_total", "counter", "Lookups answered from leases with no server asked (the library's; the kernel answers most of a mount's itself).", r.lease_hits()),
+        ("loom_client_lease_hits_total", "counter", "Lookups and stats this mount answered from its leases and own changes, with no server asked (the kernel answers more from its own cache, unseen).", r.lease_hits()),
     ] {
         help(&mut out, name, kind, text);
         let _ = writeln!(out, "{name} {v}");

@@ -146,6 +146,14 @@ fn jobstats_count_what_each_job_did() {
         Some(21.0),
         "{mdt_metrics}"
     );
+    assert_eq!(
+        sample(
+            &mdt_metrics,
+            "loom_job_requests_total{target=\"MDT0000\",jobid=\"777\",op=\"create\"}"
+        ),
+        Some(3.0),
+        "the library's job: {mdt_metrics}"
+    );
     assert!(mdt_metrics.contains("# TYPE loom_request_duration_seconds histogram"));
     // Commits, their batch sizes and latency; the queue.
     let commits = sample(&mdt_metrics, "loom_commits_total{target=\"MDT0000\"}").unwrap_or(0.0);
@@ -199,6 +207,13 @@ fn jobstats_count_what_each_job_did() {
     assert_eq!(
         sample(&mine, "loom_client_operations_total{op=\"create\"}"),
         Some(1.0),
+        "{mine}"
+    );
+    // The stat after touch's create is answered from what the mount knows.
+    std::fs::metadata(m2.join("work/by-myjob")).expect("stat");
+    let mine = scrape(m2_metrics);
+    assert!(
+        sample(&mine, "loom_client_lease_hits_total").is_some_and(|n| n >= 1.0),
         "{mine}"
     );
     let text = loom_ok(&["jobstats", "--by", "ops", c.mnt.to_str().expect("utf8")]);

@@ -928,14 +928,15 @@ impl Router {
         }
     }
 
-    /// A lookup was answered from leases.
+    /// A lookup or a stat was answered from what this client knows
+    /// (leases, its own changes), with no server asked.
     pub fn lease_hit(&self) {
         self.lease_hits
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Lookups answered from leases so far (the library's; a mount's
-    /// kernel answers most lookups itself, unseen).
+    /// Lookups and stats answered with no server asked so far (a mount's
+    /// kernel answers more itself, from its own cache, unseen).
     pub fn lease_hits(&self) -> u64 {
         self.lease_hits.load(std::sync::atomic::Ordering::Relaxed)
     }

@@ -730,6 +730,7 @@ impl Filesystem for LoomFs {
         let since = self.client.recalls();
         match self.client.recent_entry(fid(parent), name.as_bytes()) {
             Some((Some(a), left)) => {
+                self.client.router().lease_hit();
                 self.note(&a);
                 let ttl = if self.client.recalls() == since {
                     left
@@ -738,7 +739,10 @@ impl Filesystem for LoomFs {
                 };
                 reply.entry(&ttl, &file_attr(&a), GEN)
             }
-            Some((None, left)) => self.absent(reply, left, since),
+            Some((None, left)) => {
+                self.client.router().lease_hit();
+                self.absent(reply, left, since)
+            }
             None => match self.do_lookup(req, parent, name) {
                 Ok(a) => {
                     self.note(&a);
@@ -773,6 +777,7 @@ impl Filesystem for LoomFs {
         // from the MDT would.
         let since = self.client.recalls();
         if let Some((a, left)) = self.client.recent_attr(fid(ino)) {
+            self.client.router().lease_hit();
             self.note(&a);
             let ttl = if self.client.recalls() == since {
                 left
