@@ -16,32 +16,16 @@
 # dropped first), and at --rate 100 (MiB/s per OST).
 # Results: /var/tmp/loom-ab-io/ (JSON per run), medians printed at the end.
 set -euo pipefail
-[ $# -ge 2 ] || { echo "usage: $0 OLD_LOOM NEW_LOOM [ROUNDS]" >&2; exit 2; }
-for b in "$1" "$2"; do
-    [ -x "$b" ] || { echo "ab-io.sh: $b is not an executable loom binary" >&2; exit 2; }
-done
-[[ ${3:-3} =~ ^[1-9][0-9]*$ ]] || { echo "ab-io.sh: ROUNDS must be a positive number, not '$3'" >&2; exit 2; }
-declare -A bin=([old]=$(realpath "$1") [new]=$(realpath "$2"))
-rounds=${3:-3}
+source "$(dirname "$0")/ab-lib.sh"
+ab_init ab-io.sh 3 "$@"
 state=/var/tmp/loom-ab-io-state mnt=/mnt/loom-ab-io
 ext4=/var/tmp/loom-bench-ext4 tmpfs=/dev/shm/loom-bench-tmpfs
 out=/var/tmp/loom-ab-io
 rm -rf "$out"; mkdir -p "$out" "$ext4" "$tmpfs"
-cleanup() {
-    for b in old new; do "${bin[$b]}" down --dir "$state" >/dev/null 2>&1 || true; done
-}
-trap cleanup EXIT
-wait_for() { # wait_for LOG: until it says "mounted at", 30 s at most
-    for _ in $(seq 1 300); do grep -q "^mounted at" "$1" 2>/dev/null && return 0; sleep 0.1; done
-    cat "$1"; return 1
-}
 for round in $(seq 1 "$rounds"); do
     for b in old new; do
         loom=${bin[$b]}
-        "$loom" down --dir "$state" >/dev/null 2>&1 || true
-        rm -rf "$state"
-        "$loom" up --mdts 2 --osts 4 --dir "$state" --mount "$mnt" >"$out/up.log" 2>&1 &
-        wait_for "$out/up.log"
+        ab_fresh_cluster "$loom" "$state" "$mnt" "$out/up.log"
         mkdir -p "$mnt/b"
         (cd "$out" && "$loom" bench compare io -t 1m -b 256m -p 4 -F -w -r -e --no-progress \
             --json "$out/easy-$b-$round.json" \

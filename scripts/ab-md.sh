@@ -9,28 +9,14 @@
 # no-op FUSE reference (same run). Results in /var/tmp/loom-ab-md/, and
 # the medians of the loomfs create, stat and remove rates at the end.
 set -euo pipefail
-[ $# -ge 2 ] || { echo "usage: $0 OLD_LOOM NEW_LOOM [ROUNDS]" >&2; exit 2; }
-for b in "$1" "$2"; do
-    [ -x "$b" ] || { echo "ab-md.sh: $b is not an executable loom binary" >&2; exit 2; }
-done
-[[ ${3:-5} =~ ^[1-9][0-9]*$ ]] || { echo "ab-md.sh: ROUNDS must be a positive number, not '$3'" >&2; exit 2; }
-declare -A bin=([old]=$(realpath "$1") [new]=$(realpath "$2"))
-rounds=${3:-5}
+source "$(dirname "$0")/ab-lib.sh"
+ab_init ab-md.sh 5 "$@"
 state=/var/tmp/loom-ab-md-state mnt=/mnt/loom-ab-md out=/var/tmp/loom-ab-md
 rm -rf "$out"; mkdir -p "$out"
-cleanup() { for b in old new; do "${bin[$b]}" down --dir "$state" >/dev/null 2>&1 || true; done; }
-trap cleanup EXIT
-wait_for() {
-    for _ in $(seq 1 300); do grep -q "^mounted at" "$1" 2>/dev/null && return 0; sleep 0.1; done
-    cat "$1"; return 1
-}
 for round in $(seq 1 "$rounds"); do
     for b in old new; do
         loom=${bin[$b]}
-        "$loom" down --dir "$state" >/dev/null 2>&1 || true
-        rm -rf "$state"
-        "$loom" up --mdts 2 --osts 4 --dir "$state" --mount "$mnt" >"$out/up.log" 2>&1 &
-        wait_for "$out/up.log"
+        ab_fresh_cluster "$loom" "$state" "$mnt" "$out/up.log"
         mkdir -p "$mnt/b"
         (cd "$out" && "$loom" bench compare md -F -u -n 2000 -p 4 -i 1 --no-progress \
             --json "$out/md-$b-$round.json" noop=noop:?attr-timeout=300 loomfs=$mnt/b >"$out/md-$b-$round.txt")

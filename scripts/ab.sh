@@ -16,35 +16,20 @@
 # medians printed at the end. Build each binary first, e.g.
 #   git worktree add /tmp/old REV && (cd /tmp/old && cargo build --release -p loom)
 set -euo pipefail
-[ $# -ge 2 ] || { echo "usage: $0 OLD_LOOM NEW_LOOM [ROUNDS]" >&2; exit 2; }
-for b in "$1" "$2"; do
-    [ -x "$b" ] || { echo "ab.sh: $b is not an executable loom binary" >&2; exit 2; }
-done
-[[ ${3:-3} =~ ^[1-9][0-9]*$ ]] || { echo "ab.sh: ROUNDS must be a positive number, not '$3'" >&2; exit 2; }
-declare -A bin=([old]=$(realpath "$1") [new]=$(realpath "$2"))
-rounds=${3:-3}
+source "$(dirname "$0")/ab-lib.sh"
+ab_init ab.sh 3 "$@"
 state=/var/tmp/loom-ab-state mnt=/mnt/loom-ab noopmnt=/mnt/loom-ab-noop
 ext4=/var/tmp/loom-bench-ext4 tmpfs=/dev/shm/loom-bench-tmpfs
 tarball=/var/tmp/loom-bench-include.tar
 out=/var/tmp/loom-ab
 [ -f "$tarball" ] || tar cf "$tarball" -C /usr include
 rm -rf "$out"; mkdir -p "$out" "$ext4" "$tmpfs" "$noopmnt"
-cleanup() {
-    for b in old new; do "${bin[$b]}" down --dir "$state" >/dev/null 2>&1 || true; done
-    umount -l "$noopmnt" 2>/dev/null || true
-}
-trap cleanup EXIT
-wait_for() { # wait_for LOG: until it says "mounted at", 30 s at most
-    for _ in $(seq 1 300); do grep -q "^mounted at" "$1" 2>/dev/null && return 0; sleep 0.1; done
-    cat "$1"; return 1
-}
+# Stop the clusters, and unmount the no-op reference, however this ends.
+trap 'ab_cleanup; umount -l "$noopmnt" 2>/dev/null || true' EXIT
 for round in $(seq 1 "$rounds"); do
     for b in old new; do
         loom=${bin[$b]}
-        "$loom" down --dir "$state" >/dev/null 2>&1 || true
-        rm -rf "$state"
-        "$loom" up --mdts 2 --osts 4 --dir "$state" --mount "$mnt" >"$out/up.log" 2>&1 &
-        wait_for "$out/up.log"
+        ab_fresh_cluster "$loom" "$state" "$mnt" "$out/up.log"
         mkdir -p "$mnt/b"
         (cd "$out" && "$loom" bench compare md -F -u -n 2000 -p 4 -i 1 --no-progress \
             --json "$out/md-$b-$round.json" \
@@ -64,7 +49,7 @@ for round in $(seq 1 "$rounds"); do
         done
         "$loom" mount-noop "$noopmnt" --attr-timeout 300 >"$out/noop.log" 2>&1 &
         noop=$!
-        wait_for "$out/noop.log"
+        ab_wait_for "$out/noop.log"
         for t in ext4=$ext4 tmpfs=$tmpfs noop=$noopmnt loomfs=$mnt/b; do
             name=${t%%=*} dir=${t#*=}/untar
             rm -rf "$dir"; mkdir -p "$dir"; sync

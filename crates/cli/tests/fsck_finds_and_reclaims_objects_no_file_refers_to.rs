@@ -8,24 +8,6 @@
 //! exist keep every byte.
 mod common;
 use common::*;
-use std::process::Command;
-
-fn fsck(c: &Cluster, args: &[&str]) -> (i32, String) {
-    let o = Command::new(loom_bin())
-        .arg("fsck")
-        .args(args)
-        .arg(&c.mnt)
-        .output()
-        .expect("loom fsck");
-    (
-        o.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
-}
 
 #[test]
 fn fsck_finds_and_reclaims_objects_no_file_refers_to() {

@@ -14,25 +14,6 @@ use loom_proto::Fid;
 use loom_server::mdt::records::{dentry_key, inode_key, InodeRec};
 use loom_store::kv::{Batch, FjallStore, KvStore, Space};
 use std::os::unix::fs::MetadataExt;
-use std::process::Command;
-
-fn fsck(c: &Cluster, args: &[&str]) -> (i32, String) {
-    let o = Command::new(loom_bin())
-        .arg("fsck")
-        .args(["--min-age", "0"])
-        .args(args)
-        .arg(&c.mnt)
-        .output()
-        .expect("loom fsck");
-    (
-        o.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
-}
 
 fn fid_of(p: &std::path::Path) -> Fid {
     Fid::from_ino(std::fs::metadata(p).expect("stat").ino())
@@ -68,7 +49,7 @@ fn fsck_finds_and_repairs_a_broken_namespace() {
         a.join("sync").display()
     ));
     assert!(o.contains("ok"), "{o}");
-    let (code, out) = fsck(&c, &[]);
+    let (code, out) = fsck(&c, &["--min-age", "0"]);
     assert_eq!(code, 0, "a consistent namespace:\n{out}");
 
     let (dir, f1, orph, dang) = (
@@ -102,7 +83,7 @@ fn fsck_finds_and_repairs_a_broken_namespace() {
     }
     c.restart("mdt0");
 
-    let (code, out) = fsck(&c, &[]);
+    let (code, out) = fsck(&c, &["--min-age", "0"]);
     assert_eq!(code, 4, "{out}");
     assert!(
         out.contains(&format!(
@@ -142,10 +123,10 @@ fn fsck_finds_and_repairs_a_broken_namespace() {
         "{out}"
     );
 
-    let (code, out) = fsck(&c, &["--repair"]);
+    let (code, out) = fsck(&c, &["--min-age", "0", "--repair"]);
     assert_eq!(code, 1, "{out}");
     assert_eq!(out.matches("repaired: ").count(), 4, "{out}");
-    let (code, out) = fsck(&c, &[]);
+    let (code, out) = fsck(&c, &["--min-age", "0"]);
     assert_eq!(code, 0, "after the repairs:\n{out}");
 
     let m2 = c.second_mount("m2");

@@ -36,12 +36,7 @@ fn total_of(dom: &str, id: &str) -> Option<u64> {
 #[test]
 fn the_dashboard_in_a_browser_matches_the_servers() {
     let c = Cluster::up(1, 2, &[]);
-    let port = c
-        .ports()
-        .into_iter()
-        .find(|(k, _)| k == "dashboard")
-        .map(|(_, p)| p)
-        .expect("a dashboard port");
+    let port = c.port("dashboard").expect("a dashboard port");
     let dir = c.path("d");
     std::fs::create_dir(&dir).expect("mkdir");
     let o = Command::new("env")

@@ -42,10 +42,7 @@ fn state(c: &serde_json::Value, name: &str) -> String {
 fn the_dashboard_shows_targets_jobs_and_a_dead_target() {
     let c = Cluster::up(1, 2, &[]);
     let port = c
-        .ports()
-        .into_iter()
-        .find(|(k, _)| k == "dashboard")
-        .map(|(_, p)| p)
+        .port("dashboard")
         .expect("loom up gives the MGS's server a dashboard port");
     let (status, page) = get(port, "/");
     assert!(status.contains("200"), "{status}");

@@ -8,7 +8,7 @@
 
 use crate::peers::Peers;
 use bytes::Bytes;
-use loom_proto::msg::{JobUsage, MdtRequest, OstRequest, Reply, Request, Role};
+use loom_proto::msg::{MdtRequest, OstRequest, Reply, Request, Role};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,10 +36,6 @@ pub async fn serve(l: TcpListener, peers: Arc<Peers>) {
         }),
     )
     .await
-}
-
-fn usage_json(u: &JobUsage, ops: u64) -> serde_json::Value {
-    serde_json::json!({ "id": u.job, "ops": ops, "read_bytes": u.read_bytes, "write_bytes": u.write_bytes })
 }
 
 /// Everything the page shows, now.
@@ -113,16 +109,7 @@ async fn cluster(peers: &Arc<Peers>) -> serde_json::Value {
     let list = |m: HashMap<String, (u64, u64, u64)>| -> Vec<serde_json::Value> {
         m.into_iter()
             .map(|(k, (ops, r, w))| {
-                usage_json(
-                    &JobUsage {
-                        job: k,
-                        ops: Vec::new(),
-                        usecs: Vec::new(),
-                        read_bytes: r,
-                        write_bytes: w,
-                    },
-                    ops,
-                )
+                serde_json::json!({ "id": k, "ops": ops, "read_bytes": r, "write_bytes": w })
             })
             .collect()
     };

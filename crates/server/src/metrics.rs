@@ -118,6 +118,20 @@ async fn answer(mut s: TcpStream, routes: &Routes) -> std::io::Result<()> {
     s.shutdown().await
 }
 
+/// The samples of one histogram series: cumulative `_bucket`s over
+/// [`BUCKETS`] (`counts` has one more, above them all), `_sum`, `_count`.
+fn histogram(out: &mut String, name: &str, labels: &str, counts: &[u64], sum: f64) {
+    let mut cum = 0;
+    for (b, n) in BUCKETS.iter().zip(counts) {
+        cum += n;
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{b}\"}} {cum}");
+    }
+    let total: u64 = counts.iter().sum();
+    let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {total}");
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
+    let _ = writeln!(out, "{name}_count{{{labels}}} {total}");
+}
+
 /// A label value as the text format wants it.
 fn esc(v: &str) -> String {
     v.replace('\\', "\\\\")
@@ -207,25 +221,12 @@ pub fn render(node: &Node) -> String {
     );
     for (t, s) in &stats {
         for (op, f) in &s.ops {
-            let mut cum = 0;
-            for (b, n) in BUCKETS.iter().zip(&f.buckets) {
-                cum += n;
-                let _ = writeln!(out, "loom_request_duration_seconds_bucket{{target=\"{t}\",op=\"{op}\",le=\"{b}\"}} {cum}");
-            }
-            let _ = writeln!(
-                out,
-                "loom_request_duration_seconds_bucket{{target=\"{t}\",op=\"{op}\",le=\"+Inf\"}} {}",
-                f.count
-            );
-            let _ = writeln!(
-                out,
-                "loom_request_duration_seconds_sum{{target=\"{t}\",op=\"{op}\"}} {}",
-                f.seconds
-            );
-            let _ = writeln!(
-                out,
-                "loom_request_duration_seconds_count{{target=\"{t}\",op=\"{op}\"}} {}",
-                f.count
+            histogram(
+                &mut out,
+                "loom_request_duration_seconds",
+                &format!("target=\"{t}\",op=\"{op}\""),
+                &f.buckets,
+                f.seconds,
             );
         }
     }
@@ -329,28 +330,13 @@ pub fn render(node: &Node) -> String {
         "Time a commit's fsync took.",
     );
     for (t, f) in &commits {
-        let mut cum = 0;
-        for (b, n) in BUCKETS.iter().zip(&f.buckets) {
-            cum += get(n);
-            let _ = writeln!(
-                out,
-                "loom_commit_duration_seconds_bucket{{target=\"{t}\",le=\"{b}\"}} {cum}"
-            );
-        }
-        let _ = writeln!(
-            out,
-            "loom_commit_duration_seconds_bucket{{target=\"{t}\",le=\"+Inf\"}} {}",
-            get(&f.commits)
-        );
-        let _ = writeln!(
-            out,
-            "loom_commit_duration_seconds_sum{{target=\"{t}\"}} {}",
-            get(&f.micros) as f64 / 1e6
-        );
-        let _ = writeln!(
-            out,
-            "loom_commit_duration_seconds_count{{target=\"{t}\"}} {}",
-            get(&f.commits)
+        let counts: Vec<u64> = f.buckets.iter().map(get).collect();
+        histogram(
+            &mut out,
+            "loom_commit_duration_seconds",
+            &format!("target=\"{t}\""),
+            &counts,
+            get(&f.micros) as f64 / 1e6,
         );
     }
     help(

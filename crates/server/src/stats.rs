@@ -18,6 +18,14 @@ use std::time::{Duration, Instant};
 pub const BUCKETS: [f64; 14] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
 ];
+/// The histogram bucket of a request or commit that took `secs`.
+pub fn bucket_of(secs: f64) -> usize {
+    BUCKETS
+        .iter()
+        .position(|b| secs <= *b)
+        .unwrap_or(BUCKETS.len())
+}
+
 /// Most jobs (and, apart, most clients) kept per target.
 pub const MAX_ENTRIES: usize = 4096;
 /// How long an idle job or client is kept, by default.
@@ -68,7 +76,13 @@ struct Users<K> {
 }
 
 impl<K: std::hash::Hash + Eq + Clone> Users<K> {
-    fn record(&mut self, k: &K, r: &Served<'_>, now: Instant, expiry: Duration) {
+    /// Count `r` for `k`; the key is copied only for an id not seen yet,
+    /// not on every request.
+    fn record<Q>(&mut self, k: &Q, r: &Served<'_>, now: Instant, expiry: Duration)
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: std::hash::Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         if !self.map.contains_key(k) && self.map.len() >= MAX_ENTRIES {
             self.map.retain(|_, u| now.duration_since(u.last) < expiry);
             if self.map.len() >= MAX_ENTRIES {
@@ -78,11 +92,16 @@ impl<K: std::hash::Hash + Eq + Clone> Users<K> {
                     .min_by_key(|(_, u)| u.last)
                     .map(|(k, _)| k.clone())
                 {
-                    self.map.remove(&oldest);
+                    self.map.remove::<K>(&oldest);
                 }
             }
         }
-        let u = self.map.entry(k.clone()).or_insert_with(|| Usage::new(now));
+        if !self.map.contains_key(k) {
+            self.map.insert(k.to_owned(), Usage::new(now));
+        }
+        let Some(u) = self.map.get_mut(k) else {
+            return;
+        };
         let e = u.ops.entry(r.op).or_insert((0, 0));
         e.0 += 1;
         e.1 += r.took.as_micros() as u64;
@@ -197,10 +216,7 @@ impl TargetStats {
     pub fn record(&self, r: Served<'_>) {
         let now = Instant::now();
         let secs = r.took.as_secs_f64();
-        let bucket = BUCKETS
-            .iter()
-            .position(|b| secs <= *b)
-            .unwrap_or(BUCKETS.len());
+        let bucket = bucket_of(secs);
         let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let f = g.ops.entry(r.op).or_default();
         f.count += 1;
@@ -209,10 +225,9 @@ impl TargetStats {
         f.bytes_out += r.bytes_out;
         f.buckets[bucket] += 1;
         f.seconds += secs;
-        let job = r.job.to_string();
         // Servers' own requests to each other carry no job.
-        if !job.is_empty() {
-            g.jobs.record(&job, &r, now, self.expiry);
+        if !r.job.is_empty() {
+            g.jobs.record(r.job, &r, now, self.expiry);
         }
         g.clients.record(&r.client, &r, now, self.expiry);
     }

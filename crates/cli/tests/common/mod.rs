@@ -42,6 +42,23 @@ pub fn as_nobody(args: &[&str]) -> Output {
         .expect("setpriv")
 }
 
+/// Run `loom fsck ARGS MOUNT` on `c`'s mount: its exit code, and what it
+/// printed (standard output, then error).
+pub fn fsck(c: &Cluster, args: &[&str]) -> (i32, String) {
+    let o = Command::new(loom_bin())
+        .arg("fsck")
+        .args(args)
+        .arg(&c.mnt)
+        .output()
+        .expect("loom fsck");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.code().unwrap_or(-1), text)
+}
+
 /// Run `loom ARGS`, returning its output.
 pub fn loom(args: &[&str]) -> Output {
     Command::new(loom_bin())
@@ -323,6 +340,15 @@ impl Cluster {
             .map(|p| p.trim().to_string())
             .expect("mgs port");
         format!("127.0.0.1:{port}")
+    }
+
+    /// The port `loom up` recorded under `key` ("mdt0", "metrics-ost1",
+    /// "dashboard", ...).
+    pub fn port(&self, key: &str) -> Option<u16> {
+        self.ports()
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, p)| p)
     }
 
     /// Every server port, by name.

@@ -72,11 +72,7 @@ impl CommitFigures {
         if changes == 0 {
             return;
         }
-        let secs = took.as_secs_f64();
-        let b = crate::stats::BUCKETS
-            .iter()
-            .position(|x| secs <= *x)
-            .unwrap_or(crate::stats::BUCKETS.len());
+        let b = crate::stats::bucket_of(took.as_secs_f64());
         self.commits.fetch_add(1, Ordering::Relaxed);
         self.changes.fetch_add(changes, Ordering::Relaxed);
         self.micros
