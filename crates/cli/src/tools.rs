@@ -10,8 +10,8 @@ use clap::Args;
 use loom_client::meta::{OpCounts, TargetUsage};
 use loom_client::{Caller, Client, ClientOptions};
 use loom_proto::layout::{ComponentSpec, LayoutSpec, Pattern};
-use loom_proto::msg::{FileKind, Role};
-use loom_proto::{Errno, StripeSpec};
+use loom_proto::msg::{FileKind, Role, StatFs, TargetId};
+use loom_proto::{Compress, Errno, StripeSpec};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,7 +48,14 @@ pub struct SetstripeArgs {
     /// `raid0` (striped over OSTs, the default).
     #[arg(short = 'L', long = "layout", value_parser = ["mdt", "raid0"])]
     pub layouts: Vec<String>,
-    /// Remove a directory's default striping.
+    /// Compress new files' data on the OSTs: lz4, zstd, zstd:LEVEL (1 to
+    /// 19) or off (which stops a default set higher up). Set on a
+    /// directory, its new files (and new subdirectories) take it; on the
+    /// mount's root it is the file system's default. Files keep what they
+    /// were made with.
+    #[arg(short = 'Z', long, value_name = "ALGO[:LEVEL]")]
+    pub compress: Option<Compress>,
+    /// Remove a directory's default striping (and compression).
     #[arg(short = 'd', long)]
     pub delete: bool,
     /// A new file to create with this striping, or a directory whose
@@ -164,6 +171,10 @@ pub struct GetstripeArgs {
     /// Print only the index of the MDT that holds the inode.
     #[arg(short = 'm', long = "mdt-index")]
     pub mdt: bool,
+    /// Print only the compression: a file's, or what a directory's new
+    /// files get (`off` if none).
+    #[arg(short = 'Z', long)]
+    pub compress: bool,
     /// Files or directories.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
@@ -247,6 +258,21 @@ pub(crate) fn errno(e: Errno, what: &str) -> anyhow::Error {
 }
 
 pub fn setstripe(a: SetstripeArgs) -> anyhow::Result<()> {
+    let striping = !(a.count.is_empty()
+        && a.size.is_empty()
+        && a.index.is_empty()
+        && a.pool.is_empty()
+        && a.ends.is_empty()
+        && a.layouts.is_empty());
+    if a.compress.is_some() || a.delete {
+        if a.compress.is_some() && a.delete {
+            bail!("-d removes the defaults; --compress sets one: give one of them");
+        }
+        setstripe_compress(&a)?;
+        if !striping && !a.delete {
+            return Ok(());
+        }
+    }
     if !a.ends.is_empty() || !a.layouts.is_empty() {
         return setstripe_components(&a);
     }
@@ -300,6 +326,32 @@ pub fn setstripe(a: SetstripeArgs) -> anyhow::Result<()> {
                     .map(|_| ())
                     .map_err(|e| errno(e, &format!("{shown}")))
             }
+            Err(e) => Err(errno(e, &format!("{shown}"))),
+        }
+    })
+}
+
+/// `setstripe --compress` (or `-d`): a directory's default compression.
+fn setstripe_compress(a: &SetstripeArgs) -> anyhow::Result<()> {
+    let (entry, rel) = registry::find(&a.path)?;
+    let s = connect(entry)?;
+    let c = caller();
+    let shown = a.path.display();
+    s.rt.block_on(async {
+        match s.client.resolve_path(rel.as_os_str().as_bytes()).await {
+            Ok(attr) if attr.kind == FileKind::Dir => s
+                .client
+                .set_default_compress_as(&c, attr.fid, a.compress)
+                .await
+                .map_err(|e| errno(e, &format!("{shown}"))),
+            Ok(_) if a.delete => bail!("{shown}: -d removes a directory's defaults; this is not a directory"),
+            Ok(_) => bail!(
+                "{shown}: compression is set on directories (their new files take it); an existing file keeps what it was made with"
+            ),
+            Err(e) if e == Errno::ENOENT && a.delete => bail!("{shown}: no such directory"),
+            Err(e) if e == Errno::ENOENT => bail!(
+                "{shown}: no such directory (compression is set on directories; their new files take it)"
+            ),
             Err(e) => Err(errno(e, &format!("{shown}"))),
         }
     })
@@ -448,9 +500,25 @@ fn getstripe_one(a: &GetstripeArgs, path: &Path) -> anyhow::Result<()> {
             println!("{}", mdt.index);
             return Ok(());
         }
+        if a.compress {
+            let c = match attr.kind {
+                FileKind::Dir => s.client.get_default_compress(&caller(), attr.fid).await,
+                FileKind::File => s.client.get_layout(attr.fid).await.map(|l| l.compress),
+                _ => bail!("{shown} has no layout (not a regular file or directory)"),
+            }
+            .map_err(|e| errno(e, &format!("{shown}")))?;
+            println!("{}", c.unwrap_or(Compress::OFF));
+            return Ok(());
+        }
         let only = a.count || a.size || a.index;
         match attr.kind {
             FileKind::Dir => {
+                let compress = s
+                    .client
+                    .get_default_compress(&caller(), attr.fid)
+                    .await
+                    .map_err(|e| errno(e, &format!("{shown}")))?
+                    .filter(Compress::is_on);
                 let layout = s
                     .client
                     .get_default_layout(attr.fid)
@@ -462,6 +530,9 @@ fn getstripe_one(a: &GetstripeArgs, path: &Path) -> anyhow::Result<()> {
                     }
                     println!("{shown}");
                     print_component_spec(l);
+                    if let Some(c) = compress {
+                        println!("  lcm_compress:      {c}");
+                    }
                     return Ok(());
                 }
                 let spec = layout.and_then(|l| l.as_plain().cloned()).unwrap_or_default();
@@ -475,6 +546,9 @@ fn getstripe_one(a: &GetstripeArgs, path: &Path) -> anyhow::Result<()> {
                     if let Some(p) = spec.pool {
                         println!("pool:          {p}");
                     }
+                    if let Some(c) = compress {
+                        println!("compress:      {c}");
+                    }
                 }
             }
             FileKind::File => {
@@ -485,6 +559,9 @@ fn getstripe_one(a: &GetstripeArgs, path: &Path) -> anyhow::Result<()> {
                     }
                     println!("{shown}");
                     print_components(&layout);
+                    if let Some(c) = layout.compress {
+                        println!("  lcm_compress:      {c}");
+                    }
                     return Ok(());
                 }
                 let (size, objs) = layout.raid0_params().context("layout has no RAID-0 component")?;
@@ -500,6 +577,9 @@ fn getstripe_one(a: &GetstripeArgs, path: &Path) -> anyhow::Result<()> {
                     println!("lmm_stripe_offset: {first}");
                     if let Some(p) = layout.components.first().and_then(|c| c.pool.clone()) {
                         println!("lmm_pool:          {p}");
+                    }
+                    if let Some(c) = layout.compress {
+                        println!("lmm_compress:      {c}");
                     }
                     println!("\tobdidx\t\t objid\t\t objid\t\t group");
                     for o in objs {
@@ -684,9 +764,72 @@ fn print_df(a: &DfArgs, e: &Entry, st: &[TargetUsage]) {
         );
     }
     println!();
+    if !a.inodes {
+        print_packed(a, e, st);
+    }
     for w in warnings {
         eprintln!("loom df: warning: {w}");
     }
+}
+
+/// Compressed data per OST: its bytes as written (logical) and what they
+/// take on disk (stored, in the target's 4 KiB blocks), when there is any.
+fn print_packed(a: &DfArgs, e: &Entry, st: &[TargetUsage]) {
+    let osts: Vec<(TargetId, &StatFs)> = st
+        .iter()
+        .filter(|u| u.target.role == Role::Ost)
+        .filter_map(|u| u.usage.as_ref().ok().map(|s| (u.target, s)))
+        .collect();
+    if osts
+        .iter()
+        .all(|(_, s)| s.packed_logical == 0 && s.packed_counted)
+    {
+        return;
+    }
+    let fmt = |b: u64| {
+        if a.human {
+            human(b / 1024)
+        } else {
+            (b / 1024).to_string()
+        }
+    };
+    let ratio = |l: u64, s: u64| {
+        if s == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.2}x", l as f64 / s as f64)
+        }
+    };
+    println!(
+        "{:<22}{:>14}{:>14}{:>8}",
+        "compressed data",
+        if a.human { "logical" } else { "logical 1K" },
+        if a.human { "stored" } else { "stored 1K" },
+        "ratio"
+    );
+    let (mut tl, mut ts, mut all_counted) = (0u64, 0u64, true);
+    for (t, s) in &osts {
+        let partial = if s.packed_counted { "" } else { " (counting)" };
+        println!(
+            "{:<22}{:>14}{:>14}{:>8}{partial}",
+            format!("{}-{}_UUID", e.fsname, t),
+            fmt(s.packed_logical),
+            fmt(s.packed_stored),
+            ratio(s.packed_logical, s.packed_stored)
+        );
+        tl += s.packed_logical;
+        ts += s.packed_stored;
+        all_counted &= s.packed_counted;
+    }
+    println!(
+        "{:<22}{:>14}{:>14}{:>8}{}",
+        "filesystem_summary:",
+        fmt(tl),
+        fmt(ts),
+        ratio(tl, ts),
+        if all_counted { "" } else { " (counting)" }
+    );
+    println!();
 }
 
 /// Percent used of `used + avail`, rounded up (as df).

@@ -17,7 +17,7 @@ use loom_proto::msg::{
     MdtRequest, ObjInfo, OpUsage, OstRequest, Reply, Request, Role, ScrubCmd, ScrubStatus, SetAttr,
     StatFs, TargetId,
 };
-use loom_proto::{Errno, Fid, Layout, Name, ObjRef, StripeSpec};
+use loom_proto::{Compress, Errno, Fid, Layout, Name, ObjRef, StripeSpec};
 use std::time::Duration;
 use tokio::task::JoinSet;
 
@@ -395,7 +395,14 @@ impl Client {
                 let part = size.min(comp.end);
                 for (i, obj) in objects.iter().enumerate() {
                     let size = object_size_for(*stripe_size, objects.len(), i, part);
-                    reqs.push((obj.ost, OstRequest::ObjTruncate { obj: *obj, size }));
+                    reqs.push((
+                        obj.ost,
+                        OstRequest::ObjTruncate {
+                            obj: *obj,
+                            size,
+                            pack: layout.compress,
+                        },
+                    ));
                 }
             }
         }
@@ -735,6 +742,41 @@ impl Client {
         {
             Reply::LayoutSpec(s) => Ok(s),
             other => Err(unexpected("GetDefaultLayout", &other)),
+        }
+    }
+
+    /// Set how the data of directory `fid`'s new files is compressed on
+    /// the OSTs, as `c` (its owner or root): `Some(off)` switches off a
+    /// default from above, `None` removes the directory's own. On the
+    /// root it is the file system's default.
+    pub async fn set_default_compress_as(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        compress: Option<Compress>,
+    ) -> Result<(), Errno> {
+        if let Some(x) = &compress {
+            x.validate().map_err(|_| Errno::EINVAL)?;
+        }
+        self.on_every_shard(c, fid, "SetDefaultCompress", |dir| {
+            MdtRequest::SetDefaultCompress { fid: dir, compress }
+        })
+        .await
+    }
+
+    /// The compression directory `fid`'s new files get, explicit or
+    /// inherited; `None` if none is set anywhere up the tree.
+    pub async fn get_default_compress(
+        &self,
+        c: &Caller,
+        fid: Fid,
+    ) -> Result<Option<Compress>, Errno> {
+        match self
+            .mdt_call(c, fid, MdtRequest::GetDefaultCompress { fid })
+            .await?
+        {
+            Reply::Compress(x) => Ok(x),
+            other => Err(unexpected("GetDefaultCompress", &other)),
         }
     }
 

@@ -13,6 +13,7 @@
 //! the same record describes file data and directory shards, as Lustre's
 //! LOV and LMV extended attributes do.
 
+use crate::compress::Compress;
 use crate::fid::{name_hash, Fid};
 use serde::{Deserialize, Serialize};
 
@@ -85,6 +86,30 @@ pub struct Layout {
     pub generation: u32,
     /// Components sorted by extent, covering [0, EOF) without gaps.
     pub components: Vec<Component>,
+    /// How the OSTs compress the file's objects (`None`: they do not).
+    /// Set at create from the directory default; a Data-on-MDT
+    /// component's bytes are not compressed.
+    pub compress: Option<Compress>,
+}
+
+/// A layout as stored before compression (inode records of versions 1 to
+/// 3): decoded as such, then read as a [`Layout`] without compression.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LayoutV1 {
+    /// As [`Layout::generation`].
+    pub generation: u32,
+    /// As [`Layout::components`].
+    pub components: Vec<Component>,
+}
+
+impl From<LayoutV1> for Layout {
+    fn from(l: LayoutV1) -> Layout {
+        Layout {
+            generation: l.generation,
+            components: l.components,
+            compress: None,
+        }
+    }
 }
 
 /// What a user asks for with `setstripe`; zero or negative fields mean
@@ -281,6 +306,7 @@ impl Layout {
                 },
                 pool: None,
             }],
+            compress: None,
         }
     }
 
@@ -308,6 +334,7 @@ impl Layout {
                 },
                 pool: None,
             }],
+            compress: None,
         }
     }
 

@@ -9,6 +9,7 @@
 //! - [`lease`]: what an MDT's answer lets a client keep knowing until
 //!   recalled; one rule for both sides.
 //! - [`layout`]: file layouts (components, RAID-0 striping) and their maths.
+//! - [`compress`]: how a file's data is compressed on the OSTs.
 //! - [`error`]: the wire's error codes, which are POSIX errno values.
 //! - [`name`]: file names, symlink targets and xattr names as bytes.
 //!
@@ -16,6 +17,7 @@
 //! renumbered or reused, only retired. See `docs/PROTOCOL.md`.
 #![warn(missing_docs)]
 
+pub mod compress;
 pub mod error;
 pub mod fid;
 pub mod frame;
@@ -25,6 +27,7 @@ pub mod msg;
 pub mod name;
 pub mod requests;
 
+pub use compress::Compress;
 pub use error::{Errno, WireError};
 pub use fid::Fid;
 pub use layout::{Layout, ObjRef, StripeSpec};

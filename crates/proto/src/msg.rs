@@ -524,6 +524,14 @@ pub struct StatFs {
     pub files_total: u64,
     /// Free inodes.
     pub files_free: u64,
+    /// Bytes of compressed objects' data as written (an OST's; 0
+    /// elsewhere).
+    pub packed_logical: u64,
+    /// Bytes those take on the target's disk (in 4 KiB blocks).
+    pub packed_stored: u64,
+    /// Whether the OST has finished counting the compressed objects it
+    /// found at start (the two figures above are partial until then).
+    pub packed_counted: bool,
 }
 
 /// How often a client renews the leases of the orphans it holds (see
@@ -646,6 +654,8 @@ pub struct DirObject {
     pub others: Option<Vec<Fid>>,
     /// The parent's default placement of subdirectories, inherited.
     pub default_dir: Option<DirDefault>,
+    /// The parent's effective default compression of new files' data.
+    pub default_compress: Option<crate::compress::Compress>,
 }
 
 /// An acknowledged change, as a client keeps it until it is committed and
@@ -785,6 +795,9 @@ pub enum Reply {
         /// Cursor of the next page.
         next: Option<Vec<u8>>,
     },
+    /// The compression new files in a directory get (`None`: none set on
+    /// it or above; `Some(off)`: switched off there).
+    Compress(Option<crate::compress::Compress>),
 }
 
 impl Reply {

@@ -20,6 +20,7 @@
 //! One opcode means one operation in every service that serves it
 //! (`StatFs` is 39 on the MGS, MDTs and OSTs).
 
+use crate::compress::Compress;
 use crate::fid::Fid;
 use crate::layout::{LayoutSpec, ObjRef, StripeSpec};
 use crate::msg::{
@@ -463,6 +464,22 @@ declare_requests! {
         /// operations and bytes (`loom jobstats`); answered by the server
         /// process, which counts every request it serves.
         JobStats => 80, "job_stats", Reads, Any;
+        /// Set a directory's default compression of new files' data
+        /// (`setstripe --compress`), inherited down the tree; on the root,
+        /// the file system's. `Some(off)` stops a default from above;
+        /// `None` removes the directory's own.
+        SetDefaultCompress {
+            /// Directory.
+            fid: Fid,
+            /// New default.
+            compress: Option<Compress>,
+        } => 81, "set_default_compress", Once, Any;
+        /// The compression new files in a directory get: its own default
+        /// or the nearest ancestor's (`Reply::Compress`).
+        GetDefaultCompress {
+            /// Directory.
+            fid: Fid,
+        } => 82, "get_default_compress", Reads, Any;
     }
 }
 
@@ -537,6 +554,10 @@ declare_requests! {
             obj: ObjRef,
             /// Object offset.
             offset: u64,
+            /// The file's compression (its layout's): applied if this
+            /// write makes the object; an object keeps what it was made
+            /// with.
+            pack: Option<Compress>,
         } => 50, "obj_write", Changes, Any;
         /// Read up to `len` bytes; the reply's bulk holds them (short at the
         /// object's end; holes read as zeros).
@@ -554,6 +575,9 @@ declare_requests! {
             obj: ObjRef,
             /// New size.
             size: u64,
+            /// As for `ObjWrite`: the object is made compressed if this
+            /// truncate makes it.
+            pack: Option<Compress>,
         } => 52, "obj_truncate", Changes, Any;
         /// Deallocate a byte range, keeping the size.
         ObjPunch {

@@ -6,6 +6,7 @@
 //!   directory.
 //! - [`checked`]: reads that verify checksums, changes that keep them.
 //! - [`sums`]: per-block checksums of an object, beside it.
+//! - [`packed`]: compressed objects, in chunks written copy-on-write.
 //! - [`durable`]: small helpers for crash-safe file replacement.
 #![warn(missing_docs)]
 
@@ -13,4 +14,5 @@ pub mod checked;
 pub mod durable;
 pub mod kv;
 pub mod object;
+pub mod packed;
 pub mod sums;

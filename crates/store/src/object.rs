@@ -58,7 +58,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 use crate::checked::{self, BadBlock, Fault, Files};
-use crate::sums;
+use crate::packed::{self, Delta, Packed};
+use crate::sums::{self, read_full};
+use loom_proto::Compress;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 /// Most open file handles kept in the cache.
 pub const HANDLE_CACHE_CAPACITY: usize = 512;
@@ -177,7 +180,66 @@ impl From<ObjectError> for WireError {
 struct Obj {
     data: File,
     /// Its checksum file, once opened or made.
-    sums: OnceLock<File>,
+    sums: OnceLock<Sums>,
+}
+
+/// An object's checksum file and what its header says.
+struct Sums {
+    file: File,
+    /// The object's compression, for a compressed object (version 2).
+    packed: Option<Compress>,
+}
+
+/// How to reach an object's bytes: plain, or in compressed chunks.
+enum View<'a> {
+    Plain(Files<'a>),
+    Packed(Packed<'a>),
+}
+
+/// What the store's compressed objects hold and take (see
+/// [`ObjectStore::packed_usage`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PackedUsage {
+    /// Their logical bytes (sizes).
+    pub logical: u64,
+    /// The bytes their chunks' stored forms take, in 4 KiB units.
+    pub stored: u64,
+    /// Whether the objects found at opening have all been counted.
+    pub counted: bool,
+}
+
+/// The running usage figures, and where the count at opening is.
+#[derive(Default)]
+struct Usage {
+    logical: AtomicI64,
+    stored: AtomicI64,
+    count: Mutex<Counting>,
+}
+
+/// The count of compressed objects at opening: once `started`, buckets
+/// below `bucket` are counted, and in bucket `bucket` every object but
+/// those in `pending`.
+#[derive(Default)]
+struct Counting {
+    started: bool,
+    bucket: u32,
+    pending: HashSet<u64>,
+}
+
+impl Usage {
+    /// Count a change of object `oid`, unless the count at opening has
+    /// yet to read it (it will then read the changed object).
+    fn add(&self, oid: u64, d: Delta) {
+        if d == Delta::default() {
+            return;
+        }
+        let c = lock(&self.count);
+        let bucket = (oid % 256) as u32;
+        if c.started && (bucket < c.bucket || (bucket == c.bucket && !c.pending.contains(&oid))) {
+            self.logical.fetch_add(d.logical, Ordering::Relaxed);
+            self.stored.fetch_add(d.stored, Ordering::Relaxed);
+        }
+    }
 }
 
 /// One cached open object.
@@ -245,6 +307,8 @@ pub struct ObjectStore {
     /// Whether an object with data and no checksum file is corrupt (a
     /// store made with checksums) or merely old.
     require_sums: bool,
+    /// What compressed objects hold and take.
+    usage: Usage,
 }
 
 impl std::fmt::Debug for ObjectStore {
@@ -287,6 +351,7 @@ impl ObjectStore {
             locks: (0..LOCK_STRIPES).map(|_| RwLock::new(())).collect(),
             gen: next_incarnation(dir)?,
             require_sums: false,
+            usage: Usage::default(),
         };
         let marker = dir.join(CHECKSUMS_FILE);
         if fresh {
@@ -407,13 +472,16 @@ impl ObjectStore {
 
     /// The checksum file of `oid`: opened if it exists, made if `create`
     /// (every change makes it, so an object written before checksums gets
-    /// them for the blocks changed from then on).
+    /// them for the blocks changed from then on). A new, empty object made
+    /// with `pack` gets a compressed object's header: an object keeps the
+    /// form it was made in.
     fn sums_of<'a>(
         &self,
         oid: u64,
         obj: &'a Obj,
         create: bool,
-    ) -> Result<Option<&'a File>, ObjectError> {
+        pack: Option<Compress>,
+    ) -> Result<Option<&'a Sums>, ObjectError> {
         if let Some(f) = obj.sums.get() {
             return Ok(Some(f));
         }
@@ -429,20 +497,52 @@ impl ObjectStore {
         if made {
             lock(&self.handles).unsynced_names.insert(oid);
         }
-        let mut h = [0u8; sums::HEADER as usize];
-        let n = f
-            .read_at(&mut h, 0)
-            .map_err(|e| ObjectError::io("read", Some(oid), &path, e))?;
-        if n == 0 {
+        let mut h = [0u8; packed::HEADER as usize];
+        let n =
+            read_full(&f, &mut h, 0).map_err(|e| ObjectError::io("read", Some(oid), &path, e))?;
+        let packed = if n == 0 {
             // New, or made by a process killed before its header: no
             // entries yet.
-            f.write_all_at(&sums::header(), 0)
-                .map_err(|e| ObjectError::io("write", Some(oid), &path, e))?;
+            let empty = self.size_of(oid, obj)? == 0;
+            match pack.filter(|c| c.is_on() && empty) {
+                Some(c) => {
+                    f.write_all_at(&packed::header(c, 0), 0)
+                        .map_err(|e| ObjectError::io("write", Some(oid), &path, e))?;
+                    Some(c)
+                }
+                None => {
+                    f.write_all_at(&sums::header(), 0)
+                        .map_err(|e| ObjectError::io("write", Some(oid), &path, e))?;
+                    None
+                }
+            }
+        } else if n >= 6 && u16::from_le_bytes([h[4], h[5]]) == packed::VERSION {
+            Some(packed::check_header(&h[..n]).map_err(bad)?)
         } else {
             sums::check_header(&h[..n]).map_err(bad)?;
-        }
-        let _ = obj.sums.set(f);
+            None
+        };
+        let _ = obj.sums.set(Sums { file: f, packed });
         Ok(obj.sums.get())
+    }
+
+    /// How to reach `obj`'s bytes, its checksum file opened (or `None`).
+    fn view<'a>(&self, obj: &'a Obj, sums: Option<&'a Sums>) -> View<'a> {
+        match sums {
+            Some(Sums {
+                file,
+                packed: Some(c),
+            }) => View::Packed(Packed {
+                data: &obj.data,
+                sums: file,
+                compress: *c,
+                gen: self.gen,
+            }),
+            _ => View::Plain(Files {
+                data: &obj.data,
+                sums: sums.map(|s| &s.file),
+            }),
+        }
     }
 
     fn fault(&self, oid: u64, f: Fault) -> ObjectError {
@@ -461,6 +561,7 @@ impl ObjectStore {
         }
     }
 
+    /// The length of `obj`'s data file (a plain object's size).
     fn size_of(&self, oid: u64, obj: &Obj) -> Result<u64, ObjectError> {
         obj.data
             .metadata()
@@ -468,8 +569,9 @@ impl ObjectStore {
             .map_err(|e| ObjectError::io("stat", Some(oid), &self.object_path(oid), e))
     }
 
-    /// The files of `oid` for a change, made if missing, with its size.
-    fn for_change(&self, oid: u64) -> Result<(Arc<Obj>, u64), ObjectError> {
+    /// The files of `oid` for a change, made if missing (compressed under
+    /// `pack` if this makes it).
+    fn for_change(&self, oid: u64, pack: Option<Compress>) -> Result<Arc<Obj>, ObjectError> {
         let obj = self.handle(oid, true)?.ok_or_else(|| {
             ObjectError::io(
                 "open",
@@ -478,46 +580,53 @@ impl ObjectStore {
                 io::ErrorKind::NotFound.into(),
             )
         })?;
-        self.sums_of(oid, &obj, true)?;
-        let size = self.size_of(oid, &obj)?;
-        Ok((obj, size))
+        self.sums_of(oid, &obj, true, pack)?;
+        Ok(obj)
     }
 
-    /// The files of `oid` for reading, if it exists, with its size. An
-    /// object with bytes and no checksums is corrupt on a store made with
-    /// checksums.
-    fn for_read<'a>(&self, oid: u64, obj: &'a Obj) -> Result<(Files<'a>, u64), ObjectError> {
-        let size = self.size_of(oid, obj)?;
-        let sums = self.sums_of(oid, obj, false)?;
-        if sums.is_none() && self.require_sums && size > 0 {
+    /// The files of `oid` for reading. An object with bytes and no
+    /// checksums is corrupt on a store made with checksums.
+    fn for_read<'a>(&self, oid: u64, obj: &'a Obj) -> Result<View<'a>, ObjectError> {
+        let sums = self.sums_of(oid, obj, false, None)?;
+        if sums.is_none() && self.require_sums && self.size_of(oid, obj)? > 0 {
             return Err(ObjectError::BadSums {
                 oid,
                 path: self.sums_path(oid),
                 reason: "missing, but the object has data".into(),
             });
         }
-        Ok((
-            Files {
-                data: &obj.data,
-                sums,
-            },
-            size,
-        ))
+        Ok(self.view(obj, sums))
     }
 
-    /// Write `data` at `offset` of object `oid`, creating its file if needed.
-    pub fn write(&self, oid: u64, offset: u64, data: &[u8]) -> Result<(), ObjectError> {
+    /// Count a change of compressed object `oid` in the usage figures.
+    fn moved(&self, oid: u64, d: Result<Delta, Fault>) -> Result<(), ObjectError> {
+        let d = d.map_err(|f| self.fault(oid, f))?;
+        self.usage.add(oid, d);
+        Ok(())
+    }
+
+    /// Write `data` at `offset` of object `oid`, creating its file if
+    /// needed, compressed under `pack` if this write makes it.
+    pub fn write(
+        &self,
+        oid: u64,
+        offset: u64,
+        data: &[u8],
+        pack: Option<Compress>,
+    ) -> Result<(), ObjectError> {
         end_of(oid, offset, data.len() as u64)?;
         if data.is_empty() {
             return Ok(());
         }
         let _g = self.lock_of(oid).write().unwrap_or_else(|p| p.into_inner());
-        let (obj, size) = self.for_change(oid)?;
-        let files = Files {
-            data: &obj.data,
-            sums: obj.sums.get(),
-        };
-        checked::write(&files, self.gen, offset, data, size).map_err(|f| self.fault(oid, f))
+        let obj = self.for_change(oid, pack)?;
+        match self.view(&obj, obj.sums.get()) {
+            View::Packed(p) => self.moved(oid, p.write(offset, data)),
+            View::Plain(files) => {
+                let size = self.size_of(oid, &obj)?;
+                checked::write(&files, self.gen, offset, data, size).map_err(|f| self.fault(oid, f))
+            }
+        }
     }
 
     /// Read up to `len` bytes at `offset` of object `oid`: short at the
@@ -529,12 +638,19 @@ impl ObjectStore {
         let Some(obj) = self.handle(oid, false)? else {
             return Ok(Vec::new());
         };
-        let (files, size) = self.for_read(oid, &obj)?;
-        checked::read(&files, offset, u64::from(len), size).map_err(|f| self.fault(oid, f))
+        match self.for_read(oid, &obj)? {
+            View::Packed(p) => p.read(offset, u64::from(len)),
+            View::Plain(files) => {
+                let size = self.size_of(oid, &obj)?;
+                checked::read(&files, offset, u64::from(len), size)
+            }
+        }
+        .map_err(|f| self.fault(oid, f))
     }
 
-    /// Verify every block of object `oid`, a few at a time so that writers
-    /// wait for one slice only: the bytes checked and the blocks that fail.
+    /// Verify every block (or chunk) of object `oid`, a few at a time so
+    /// that writers wait for one slice only: the bytes checked and the
+    /// blocks that fail.
     pub fn verify(&self, oid: u64) -> Result<(u64, Vec<BadBlock>), ObjectError> {
         const SLICE: u64 = 16;
         let (mut bytes, mut bad) = (0, Vec::new());
@@ -544,15 +660,30 @@ impl ObjectStore {
             let Some(obj) = self.handle(oid, false)? else {
                 break;
             };
-            let (files, size) = self.for_read(oid, &obj)?;
-            if first * sums::BLOCK >= size {
-                break;
+            let (b, mut v) = match self.for_read(oid, &obj)? {
+                View::Packed(p) => {
+                    // A chunk is 16 blocks: one per slice.
+                    let size = p.size().map_err(|f| self.fault(oid, f))?;
+                    if first * packed::CHUNK >= size {
+                        break;
+                    }
+                    let r = p.verify(first, 1);
+                    first += 1;
+                    r
+                }
+                View::Plain(files) => {
+                    let size = self.size_of(oid, &obj)?;
+                    if first * sums::BLOCK >= size {
+                        break;
+                    }
+                    let r = checked::verify(&files, first, SLICE, size);
+                    first += SLICE;
+                    r
+                }
             }
-            let (b, mut v) =
-                checked::verify(&files, first, SLICE, size).map_err(|f| self.fault(oid, f))?;
+            .map_err(|f| self.fault(oid, f))?;
             bytes += b;
             bad.append(&mut v);
-            first += SLICE;
         }
         Ok((bytes, bad))
     }
@@ -590,29 +721,37 @@ impl ObjectStore {
                 .ok()
                 .and_then(|t| now.duration_since(t).ok())
                 .map_or(0, |d| d.as_secs());
+            let size = {
+                let _g = self.lock_of(oid).read().unwrap_or_else(|p| p.into_inner());
+                self.packed_usage_of(oid)?
+                    .map_or(m.len(), |(logical, _)| logical)
+            };
             out.push(ObjInfo {
                 oid,
-                size: m.len(),
+                size,
                 idle_secs: idle,
             });
         }
         Ok(out)
     }
 
-    /// Set object `oid`'s size, creating its file if missing and `size > 0`.
-    pub fn truncate(&self, oid: u64, size: u64) -> Result<(), ObjectError> {
+    /// Set object `oid`'s size, creating its file if missing and `size > 0`
+    /// (compressed under `pack` if this makes it).
+    pub fn truncate(&self, oid: u64, size: u64, pack: Option<Compress>) -> Result<(), ObjectError> {
         end_of(oid, size, 0)?;
         {
             let _g = self.lock_of(oid).write().unwrap_or_else(|p| p.into_inner());
             if size == 0 && self.handle(oid, false)?.is_none() {
                 return Ok(());
             }
-            let (obj, old) = self.for_change(oid)?;
-            let files = Files {
-                data: &obj.data,
-                sums: obj.sums.get(),
-            };
-            checked::resize(&files, self.gen, old, size).map_err(|f| self.fault(oid, f))?;
+            let obj = self.for_change(oid, pack)?;
+            match self.view(&obj, obj.sums.get()) {
+                View::Packed(p) => self.moved(oid, p.resize(size))?,
+                View::Plain(files) => {
+                    let old = self.size_of(oid, &obj)?;
+                    checked::resize(&files, self.gen, old, size).map_err(|f| self.fault(oid, f))?
+                }
+            }
         }
         // Durable before the reply: the MDT records the new size next, and
         // a lost truncate would let old bytes reappear when the file grows.
@@ -631,22 +770,29 @@ impl ObjectStore {
             if self.handle(oid, false)?.is_none() {
                 return Ok(());
             }
-            let (obj, size) = self.for_change(oid)?;
-            let files = Files {
-                data: &obj.data,
-                sums: obj.sums.get(),
-            };
-            let f = &obj.data;
-            let mode = FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE;
-            checked::punch(&files, self.gen, offset, len, size, || {
-                // Both fit in off_t: checked by end_of above.
-                match nix::fcntl::fallocate(f.as_raw_fd(), mode, offset as i64, len as i64) {
-                    Ok(()) => Ok(()),
-                    Err(nix::errno::Errno::EOPNOTSUPP) => zero_range(f, offset, len, size),
-                    Err(e) => Err(Fault::Io("punch", io::Error::from_raw_os_error(e as i32))),
+            let obj = self.for_change(oid, None)?;
+            let files = match self.view(&obj, obj.sums.get()) {
+                View::Packed(p) => {
+                    self.moved(oid, p.punch(offset, len))?;
+                    None
                 }
-            })
-            .map_err(|f| self.fault(oid, f))?;
+                View::Plain(files) => Some(files),
+            };
+            if let Some(files) = files {
+                let size = self.size_of(oid, &obj)?;
+                let f = &obj.data;
+                let mode =
+                    FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE;
+                checked::punch(&files, self.gen, offset, len, size, || {
+                    // Both fit in off_t: checked by end_of above.
+                    match nix::fcntl::fallocate(f.as_raw_fd(), mode, offset as i64, len as i64) {
+                        Ok(()) => Ok(()),
+                        Err(nix::errno::Errno::EOPNOTSUPP) => zero_range(f, offset, len, size),
+                        Err(e) => Err(Fault::Io("punch", io::Error::from_raw_os_error(e as i32))),
+                    }
+                })
+                .map_err(|f| self.fault(oid, f))?;
+            }
         }
         // Durable before the reply, as truncate.
         self.sync(oid)
@@ -656,7 +802,8 @@ impl ObjectStore {
     /// creating its file if needed and keeping its size (the MDT holds the
     /// file's size): writes there cannot then fail for lack of space.
     /// ENOSPC when the target cannot hold them; EOPNOTSUPP from a backing
-    /// file system that cannot preallocate.
+    /// file system that cannot preallocate, and for a compressed object
+    /// (what its data will take is not known before it is written).
     pub fn allocate(&self, oid: u64, offset: u64, len: u64) -> Result<(), ObjectError> {
         end_of(oid, offset, len)?;
         if len == 0 {
@@ -664,19 +811,19 @@ impl ObjectStore {
         }
         {
             let _g = self.lock_of(oid).write().unwrap_or_else(|p| p.into_inner());
-            let (obj, _) = self.for_change(oid)?;
+            let obj = self.for_change(oid, None)?;
+            let failed =
+                |e: io::Error| ObjectError::io("allocate", Some(oid), &self.object_path(oid), e);
+            if let View::Packed(_) = self.view(&obj, obj.sums.get()) {
+                return Err(failed(io::Error::from_raw_os_error(libc::EOPNOTSUPP)));
+            }
             let mode = FallocateFlags::FALLOC_FL_KEEP_SIZE;
             if let Err(e) =
                 nix::fcntl::fallocate(obj.data.as_raw_fd(), mode, offset as i64, len as i64)
             {
                 // ENOSPC and EOPNOTSUPP are expected outcomes, the caller's
                 // to report.
-                return Err(ObjectError::io(
-                    "allocate",
-                    Some(oid),
-                    &self.object_path(oid),
-                    io::Error::from_raw_os_error(e as i32),
-                ));
+                return Err(failed(io::Error::from_raw_os_error(e as i32)));
             }
         }
         // A reservation lost in a crash would let a later write fail.
@@ -693,8 +840,9 @@ impl ObjectStore {
         obj.data
             .sync_data()
             .map_err(|e| ObjectError::io("fdatasync", Some(oid), &path, e))?;
-        if let Some(s) = self.sums_of(oid, &obj, false)? {
-            s.sync_data()
+        if let Some(s) = self.sums_of(oid, &obj, false, None)? {
+            s.file
+                .sync_data()
                 .map_err(|e| ObjectError::io("fdatasync", Some(oid), &self.sums_path(oid), e))?;
         }
         let (word, bit) = ((oid % 256 / 64) as usize, 1u64 << (oid % 64));
@@ -716,23 +864,63 @@ impl ObjectStore {
         Ok(())
     }
 
-    /// The size of object `oid`; 0 if it has no file.
+    /// The size of object `oid` (a compressed object's logical size); 0 if
+    /// it has no file.
     pub fn size(&self, oid: u64) -> Result<u64, ObjectError> {
+        let _g = self.lock_of(oid).read().unwrap_or_else(|p| p.into_inner());
         let path = self.object_path(oid);
-        match fs::metadata(&path) {
-            Ok(m) => Ok(m.len()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
-            Err(e) => Err(ObjectError::io("stat", Some(oid), &path, e)),
-        }
+        let len = match fs::metadata(&path) {
+            Ok(m) => m.len(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(ObjectError::io("stat", Some(oid), &path, e)),
+        };
+        Ok(self
+            .packed_usage_of(oid)?
+            .map_or(len, |(logical, _)| logical))
+    }
+
+    /// A compressed object's (logical size, stored bytes), read from its
+    /// files without caching them (scans and listings visit every object
+    /// once); `None` for a plain or missing object. The caller holds the
+    /// object's lock.
+    fn packed_usage_of(&self, oid: u64) -> Result<Option<(u64, u64)>, ObjectError> {
+        let path = self.sums_path(oid);
+        let open = |p: &Path| match File::open(p) {
+            Ok(f) => Ok(Some(f)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(ObjectError::io("open", Some(oid), p, e)),
+        };
+        let Some(sums) = open(&path)? else {
+            return Ok(None);
+        };
+        let mut h = [0u8; packed::HEADER as usize];
+        let n = read_full(&sums, &mut h, 0)
+            .map_err(|e| ObjectError::io("read", Some(oid), &path, e))?;
+        let Ok(compress) = packed::check_header(&h[..n]) else {
+            return Ok(None);
+        };
+        let Some(data) = open(&self.object_path(oid))? else {
+            return Ok(None);
+        };
+        let p = Packed {
+            data: &data,
+            sums: &sums,
+            compress,
+            gen: self.gen,
+        };
+        p.usage().map(Some).map_err(|f| self.fault(oid, f))
     }
 
     /// Remove object `oid` and its checksums. A missing object is fine
     /// (destroy is resent after reconnects).
     pub fn destroy(&self, oid: u64) -> Result<(), ObjectError> {
         let _g = self.lock_of(oid).write().unwrap_or_else(|p| p.into_inner());
-        let mut cache = lock(&self.handles);
-        cache.map.remove(&oid);
-        cache.unsynced_names.remove(&oid);
+        let gone = self.packed_usage_of(oid).ok().flatten();
+        {
+            let mut cache = lock(&self.handles);
+            cache.map.remove(&oid);
+            cache.unsynced_names.remove(&oid);
+        }
         for path in [self.object_path(oid), self.sums_path(oid)] {
             match fs::remove_file(&path) {
                 Ok(()) => {}
@@ -740,7 +928,79 @@ impl ObjectStore {
                 Err(e) => return Err(ObjectError::io("unlink", Some(oid), &path, e)),
             }
         }
+        if let Some((logical, stored)) = gone {
+            self.usage.add(
+                oid,
+                Delta {
+                    logical: -(logical as i64),
+                    stored: -(stored as i64),
+                },
+            );
+        }
         Ok(())
+    }
+
+    /// Count what the compressed objects already in the store hold and
+    /// take, once, after opening (it reads every object's checksum file,
+    /// so the OST runs it in the background); until it is done
+    /// [`ObjectStore::packed_usage`] is partial. Changes made meanwhile
+    /// are counted exactly once: an object's changes count from the
+    /// moment the count has read it (or from its creation, for one made
+    /// after its bucket was listed).
+    pub fn count_packed(&self) {
+        for b in 0..=255u8 {
+            let oids = {
+                // Listed with the count's lock held: an object made after
+                // this counts its own changes from its first.
+                let mut c = lock(&self.usage.count);
+                c.started = true;
+                match self.objects_in(b) {
+                    Ok(oids) => {
+                        c.bucket = u32::from(b);
+                        c.pending = oids.iter().copied().collect();
+                        oids
+                    }
+                    Err(e) => {
+                        tracing::warn!(dir = %self.dir.display(), bucket = b, "counting compressed objects: {e}");
+                        c.bucket = u32::from(b);
+                        c.pending.clear();
+                        continue;
+                    }
+                }
+            };
+            for oid in oids {
+                let _g = self.lock_of(oid).read().unwrap_or_else(|p| p.into_inner());
+                let found = self.packed_usage_of(oid).unwrap_or_else(|e| {
+                    tracing::warn!(oid, "counting a compressed object: {e}");
+                    None
+                });
+                let mut c = lock(&self.usage.count);
+                c.pending.remove(&oid);
+                if let Some((logical, stored)) = found {
+                    self.usage
+                        .logical
+                        .fetch_add(logical as i64, Ordering::Relaxed);
+                    self.usage
+                        .stored
+                        .fetch_add(stored as i64, Ordering::Relaxed);
+                }
+            }
+        }
+        let mut c = lock(&self.usage.count);
+        c.bucket = 256;
+        c.pending.clear();
+    }
+
+    /// What the compressed objects hold (logical bytes) and take (their
+    /// chunks' stored forms, in 4 KiB units), and whether the count of
+    /// those found at opening is done.
+    pub fn packed_usage(&self) -> PackedUsage {
+        let c = lock(&self.usage.count);
+        PackedUsage {
+            logical: self.usage.logical.load(Ordering::Relaxed).max(0) as u64,
+            stored: self.usage.stored.load(Ordering::Relaxed).max(0) as u64,
+            counted: c.bucket >= 256,
+        }
     }
 
     /// Reserve `count` fresh object ids and return the first: the caller
@@ -833,6 +1093,7 @@ pub fn statfs_of(dir: &Path) -> Result<StatFs, ObjectError> {
         bytes_avail: (v.blocks_available() as u64).saturating_mul(frag),
         files_total: v.files() as u64,
         files_free: v.files_free() as u64,
+        ..StatFs::default()
     })
 }
 
@@ -850,7 +1111,7 @@ mod tests {
     fn object_files_live_in_hex_subdirectories() {
         let d = tmp();
         let s = ObjectStore::open(d.path()).expect("open");
-        s.write(0x1ff, 0, b"x").expect("write");
+        s.write(0x1ff, 0, b"x", None).expect("write");
         assert!(d.path().join("objects/ff/511").is_file());
         assert!(d.path().join("objects/00").is_dir());
     }
@@ -860,7 +1121,7 @@ mod tests {
         let d = tmp();
         let s = ObjectStore::open(d.path()).expect("open");
         let data: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
-        s.write(7, 0, &data).expect("write");
+        s.write(7, 0, &data, None).expect("write");
         s.sync(7).expect("sync");
         drop(s);
         let f = OpenOptions::new()
@@ -904,14 +1165,14 @@ mod tests {
     fn objects_of_a_store_made_before_checksums_still_read() {
         let d = tmp();
         let s = ObjectStore::open(d.path()).expect("open");
-        s.write(9, 0, b"old bytes").expect("write");
+        s.write(9, 0, b"old bytes", None).expect("write");
         drop(s);
         std::fs::remove_file(d.path().join(CHECKSUMS_FILE)).expect("rm marker");
         std::fs::remove_file(d.path().join("objects/09/9.sum")).expect("rm sums");
         let s = ObjectStore::open(d.path()).expect("reopen");
         assert_eq!(s.read(9, 0, 100).expect("read"), b"old bytes".to_vec());
         // Its next change gives the blocks it touches checksums.
-        s.write(9, 4, b"NEW").expect("write");
+        s.write(9, 4, b"NEW", None).expect("write");
         assert_eq!(s.read(9, 0, 100).expect("read"), b"old NEWes".to_vec());
         assert!(s.sums_path(9).is_file());
         assert!(s.verify(9).expect("verify").1.is_empty());
@@ -922,7 +1183,7 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         let d = tmp();
         let s = ObjectStore::open(d.path()).expect("open");
-        s.write(3, 0, b"data").expect("write");
+        s.write(3, 0, b"data", None).expect("write");
         s.allocate(3, 0, 1 << 20).expect("allocate");
         let m = std::fs::metadata(s.object_path(3)).expect("stat");
         assert_eq!(m.len(), 4, "the size is the MDT's business");
@@ -946,7 +1207,7 @@ mod tests {
         s.sync(7).expect("sync of a missing object");
         s.destroy(7).expect("destroy of a missing object");
         s.punch(7, 0, 10).expect("punch of a missing object");
-        s.truncate(7, 0).expect("truncate to 0");
+        s.truncate(7, 0, None).expect("truncate to 0");
         assert!(!s.object_path(7).exists());
     }
 
@@ -954,7 +1215,7 @@ mod tests {
     fn holes_read_as_zeros_and_reads_are_short_at_the_end() {
         let d = tmp();
         let s = ObjectStore::open(d.path()).expect("open");
-        s.write(3, 10, b"abc").expect("write");
+        s.write(3, 10, b"abc", None).expect("write");
         s.sync(3).expect("sync");
         let mut want = vec![0u8; 10];
         want.extend_from_slice(b"abc");
@@ -967,11 +1228,11 @@ mod tests {
     fn destroy_evicts_the_cached_handle() {
         let d = tmp();
         let s = ObjectStore::open(d.path()).expect("open");
-        s.write(5, 0, b"hello").expect("write");
+        s.write(5, 0, b"hello", None).expect("write");
         s.destroy(5).expect("destroy");
         assert!(!s.object_path(5).exists());
         assert_eq!(s.read(5, 0, 10).expect("read"), Vec::<u8>::new());
-        s.write(5, 0, b"x").expect("write again");
+        s.write(5, 0, b"x", None).expect("write again");
         assert_eq!(s.read(5, 0, 10).expect("read"), b"x".to_vec());
     }
 
@@ -981,7 +1242,7 @@ mod tests {
         let s = ObjectStore::open(d.path()).expect("open");
         let n = HANDLE_CACHE_CAPACITY as u64 + 50;
         for oid in 1..=n {
-            s.write(oid, 0, &oid.to_le_bytes()).expect("write");
+            s.write(oid, 0, &oid.to_le_bytes(), None).expect("write");
         }
         assert!(lock(&s.handles).map.len() <= HANDLE_CACHE_CAPACITY);
         for oid in 1..=n {
@@ -993,7 +1254,7 @@ mod tests {
     fn ranges_beyond_the_largest_offset_are_refused() {
         let d = tmp();
         let s = ObjectStore::open(d.path()).expect("open");
-        let e = s.write(1, u64::MAX - 1, b"ab").expect_err("overflow");
+        let e = s.write(1, u64::MAX - 1, b"ab", None).expect_err("overflow");
         assert!(matches!(e, ObjectError::OutOfRange { oid: 1, .. }));
         assert_eq!(WireError::from(e).errno, Errno::EFBIG);
     }
@@ -1023,7 +1284,7 @@ mod tests {
         let d = tmp();
         let s = ObjectStore::open(d.path()).expect("open");
         let start = s.precreate(100).expect("precreate");
-        s.write(start + 41, 0, b"data").expect("write");
+        s.write(start + 41, 0, b"data", None).expect("write");
         drop(s);
         fs::remove_file(d.path().join(WATERMARK_FILE)).expect("rm watermark");
         let s = ObjectStore::open(d.path()).expect("reopen");
@@ -1108,6 +1369,16 @@ mod tests {
         ]
     }
 
+    /// Object 1 is plain, 2 and 3 are compressed (made so by their first
+    /// write or truncate).
+    fn pack_of(oid: u64) -> Option<Compress> {
+        match oid {
+            2 => Some(Compress::zstd(1)),
+            3 => Some(Compress::LZ4),
+            _ => None,
+        }
+    }
+
     fn model_read(m: &[u8], offset: u64, len: u32) -> Vec<u8> {
         let start = (offset as usize).min(m.len());
         let end = (offset as usize + len as usize).min(m.len());
@@ -1120,12 +1391,17 @@ mod tests {
         fn store_matches_an_in_memory_model(ops in proptest::collection::vec(op(), 1..40)) {
             let d = tmp();
             let mut s = ObjectStore::open(d.path()).expect("open");
+            s.count_packed();
             let mut model: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
             for op in ops {
                 match op {
                     Op::Write { oid, offset, len, byte } => {
-                        let data = vec![byte; len];
-                        s.write(oid, offset, &data).expect("write");
+                        // Runs of one byte and a counter: chunks that
+                        // compress, and chunks that do not.
+                        let data: Vec<u8> = (0..len)
+                            .map(|i| if byte % 2 == 0 { byte } else { (i as u8).wrapping_mul(byte) })
+                            .collect();
+                        s.write(oid, offset, &data, pack_of(oid)).expect("write");
                         if len > 0 {
                             let m = model.entry(oid).or_default();
                             let end = offset as usize + len;
@@ -1136,7 +1412,7 @@ mod tests {
                         }
                     }
                     Op::Truncate { oid, size } => {
-                        s.truncate(oid, size).expect("truncate");
+                        s.truncate(oid, size, pack_of(oid)).expect("truncate");
                         model.entry(oid).or_default().resize(size as usize, 0);
                     }
                     Op::Punch { oid, offset, len } => {
@@ -1160,6 +1436,7 @@ mod tests {
                     Op::Reopen => {
                         drop(s);
                         s = ObjectStore::open(d.path()).expect("reopen");
+                        s.count_packed();
                     }
                 }
                 for oid in 1u64..4 {
@@ -1174,6 +1451,14 @@ mod tests {
                 prop_assert_eq!(bytes, m.len() as u64);
                 prop_assert!(bad.is_empty(), "{:?}", bad);
             }
+            // The running usage of compressed objects is what a count from
+            // scratch finds.
+            let running = s.packed_usage();
+            let fresh = ObjectStore::open(d.path()).expect("reopen");
+            fresh.count_packed();
+            prop_assert_eq!(running, fresh.packed_usage());
+            let logical: u64 = [2u64, 3].iter().map(|o| model.get(o).map_or(0, |m| m.len() as u64)).sum();
+            prop_assert_eq!(running.logical, logical);
         }
     }
 }

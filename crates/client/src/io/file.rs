@@ -412,6 +412,7 @@ impl OpenFile {
             let req = OstRequest::ObjWrite {
                 obj,
                 offset: ext.obj_offset,
+                pack: self.layout.compress,
             };
             let (client, caller) = (self.client.clone(), self.caller.clone());
             set.spawn(async move { client.ost_call(&caller, obj.ost, req, bulk).await });
@@ -584,6 +585,13 @@ impl OpenFile {
             // As Linux: a hole never changes the size.
             return Err(Errno::EOPNOTSUPP);
         }
+        let compressed = self.layout.compress.is_some();
+        if what == Allocation::Reserve && compressed {
+            // What compressed data will take is not known before it is
+            // written: no space can be promised (glibc's posix_fallocate
+            // then writes zeros, which compress to nothing).
+            return Err(Errno::EOPNOTSUPP);
+        }
         self.client.wait_writes(self.fid).await;
         // Each object's share of the range, as one request per object, and
         // the share on the MDT as one change.
@@ -631,6 +639,11 @@ impl OpenFile {
                     .await?
             }
             Allocation::Punch => client.ost_call_each(c, each(punch), "ObjPunch").await?,
+            // Zeroed chunks of a compressed object take no space: there
+            // is nothing to reserve after the punch.
+            Allocation::Zero if compressed => {
+                client.ost_call_each(c, each(punch), "ObjPunch").await?
+            }
             // Zeroing = deallocate, then reserve the range again.
             Allocation::Zero => {
                 client.ost_call_each(c, each(punch), "ObjPunch").await?;

@@ -44,8 +44,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Version of the intent record.
-const INTENT_REC_VERSION: u8 = 1;
+/// Version of the intent record (2: `DirObject` carries the default
+/// compression; version 1 records are still read).
+const INTENT_REC_VERSION: u8 = 2;
 /// Meta key of the next intent id: ids are never reused, since the parts
 /// done for an intent are found again by its id.
 pub const NEXT_INTENT: &str = "next_intent";
@@ -91,6 +92,104 @@ pub enum IntentOp {
         /// Every shard is sealed and destruction began: roll forward.
         destroying: bool,
     },
+}
+
+impl IntentRec {
+    /// Decode a stored intent of either version.
+    fn decode(b: &[u8]) -> Result<IntentRec, ServerError> {
+        if b.first() == Some(&1) {
+            return super::tx::decode_record::<v1::IntentRec>(b).map(IntentRec::from);
+        }
+        super::tx::decode_record(b)
+    }
+}
+
+/// Intent records as version 1 wrote them, before `DirObject` had
+/// `default_compress`: an MDT that crashed mid-operation under an older
+/// build resolves them after an upgrade.
+mod v1 {
+    use loom_proto::msg::{DirDefault, DirObject, Time};
+    use loom_proto::{Fid, Name, StripeSpec};
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    pub(super) struct IntentRec {
+        version: u8,
+        reply_to: Option<(u64, u64, u64)>,
+        op: IntentOp,
+    }
+
+    #[derive(Deserialize)]
+    enum IntentOp {
+        Mkdir {
+            name: Name,
+            dir: DirObjectV1,
+            mdts: Vec<u32>,
+            aborted: bool,
+        },
+        Rmdir {
+            parent: Fid,
+            name: Name,
+            shards: Vec<(u32, Fid)>,
+            destroying: bool,
+        },
+    }
+
+    #[derive(Deserialize)]
+    struct DirObjectV1 {
+        parent: Fid,
+        perm: u32,
+        uid: u32,
+        gid: u32,
+        time: Time,
+        default_stripe: Option<StripeSpec>,
+        others: Option<Vec<Fid>>,
+        default_dir: Option<DirDefault>,
+    }
+
+    impl From<IntentRec> for super::IntentRec {
+        fn from(r: IntentRec) -> super::IntentRec {
+            let op = match r.op {
+                IntentOp::Mkdir {
+                    name,
+                    dir: d,
+                    mdts,
+                    aborted,
+                } => super::IntentOp::Mkdir {
+                    name,
+                    dir: DirObject {
+                        parent: d.parent,
+                        perm: d.perm,
+                        uid: d.uid,
+                        gid: d.gid,
+                        time: d.time,
+                        default_stripe: d.default_stripe,
+                        others: d.others,
+                        default_dir: d.default_dir,
+                        default_compress: None,
+                    },
+                    mdts,
+                    aborted,
+                },
+                IntentOp::Rmdir {
+                    parent,
+                    name,
+                    shards,
+                    destroying,
+                } => super::IntentOp::Rmdir {
+                    parent,
+                    name,
+                    shards,
+                    destroying,
+                },
+            };
+            super::IntentRec {
+                version: r.version,
+                reply_to: r.reply_to,
+                op,
+            }
+        }
+    }
 }
 
 fn intent_key(id: u64) -> Vec<u8> {
@@ -224,6 +323,7 @@ impl MdtService {
                 default_stripe: self.default_stripe(parent)?,
                 others: None,
                 default_dir: self.default_dir(parent)?,
+                default_compress: self.default_compress(parent)?,
             },
             mdts: mdts.clone(),
             aborted: false,
@@ -554,7 +654,7 @@ impl MdtService {
             .scan(Space::Intents, &[], None, usize::MAX)
             .map_err(store_err)?
         {
-            let rec: IntentRec = super::tx::decode_record(&v)?;
+            let rec = IntentRec::decode(&v)?;
             if let IntentOp::Rmdir {
                 parent: p, name: n, ..
             } = &rec.op
@@ -573,7 +673,7 @@ impl MdtService {
             .get(Space::Intents, &intent_key(id))
             .map_err(store_err)?
             .ok_or_else(|| super::tx::store_err(format!("intent {id} vanished")))?;
-        super::tx::decode_record(&v)
+        IntentRec::decode(&v)
     }
 
     async fn unseal_all(
@@ -681,7 +781,7 @@ impl MdtService {
                 tracing::error!("MDT{:04x}: malformed intent key {k:?}", self.index);
                 continue;
             };
-            let rec: IntentRec = super::tx::decode_record(&v)?;
+            let rec = IntentRec::decode(&v)?;
             if let Err(e) = self.resolve_one(id, rec).await {
                 tracing::warn!(
                     id,

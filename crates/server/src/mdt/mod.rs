@@ -279,6 +279,7 @@ impl MdtService {
             default_stripe: None,
             default_layout: None,
             default_dir: None,
+            default_compress: None,
         });
         let ticket = self.apply_step(t)?;
         self.store.sync_through(ticket)?;
@@ -874,6 +875,12 @@ impl MdtService {
             }
             MdtRequest::SetDirDefault { fid, spec } => self.set_dir_default(ctx, fid, spec).await,
             MdtRequest::GetDirDefault { fid } => Ok(Reply::DirDefault(self.default_dir(fid)?)),
+            MdtRequest::SetDefaultCompress { fid, compress } => {
+                self.set_default_compress(ctx, fid, compress).await
+            }
+            MdtRequest::GetDefaultCompress { fid } => {
+                Ok(Reply::Compress(self.default_compress(fid)?))
+            }
             MdtRequest::OpStats => Ok(Reply::OpStats(self.stats.snapshot())),
             MdtRequest::Scrub { cmd } => Ok(Reply::Scrub(self.scrub.command(cmd))),
             MdtRequest::ListObjects { after } => self.list_objects(&after),
@@ -929,6 +936,7 @@ impl MdtService {
             bytes_avail: avail,
             files_total: used + free,
             files_free: free,
+            ..loom_proto::msg::StatFs::default()
         }))
     }
 }

@@ -14,7 +14,7 @@ use crate::error::{Handled, ServerError};
 use loom_proto::layout::LayoutSpec;
 use loom_proto::msg::{self, rename_flags, DirDefault, DirEntry, FileKind, Reply, Role, Time};
 use loom_proto::Name;
-use loom_proto::{Errno, Fid, ObjRef, StripeSpec};
+use loom_proto::{Compress, Errno, Fid, Layout, ObjRef, StripeSpec};
 use loom_store::kv::Space;
 use std::sync::Arc;
 
@@ -201,6 +201,7 @@ impl MdtService {
             // default: plain striping (unset fields inherited) or
             // components.
             let inherited = self.default_layout(parent)?;
+            let inherited_compress = self.default_compress(parent)?.and_then(Compress::if_on);
             match (stripe, inherited.as_ref().map(|l| (l.as_plain(), l))) {
                 (Some(s), Some((Some(p), _))) => Some(self.make_layout(&s.inherit(p)).await?),
                 (Some(s), _) => Some(self.make_layout(&s).await?),
@@ -208,6 +209,10 @@ impl MdtService {
                 (None, Some((None, l))) => Some(self.make_component_layout(l).await?),
                 (None, None) => Some(self.make_layout(&StripeSpec::default()).await?),
             }
+            .map(|l| Layout {
+                compress: inherited_compress,
+                ..l
+            })
         } else {
             None
         };
@@ -253,6 +258,11 @@ impl MdtService {
             },
             default_dir: if kind == FileKind::Dir {
                 p.default_dir.clone()
+            } else {
+                None
+            },
+            default_compress: if kind == FileKind::Dir {
+                p.default_compress
             } else {
                 None
             },
@@ -890,6 +900,23 @@ impl MdtService {
             (r.default_stripe, r.default_layout) = (stripe, layout)
         })
         .await
+    }
+
+    /// `setstripe --compress` on a directory: how its new files' data is
+    /// compressed (new subdirectories copy it; on the root, the file
+    /// system's default).
+    pub(super) async fn set_default_compress(
+        self: &Arc<Self>,
+        ctx: &Rq<'_>,
+        dir: Fid,
+        compress: Option<Compress>,
+    ) -> Handled {
+        if let Some(c) = &compress {
+            c.validate()
+                .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
+        }
+        self.set_dir_defaults(ctx, dir, "compression", |r| r.default_compress = compress)
+            .await
     }
 
     /// Change directory `dir`'s defaults with `set`, as its owner or root

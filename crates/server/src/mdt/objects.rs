@@ -18,7 +18,7 @@
 //! keyspace in the same batch ([`MdtService::record_destroy`]); see
 //! `destroys` for what happens to them then.
 
-use super::records::meta;
+use super::records::{meta, InodeRec};
 use super::tx::Tx;
 use super::{lock, MdtService};
 use crate::error::ServerError;
@@ -27,7 +27,7 @@ use loom_proto::fid::MAX_INO_SEQ;
 use loom_proto::layout::{Component, LayoutSpec, Pattern};
 use loom_proto::layout::{DEFAULT_STRIPE_SIZE, MAX_STRIPE_COUNT};
 use loom_proto::msg::{MgsRequest, OstRequest, Reply, Role, TargetId};
-use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec};
+use loom_proto::{Compress, Errno, Fid, Layout, ObjRef, StripeSpec};
 use loom_store::kv::Space;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -176,21 +176,39 @@ impl MdtService {
     /// the nearest ancestor's, else none (a plain default striping is one
     /// component).
     pub(super) fn default_layout(&self, dir: Fid) -> Result<Option<LayoutSpec>, ServerError> {
+        self.nearest_default(dir, |r| {
+            r.default_layout
+                .clone()
+                .or_else(|| r.default_stripe.clone().map(LayoutSpec::plain))
+        })
+    }
+
+    /// The compression of new files' data in directory `dir`: its own
+    /// default, else the nearest ancestor's (the root's is the file
+    /// system's), else none. `Some(off)` where it was switched off.
+    pub(super) fn default_compress(&self, dir: Fid) -> Result<Option<Compress>, ServerError> {
+        self.nearest_default(dir, |r| r.default_compress)
+    }
+
+    /// What `pick` finds on directory `dir` or, failing that, on the
+    /// nearest ancestor on this MDT that has it. A directory made here by
+    /// a cross-MDT mkdir copied its parent's effective defaults, so the
+    /// walk stops where the parent chain leaves this MDT.
+    pub(super) fn nearest_default<T>(
+        &self,
+        dir: Fid,
+        pick: impl Fn(&InodeRec) -> Option<T>,
+    ) -> Result<Option<T>, ServerError> {
         let mut fid = dir;
         // Bounded walk: a corrupt parent chain must not loop forever.
         for _ in 0..4096 {
             let r = match super::tx::read_inode(&*self.store, fid) {
                 Ok(r) => r,
-                // The parent is on another MDT: a directory made here by
-                // a cross-MDT mkdir copied its parent's effective default.
-                Err(e) if e.errno() == loom_proto::Errno::ENOENT && fid != dir => return Ok(None),
+                Err(e) if e.errno() == Errno::ENOENT && fid != dir => return Ok(None),
                 Err(e) => return Err(e),
             };
-            if let Some(l) = r.default_layout {
-                return Ok(Some(l));
-            }
-            if let Some(s) = r.default_stripe {
-                return Ok(Some(LayoutSpec::plain(s)));
+            if let Some(v) = pick(&r) {
+                return Ok(Some(v));
             }
             if fid == Fid::ROOT || r.parent == fid {
                 return Ok(None);
@@ -240,6 +258,7 @@ impl MdtService {
         Ok(Layout {
             generation: 0,
             components,
+            compress: None,
         })
     }
 

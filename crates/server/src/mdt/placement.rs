@@ -26,7 +26,7 @@
 use super::{lock, MdtService};
 use crate::error::ServerError;
 use loom_proto::msg::{DirDefault, MdtRequest, OstRequest, Reply, Role, TargetId};
-use loom_proto::{Errno, Fid};
+use loom_proto::Fid;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -82,25 +82,7 @@ impl MdtService {
     /// The default placement that applies to subdirectories made in `dir`:
     /// its own, else the nearest ancestor's on this MDT.
     pub(super) fn default_dir(&self, dir: Fid) -> Result<Option<DirDefault>, ServerError> {
-        let mut fid = dir;
-        // Bounded walk: a corrupt parent chain must not loop forever.
-        for _ in 0..4096 {
-            let r = match super::tx::read_inode(&*self.store, fid) {
-                Ok(r) => r,
-                // The parent is on another MDT: a directory made here by a
-                // cross-MDT mkdir copied its parent's effective default.
-                Err(e) if e.errno() == Errno::ENOENT && fid != dir => return Ok(None),
-                Err(e) => return Err(e),
-            };
-            if r.default_dir.is_some() {
-                return Ok(r.default_dir);
-            }
-            if fid == Fid::ROOT || r.parent == fid {
-                return Ok(None);
-            }
-            fid = r.parent;
-        }
-        Ok(None)
+        self.nearest_default(dir, |r| r.default_dir.clone())
     }
 
     /// The MDTs of a new directory under default `d` (its shards' MDTs,

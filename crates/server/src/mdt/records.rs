@@ -10,14 +10,15 @@
 
 use loom_proto::fid::name_hash;
 use loom_proto::layout::LayoutSpec;
+use loom_proto::layout::LayoutV1;
 use loom_proto::msg::{Attr, DirDefault, FileKind};
 use loom_proto::Name;
-use loom_proto::{Fid, Layout, StripeSpec};
+use loom_proto::{Compress, Fid, Layout, StripeSpec};
 use serde::{Deserialize, Serialize};
 
 /// Version of the inode record; stored in each record so later formats can
 /// read old ones.
-pub const INODE_REC_VERSION: u8 = 3;
+pub const INODE_REC_VERSION: u8 = 4;
 
 /// Everything the MDT keeps about one inode.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -41,27 +42,41 @@ pub struct InodeRec {
     /// Default placement of new subdirectories over MDTs, for directories
     /// (`setdirstripe -D`; version 3).
     pub default_dir: Option<DirDefault>,
+    /// Default compression of new files' data, for directories
+    /// (`setstripe --compress`; version 4, whose layouts carry the
+    /// file's own).
+    pub default_compress: Option<Compress>,
 }
 
-/// The fields every version of [`InodeRec`] starts with (version 1 is
-/// only these); later versions append theirs, so a record is decoded as
-/// this prefix and then the fields its version has.
+/// The fields versions 1 to 3 of [`InodeRec`] start with (version 1 is
+/// only these); later ones appended theirs, so such a record is decoded
+/// as this prefix and then the fields its version has. Their layouts
+/// have no compression ([`LayoutV1`]).
 #[derive(Deserialize)]
 struct InodeRecV1 {
     version: u8,
     attr: Attr,
     parent: Fid,
-    layout: Option<Layout>,
+    layout: Option<LayoutV1>,
     symlink: Option<Name>,
     default_stripe: Option<StripeSpec>,
 }
 
 impl InodeRec {
     /// Decode a stored inode record of any version (1: without
-    /// `default_layout`, 2: without `default_dir`).
+    /// `default_layout`, 2: without `default_dir`, 3: without
+    /// `default_compress` and with layouts of [`LayoutV1`]'s form).
     pub fn decode(b: &[u8]) -> Result<InodeRec, loom_proto::WireError> {
         use loom_proto::msg::decode_prefix;
-        let (v1, rest): (InodeRecV1, _) = decode_prefix(b)?;
+        let rest = match b.first() {
+            Some(&v) if v >= 4 => {
+                let (r, rest): (InodeRec, _) = decode_prefix(b)?;
+                trailing(rest)?;
+                return Ok(r);
+            }
+            _ => b,
+        };
+        let (v1, rest): (InodeRecV1, _) = decode_prefix(rest)?;
         let (default_layout, rest) = match v1.version {
             1 => (None, rest),
             _ => decode_prefix(rest)?,
@@ -70,23 +85,30 @@ impl InodeRec {
             1 | 2 => (None, rest),
             _ => decode_prefix(rest)?,
         };
-        if !rest.is_empty() {
-            return Err(loom_proto::WireError::new(
-                loom_proto::Errno::EPROTO,
-                format!("inode record: {} bytes after its fields", rest.len()),
-            ));
-        }
+        trailing(rest)?;
         Ok(InodeRec {
             version: v1.version,
             attr: v1.attr,
             parent: v1.parent,
-            layout: v1.layout,
+            layout: v1.layout.map(Layout::from),
             symlink: v1.symlink,
             default_stripe: v1.default_stripe,
             default_layout,
             default_dir,
+            default_compress: None,
         })
     }
+}
+
+/// Refuse bytes left after a record's fields.
+fn trailing(rest: &[u8]) -> Result<(), loom_proto::WireError> {
+    if rest.is_empty() {
+        return Ok(());
+    }
+    Err(loom_proto::WireError::new(
+        loom_proto::Errno::EPROTO,
+        format!("inode record: {} bytes after its fields", rest.len()),
+    ))
 }
 
 #[cfg(test)]
@@ -94,14 +116,15 @@ mod tests {
     use super::*;
     use loom_proto::layout::{ComponentSpec, DirHash};
 
-    /// A record of version 1 or 2 as those builds wrote it, from `rec`
-    /// whose newer fields are all `None` (one byte each in postcard):
-    /// the same bytes without them.
+    /// A record of version 1, 2 or 3 as those builds wrote it, from `rec`
+    /// without a layout and whose newer fields are all `None` (one byte
+    /// each in postcard): the same bytes without them.
     fn old(rec: &InodeRec, version: u8) -> Vec<u8> {
+        assert!(rec.layout.is_none());
         let mut r = rec.clone();
         r.version = version;
         let full = loom_proto::msg::encode(&r).expect("encode");
-        let newer_fields = usize::from(3 - version);
+        let newer_fields = usize::from(4 - version);
         full[..full.len() - newer_fields].to_vec()
     }
 
@@ -131,8 +154,9 @@ mod tests {
             default_stripe: Some(StripeSpec::default()),
             default_layout: None,
             default_dir: None,
+            default_compress: None,
         };
-        for v in [1u8, 2] {
+        for v in [1u8, 2, 3] {
             let r = InodeRec::decode(&old(&plain, v)).expect("an old record");
             assert_eq!(r.version, v);
             assert_eq!(r.default_stripe, plain.default_stripe);
@@ -160,6 +184,60 @@ mod tests {
         let mut long = b.clone();
         long.push(0);
         assert!(InodeRec::decode(&long).is_err(), "trailing bytes");
+    }
+
+    #[test]
+    fn a_version_3_file_reads_with_its_layout_and_no_compression() {
+        let t = loom_proto::msg::Time::default();
+        let attr = Attr {
+            fid: Fid::new(1, 10),
+            kind: FileKind::File,
+            perm: 0o644,
+            nlink: 1,
+            uid: 1,
+            gid: 2,
+            size: 5,
+            atime: t,
+            mtime: t,
+            ctime: t,
+            rdev: 0,
+            projid: 0,
+        };
+        let l = Layout::raid0(1 << 20, vec![loom_proto::ObjRef { ost: 1, oid: 7 }]);
+        let v1 = LayoutV1 {
+            generation: l.generation,
+            components: l.components.clone(),
+        };
+        // Version 3's fields in order, its layout without compression.
+        let none: Option<StripeSpec> = None;
+        let b = loom_proto::msg::encode(&(
+            3u8,
+            attr,
+            Fid::ROOT,
+            Some(v1),
+            None::<Name>,
+            none,
+            None::<LayoutSpec>,
+            None::<DirDefault>,
+        ))
+        .expect("encode");
+        let r = InodeRec::decode(&b).expect("a version 3 file");
+        assert_eq!(r.layout, Some(l.clone()));
+        assert!(r.default_compress.is_none());
+        // The current version keeps both.
+        let now = InodeRec {
+            version: INODE_REC_VERSION,
+            layout: Some(Layout {
+                compress: Some(Compress::zstd(5)),
+                ..l
+            }),
+            default_compress: Some(Compress::LZ4),
+            ..r
+        };
+        let back = InodeRec::decode(&loom_proto::msg::encode(&now).expect("encode"))
+            .expect("a version 4 record");
+        assert_eq!(back.layout, now.layout);
+        assert_eq!(back.default_compress, Some(Compress::LZ4));
     }
 }
 

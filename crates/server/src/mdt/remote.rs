@@ -219,6 +219,7 @@ impl MdtService {
             // only (`DirObject` carries no component layout yet).
             default_layout: None,
             default_dir: new.default_dir,
+            default_compress: new.default_compress,
         };
         let reply = Reply::Entry {
             attr: shown_attr(&rec),

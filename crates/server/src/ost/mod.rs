@@ -20,7 +20,7 @@ use crate::scrub::Scrub;
 use loom_proto::frame::MAX_BULK;
 use loom_proto::msg::Finding;
 use loom_proto::msg::{OstRequest, Reply, ReqCtx, ScrubCmd, StatFs, TargetId};
-use loom_proto::{Errno, ObjRef};
+use loom_proto::{Compress, Errno, ObjRef};
 use loom_store::object::{ObjectError, ObjectStore};
 use stats::OpStats;
 use std::path::Path;
@@ -47,6 +47,13 @@ impl OstService {
             .map_err(|e| anyhow::anyhow!("opening OST{index:04x} object store: {e}"))?;
         tracing::info!(index, dir = %dir.display(), "OST opened");
         let store = Arc::new(store);
+        // Count the compressed objects' usage in the background: `loom
+        // df` shows it as partial until this is done.
+        let counting = store.clone();
+        std::thread::Builder::new()
+            .name(format!("ost{index:04x}-count"))
+            .spawn(move || counting.count_packed())
+            .map_err(|e| anyhow::anyhow!("OST{index:04x}: starting the usage count: {e}"))?;
         Ok(Arc::new(OstService {
             index,
             scrub: Scrub::open(
@@ -87,9 +94,9 @@ impl OstService {
     ) -> (Handled, Vec<u8>) {
         let op = req.op();
         let (res, out, bytes) = match req {
-            OstRequest::ObjWrite { obj, offset } => {
+            OstRequest::ObjWrite { obj, offset, pack } => {
                 let n = bulk.len() as u64;
-                (self.write(obj, offset, bulk).await, Vec::new(), n)
+                (self.write(obj, offset, bulk, pack).await, Vec::new(), n)
             }
             OstRequest::ObjRead { obj, offset, len } => match self.read(obj, offset, len).await {
                 Ok(data) => {
@@ -98,8 +105,8 @@ impl OstService {
                 }
                 Err(e) => (Err(e), Vec::new(), 0),
             },
-            OstRequest::ObjTruncate { obj, size } => {
-                (self.truncate(obj, size).await, Vec::new(), 0)
+            OstRequest::ObjTruncate { obj, size, pack } => {
+                (self.truncate(obj, size, pack).await, Vec::new(), 0)
             }
             OstRequest::ObjPunch { obj, offset, len } => {
                 (self.punch(obj, offset, len).await, Vec::new(), len)
@@ -161,9 +168,17 @@ impl OstService {
         }
     }
 
-    async fn write(&self, obj: ObjRef, offset: u64, data: Vec<u8>) -> Handled {
+    async fn write(
+        &self,
+        obj: ObjRef,
+        offset: u64,
+        data: Vec<u8>,
+        pack: Option<Compress>,
+    ) -> Handled {
         let oid = self.check(obj)?;
-        self.blocking(move |s| s.write(oid, offset, &data)).await?;
+        let pack = checked_pack(pack)?;
+        self.blocking(move |s| s.write(oid, offset, &data, pack))
+            .await?;
         Ok(Reply::Ok)
     }
 
@@ -178,9 +193,10 @@ impl OstService {
         self.blocking(move |s| s.read(oid, offset, len)).await
     }
 
-    async fn truncate(&self, obj: ObjRef, size: u64) -> Handled {
+    async fn truncate(&self, obj: ObjRef, size: u64, pack: Option<Compress>) -> Handled {
         let oid = self.check(obj)?;
-        self.blocking(move |s| s.truncate(oid, size)).await?;
+        let pack = checked_pack(pack)?;
+        self.blocking(move |s| s.truncate(oid, size, pack)).await?;
         Ok(Reply::Ok)
     }
 
@@ -261,11 +277,25 @@ impl OstService {
 
     async fn statfs(&self) -> Handled {
         let st: StatFs = self.blocking(|s| s.statfs()).await?;
+        let packed = self.store.packed_usage();
         Ok(Reply::StatFs(StatFs {
             target: Some(TargetId::ost(self.index)),
+            packed_logical: packed.logical,
+            packed_stored: packed.stored,
+            packed_counted: packed.counted,
             ..st
         }))
     }
+}
+
+/// A compression setting from a request, checked: a bad one is refused
+/// before any byte is stored.
+fn checked_pack(pack: Option<Compress>) -> Result<Option<Compress>, ServerError> {
+    if let Some(c) = &pack {
+        c.validate()
+            .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
+    }
+    Ok(pack)
 }
 
 #[cfg(test)]
@@ -299,7 +329,11 @@ mod tests {
         let o = obj(2, start);
         let w = call(
             &s,
-            OstRequest::ObjWrite { obj: o, offset: 5 },
+            OstRequest::ObjWrite {
+                obj: o,
+                offset: 5,
+                pack: None,
+            },
             b"hello".to_vec(),
         )
         .await;
@@ -334,12 +368,25 @@ mod tests {
         let o = obj(0, 9);
         let w = call(
             &s,
-            OstRequest::ObjWrite { obj: o, offset: 0 },
+            OstRequest::ObjWrite {
+                obj: o,
+                offset: 0,
+                pack: None,
+            },
             vec![7u8; 100],
         )
         .await;
         assert_eq!(w.0, Ok(Reply::Ok));
-        let r = call(&s, OstRequest::ObjTruncate { obj: o, size: 50 }, vec![]).await;
+        let r = call(
+            &s,
+            OstRequest::ObjTruncate {
+                obj: o,
+                size: 50,
+                pack: None,
+            },
+            vec![],
+        )
+        .await;
         assert_eq!(r.0, Ok(Reply::Ok));
         let r = call(
             &s,
@@ -379,6 +426,7 @@ mod tests {
             OstRequest::ObjWrite {
                 obj: obj(3, 1),
                 offset: 0,
+                pack: None,
             },
             b"x".to_vec(),
         )

@@ -608,7 +608,11 @@ impl Cluster {
         let r = self
             .call_to(
                 TargetId::ost(obj.ost),
-                OstRequest::ObjWrite { obj, offset: 0 },
+                OstRequest::ObjWrite {
+                    obj,
+                    offset: 0,
+                    pack: None,
+                },
                 data,
             )
             .await
