@@ -4,7 +4,8 @@
 //! writes, truncates and punches across chunk and stripe boundaries read
 //! back identically, from a second mount too, and after an OST is killed
 //! with -9; `loom getstripe` shows the setting, `loom df` the logical and
-//! stored bytes; bad settings are refused. (Who may set it is tested
+//! stored bytes; bad settings are refused; a damaged chunk is EIO, never
+//! data, and scrub reports it. (Who may set it is tested
 //! through the library, `a_directory_compression_is_its_owners_to_set_and_follows_its_tree`.)
 mod common;
 use common::*;
@@ -312,6 +313,56 @@ fn compressed_files_read_back_identically_under_random_io() {
         )
     };
     assert_eq!(code, Some(0), "scrub of compressed objects:\n{out}");
+
+    // A flipped byte in a chunk's stored form is EIO to the reader, never
+    // data, and scrub reports the chunk at its offset in the object.
+    // The first chunk with a stored form (32-byte header, then 32-byte
+    // entries: stored length at 4, slot at 16).
+    let (obj, chunk, slot, stored) = c
+        .object_files(s(&lz.join("data")))
+        .into_iter()
+        .filter(|o| o.exists())
+        .find_map(|o| {
+            let sums = std::fs::read(o.with_extension("sum")).expect("its .sum");
+            sums[32..].chunks(32).enumerate().find_map(|(i, e)| {
+                let stored = u32::from_le_bytes([e[4], e[5], e[6], e[7]]);
+                (stored > 0).then(|| (o.clone(), i as u64, u64::from(e[16]), u64::from(stored)))
+            })
+        })
+        .expect("a stored chunk of lz/data");
+    let at = (2 * chunk + slot) * 65536 + stored / 2;
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&obj)
+            .expect("open the object");
+        let mut b = [0u8];
+        f.read_exact_at(&mut b, at).expect("read a byte");
+        f.write_all_at(&[b[0] ^ 0x20], at).expect("flip it");
+    }
+    std::fs::write("/proc/sys/vm/drop_caches", "3").expect("drop caches");
+    let o = as_nobody(&["cat", s(&m2.join("lz").join("data"))]);
+    assert!(!o.status.success(), "a damaged compressed chunk read back");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("Input/output error"), "cat said: {err}");
+    let oid: u64 = obj
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.parse().ok())
+        .expect("an object id");
+    let o = loom(&["scrub", s(&c.mnt)]);
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(1), "scrub with a damaged chunk:\n{out}");
+    assert!(
+        out.contains(&format!("object {oid} offset {}", chunk * 65536)),
+        "{out}"
+    );
 
     // A file's compression is its directory's: setstripe refuses a file.
     let o = loom(&["setstripe", "--compress", "lz4", s(&zs.join("data"))]);
