@@ -333,27 +333,13 @@ pub fn setstripe(a: SetstripeArgs) -> anyhow::Result<()> {
 
 /// `setstripe --compress` (or `-d`): a directory's default compression.
 fn setstripe_compress(a: &SetstripeArgs) -> anyhow::Result<()> {
-    let (entry, rel) = registry::find(&a.path)?;
-    let s = connect(entry)?;
-    let c = caller();
-    let shown = a.path.display();
-    s.rt.block_on(async {
-        match s.client.resolve_path(rel.as_os_str().as_bytes()).await {
-            Ok(attr) if attr.kind == FileKind::Dir => s
-                .client
-                .set_default_compress_as(&c, attr.fid, a.compress)
-                .await
-                .map_err(|e| errno(e, &format!("{shown}"))),
-            Ok(_) if a.delete => bail!("{shown}: -d removes a directory's defaults; this is not a directory"),
-            Ok(_) => bail!(
-                "{shown}: compression is set on directories (their new files take it); an existing file keeps what it was made with"
-            ),
-            Err(e) if e == Errno::ENOENT && a.delete => bail!("{shown}: no such directory"),
-            Err(e) if e == Errno::ENOENT => bail!(
-                "{shown}: no such directory (compression is set on directories; their new files take it)"
-            ),
-            Err(e) => Err(errno(e, &format!("{shown}"))),
-        }
+    let not_dir = if a.delete {
+        "-d removes a directory's defaults; this is not a directory"
+    } else {
+        "compression is set on directories (their new files take it); an existing file keeps what it was made with"
+    };
+    on_directory(&a.path, not_dir, async |client, c, fid| {
+        client.set_default_compress_as(c, fid, a.compress).await
     })
 }
 
@@ -368,21 +354,31 @@ fn setstripe_components(a: &SetstripeArgs) -> anyhow::Result<()> {
         .position(|w| w == "setstripe")
         .map_or(0, |i| i + 1);
     let spec = components_from_args(&words[from..]).map_err(|m| anyhow::anyhow!(m))?;
-    let (entry, rel) = registry::find(&a.path)?;
+    on_directory(
+        &a.path,
+        "component layouts (-E) are set on directories; their new files take them",
+        async |client, c, fid| client.set_default_layout_as(c, fid, Some(spec)).await,
+    )
+}
+
+/// Run `set` on the directory at `path` as this process, or say why not
+/// (`not_dir`: why anything else is refused).
+fn on_directory(
+    path: &Path,
+    not_dir: &str,
+    set: impl AsyncFnOnce(&Client, &Caller, loom_proto::Fid) -> Result<(), Errno>,
+) -> anyhow::Result<()> {
+    let (entry, rel) = registry::find(path)?;
     let s = connect(entry)?;
     let c = caller();
-    let shown = a.path.display();
+    let shown = path.display();
     s.rt.block_on(async {
         match s.client.resolve_path(rel.as_os_str().as_bytes()).await {
-            Ok(attr) if attr.kind == FileKind::Dir => s
-                .client
-                .set_default_layout_as(&c, attr.fid, Some(spec))
+            Ok(attr) if attr.kind == FileKind::Dir => set(&s.client, &c, attr.fid)
                 .await
                 .map_err(|e| errno(e, &format!("{shown}"))),
-            Ok(_) => bail!("{shown}: component layouts (-E) are set on directories; their new files take them"),
-            Err(e) if e == Errno::ENOENT => bail!(
-                "{shown}: no such directory (component layouts (-E) are set on directories; their new files take them)"
-            ),
+            Ok(_) => bail!("{shown}: {not_dir}"),
+            Err(e) if e == Errno::ENOENT => bail!("{shown}: no such directory ({not_dir})"),
             Err(e) => Err(errno(e, &format!("{shown}"))),
         }
     })

@@ -358,7 +358,11 @@ fn compressed_files_read_back_identically_under_random_io() {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-    assert_eq!(o.status.code(), Some(1), "scrub with a damaged chunk:\n{out}");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "scrub with a damaged chunk:\n{out}"
+    );
     assert!(
         out.contains(&format!("object {oid} offset {}", chunk * 65536)),
         "{out}"

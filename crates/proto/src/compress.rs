@@ -121,9 +121,11 @@ impl std::str::FromStr for Compress {
             ("off" | "none" | "lz4", Some(_)) => {
                 return Err(format!("{name} takes no level: use {name:?}"))
             }
-            _ => return Err(format!(
+            _ => {
+                return Err(format!(
                 "unknown compression {s:?}: use lz4, zstd, zstd:LEVEL (1-{ZSTD_MAX_LEVEL}) or off"
-            )),
+            ))
+            }
         };
         c.validate()?;
         Ok(c)

@@ -399,15 +399,24 @@ impl Packed<'_> {
         let _ = nix::fcntl::fallocate(self.data.as_raw_fd(), mode, o, l);
     }
 
-    /// Read `[offset, offset + len)`, short at the object's end.
-    pub fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>, Fault> {
-        let size = self.size()?;
-        let end = offset.saturating_add(len).min(size);
+    /// The part of `[offset, offset + len)` inside the object: its end,
+    /// and the first chunk it touches with the entries of all it touches;
+    /// `None` if it is empty.
+    fn inside(&self, offset: u64, len: u64) -> Result<Option<(u64, u64, Vec<Entry>)>, Fault> {
+        let end = offset.saturating_add(len).min(self.size()?);
         if offset >= end {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let (first, last) = (offset / CHUNK, (end - 1) / CHUNK);
-        let es = self.entries(first, last - first + 1)?;
+        Ok(Some((end, first, self.entries(first, last - first + 1)?)))
+    }
+
+    /// Read `[offset, offset + len)`, short at the object's end.
+    pub fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>, Fault> {
+        let Some((end, first, es)) = self.inside(offset, len)? else {
+            return Ok(Vec::new());
+        };
+        let last = first + es.len() as u64 - 1;
         let mut out = vec![0u8; (end - offset) as usize];
         for (e, i) in es.iter().zip(first..=last) {
             let data = self.load(i, e)?;
@@ -509,13 +518,10 @@ impl Packed<'_> {
     /// Zero `[offset, offset + len)` inside the object: chunks it covers
     /// become holes, chunks it cuts are rewritten with zeros.
     pub fn punch(&self, offset: u64, len: u64) -> Result<Delta, Fault> {
-        let size = self.size()?;
-        let end = offset.saturating_add(len).min(size);
-        if offset >= end {
+        let Some((end, first, old)) = self.inside(offset, len)? else {
             return Ok(Delta::default());
-        }
-        let (first, last) = (offset / CHUNK, (end - 1) / CHUNK);
-        let old = self.entries(first, last - first + 1)?;
+        };
+        let last = first + old.len() as u64 - 1;
         let mut staged = Vec::with_capacity(old.len());
         for (e, i) in old.into_iter().zip(first..=last) {
             let start = i * CHUNK;
