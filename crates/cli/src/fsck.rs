@@ -4,9 +4,16 @@
 //!   together: entries that name no inode (dangling), inodes that no
 //!   entry names (orphans; open-unlinked files are kept on purpose),
 //!   link counts that differ from the names (a directory's: 2 and one per
-//!   subdirectory), and striped directories whose shards are missing.
-//!   With `--repair`, a dangling entry is removed, a link count set, and
-//!   an orphan given a name in `/lost+found/MDTxxxx` (on its own MDT).
+//!   subdirectory), striped directories whose shards are missing, and
+//!   entries in a shard their name does not hash to (which lookups, going
+//!   to the right shard, never find), and directories whose inode names
+//!   another parent than the directory holding their entry (a wrong `..`,
+//!   which a crash between the steps of a cross-MDT operation could
+//!   leave). With `--repair`, a dangling entry is removed, a link count
+//!   and a parent set, an orphan given a name in
+//!   `/lost+found/MDTxxxx` (on its own MDT), and a misplaced entry moved
+//!   to its shard (added there, then removed from where it was: a repair
+//!   cut between the two leaves a duplicate the next run removes).
 //! - **Objects.** OST objects that no file refers to (left by a crash
 //!   between a file's create and its commit, or by a destroy that never
 //!   reached its OST) are reported with their sizes and, with `--repair`,
@@ -22,6 +29,7 @@
 use crate::registry;
 use crate::tools::{connect, errno, Session};
 use clap::Args;
+use loom_proto::fid::name_hash;
 use loom_proto::msg::{DirStripe, FileKind, FsckFix, FsckItem, FsckScan, ObjInfo, Role};
 use loom_proto::{Errno, Fid, Name, ObjRef};
 use std::collections::{HashMap, HashSet};
@@ -33,10 +41,10 @@ use std::process::ExitCode;
 #[derive(Args)]
 #[command(
     after_help = "Checks the namespace of every MDT (entries that name no inode, inodes \
-that no entry names, link counts, striped directories' shards) and every OST object against the \
-layouts of the files (objects no file refers to), online, as Lustre's LFSCK. --repair removes \
-dangling entries, sets link counts, gives orphan inodes a name in /lost+found/MDTxxxx and \
-reclaims orphan objects. Exit status, as e2fsck: 0 nothing found, 1 found and repaired, 4 found \
+that no entry names, link counts, striped directories' shards and entries in the wrong shard) and \
+every OST object against the layouts of the files (objects no file refers to), online, as Lustre's \
+LFSCK. --repair removes dangling entries, sets link counts, gives orphan inodes a name in \
+/lost+found/MDTxxxx, moves entries to their shard and reclaims orphan objects. Exit status, as e2fsck: 0 nothing found, 1 found and repaired, 4 found \
 and left (run again with --repair), 8 the check itself failed."
 )]
 pub struct FsckArgs {
@@ -112,6 +120,8 @@ struct Inode {
     kind: FileKind,
     nlink: u32,
     size: u64,
+    /// A directory's parent, as its inode records it (its `..`).
+    parent: Fid,
     shards: Vec<Fid>,
 }
 
@@ -151,6 +161,40 @@ enum Problem {
     },
     /// A striped directory whose shard does not exist.
     Shard { master: Fid, shard: Fid },
+    /// A directory whose inode names another parent than the directory
+    /// whose entry names it (its `..` is wrong).
+    Parent {
+        mdt: u32,
+        fid: Fid,
+        has: Fid,
+        should: Fid,
+    },
+    /// An entry of striped directory `master` in a shard its name does
+    /// not hash to.
+    WrongShard {
+        mdt: u32,
+        master: Fid,
+        shard: Fid,
+        name: Name,
+        fid: Fid,
+        kind: FileKind,
+        /// The shard it belongs in, and that shard's MDT.
+        right: Fid,
+        right_mdt: u32,
+        /// What the right shard holds under the name.
+        there: Held,
+    },
+}
+
+/// What the right shard of a misplaced entry holds under its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Held {
+    /// Nothing: the entry moves there.
+    Nothing,
+    /// The same inode (a move cut short): the misplaced entry goes.
+    Same,
+    /// Another inode: two files of one name; left for an administrator.
+    Other(Fid),
 }
 
 impl std::fmt::Display for Problem {
@@ -172,6 +216,21 @@ impl std::fmt::Display for Problem {
                 f,
                 "inconsistent striped directory: {master} lists shard {shard}, which does not exist"
             ),
+            Problem::Parent { mdt, fid, has, should } => write!(
+                f,
+                "wrong parent: directory {fid} on MDT{mdt:04x} says its parent is {has}, its entry is in {should}"
+            ),
+            Problem::WrongShard { mdt, master, shard, name, fid, right, right_mdt, there, .. } => {
+                write!(
+                    f,
+                    "entry in the wrong shard: {name:?} (naming {fid}) of striped directory {master} is in shard {shard} (MDT{mdt:04x}), its name hashes to shard {right} (MDT{right_mdt:04x})"
+                )?;
+                match there {
+                    Held::Nothing => Ok(()),
+                    Held::Same => write!(f, ", which names it too"),
+                    Held::Other(o) => write!(f, ", where the name is {o}'s"),
+                }
+            }
         }
     }
 }
@@ -192,8 +251,8 @@ fn read_namespace(s: &Session) -> anyhow::Result<Namespace> {
                             kind,
                             nlink,
                             size,
+                            parent,
                             shards,
-                            ..
                         } => {
                             ns.inodes.insert(
                                 fid,
@@ -202,6 +261,7 @@ fn read_namespace(s: &Session) -> anyhow::Result<Namespace> {
                                     kind,
                                     nlink,
                                     size,
+                                    parent,
                                     shards,
                                 },
                             );
@@ -237,12 +297,62 @@ fn problems(ns: &Namespace) -> Vec<Problem> {
         .values()
         .flat_map(|i| i.shards.iter().skip(1).copied())
         .collect();
+    // Each shard: its striped directory's layout, as (master, shards).
+    let striped: HashMap<Fid, (Fid, &[Fid])> = ns
+        .inodes
+        .iter()
+        .filter(|(_, i)| i.shards.len() > 1)
+        .flat_map(|(m, i)| {
+            i.shards
+                .iter()
+                .map(move |s| (*s, (*m, i.shards.as_slice())))
+        })
+        .collect();
+    let named: HashMap<(Fid, &Name), Fid> = ns
+        .entries
+        .iter()
+        .map(|(_, parent, name, fid, _)| ((*parent, name), *fid))
+        .collect();
     let mut names: HashMap<Fid, u32> = HashMap::new();
     let mut subdirs: HashMap<Fid, u32> = HashMap::new();
+    // The directory holding each directory's entry (a directory has one).
+    let mut holder: HashMap<Fid, Fid> = HashMap::new();
     for (mdt, parent, name, fid, kind) in &ns.entries {
+        // Where the entry is, or will be once repaired.
+        let mut home = *parent;
+        if let Some((master, shards)) = striped.get(parent) {
+            let right = shards[(name_hash(name.as_bytes()) % shards.len() as u64) as usize];
+            if right != *parent {
+                let there = match named.get(&(right, name)) {
+                    None => Held::Nothing,
+                    Some(f) if f == fid => Held::Same,
+                    Some(f) => Held::Other(*f),
+                };
+                if let Some(r) = ns.inodes.get(&right) {
+                    out.push(Problem::WrongShard {
+                        mdt: *mdt,
+                        master: *master,
+                        shard: *parent,
+                        name: name.clone(),
+                        fid: *fid,
+                        kind: *kind,
+                        right,
+                        right_mdt: r.mdt,
+                        there,
+                    });
+                }
+                match there {
+                    // A second entry for one name: not a second link.
+                    Held::Same => continue,
+                    Held::Nothing => home = right,
+                    Held::Other(_) => {}
+                }
+            }
+        }
         *names.entry(*fid).or_default() += 1;
         if *kind == FileKind::Dir {
             *subdirs.entry(*parent).or_default() += 1;
+            holder.insert(*fid, home);
         }
         if !ns.inodes.contains_key(fid) {
             out.push(Problem::Dangling {
@@ -268,6 +378,16 @@ fn problems(ns: &Namespace) -> Vec<Problem> {
                 });
             }
             continue;
+        }
+        if i.kind == FileKind::Dir && n == 1 {
+            if let Some(h) = holder.get(fid).filter(|h| **h != i.parent) {
+                out.push(Problem::Parent {
+                    mdt: i.mdt,
+                    fid: *fid,
+                    has: i.parent,
+                    should: *h,
+                });
+            }
         }
         // A striped directory's subdirectories are counted in its shards.
         let should = match i.kind {
@@ -380,6 +500,58 @@ fn repair(s: &Session, p: &Problem) -> anyhow::Result<Option<String>> {
             )))
         }
         Problem::Shard { .. } => Ok(None),
+        Problem::Parent {
+            mdt, fid, should, ..
+        } => {
+            fix(
+                *mdt,
+                FsckFix::SetParent {
+                    fid: *fid,
+                    parent: *should,
+                },
+            )?;
+            Ok(Some(format!("set the parent of {fid} to {should}")))
+        }
+        Problem::WrongShard {
+            mdt,
+            shard,
+            name,
+            fid,
+            kind,
+            right,
+            right_mdt,
+            there,
+            ..
+        } => {
+            let moved = match there {
+                Held::Other(_) => return Ok(None),
+                Held::Same => false,
+                Held::Nothing => {
+                    fix(
+                        *right_mdt,
+                        FsckFix::PutEntry {
+                            parent: *right,
+                            name: name.clone(),
+                            fid: *fid,
+                            kind: *kind,
+                        },
+                    )?;
+                    true
+                }
+            };
+            fix(
+                *mdt,
+                FsckFix::DropEntry {
+                    parent: *shard,
+                    name: name.clone(),
+                },
+            )?;
+            Ok(Some(if moved {
+                format!("moved entry {name:?} from shard {shard} to shard {right}")
+            } else {
+                format!("removed entry {name:?} of shard {shard}, a duplicate of shard {right}'s")
+            }))
+        }
     }
 }
 
@@ -491,4 +663,122 @@ fn referenced(s: &Session) -> anyhow::Result<HashSet<ObjRef>> {
         s.rt.block_on(s.client.referenced_objects())
             .map_err(|e| errno(e, "reading the MDTs' layouts"))?;
     Ok(v.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inode(mdt: u32, kind: FileKind, nlink: u32, parent: Fid, shards: Vec<Fid>) -> Inode {
+        Inode {
+            mdt,
+            kind,
+            nlink,
+            size: 0,
+            parent,
+            shards,
+        }
+    }
+
+    /// A striped directory over two shards and one file in it, named
+    /// `name` in the shards listed in `held_in`.
+    fn striped_with(name: &str, held_in: &[usize]) -> (Namespace, [Fid; 2], Fid) {
+        let (master, shard1, file) = (
+            Fid::new(0x200000400, 2),
+            Fid::new(0x240000400, 1),
+            Fid::new(0x200000400, 3),
+        );
+        let shards = [master, shard1];
+        let mut ns = Namespace::default();
+        ns.inodes
+            .insert(Fid::ROOT, inode(0, FileKind::Dir, 3, Fid::ROOT, vec![]));
+        ns.inodes.insert(
+            master,
+            inode(0, FileKind::Dir, 2, Fid::ROOT, shards.to_vec()),
+        );
+        ns.inodes
+            .insert(shard1, inode(1, FileKind::Dir, 2, master, vec![]));
+        ns.inodes
+            .insert(file, inode(0, FileKind::File, 1, Fid::ROOT, vec![]));
+        ns.entries
+            .push((0, Fid::ROOT, Name::from("d"), master, FileKind::Dir));
+        for &k in held_in {
+            ns.entries
+                .push((k as u32, shards[k], Name::from(name), file, FileKind::File));
+        }
+        (ns, shards, file)
+    }
+
+    /// A name and the index of the shard it hashes to over two shards.
+    fn name_in(shard: usize) -> String {
+        (0..)
+            .map(|i| format!("n{i}"))
+            .find(|n| (name_hash(n.as_bytes()) % 2) as usize == shard)
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn an_entry_in_the_wrong_shard_is_found_and_a_cut_move_is_a_duplicate() {
+        let name = name_in(0);
+        // Where it belongs: nothing to say.
+        let (ns, ..) = striped_with(&name, &[0]);
+        assert_eq!(problems(&ns), vec![]);
+        // In the other shard: to be moved.
+        let (ns, shards, file) = striped_with(&name, &[1]);
+        match problems(&ns).as_slice() {
+            [Problem::WrongShard {
+                shard,
+                right,
+                there: Held::Nothing,
+                fid,
+                right_mdt: 0,
+                ..
+            }] => {
+                assert_eq!((*shard, *right, *fid), (shards[1], shards[0], file));
+            }
+            other => panic!("{other:?}"),
+        }
+        // A move cut after its first step: in both. One name, one link:
+        // the entry in the wrong shard is a duplicate, the count is right.
+        let (ns, ..) = striped_with(&name, &[0, 1]);
+        match problems(&ns).as_slice() {
+            [Problem::WrongShard {
+                there: Held::Same, ..
+            }] => {}
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_directory_whose_parent_is_not_where_its_entry_is_is_found() {
+        let (mut ns, shards, _) = striped_with(&name_in(0), &[0]);
+        let sub = Fid::new(0x240000400, 9);
+        let sub_name = name_in(1);
+        // Made in shard 1, where its name belongs: its parent is shard 1.
+        ns.inodes
+            .insert(sub, inode(1, FileKind::Dir, 2, shards[1], vec![]));
+        ns.entries.push((
+            1,
+            shards[1],
+            Name::from(sub_name.as_str()),
+            sub,
+            FileKind::Dir,
+        ));
+        if let Some(i) = ns.inodes.get_mut(&shards[1]) {
+            i.nlink = 3;
+        }
+        assert_eq!(problems(&ns), vec![]);
+        if let Some(i) = ns.inodes.get_mut(&sub) {
+            i.parent = Fid::ROOT;
+        }
+        assert_eq!(
+            problems(&ns),
+            vec![Problem::Parent {
+                mdt: 1,
+                fid: sub,
+                has: Fid::ROOT,
+                should: shards[1]
+            }]
+        );
+    }
 }

@@ -3,7 +3,8 @@
 //! and fsyncs each one. After the last restart every fsync'd byte reads
 //! back as written (through a mount with nothing cached), and scrub finds
 //! no block whose checksum fails: a checksum never lags its data, however
-//! a write was cut.
+//! a write was cut. The same for a compressed file, whose chunks are
+//! rewritten copy-on-write.
 mod common;
 use common::*;
 use std::io::{BufRead, BufReader};
@@ -34,16 +35,23 @@ fn record(i: u32) -> Vec<u8> {
 
 #[test]
 fn ost_kill9_loops_keep_every_fsynced_byte_and_checksum() {
+    kill9_loops(None);
+}
+
+#[test]
+fn ost_kill9_loops_keep_every_fsynced_byte_of_a_compressed_file() {
+    kill9_loops(Some("zstd:1"));
+}
+
+/// The loop, on a file made under `compress` (none: plain).
+fn kill9_loops(compress: Option<&str>) {
     let mut c = Cluster::up(1, 2, &[]);
     let dir = c.open_dir("w");
-    loom_ok(&[
-        "setstripe",
-        "-c",
-        "2",
-        "-S",
-        "64K",
-        dir.to_str().expect("utf8"),
-    ]);
+    let d = dir.to_str().expect("utf8");
+    loom_ok(&["setstripe", "-c", "2", "-S", "64K", d]);
+    if let Some(z) = compress {
+        loom_ok(&["setstripe", "--compress", z, d]);
+    }
     let file = dir.join("log.bin");
     let stop = c.tmp.path().join("stop");
     let mut writer = Command::new("setpriv")
@@ -88,6 +96,8 @@ fn ost_kill9_loops_keep_every_fsynced_byte_and_checksum() {
     }
     let status = writer.wait().expect("wait for the writer");
     assert!(status.success(), "the writer failed: {status}");
+    let made_with = loom_ok(&["getstripe", "-Z", file.to_str().expect("utf8")]);
+    assert_eq!(made_with.trim(), compress.unwrap_or("off"));
 
     let mut want = Vec::new();
     for i in 0..synced {

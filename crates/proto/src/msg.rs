@@ -110,7 +110,7 @@ pub struct Envelope {
 }
 
 /// File types, as the kernel knows them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum FileKind {
     /// Regular file.
     File,
@@ -412,7 +412,9 @@ pub enum FsckItem {
 /// A repair `loom fsck --repair` asks of an MDT.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FsckFix {
-    /// Remove entry `name` of `parent`: the inode it names does not exist.
+    /// Remove entry `name` of `parent`: the inode it names does not exist,
+    /// or the entry is in the wrong shard (a directory's removal takes
+    /// one link of `parent`).
     DropEntry {
         /// The directory (or shard) on this MDT.
         parent: Fid,
@@ -435,6 +437,28 @@ pub enum FsckFix {
         dir: Fid,
         /// The new entry.
         name: Name,
+    },
+    /// Add entry `name`, naming `fid` of type `kind` (anywhere), to
+    /// `parent` on this MDT: the shard of a striped directory that its
+    /// name hashes to, for an entry found in another shard (whose entry
+    /// `DropEntry` then removes).
+    PutEntry {
+        /// The directory or shard on this MDT.
+        parent: Fid,
+        /// The entry.
+        name: Name,
+        /// The inode it names.
+        fid: Fid,
+        /// That inode's type.
+        kind: FileKind,
+    },
+    /// Set directory `fid`'s parent (its `..`, on this MDT) to `parent`,
+    /// the directory whose entry names it.
+    SetParent {
+        /// The directory.
+        fid: Fid,
+        /// Its parent.
+        parent: Fid,
     },
 }
 

@@ -187,19 +187,58 @@ impl MdtService {
                 Lease::Attr(*dir),
                 Lease::Attr(*fid),
             ],
+            FsckFix::PutEntry { parent, name, .. } => vec![
+                Lease::List(*parent),
+                Lease::Name(*parent, name.clone()),
+                Lease::Attr(*parent),
+            ],
+            FsckFix::SetParent { fid, .. } => vec![Lease::Attr(*fid)],
         };
         let _busy = self.leases.recall(0, recalled).await;
         let _ns = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         match &fix {
             FsckFix::DropEntry { parent, name } => {
-                if t.dentry(*parent, name)?.is_none() {
+                let Some(d) = t.dentry(*parent, name)? else {
                     return Err(ServerError::refused(
                         Errno::ENOENT,
                         format!("{parent} has no entry {name}"),
                     ));
-                }
+                };
                 t.delete_dentry(*parent, name);
+                if d.kind == FileKind::Dir {
+                    // Its parent counted it as a subdirectory.
+                    let p = t.inode(*parent)?;
+                    p.attr.nlink = p.attr.nlink.saturating_sub(1).max(2);
+                }
+            }
+            FsckFix::PutEntry {
+                parent,
+                name,
+                fid,
+                kind,
+            } => {
+                if t.dentry(*parent, name)?.is_some() {
+                    return Err(ServerError::refused(
+                        Errno::EEXIST,
+                        format!("{parent} has an entry {name}"),
+                    ));
+                }
+                let p = t.dir(*parent)?;
+                if *kind == FileKind::Dir {
+                    p.attr.nlink += 1;
+                }
+                t.put_dentry(
+                    *parent,
+                    name,
+                    &DentryRec {
+                        fid: *fid,
+                        kind: *kind,
+                    },
+                )?;
+            }
+            FsckFix::SetParent { fid, parent } => {
+                t.dir(*fid)?.parent = *parent;
             }
             FsckFix::SetNlink { fid, nlink } => {
                 t.inode(*fid)?.attr.nlink = *nlink;
