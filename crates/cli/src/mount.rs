@@ -214,6 +214,8 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
             attr_timeout: plan.attr_timeout,
             lease_time: plan.lease_time,
         },
+        // The kernel reads ahead for the mount.
+        readahead: false,
         ..ClientOptions::default()
     };
     let client = rt

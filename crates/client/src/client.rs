@@ -31,6 +31,9 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// How long answers are trusted, and whether the client takes leases.
     pub caching: crate::routing::Caching,
+    /// Whether a handle read in order reads whole stripe widths ahead
+    /// (`io::readahead`). A FUSE mount has the kernel's readahead instead.
+    pub readahead: bool,
 }
 
 impl Default for ClientOptions {
@@ -40,6 +43,7 @@ impl Default for ClientOptions {
             jobid_var: "SLURM_JOB_ID".to_string(),
             connect_timeout: Duration::from_secs(15),
             caching: Default::default(),
+            readahead: true,
         }
     }
 }

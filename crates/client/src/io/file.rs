@@ -14,6 +14,7 @@
 //! holes and objects shorter than the file read as zeros.
 
 use super::plan::{clamp_read, gather, plan, scatter, ObjExtent, MAX_RPC};
+use super::readahead::{window_of, Fetch, ReadAhead, Stamp};
 use super::writeback::FileWrites;
 use crate::ctx::Caller;
 use crate::Client;
@@ -24,7 +25,8 @@ use loom_proto::msg::{MdtRequest, OstRequest, Reply, Time};
 use loom_proto::{Errno, Fid, Layout, ObjRef};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::task::JoinSet;
+use std::time::Instant;
+use tokio::task::{JoinHandle, JoinSet};
 
 /// One open regular file. Cheap to share; reads and writes may run
 /// concurrently from many tasks.
@@ -66,6 +68,26 @@ pub struct OpenFile {
     /// Small sequential writes gathered under the size lease and not sent
     /// yet (see [`OpenFile::write`]).
     gathered: Mutex<Option<Gathered>>,
+    /// What was read ahead for a sequential reader (see
+    /// [`super::readahead`]); `None` on a mount (the kernel reads ahead)
+    /// or for a file with nothing on OSTs.
+    readahead: Option<(u64, tokio::sync::Mutex<ReadAhead>)>,
+}
+
+/// What a read needs, owned, so that reading ahead can run it as a task.
+#[derive(Clone)]
+struct Source {
+    client: Arc<Client>,
+    caller: Caller,
+    fid: Fid,
+    layout: Layout,
+}
+
+impl Fetch for Source {
+    fn spawn(&self, start: u64, len: usize) -> JoinHandle<Result<Vec<u8>, Errno>> {
+        let src = self.clone();
+        tokio::spawn(async move { src.fetch(start, len).await })
+    }
 }
 
 /// Most bytes a handle gathers before sending them as one write.
@@ -82,6 +104,88 @@ struct Gathered {
 /// the handle goes out while it is held.
 pub(crate) type ReportGuard = tokio::sync::OwnedMutexGuard<()>;
 
+/// Where the bytes [offset, offset + len) of file `fid` with `layout` go,
+/// component by component, in file order; EIO if the layout holds none.
+fn spans_checked(
+    layout: &Layout,
+    fid: Fid,
+    offset: u64,
+    len: usize,
+) -> Result<Vec<Span<'_>>, Errno> {
+    let spans = spans_of(layout, offset, len);
+    if spans.is_none() {
+        tracing::warn!(%fid, "layout holds no file data: {layout:?}");
+    }
+    spans.ok_or(Errno::EIO)
+}
+
+impl Source {
+    /// Read `[offset, offset + n)` (within the file's size) from where the
+    /// layout puts it, every object at once.
+    async fn fetch(&self, offset: u64, n: usize) -> Result<Vec<u8>, Errno> {
+        let mut exts = Vec::new();
+        let mut set = JoinSet::new();
+        for span in spans_checked(&self.layout, self.fid, offset, n)? {
+            match span.on {
+                On::Mdt => {
+                    let req = MdtRequest::DomRead {
+                        fid: self.fid,
+                        offset: span.offset,
+                        len: span.len as u32,
+                    };
+                    let (client, caller, fid) =
+                        (self.client.clone(), self.caller.clone(), self.fid);
+                    let i = exts.len();
+                    exts.push(ObjExtent {
+                        stripe: 0,
+                        obj_offset: span.offset,
+                        len: span.len,
+                        pieces: vec![super::plan::Piece {
+                            buf_offset: span.buf,
+                            len: span.len,
+                        }],
+                    });
+                    set.spawn(async move {
+                        let r = match client.mdt_call(&caller, fid, req).await {
+                            Ok(Reply::Bytes(b)) => Ok((Reply::Data, b)),
+                            Ok(other) => Err(unexpected("DomRead", &other)),
+                            Err(e) => Err(e),
+                        };
+                        (i, r)
+                    });
+                }
+                On::Raid0 { ss, objs } => {
+                    for ext in span.plan(ss, objs.len()) {
+                        let obj = objs[ext.stripe];
+                        let req = OstRequest::ObjRead {
+                            obj,
+                            offset: ext.obj_offset,
+                            len: ext.len as u32,
+                        };
+                        let (client, caller) = (self.client.clone(), self.caller.clone());
+                        let i = exts.len();
+                        exts.push(ext);
+                        set.spawn(async move {
+                            let r = client.ost_call(&caller, obj.ost, req, Bytes::new()).await;
+                            (i, r)
+                        });
+                    }
+                }
+            }
+        }
+        // Zero-filled: holes and short objects stay zeros.
+        let mut out = vec![0u8; n];
+        while let Some(res) = set.join_next().await {
+            let (i, r) = res.map_err(join_error)?;
+            match r? {
+                (Reply::Data, bulk) => scatter(&mut out, &exts[i], &bulk),
+                (other, _) => return Err(unexpected("ObjRead", &other)),
+            }
+        }
+        Ok(out)
+    }
+}
+
 impl OpenFile {
     pub(crate) fn new(
         client: Arc<Client>,
@@ -93,10 +197,8 @@ impl OpenFile {
         let writes = client.writes_of(fid);
         let failures = writes.failures().0;
         OpenFile {
-            client,
             caller,
             fid,
-            layout,
             known_size: AtomicU64::new(size),
             written_end: AtomicU64::new(0),
             dirty: AtomicBool::new(false),
@@ -108,6 +210,17 @@ impl OpenFile {
             defers: AtomicBool::new(false),
             reporting: Arc::new(tokio::sync::Mutex::new(())),
             gathered: Mutex::new(None),
+            readahead: client
+                .options()
+                .readahead
+                .then(|| window_of(&layout))
+                .flatten()
+                .map(|w| {
+                    let ttl = client.options().caching.attr_timeout;
+                    (w, tokio::sync::Mutex::new(ReadAhead::new(w, ttl)))
+                }),
+            client,
+            layout,
         }
     }
 
@@ -182,6 +295,7 @@ impl OpenFile {
 
     /// The file was truncated to `size` through this client.
     pub(crate) fn note_truncate(&self, size: u64) {
+        self.writes.note_change();
         self.known_size.store(size, Ordering::Release);
         self.written_end.fetch_min(size, Ordering::AcqRel);
     }
@@ -189,15 +303,13 @@ impl OpenFile {
     /// Where the bytes [offset, offset + len) of the file go, component by
     /// component, in file order.
     fn spans(&self, offset: u64, len: usize) -> Result<Vec<Span<'_>>, Errno> {
-        let spans = spans_of(&self.layout, offset, len);
-        if spans.is_none() {
-            tracing::warn!(fid = %self.fid, "layout holds no file data: {:?}", self.layout);
-        }
-        spans.ok_or(Errno::EIO)
+        spans_checked(&self.layout, self.fid, offset, len)
     }
 
     /// Read up to `len` bytes at `offset`: fewer at the end of the file,
-    /// none past it.
+    /// none past it. A reader going on where it stopped is served from
+    /// whole stripe widths read ahead (library clients; see
+    /// [`super::readahead`]).
     pub async fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>, Errno> {
         // What this client wrote must be read back: wait for writes in
         // flight.
@@ -212,66 +324,27 @@ impl OpenFile {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let mut exts = Vec::new();
-        let mut set = JoinSet::new();
-        for span in self.spans(offset, n)? {
-            match span.on {
-                On::Mdt => {
-                    let req = MdtRequest::DomRead {
-                        fid: self.fid,
-                        offset: span.offset,
-                        len: span.len as u32,
-                    };
-                    let (client, caller, fid) =
-                        (self.client.clone(), self.caller.clone(), self.fid);
-                    let i = exts.len();
-                    exts.push(ObjExtent {
-                        stripe: 0,
-                        obj_offset: span.offset,
-                        len: span.len,
-                        pieces: vec![super::plan::Piece {
-                            buf_offset: span.buf,
-                            len: span.len,
-                        }],
-                    });
-                    set.spawn(async move {
-                        let r = match client.mdt_call(&caller, fid, req).await {
-                            Ok(Reply::Bytes(b)) => Ok((Reply::Data, b)),
-                            Ok(other) => Err(unexpected("DomRead", &other)),
-                            Err(e) => Err(e),
-                        };
-                        (i, r)
-                    });
-                }
-                On::Raid0 { ss, objs } => {
-                    for ext in span.plan(ss, objs.len()) {
-                        let obj = objs[ext.stripe];
-                        let req = OstRequest::ObjRead {
-                            obj,
-                            offset: ext.obj_offset,
-                            len: ext.len as u32,
-                        };
-                        let (client, caller) = (self.client.clone(), self.caller.clone());
-                        let i = exts.len();
-                        exts.push(ext);
-                        set.spawn(async move {
-                            let r = client.ost_call(&caller, obj.ost, req, Bytes::new()).await;
-                            (i, r)
-                        });
-                    }
-                }
+        if let Some((_, ra)) = self.readahead.as_ref().filter(|(w, _)| *w > n as u64) {
+            let now = Stamp {
+                changes: self.writes.changes(),
+                recalls: self.client.router.fresh.recalls(),
+                at: Instant::now(),
+            };
+            let mut ra = ra.lock().await;
+            if let Some(data) = ra.serve(offset, n, size, now, &self.source()).await? {
+                return Ok(data);
             }
         }
-        // Zero-filled: holes and short objects stay zeros.
-        let mut out = vec![0u8; n];
-        while let Some(res) = set.join_next().await {
-            let (i, r) = res.map_err(join_error)?;
-            match r? {
-                (Reply::Data, bulk) => scatter(&mut out, &exts[i], &bulk),
-                (other, _) => return Err(unexpected("ObjRead", &other)),
-            }
+        self.source().fetch(offset, n).await
+    }
+
+    fn source(&self) -> Source {
+        Source {
+            client: self.client.clone(),
+            caller: self.caller.clone(),
+            fid: self.fid,
+            layout: self.layout.clone(),
         }
-        Ok(out)
     }
 
     /// Write `data` at `offset`. Returns once the requests are on their
@@ -290,6 +363,7 @@ impl OpenFile {
             return Ok(());
         }
         let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
+        self.writes.note_change();
         self.drop_privileges().await?;
         // A failure since the last write through this handle: say so now
         // (once; flush and fsync keep saying it).
@@ -592,6 +666,7 @@ impl OpenFile {
             // then writes zeros, which compress to nothing).
             return Err(Errno::EOPNOTSUPP);
         }
+        self.writes.note_change();
         self.client.wait_writes(self.fid).await;
         // Each object's share of the range, as one request per object, and
         // the share on the MDT as one change.

@@ -7,7 +7,10 @@
 //!   the OSTs in parallel and reports sizes to the MDT.
 //! - [`writeback`]: writes in flight per file: ordering of overlapping
 //!   writes, a bounded window, errors reported at the next call.
+//! - [`readahead`]: whole stripe widths read ahead for a sequential reader
+//!   of the library.
 
 pub mod file;
 pub mod plan;
+pub mod readahead;
 pub mod writeback;

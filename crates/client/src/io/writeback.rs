@@ -47,6 +47,10 @@ struct State {
     /// Writes that failed, and the error of the last one.
     failures: u64,
     last_error: Option<Errno>,
+    /// Changes to the file's bytes through this client (writes,
+    /// truncates, allocations) begun so far: what was read ahead before
+    /// the last one is stale.
+    changes: u64,
 }
 
 /// A write admitted in flight; [`FileWrites::finish`] it when done.
@@ -70,6 +74,16 @@ impl FileWrites {
     pub fn failures(&self) -> (u64, Option<Errno>) {
         let s = self.lock();
         (s.failures, s.last_error)
+    }
+
+    /// A change to the file's bytes begins through this client.
+    pub fn note_change(&self) {
+        self.lock().changes += 1;
+    }
+
+    /// Changes begun so far (see [`FileWrites::note_change`]).
+    pub fn changes(&self) -> u64 {
+        self.lock().changes
     }
 
     /// Wait until a write of [start, end) may go: nothing overlapping in
