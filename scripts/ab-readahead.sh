@@ -25,7 +25,7 @@ cleanup() {
         "${!b}" down --dir "/var/tmp/ab-ra-$b" >/dev/null 2>&1 || true
         rm -rf "/var/tmp/ab-ra-$b"
     done
-    rm -rf /var/tmp/ab-ra-ext4 /dev/shm/ab-ra-tmpfs /var/tmp/ab-ra-run.txt
+    rm -rf /var/tmp/ab-ra-ext4 /dev/shm/ab-ra-tmpfs /var/tmp/ab-ra-run.txt /var/tmp/ab-ra-up.log
 }
 trap cleanup EXIT
 run() { # name, binary, target, procs
