@@ -143,9 +143,10 @@ impl ReadAhead {
         let (width, ttl) = (self.width, self.ttl);
         self.expire(&now, ttl);
         let end = offset + n as u64;
-        let covered = |w: &Window| w.start <= offset && offset < w.end();
-        let sequential = offset == self.next || self.window.as_ref().is_some_and(covered);
-        if !sequential {
+        // Only a reader going on exactly where it stopped: a read of
+        // anything else (before, after, again) is the servers' to answer,
+        // as it is without reading ahead.
+        if offset != self.next {
             self.window = None;
             self.drop_pending();
             self.next = end;
@@ -301,8 +302,13 @@ mod tests {
         }
         // Ten windows, each fetched once (the last prefetch stops at EOF).
         assert_eq!(fetches.load(Ordering::SeqCst), 10);
-        // A jump is read directly (not served here); a reader going on
-        // from there is served again.
+        // A jump, or reading again what was read, is read directly (not
+        // served here); a reader going on from there is served again.
+        assert!(ra
+            .serve(size - 7_000, 10, size, stamp, &f)
+            .await
+            .expect("read")
+            .is_none());
         assert!(ra
             .serve(5, 10, size, stamp, &f)
             .await
