@@ -308,9 +308,11 @@ fn problems(ns: &Namespace) -> Vec<Problem> {
                 .map(move |s| (*s, (*m, i.shards.as_slice())))
         })
         .collect();
+    // Names in shards, to see what a misplaced entry's right shard holds.
     let named: HashMap<(Fid, &Name), Fid> = ns
         .entries
         .iter()
+        .filter(|(_, parent, ..)| striped.contains_key(parent))
         .map(|(_, parent, name, fid, _)| ((*parent, name), *fid))
         .collect();
     let mut names: HashMap<Fid, u32> = HashMap::new();

@@ -723,8 +723,7 @@ impl ObjectStore {
                 .map_or(0, |d| d.as_secs());
             let size = {
                 let _g = self.lock_of(oid).read().unwrap_or_else(|p| p.into_inner());
-                self.packed_usage_of(oid)?
-                    .map_or(m.len(), |(logical, _)| logical)
+                self.packed_size_of(oid)?.unwrap_or(m.len())
             };
             out.push(ObjInfo {
                 oid,
@@ -874,16 +873,18 @@ impl ObjectStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
             Err(e) => return Err(ObjectError::io("stat", Some(oid), &path, e)),
         };
-        Ok(self
-            .packed_usage_of(oid)?
-            .map_or(len, |(logical, _)| logical))
+        Ok(self.packed_size_of(oid)?.unwrap_or(len))
     }
 
-    /// A compressed object's (logical size, stored bytes), read from its
-    /// files without caching them (scans and listings visit every object
-    /// once); `None` for a plain or missing object. The caller holds the
+    /// What `look` finds in compressed object `oid`, read from its files
+    /// without caching them (scans and listings visit every object once);
+    /// `None` for a plain or missing object. The caller holds the
     /// object's lock.
-    fn packed_usage_of(&self, oid: u64) -> Result<Option<(u64, u64)>, ObjectError> {
+    fn with_packed<T>(
+        &self,
+        oid: u64,
+        look: impl FnOnce(&Packed<'_>) -> Result<T, Fault>,
+    ) -> Result<Option<T>, ObjectError> {
         let path = self.sums_path(oid);
         let open = |p: &Path| match File::open(p) {
             Ok(f) => Ok(Some(f)),
@@ -908,7 +909,19 @@ impl ObjectStore {
             compress,
             gen: self.gen,
         };
-        p.usage().map(Some).map_err(|f| self.fault(oid, f))
+        look(&p).map(Some).map_err(|f| self.fault(oid, f))
+    }
+
+    /// A compressed object's (logical size, stored bytes), from all its
+    /// entries; `None` for a plain or missing object.
+    fn packed_usage_of(&self, oid: u64) -> Result<Option<(u64, u64)>, ObjectError> {
+        self.with_packed(oid, |p| p.usage())
+    }
+
+    /// A compressed object's logical size, from its header alone; `None`
+    /// for a plain or missing object.
+    fn packed_size_of(&self, oid: u64) -> Result<Option<u64>, ObjectError> {
+        self.with_packed(oid, |p| p.size())
     }
 
     /// Remove object `oid` and its checksums. A missing object is fine

@@ -25,6 +25,7 @@
 //! by its handles.
 
 use loom_proto::Errno;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use tokio::sync::Notify;
 
@@ -36,6 +37,11 @@ pub const WINDOW: u64 = 32 << 20;
 pub struct FileWrites {
     state: Mutex<State>,
     changed: Notify,
+    /// Changes to the file's bytes through this client (writes,
+    /// truncates, allocations) begun so far: what was read ahead before
+    /// the last one is stale. Counted on every write, so not under the
+    /// lock.
+    changes: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -47,10 +53,6 @@ struct State {
     /// Writes that failed, and the error of the last one.
     failures: u64,
     last_error: Option<Errno>,
-    /// Changes to the file's bytes through this client (writes,
-    /// truncates, allocations) begun so far: what was read ahead before
-    /// the last one is stale.
-    changes: u64,
 }
 
 /// A write admitted in flight; [`FileWrites::finish`] it when done.
@@ -78,12 +80,12 @@ impl FileWrites {
 
     /// A change to the file's bytes begins through this client.
     pub fn note_change(&self) {
-        self.lock().changes += 1;
+        self.changes.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Changes begun so far (see [`FileWrites::note_change`]).
     pub fn changes(&self) -> u64 {
-        self.lock().changes
+        self.changes.load(Ordering::Acquire)
     }
 
     /// Wait until a write of [start, end) may go: nothing overlapping in
