@@ -4,7 +4,8 @@
 //! requests, not 256, and every byte is right. What was read ahead is
 //! never read stale: a write through another handle of the same client,
 //! and another client's write (which recalls this client's lease), are
-//! seen by the next read; a jump is read directly.
+//! seen by the next read; a jump is read directly. All as a user other
+//! than root.
 mod common;
 use common::*;
 use loom_client::Caller;
@@ -26,7 +27,12 @@ async fn a_sequential_reader_reads_ahead_by_stripe() {
         reader.options().readahead,
         "the library reads ahead by default"
     );
-    let me = Caller::current();
+    // A user other than root, in a directory open to all.
+    let dir = writer
+        .mkdir(&Caller::current(), Fid::ROOT, "w", 0o1777)
+        .await
+        .expect("mkdir");
+    let me = user(1000);
     let stripe = StripeSpec {
         count: -1,
         size: 64 * 1024,
@@ -35,7 +41,7 @@ async fn a_sequential_reader_reads_ahead_by_stripe() {
     let (attr, layout) = writer
         .create(
             &me,
-            Fid::ROOT,
+            dir.fid,
             "striped",
             FileKind::File,
             0o644,
