@@ -97,7 +97,19 @@ pub fn sh(cmd: &str) -> String {
 }
 
 /// Spawn `cmd` and wait (bounded) for a stdout line starting with `ready`.
-pub fn spawn_until(mut cmd: Command, ready: &str, what: &str, log: &Path) -> Child {
+pub fn spawn_until(cmd: Command, ready: &str, what: &str, log: &Path) -> Child {
+    spawn_until_or(cmd, ready, what, log, String::new)
+}
+
+/// As [`spawn_until`]; if `cmd` never becomes ready, the panic also shows
+/// what `more` says (logs that would go with the test's temp dir).
+pub fn spawn_until_or(
+    mut cmd: Command,
+    ready: &str,
+    what: &str,
+    log: &Path,
+    more: impl FnOnce() -> String,
+) -> Child {
     let logf = std::fs::File::create(log).expect("log file");
     let mut child = cmd
         .stdin(Stdio::null())
@@ -119,11 +131,26 @@ pub fn spawn_until(mut cmd: Command, ready: &str, what: &str, log: &Path) -> Chi
         let _ = child.kill();
         let _ = child.wait();
         panic!(
-            "{what} did not become ready:\n{}",
-            std::fs::read_to_string(log).unwrap_or_default()
+            "{what} did not become ready:\n{}{}",
+            std::fs::read_to_string(log).unwrap_or_default(),
+            more()
         );
     }
     child
+}
+
+/// Every server log in `dir`, for a failure's message.
+fn server_logs(dir: &Path) -> String {
+    let mut out = String::new();
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    logs.sort();
+    for l in logs {
+        let text = std::fs::read_to_string(&l).unwrap_or_default();
+        out.push_str(&format!("\n--- {} ---\n{text}", l.display()));
+    }
+    out
 }
 
 fn terminate(child: &mut Child) {
@@ -248,7 +275,14 @@ impl Cluster {
         up_args.extend(extra.iter().map(|a| a.into()));
         let mut cmd = Command::new(loom_bin());
         cmd.arg("up").args(&up_args);
-        let up = spawn_until(cmd, "mounted at", "loom up", &tmp.path().join("up.log"));
+        let logs = state.join("logs");
+        let up = spawn_until_or(
+            cmd,
+            "mounted at",
+            "loom up",
+            &tmp.path().join("up.log"),
+            || server_logs(&logs),
+        );
         Cluster {
             tmp,
             state,
