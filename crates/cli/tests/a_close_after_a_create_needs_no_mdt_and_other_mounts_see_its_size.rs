@@ -6,7 +6,10 @@
 //! lease. Run by an unprivileged user: close returns with the MDT
 //! stopped; the other mount sees every byte written, also while the file
 //! is still open there, and its own change (an explicit mtime) is not
-//! undone by the writer's report.
+//! undone by the writer's report. And with every OST stopped, a create,
+//! its writes and its close all return (the writes go behind under the
+//! mount's space grants, the close is not a FUSE round trip at all:
+//! FOPEN_NOFLUSH); another mount then reads every byte.
 mod common;
 use common::*;
 use std::io::{BufRead, BufReader, Write};
@@ -144,4 +147,52 @@ fn a_close_after_a_create_needs_no_mdt_and_other_mounts_see_its_size() {
     );
     let m1_size = size(&m1.join("shared/closed"));
     assert_eq!(m1_size, 100, "mount 1 sees its own size");
+}
+
+#[test]
+fn a_create_its_writes_and_its_close_wait_for_no_ost() {
+    let mut c = Cluster::up(1, 2, &[]);
+    let shared = c.path("shared");
+    std::fs::create_dir(&shared).expect("mkdir");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+    // Stripes over both OSTs, so that every write below needs both.
+    loom_ok(&[
+        "setstripe",
+        "-c",
+        "-1",
+        "-S",
+        "64K",
+        shared.to_str().expect("utf8"),
+    ]);
+    let m1 = c.second_mount("mnt1");
+    let mut w = Writer::start(&m1.join("shared"));
+    // A first file earns the mount its grants on both OSTs (a write
+    // without one is waited for).
+    w.step("create first 300000");
+    w.step("close");
+    let frozen: Vec<Stopped> = ["ost0", "ost1"]
+        .iter()
+        .map(|o| Stopped::new(c.pid(o)))
+        .collect();
+    let mut answers = Vec::new();
+    for step in ["create behind 200000", "append 50000", "close"] {
+        w.send(step);
+        let (answer, back) = within(move || (w.answer(), w)).unwrap_or_else(|| {
+            panic!("{step} waited for the stopped OSTs");
+        });
+        w = back;
+        answers.push(answer);
+    }
+    assert_eq!(answers, ["done create", "done append", "done close"]);
+    drop(frozen);
+    // The main mount's read recalls the size; the data is all there.
+    let mut want = vec![b'a'; 200000];
+    want.extend(vec![b'b'; 50000]);
+    assert!(std::fs::read(shared.join("behind")).expect("read") == want);
+    assert_eq!(
+        c.stripes(shared.join("behind").to_str().expect("utf8"))
+            .len(),
+        2,
+        "the file must span both OSTs"
+    );
 }

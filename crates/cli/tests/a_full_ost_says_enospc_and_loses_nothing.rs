@@ -2,8 +2,11 @@
 //! write, fsync or close, never silently), files written before are
 //! intact, and once space is freed the file system writes again; the same
 //! when the file system compresses its data (with data that does not
-//! compress). The OST lives on a 24 MiB tmpfs this test mounts (and
-//! unmounts, also on failure).
+//! compress). Writes sent behind under space grants never fail later:
+//! two users on two mounts fill the OST with files they close without
+//! fsync, and every file whose writes and close succeeded reads back
+//! whole from the other mount. The OST lives on a 24 MiB tmpfs this test
+//! mounts (and unmounts, also on failure).
 mod common;
 use common::*;
 use std::io::Write;
@@ -16,11 +19,16 @@ struct Setup {
     small: PathBuf,
     children: Vec<Child>,
     mnt: PathBuf,
+    /// A second mount, if made.
+    mnt2: Option<PathBuf>,
 }
 
 impl Drop for Setup {
     fn drop(&mut self) {
         let _ = nix::mount::umount2(self.mnt.as_path(), nix::mount::MntFlags::MNT_DETACH);
+        if let Some(m) = &self.mnt2 {
+            let _ = nix::mount::umount2(m.as_path(), nix::mount::MntFlags::MNT_DETACH);
+        }
         for c in self.children.iter_mut().rev() {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(c.id() as i32),
@@ -84,6 +92,7 @@ fn full_ost(compress: Option<&str>) {
         small: small.clone(),
         children: Vec::new(),
         mnt: d.join("mnt"),
+        mnt2: None,
     };
     sh(&format!(
         "mount -t tmpfs -o size=24m loomfull {}",
@@ -122,21 +131,20 @@ fn full_ost(compress: Option<&str>) {
         s.children
             .push(spawn_until(cmd, "loom server: serving", log, &d.join(log)));
     }
-    let mut cmd = Command::new(loom_bin());
-    cmd.arg("mount")
-        .arg(format!("{mgs}:/full"))
-        .arg(&s.mnt)
-        .arg("--key-file")
-        .arg(d.join("k.key"))
-        .arg("--timeout")
-        .arg("30")
-        .arg("--foreground");
-    s.children.push(spawn_until(
-        cmd,
-        "mounted at",
-        "mount",
-        &d.join("mount.log"),
-    ));
+    let mount = |at: &Path, log: &str| {
+        std::fs::create_dir_all(at).expect("mountpoint");
+        let mut cmd = Command::new(loom_bin());
+        cmd.arg("mount")
+            .arg(format!("{mgs}:/full"))
+            .arg(at)
+            .arg("--key-file")
+            .arg(d.join("k.key"))
+            .arg("--timeout")
+            .arg("30")
+            .arg("--foreground");
+        spawn_until(cmd, "mounted at", "mount", &d.join(log))
+    };
+    s.children.push(mount(&s.mnt, "mount.log"));
 
     if let Some(z) = compress {
         loom_ok(&["setstripe", "--compress", z, s.mnt.to_str().expect("utf8")]);
@@ -216,4 +224,104 @@ fn full_ost(compress: Option<&str>) {
         std::fs::read(s.mnt.join("after.bin")).expect("read") == noise(2 << 20, 99),
         "what was written after the space came back reads back differently"
     );
+
+    // Two users on two mounts fill the OST with 1 MiB files closed
+    // without fsync, each until a write says ENOSPC. Writes sent behind
+    // spend grants; the rest are waited for, so nothing acknowledged can
+    // fail after close.
+    let mnt2 = d.join("mnt2");
+    s.children.push(mount(&mnt2, "mount2.log"));
+    s.mnt2 = Some(mnt2.clone());
+    let shared = s.mnt.join("fill");
+    std::fs::create_dir(&shared).expect("mkdir");
+    sh(&format!("chmod 1777 {}", shared.display()));
+    let writers: Vec<_> = [(&s.mnt, "a"), (&mnt2, "b")]
+        .into_iter()
+        .map(|(m, tag)| {
+            Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .args(["/usr/bin/python3", "-c", FILLER, "write"])
+                .arg(m.join("fill"))
+                .arg(tag)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("python3 as nobody")
+        })
+        .collect();
+    let mut acknowledged = Vec::new();
+    for (w, tag) in writers.into_iter().zip(["a", "b"]) {
+        let out = w.wait_with_output().expect("writer");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "writer {tag}: {err}");
+        assert!(
+            err.contains("ENOSPC"),
+            "writer {tag} never met a full OST: {err}"
+        );
+        let files: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        eprintln!("writer {tag}: {} files acknowledged; {err}", files.len());
+        acknowledged.push((tag, files));
+    }
+    // Each user's files, read through the other mount.
+    for ((tag, files), other) in acknowledged.iter().zip([&mnt2, &s.mnt]) {
+        assert!(!files.is_empty(), "writer {tag} wrote nothing");
+        let out = Command::new("/usr/bin/python3")
+            .args(["-c", FILLER, "check"])
+            .arg(other.join("fill"))
+            .arg(tag)
+            .args(files)
+            .output()
+            .expect("checker");
+        assert!(
+            out.status.success(),
+            "acknowledged files of writer {tag} differ: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for log in ["mount.log", "mount2.log"] {
+        let text = std::fs::read_to_string(d.join(log)).expect("mount log");
+        assert!(
+            !text.contains("of a closed file failed"),
+            "{log}: a write failed after its close:\n{text}"
+        );
+    }
 }
+
+/// `write DIR TAG`: make files TAG-0, TAG-1, ... of 1 MiB that do not
+/// compress, in 64 KiB writes, each closed without fsync, until a write
+/// fails; print each file whose writes and close succeeded, and the
+/// error on stderr. `check DIR TAG NAMES...`: compare those files.
+const FILLER: &str = r#"
+import os, random, sys, errno
+def block(tag, i, k):
+    return random.Random(f"{tag}-{i}-{k}").randbytes(65536)
+mode, d, tag = sys.argv[1], sys.argv[2], sys.argv[3]
+if mode == "write":
+    for i in range(64):
+        name = f"{tag}-{i}"
+        try:
+            fd = os.open(f"{d}/{name}", os.O_CREAT | os.O_WRONLY, 0o644)
+            try:
+                for k in range(16):
+                    os.write(fd, block(tag, i, k))
+            finally:
+                os.close(fd)
+        except OSError as e:
+            print(f"stopped at {name}: {errno.errorcode.get(e.errno)}", file=sys.stderr)
+            break
+        print(name, flush=True)
+else:
+    bad = 0
+    for name in sys.argv[4:]:
+        with open(f"{d}/{name}", "rb") as f:
+            data = f.read()
+        want = b"".join(block(tag, int(name.split("-")[1]), k) for k in range(16))
+        if data != want:
+            print(f"{name}: {len(data)} bytes, differs", flush=True)
+            bad += 1
+    sys.exit(1 if bad else 0)
+"#;

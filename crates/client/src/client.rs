@@ -48,6 +48,10 @@ impl Default for ClientOptions {
     }
 }
 
+/// Most files whose failures after close a client keeps for their next
+/// fsync.
+pub const UNSEEN_MAX: usize = 65_536;
+
 /// A client of one loomfs file system. Cheap to share (`Arc`); every method
 /// may be called from many tasks at once.
 #[derive(Debug)]
@@ -64,6 +68,12 @@ pub struct Client {
     /// Bytes this client may have in flight in all (each file has its own
     /// window too): many files written at once must not hold more memory.
     pub(crate) write_budget: Arc<tokio::sync::Semaphore>,
+    /// Space the OSTs keep for this client's writes sent behind.
+    pub(crate) grants: crate::io::grant::Grants,
+    /// Failures of files closed here that no close could report (writes
+    /// or sizes sent at a release): the file's next fsync here reports
+    /// them, as a local file system's fsync reports a failed write-back.
+    unseen: Mutex<HashMap<Fid, Errno>>,
     /// Open files whose last name is gone: the MDT keeps them until their
     /// last handle here closes (see [`Client::adopt_orphan`]).
     orphans: Mutex<HashSet<Fid>>,
@@ -123,6 +133,8 @@ impl Client {
             open_files: Mutex::new(HashMap::new()),
             writes: Mutex::new(HashMap::new()),
             write_budget: Arc::new(tokio::sync::Semaphore::new(WRITE_BUDGET)),
+            grants: Default::default(),
+            unseen: Mutex::new(HashMap::new()),
             orphans: Mutex::new(HashSet::new()),
             rt: tokio::runtime::Handle::current(),
             dir_layouts: Default::default(),
@@ -400,6 +412,22 @@ impl Client {
         if let Some(w) = w {
             w.wait().await;
         }
+    }
+
+    /// A release of `fid` failed with `e` after its close returned: the
+    /// next fsync of `fid` on this client reports it (at most
+    /// [`UNSEEN_MAX`] files are remembered; past that, the log only).
+    pub fn unseen_failure(&self, fid: Fid, e: Errno) {
+        let mut u = self.unseen.lock().unwrap_or_else(|p| p.into_inner());
+        if u.len() < UNSEEN_MAX || u.contains_key(&fid) {
+            u.insert(fid, e);
+        }
+    }
+
+    /// The failure [`Client::unseen_failure`] kept for `fid`, now reported.
+    pub(crate) fn take_unseen(&self, fid: Fid) -> Option<Errno> {
+        let mut u = self.unseen.lock().unwrap_or_else(|p| p.into_inner());
+        u.remove(&fid)
     }
 
     fn lock_orphans(&self) -> std::sync::MutexGuard<'_, HashSet<Fid>> {

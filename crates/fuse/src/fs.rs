@@ -519,10 +519,16 @@ impl LoomFs {
             return Err(Errno::EBADF);
         };
         // What close(2) left to report: writes after the last flush
-        // (through mmap, or when the flush failed), and the size of a
-        // file made here (see `OpenFile::defer_reports`).
-        self.run(f.report_now())
-            .inspect_err(|_| self.pages_not_written(&f))
+        // (through mmap, or when the flush failed), and for a file made
+        // here, what was gathered and the size (see
+        // `OpenFile::defer_reports`). The kernel does not wait for this
+        // answer: a failure is logged, and the file's next fsync on this
+        // mount reports it.
+        self.run(f.report_now()).inspect_err(|e| {
+            self.pages_not_written(&f);
+            tracing::error!(fid = %f.fid(), "writes or size of a closed file failed: {e:?}; its next fsync here reports it");
+            self.client.unseen_failure(f.fid(), *e);
+        })
     }
 
     fn do_mkdir(
@@ -1230,12 +1236,16 @@ impl Filesystem for LoomFs {
                 self.lock_told().entry(a.fid.ino()).or_default().pages_lease = lease;
                 // Kept by the kernel under the leases the create granted.
                 let ttl = self.entry_ttl(parent, name.as_bytes(), &a, since);
-                // Under the size lease, close(2) reports nothing: it
-                // waits for the data only; the release reports the size.
-                if let Ok(f) = self.file(fh) {
-                    f.defer_reports();
-                }
-                reply.created(&ttl, &file_attr(&a), GEN, fh, FopenFlags::empty())
+                // Under the size lease, close(2) has nothing to do: what
+                // was written went behind under space grants or was waited
+                // for, and the release (or a recall, when another client
+                // looks at the file) sends what was gathered and the size.
+                // No lease (a mount without leases): close reports.
+                let flags = match self.file(fh) {
+                    Ok(f) if f.defer_reports() => crate::settings::create_reply_flags(),
+                    _ => FopenFlags::empty(),
+                };
+                reply.created(&ttl, &file_attr(&a), GEN, fh, flags)
             }
             Err(e) => reply.error(fe(e)),
         }

@@ -22,7 +22,8 @@
 //! - entries and attributes are given with the mount's `attr_timeout`, as
 //!   loomfs gives them; negative lookups are not cached (plain ENOENT);
 //! - opens reply without `FOPEN_KEEP_CACHE`, as loomfs's, so the kernel
-//!   drops a file's cached pages at every open in both;
+//!   drops a file's cached pages at every open in both; creates and
+//!   read-only opens reply `FOPEN_NOFLUSH`, as loomfs's;
 //! - permissions are checked by the kernel (`default_permissions`);
 //!   `access` answers yes;
 //! - set-ID bits are cleared here on write, truncate and chown, by loomfs's
@@ -1147,7 +1148,13 @@ impl Filesystem for NoopFs {
         reply: ReplyCreate,
     ) {
         match self.do_create(req, parent, name, mode & 0o7777 & !umask) {
-            Ok(a) => reply.created(&self.ttl, &a, GEN, FileHandle(a.ino.0), FopenFlags::empty()),
+            Ok(a) => reply.created(
+                &self.ttl,
+                &a,
+                GEN,
+                FileHandle(a.ino.0),
+                settings::create_reply_flags(),
+            ),
             Err(e) => reply.error(e),
         }
     }

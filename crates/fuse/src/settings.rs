@@ -99,6 +99,16 @@ pub fn open_reply_flags(flags: OpenFlags) -> FopenFlags {
     }
 }
 
+/// The flags every mount of this crate answers a create with:
+/// `FOPEN_NOFLUSH`, so that `close` of a file just made costs no FUSE round
+/// trip. Nothing needs the flush: loomfs sends a write behind only under a
+/// space grant that keeps it from failing for lack of space, waits for the
+/// rest in `write(2)`, and sends what it gathered and the size at the
+/// release, or when another client's look at the file recalls them.
+pub fn create_reply_flags() -> FopenFlags {
+    FopenFlags::FOPEN_NOFLUSH
+}
+
 /// Raises the readahead of the mount at `mountpoint` to
 /// `opts.readahead_kb` (see [`crate::set_readahead`]), once the mount is
 /// up. A failure is logged, not returned: the mount works, only streaming

@@ -10,6 +10,7 @@
 //!   recalled; one rule for both sides.
 //! - [`layout`]: file layouts (components, RAID-0 striping) and their maths.
 //! - [`compress`]: how a file's data is compressed on the OSTs.
+//! - [`grant`]: the space an OST reserves for a client's writes sent behind.
 //! - [`error`]: the wire's error codes, which are POSIX errno values.
 //! - [`name`]: file names, symlink targets and xattr names as bytes.
 //!
@@ -21,6 +22,7 @@ pub mod compress;
 pub mod error;
 pub mod fid;
 pub mod frame;
+pub mod grant;
 pub mod layout;
 pub mod lease;
 pub mod msg;

@@ -822,6 +822,15 @@ pub enum Reply {
     /// The compression new files in a directory get (`None`: none set on
     /// it or above; `Some(off)`: switched off there).
     Compress(Option<crate::compress::Compress>),
+    /// An OST stored a write, and grants the client `grant` more bytes
+    /// (see [`crate::grant`]).
+    Written {
+        /// The OST's instance, random at each start: a grant of an earlier
+        /// instance is void (the OST forgot it).
+        boot: u64,
+        /// Bytes added to the client's grant on this OST.
+        grant: u64,
+    },
 }
 
 impl Reply {

@@ -558,6 +558,10 @@ declare_requests! {
             /// write makes the object; an object keeps what it was made
             /// with.
             pack: Option<Compress>,
+            /// Bytes of the client's space grant this write spends (its
+            /// `grant::cost`, or 0: the client waits for this write, and
+            /// it may only use space not granted to others).
+            grant_used: u64,
         } => 50, "obj_write", Changes, Any;
         /// Read up to `len` bytes; the reply's bulk holds them (short at the
         /// object's end; holes read as zeros).

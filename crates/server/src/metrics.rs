@@ -379,6 +379,12 @@ pub fn render(node: &Node) -> String {
             "counter",
             "Scrub passes finished.",
         ),
+        (
+            "granted.bytes",
+            "loom_granted_bytes",
+            "gauge",
+            "Space an OST keeps for its clients' writes sent behind (grants).",
+        ),
     ] {
         help(&mut out, name, kind, text);
         for (t, c) in &counters {

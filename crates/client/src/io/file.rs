@@ -13,12 +13,14 @@
 //! and set by truncates made through this client. Reads are clamped to it;
 //! holes and objects shorter than the file read as zeros.
 
+use super::grant::Taken;
 use super::plan::{clamp_read, gather, plan, scatter, ObjExtent, MAX_RPC};
 use super::readahead::{window_of, Fetch, ReadAhead, Stamp};
 use super::writeback::FileWrites;
 use crate::ctx::Caller;
 use crate::Client;
 use bytes::Bytes;
+use loom_proto::grant;
 use loom_proto::layout::object_range_for;
 use loom_proto::layout::Pattern;
 use loom_proto::msg::{MdtRequest, OstRequest, Reply, Time};
@@ -93,11 +95,15 @@ impl Fetch for Source {
 /// Most bytes a handle gathers before sending them as one write.
 pub const GATHER_MAX: usize = 1 << 20;
 
-/// Bytes written at `offset` and held by the handle.
+/// Bytes written at `offset` and held by the handle, with the space
+/// grant taken for them when each write was gathered (the whole never
+/// costs more than its parts), so that sending them cannot fail for lack
+/// of space.
 #[derive(Debug)]
 struct Gathered {
     offset: u64,
     data: Vec<u8>,
+    taken: Taken,
 }
 
 /// A report taken with [`OpenFile::take_unreported`]: no other report of
@@ -371,16 +377,22 @@ impl OpenFile {
         if failures > self.failures_told_by_write.swap(failures, Ordering::AcqRel) {
             return Err(last.unwrap_or(Errno::EIO));
         }
-        if !self.may_gather(offset, data.len()) {
+        // What gathering this write needs: grant for it, taken now.
+        let taken = if self.may_gather(offset, data.len()) {
+            self.client.grants.take(&self.costs(offset, data.len())?)
+        } else {
+            None
+        };
+        let Some(taken) = taken else {
             self.drain().await?;
-            self.send(offset, data).await?;
+            self.send(offset, data, None, false).await?;
             if spans_of(&self.layout, offset, data.len())
                 .is_some_and(|v| v.iter().any(|s| matches!(s.on, On::Raid0 { .. })))
             {
                 self.note_written(end);
             }
             return self.after_write().await;
-        }
+        };
         let full = {
             let mut g = self.lock_gathered();
             match g.as_mut() {
@@ -389,19 +401,32 @@ impl OpenFile {
                         && x.data.len() + data.len() <= GATHER_MAX =>
                 {
                     x.data.extend_from_slice(data);
+                    x.taken.absorb(taken);
                     None
                 }
                 _ => g.replace(Gathered {
                     offset,
                     data: data.to_vec(),
+                    taken,
                 }),
             }
         };
         self.note_written(end);
         if let Some(prev) = full {
-            self.send(prev.offset, &prev.data).await?;
+            self.send(prev.offset, &prev.data, Some(prev.taken), true)
+                .await?;
         }
         self.after_write().await
+    }
+
+    /// The grant costs of a write of `len` bytes at `offset`: one per OST
+    /// request it makes.
+    fn costs(&self, offset: u64, len: usize) -> Result<Vec<(u32, u64)>, Errno> {
+        let packed = self.layout.compress.is_some_and(|c| c.is_on());
+        Ok(ost_extents(&self.spans(offset, len)?)
+            .iter()
+            .map(|(obj, ext)| (obj.ost, grant::cost(ext.obj_offset, ext.len as u64, packed)))
+            .collect())
     }
 
     /// Checked after a write was noted as dirty: if the size lease went (a
@@ -431,14 +456,26 @@ impl OpenFile {
     pub(crate) async fn drain(&self) -> Result<(), Errno> {
         let g = self.lock_gathered().take();
         match g {
-            Some(g) => self.send(g.offset, &g.data).await,
+            Some(g) => self.send(g.offset, &g.data, Some(g.taken), true).await,
             None => Ok(()),
         }
     }
 
     /// Send a write: its bytes on the MDT at once, those on OSTs on their
-    /// way (collected in the background).
-    async fn send(&self, offset: u64, data: &[u8]) -> Result<(), Errno> {
+    /// way (collected in the background) if the space grants cover them
+    /// (`taken` for them, or taken now), else waited for.
+    ///
+    /// `acknowledged`: the caller's write(2) has already returned (the
+    /// bytes were gathered), so a failure is the file's to report at its
+    /// next write, flush or fsync; otherwise a waited write's failure is
+    /// this call's only.
+    async fn send(
+        &self,
+        offset: u64,
+        data: &[u8],
+        taken: Option<Taken>,
+        acknowledged: bool,
+    ) -> Result<(), Errno> {
         let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
         let spans = self.spans(offset, data.len())?;
         // Bytes on the MDT first, in one change each: the MDT grows the
@@ -479,24 +516,49 @@ impl OpenFile {
                 return Err(Errno::EIO);
             }
         };
+        // Each request spends its cost of the grant, all or none of the
+        // write's (a write partly covered is waited for all the same).
+        let costs = self.costs(offset, data.len())?;
+        let grants = &self.client.grants;
+        let mut taken = match taken {
+            Some(t) => t,
+            None => grants.take(&costs).unwrap_or_default(),
+        };
+        let used: Vec<u64> = costs
+            .iter()
+            .map(|&(ost, c)| if taken.spend(ost, c) { c } else { 0 })
+            .collect();
+        grants.give_back(taken);
+        let behind = used.iter().all(|&u| u > 0);
         let mut set = JoinSet::new();
-        for (obj, ext) in &exts {
+        for ((obj, ext), grant_used) in exts.iter().zip(used) {
             let obj = *obj;
             let bulk = Bytes::from(gather(data, ext));
             let req = OstRequest::ObjWrite {
                 obj,
                 offset: ext.obj_offset,
                 pack: self.layout.compress,
+                grant_used,
             };
             let (client, caller) = (self.client.clone(), self.caller.clone());
-            set.spawn(async move { client.ost_call(&caller, obj.ost, req, bulk).await });
+            set.spawn(async move { (obj.ost, client.ost_call(&caller, obj.ost, req, bulk).await) });
         }
-        tokio::spawn(async move {
-            let r = join_ok(set, "ObjWrite").await;
-            writes.finish(ticket, r);
+        let client = self.client.clone();
+        let done = async move {
+            let r = join_written(set, &client).await;
             drop(budget);
-        });
-        Ok(())
+            r
+        };
+        if behind {
+            tokio::spawn(async move {
+                let r = done.await;
+                writes.finish(ticket, r);
+            });
+            return Ok(());
+        }
+        let r = done.await;
+        writes.finish(ticket, if acknowledged { r } else { Ok(()) });
+        r
     }
 
     /// A write up to `end` was made through this handle: the size and
@@ -632,7 +694,13 @@ impl OpenFile {
         self.report(true).await?;
         // The durable report committed the file's MDT; what this client
         // changed on others (the names leading here) commits too.
-        self.client.sync_all().await
+        self.client.sync_all().await?;
+        // A failure after an earlier close of the file, which nothing
+        // reported yet.
+        match self.client.take_unseen(self.fid) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// fallocate(2) on the file's objects: reserve, punch or zero
@@ -769,6 +837,25 @@ pub(crate) async fn join_ok(
         match res.map_err(join_error)?? {
             (Reply::Ok, _) => {}
             (other, _) => return Err(unexpected(op, &other)),
+        }
+    }
+    Ok(())
+}
+
+/// An OST's answer to one request, with the OST.
+type Answered = (u32, Result<(Reply, Vec<u8>), Errno>);
+
+/// Wait for every write of `set`, credit the space each OST granted in
+/// its answer; the first error wins.
+async fn join_written(
+    mut set: JoinSet<Answered>,
+    client: &Client,
+) -> Result<(), Errno> {
+    while let Some(res) = set.join_next().await {
+        let (ost, r) = res.map_err(join_error)?;
+        match r? {
+            (Reply::Written { boot, grant }, _) => client.grants.credit(ost, boot, grant),
+            (other, _) => return Err(unexpected("ObjWrite", &other)),
         }
     }
     Ok(())

@@ -7,10 +7,13 @@
 //!   the OSTs in parallel and reports sizes to the MDT.
 //! - [`writeback`]: writes in flight per file: ordering of overlapping
 //!   writes, a bounded window, errors reported at the next call.
+//! - [`grant`]: the space each OST keeps for this client's writes sent
+//!   behind; a write it does not cover is waited for.
 //! - [`readahead`]: whole stripe widths read ahead for a sequential reader
 //!   of the library.
 
 pub mod file;
+pub mod grant;
 pub mod plan;
 pub mod readahead;
 pub mod writeback;

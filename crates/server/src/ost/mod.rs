@@ -11,13 +11,20 @@
 //! checksum: a request that meets a block failing it is answered EIO,
 //! and the block is logged, counted and reported to its scrub
 //! ([`crate::scrub`], walking the objects as [`walk`] says).
+//!
+//! Writes spend and earn the clients' space grants ([`grants`]): a write
+//! covered by its client's grant always finds room; one that is not must
+//! fit beside every grant, or it is refused with ENOSPC.
 
+mod grants;
 mod stats;
 mod walk;
 
 use crate::error::{Handled, ServerError};
 use crate::scrub::Scrub;
+use grants::{Disk, Grants};
 use loom_proto::frame::MAX_BULK;
+use loom_proto::grant;
 use loom_proto::msg::Finding;
 use loom_proto::msg::{OstRequest, Reply, ReqCtx, ScrubCmd, StatFs, TargetId};
 use loom_proto::{Compress, Errno, ObjRef};
@@ -38,6 +45,7 @@ pub struct OstService {
     store: Arc<ObjectStore>,
     stats: OpStats,
     scrub: Arc<Scrub>,
+    grants: Grants,
 }
 
 impl OstService {
@@ -63,6 +71,7 @@ impl OstService {
             ),
             store,
             stats: OpStats::default(),
+            grants: Grants::default(),
         }))
     }
 
@@ -78,25 +87,33 @@ impl OstService {
 
     /// Per-operation counters: `("<op>.count", n)` and `("<op>.bytes", n)`
     /// for every operation, plus `("<op>.errors", n)`; then the integrity
-    /// counters (`checksum_errors.count`, `scrub.*`).
+    /// counters (`checksum_errors.count`, `scrub.*`), and the space granted
+    /// to clients now (`granted.bytes`).
     pub fn stats(&self) -> Vec<(String, u64)> {
         let mut v = self.stats.snapshot();
         v.extend(self.scrub.counters());
+        v.push(("granted.bytes".into(), self.grants.granted()));
         v
     }
 
     /// Handle one request; the returned bulk is the data of a read.
     pub async fn handle(
         self: &Arc<Self>,
-        _ctx: &ReqCtx,
+        ctx: &ReqCtx,
         req: OstRequest,
         bulk: Vec<u8>,
     ) -> (Handled, Vec<u8>) {
         let op = req.op();
         let (res, out, bytes) = match req {
-            OstRequest::ObjWrite { obj, offset, pack } => {
+            OstRequest::ObjWrite {
+                obj,
+                offset,
+                pack,
+                grant_used,
+            } => {
                 let n = bulk.len() as u64;
-                (self.write(obj, offset, bulk, pack).await, Vec::new(), n)
+                let w = self.write(ctx.client_id, obj, offset, bulk, pack, grant_used);
+                (w.await, Vec::new(), n)
             }
             OstRequest::ObjRead { obj, offset, len } => match self.read(obj, offset, len).await {
                 Ok(data) => {
@@ -168,18 +185,52 @@ impl OstService {
         }
     }
 
+    /// Store a write of `client`'s that spends `grant_used` bytes of its
+    /// grant, and top the grant up.
     async fn write(
         &self,
+        client: u64,
         obj: ObjRef,
         offset: u64,
         data: Vec<u8>,
         pack: Option<Compress>,
+        grant_used: u64,
     ) -> Handled {
         let oid = self.check(obj)?;
         let pack = checked_pack(pack)?;
+        let packed = pack.is_some_and(|c| c.is_on());
+        let cost = grant::cost(offset, data.len() as u64, packed);
+        let Some(spent) = self.grants.spend(client, grant_used, cost, || self.disk()) else {
+            return Err(ServerError::refused(
+                Errno::ENOSPC,
+                format!(
+                    "OST{:04x} has no room for {cost} bytes beside the space granted to clients",
+                    self.index
+                ),
+            ));
+        };
         self.blocking(move |s| s.write(oid, offset, &data, pack))
             .await?;
-        Ok(Reply::Ok)
+        drop(spent);
+        Ok(Reply::Written {
+            boot: self.grants.boot(),
+            grant: self.grants.top_up(client, || self.disk()),
+        })
+    }
+
+    /// The disk's space now, for the grants (`None`, and so no room, if
+    /// it cannot be read; logged).
+    fn disk(&self) -> Option<Disk> {
+        match self.store.statfs() {
+            Ok(st) => Some(Disk {
+                avail: st.bytes_avail,
+                total: st.bytes_total,
+            }),
+            Err(e) => {
+                tracing::error!(ost = self.index, "reading free space for grants: {e}");
+                None
+            }
+        }
     }
 
     async fn read(&self, obj: ObjRef, offset: u64, len: u32) -> Result<Vec<u8>, ServerError> {
@@ -333,11 +384,12 @@ mod tests {
                 obj: o,
                 offset: 5,
                 pack: None,
+                grant_used: 0,
             },
             b"hello".to_vec(),
         )
         .await;
-        assert_eq!(w.0, Ok(Reply::Ok));
+        assert!(matches!(w.0, Ok(Reply::Written { .. })), "{:?}", w.0);
         let (r, data) = call(
             &s,
             OstRequest::ObjRead {
@@ -372,11 +424,12 @@ mod tests {
                 obj: o,
                 offset: 0,
                 pack: None,
+                grant_used: 0,
             },
             vec![7u8; 100],
         )
         .await;
-        assert_eq!(w.0, Ok(Reply::Ok));
+        assert!(matches!(w.0, Ok(Reply::Written { .. })), "{:?}", w.0);
         let r = call(
             &s,
             OstRequest::ObjTruncate {
@@ -427,6 +480,7 @@ mod tests {
                 obj: obj(3, 1),
                 offset: 0,
                 pack: None,
+                grant_used: 0,
             },
             b"x".to_vec(),
         )

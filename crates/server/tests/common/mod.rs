@@ -612,12 +612,13 @@ impl Cluster {
                     obj,
                     offset: 0,
                     pack: None,
+                    grant_used: 0,
                 },
                 data,
             )
             .await
             .expect("ObjWrite");
-        assert_eq!(r.0, Reply::Ok);
+        assert!(matches!(r.0, Reply::Written { .. }), "{:?}", r.0);
     }
 
     /// Path of object `obj`'s file on its OST.
