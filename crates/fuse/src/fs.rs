@@ -20,11 +20,12 @@
 //!   was cached) answers ESTALE, not ENOENT: the kernel then walks the path
 //!   again with revalidation and finds what the name is now.
 //! - No kernel writeback cache: every write(2) is a FUSE write, sent to the
-//!   OSTs before it returns (collected in the background, see the client's
-//!   `io::writeback`), and the size reaches the MDT at close (flush), or,
-//!   for a file this mount made (it holds the file's size lease), at the
-//!   release, which close(2) does not wait for: its flush waits only for
-//!   the data to land on the OSTs (a failed write fails close).
+//!   OSTs before it returns (collected in the background under the
+//!   mount's space grants, waited for without; see the client's
+//!   `io::writeback` and `io::grant`), and the size reaches the MDT at
+//!   close (flush), or, for a file this mount made (it holds the file's
+//!   size lease), at the release, which close(2) does not wait for: its
+//!   create answers `FOPEN_NOFLUSH`, so its close sends no FLUSH.
 //!   A write to a file opened O_SYNC or O_DSYNC (or with RWF_DSYNC) is
 //!   followed by an fsync request from the kernel itself, which makes the
 //!   objects durable and reports the size before write(2) returns.
