@@ -847,10 +847,7 @@ type Answered = (u32, Result<(Reply, Vec<u8>), Errno>);
 
 /// Wait for every write of `set`, credit the space each OST granted in
 /// its answer; the first error wins.
-async fn join_written(
-    mut set: JoinSet<Answered>,
-    client: &Client,
-) -> Result<(), Errno> {
+async fn join_written(mut set: JoinSet<Answered>, client: &Client) -> Result<(), Errno> {
     while let Some(res) = set.join_next().await {
         let (ost, r) = res.map_err(join_error)?;
         match r? {
