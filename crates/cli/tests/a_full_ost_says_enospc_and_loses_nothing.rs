@@ -265,9 +265,18 @@ fn full_ost(compress: Option<&str>) {
         eprintln!("writer {tag}: {} files acknowledged; {err}", files.len());
         acknowledged.push((tag, files));
     }
+    // One writer may fill the OST before the other's first write (which,
+    // without a grant yet, is waited for and refused): fine, so long as
+    // something was written.
+    assert!(
+        acknowledged.iter().any(|(_, f)| !f.is_empty()),
+        "no file was written before the OST filled"
+    );
     // Each user's files, read through the other mount.
     for ((tag, files), other) in acknowledged.iter().zip([&mnt2, &s.mnt]) {
-        assert!(!files.is_empty(), "writer {tag} wrote nothing");
+        if files.is_empty() {
+            continue;
+        }
         let out = Command::new("/usr/bin/python3")
             .args(["-c", FILLER, "check"])
             .arg(other.join("fill"))
