@@ -285,7 +285,6 @@ pub fn punch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs::OpenOptions;
 
     struct Obj {
         _d: tempfile::TempDir,
@@ -294,19 +293,8 @@ mod tests {
     }
 
     fn obj() -> Obj {
-        let d = tempfile::tempdir().expect("tempdir");
-        let open = |n: &str| {
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(d.path().join(n))
-                .expect("create")
-        };
-        let (data, sums) = (open("o"), open("o.sum"));
-        sums.write_all_at(&sums::header(), 0).expect("header");
-        Obj { _d: d, data, sums }
+        let (_d, data, sums) = crate::scratch_object(&sums::header());
+        Obj { _d, data, sums }
     }
 
     impl Obj {

@@ -16,3 +16,24 @@ pub mod kv;
 pub mod object;
 pub mod packed;
 pub mod sums;
+
+/// A scratch object for the unit tests of the object formats: its data
+/// file and its checksum file (holding `header`), in a directory removed
+/// with the returned guard.
+#[cfg(test)]
+pub(crate) fn scratch_object(header: &[u8]) -> (tempfile::TempDir, std::fs::File, std::fs::File) {
+    use std::os::unix::fs::FileExt;
+    let d = tempfile::tempdir().expect("tempdir");
+    let open = |n: &str| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(d.path().join(n))
+            .expect("create")
+    };
+    let (data, sums) = (open("o"), open("o.sum"));
+    sums.write_all_at(header, 0).expect("header");
+    (d, data, sums)
+}

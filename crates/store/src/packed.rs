@@ -579,7 +579,6 @@ impl Packed<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs::OpenOptions;
 
     struct Obj {
         _d: tempfile::TempDir,
@@ -589,24 +588,8 @@ mod tests {
     }
 
     fn obj(c: Compress) -> Obj {
-        let d = tempfile::tempdir().expect("tempdir");
-        let open = |n: &str| {
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(d.path().join(n))
-                .expect("create")
-        };
-        let (data, sums) = (open("o"), open("o.sum"));
-        sums.write_all_at(&header(c, 0), 0).expect("header");
-        Obj {
-            _d: d,
-            data,
-            sums,
-            c,
-        }
+        let (_d, data, sums) = crate::scratch_object(&header(c, 0));
+        Obj { _d, data, sums, c }
     }
 
     impl Obj {

@@ -422,11 +422,15 @@ impl OpenFile {
     /// The grant costs of a write of `len` bytes at `offset`: one per OST
     /// request it makes.
     fn costs(&self, offset: u64, len: usize) -> Result<Vec<(u32, u64)>, Errno> {
+        Ok(self.costs_of(&ost_extents(&self.spans(offset, len)?)))
+    }
+
+    /// The grant cost of each of a write's OST requests.
+    fn costs_of(&self, exts: &[(ObjRef, ObjExtent)]) -> Vec<(u32, u64)> {
         let packed = self.layout.compress.is_some_and(|c| c.is_on());
-        Ok(ost_extents(&self.spans(offset, len)?)
-            .iter()
+        exts.iter()
             .map(|(obj, ext)| (obj.ost, grant::cost(ext.obj_offset, ext.len as u64, packed)))
-            .collect())
+            .collect()
     }
 
     /// Checked after a write was noted as dirty: if the size lease went (a
@@ -518,7 +522,7 @@ impl OpenFile {
         };
         // Each request spends its cost of the grant, all or none of the
         // write's (a write partly covered is waited for all the same).
-        let costs = self.costs(offset, data.len())?;
+        let costs = self.costs_of(&exts);
         let grants = &self.client.grants;
         let mut taken = match taken {
             Some(t) => t,
