@@ -1,7 +1,8 @@
 //! Issue #10: crash tests at every failpoint of every cross-MDT operation,
 //! each followed by a clean `loom fsck`. For each crash point of a
-//! striped mkdir and of a striped rmdir (the coordinator's steps, and
-//! the participant's destroy of its shard), the MDT that reaches it dies
+//! striped mkdir, a striped rmdir, a rename, a hard link and an unlink
+//! across MDTs (the coordinator's steps, and the participants' parts:
+//! shard destroy, entry, link count, tree lock), the MDT that reaches it dies
 //! as by kill -9 and starts again; the operation, resent by its client,
 //! completes; and fsck then finds nothing: no shard without its master,
 //! no entry without its inode, no wrong link count, no object without a
@@ -93,4 +94,89 @@ fn every_cross_mdt_crash_point_leaves_a_clean_fsck() {
         1 + 2 * 3 + 2,
         "the root, two striped directories of three objects, their files"
     );
+}
+
+/// Renames, links and unlinks across MDTs: a directory moved from MDT1
+/// onto an empty directory of MDT2 (the tree lock on MDT0, the seal and
+/// destroy of the replaced directory), a hard link on MDT1 to a file of
+/// MDT2, and that link's unlink. Each crash point of the coordinator
+/// (MDT1) and of the participants; the operation, resent, completes.
+#[test]
+fn every_cross_mdt_rename_and_link_crash_point_leaves_a_clean_fsck() {
+    let mut c = Cluster::up(3, 1, &["--attr-timeout", "0"]);
+    let s = |p: std::path::PathBuf| p.to_str().expect("utf-8").to_string();
+    loom_ok(&["mkdir", "-i", "1", &s(c.path("m1"))]);
+    loom_ok(&["mkdir", "-i", "2", &s(c.path("m2"))]);
+    let mut servers = HashMap::new();
+    let mut n = 0;
+    for (who, point) in [
+        ("mdt1", "rename_distributed:logged"),
+        ("mdt1", "rename_distributed:locked"),
+        ("mdt1", "rename_distributed:target_set"),
+        ("mdt1", "rename_distributed:inode_moved"),
+        ("mdt1", "rename_distributed:replaced"),
+        ("mdt1", "relink"),
+        ("mdt2", "set_entry"),
+        ("mdt2", "destroy_dir"),
+        ("mdt0", "tree_lock"),
+    ] {
+        n += 1;
+        let (from, to) = (c.path(&format!("m1/d{n}")), c.path(&format!("m2/t{n}")));
+        std::fs::create_dir_all(from.join("sub")).expect("mkdir");
+        std::fs::write(from.join("sub/f"), format!("{n}")).expect("write");
+        std::fs::create_dir(&to).expect("the directory to replace");
+        let mut op = Command::new("mv");
+        op.arg("-T").arg(&from).arg(&to);
+        crash_during(&mut c, &mut servers, who, point, n, op);
+        assert!(
+            !from.exists(),
+            "the old name stayed after a crash at {point}"
+        );
+        assert_eq!(
+            std::fs::read(to.join("sub/f")).expect("moved tree"),
+            format!("{n}").as_bytes(),
+            "after a crash at {point}"
+        );
+        assert_eq!(mdt_of(&to), 1, "the directory's inode stays on MDT1");
+        fsck_clean(&c, point);
+    }
+    for (who, point) in [
+        ("mdt1", "link_distributed:logged"),
+        ("mdt1", "link_distributed:linked"),
+        ("mdt2", "relink"),
+    ] {
+        n += 1;
+        let (file, link) = (c.path(&format!("m2/f{n}")), c.path(&format!("m1/l{n}")));
+        std::fs::write(&file, b"linked").expect("write");
+        let mut op = Command::new("ln");
+        op.arg(&file).arg(&link);
+        crash_during(&mut c, &mut servers, who, point, n, op);
+        assert_eq!(std::fs::read(&link).expect("read the link"), b"linked");
+        assert_eq!(
+            std::os::unix::fs::MetadataExt::nlink(&std::fs::metadata(&file).expect("stat")),
+            2,
+            "one link counted after a crash at {point}"
+        );
+        fsck_clean(&c, point);
+    }
+    for (who, point) in [
+        ("mdt1", "unlink_distributed:logged"),
+        ("mdt1", "unlink_distributed:dropped"),
+        ("mdt2", "relink"),
+    ] {
+        n += 1;
+        let (file, link) = (c.path(&format!("m2/u{n}")), c.path(&format!("m1/v{n}")));
+        std::fs::write(&file, b"kept").expect("write");
+        std::fs::hard_link(&file, &link).expect("link across MDTs");
+        let mut op = Command::new("rm");
+        op.arg(&link);
+        crash_during(&mut c, &mut servers, who, point, n, op);
+        assert!(!link.exists(), "the name stayed after a crash at {point}");
+        assert_eq!(
+            std::os::unix::fs::MetadataExt::nlink(&std::fs::metadata(&file).expect("stat")),
+            1,
+            "one link dropped after a crash at {point}"
+        );
+        fsck_clean(&c, point);
+    }
 }

@@ -1,10 +1,10 @@
 //! DNE through the mount: `loom mkdir -i` puts a directory (and what is
 //! made in it) on the MDT asked for; `loom setdirstripe -c` spreads one
 //! directory's names over MDTs by name hash, and the directory still lists,
-//! reads, and removes as one; what crosses MDTs and is not supported yet
-//! (rename between MDTs, hard links) answers EXDEV, which mv(1) handles by
-//! copying; removals of non-empty remote or striped directories are
-//! refused; bad placements are clear errors.
+//! reads, and removes as one; rename and link cross MDTs (in full in
+//! `renames_and_links_across_mdts_follow_posix`); removals of non-empty
+//! remote or striped directories are refused; bad placements are clear
+//! errors.
 mod common;
 use common::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -114,7 +114,7 @@ fn remote_and_striped_directories_spread_names_over_mdts() {
         assert_eq!(e.raw_os_error(), Some(libc::ENOTEMPTY), "{d}: {e}");
     }
 
-    // Across MDTs: rename(2) and link(2) say EXDEV; mv falls back to a copy.
+    // Across MDTs: rename(2), link(2) and mv move names, not data.
     let on = |mdt: u32| {
         names
             .iter()
@@ -124,22 +124,17 @@ fn remote_and_striped_directories_spread_names_over_mdts() {
             .clone()
     };
     let (elsewhere, on3) = (on(1), on(3));
-    let e = std::fs::rename(p(&format!("wide/{elsewhere}")), p("r3/x")).expect_err("EXDEV");
-    assert_eq!(e.raw_os_error(), Some(libc::EXDEV), "{e}");
-    // Between two directories of one MDT (a shard and a remote directory
-    // on MDT3) a rename is as before.
+    std::fs::rename(p(&format!("wide/{elsewhere}")), p("r3/x")).expect("rename across MDTs");
+    assert_eq!(mdt_of(&p("r3/x")), 1, "the inode stays where it was");
     std::fs::rename(p(&format!("wide/{on3}")), p("r3/same-mdt")).expect("rename on one MDT");
     assert_eq!(
         std::fs::read(p("r3/same-mdt")).expect("read"),
         on3.as_bytes()
     );
-    let e = std::fs::hard_link(p("r2/sub/file"), p("r3/link")).expect_err("EXDEV");
-    assert_eq!(e.raw_os_error(), Some(libc::EXDEV), "{e}");
-    sh(&format!(
-        "mv {} {}",
-        s(&format!("wide/{elsewhere}")),
-        s("r3/moved")
-    ));
+    std::fs::hard_link(p("r2/sub/file"), p("r3/link")).expect("link across MDTs");
+    assert_eq!(std::fs::read(p("r3/link")).expect("read"), b"remote bytes");
+    std::fs::remove_file(p("r3/link")).expect("unlink the remote name");
+    sh(&format!("mv {} {}", s("r3/x"), s("r3/moved")));
     assert_eq!(
         std::fs::read(p("r3/moved")).expect("moved"),
         elsewhere.as_bytes()

@@ -14,8 +14,8 @@ use bytes::Bytes;
 use loom_proto::layout::{object_size_for, LayoutSpec, Pattern};
 use loom_proto::msg::{
     rename_flags, Attr, DirDefault, DirEntry, FileKind, FsckFix, FsckItem, FsckScan, JobUsage,
-    MdtRequest, ObjInfo, OpUsage, OstRequest, Reply, Request, Role, ScrubCmd, ScrubStatus, SetAttr,
-    StatFs, TargetId,
+    Lease, MdtRequest, ObjInfo, OpUsage, OstRequest, Reply, Request, Role, ScrubCmd, ScrubStatus,
+    SetAttr, StatFs, TargetId,
 };
 use loom_proto::{Compress, Errno, Fid, Layout, Name, ObjRef, StripeSpec};
 use std::time::Duration;
@@ -520,20 +520,34 @@ impl Client {
         }
         let parent = self.name_dir(c, parent, name.as_ref()).await?;
         let new_parent = self.name_dir(c, new_parent, new_name.as_ref()).await?;
-        if self.router.mdt_of(parent).await? != self.router.mdt_of(new_parent).await? {
-            // Moving an entry between MDTs is not supported yet: mv(1)
-            // copies instead.
-            return Err(Errno::EXDEV);
-        }
+        let (name, new_name) = (Name::from(name.as_ref()), Name::from(new_name.as_ref()));
         let req = MdtRequest::Rename {
             parent,
-            name: Name::from(name.as_ref()),
+            name: name.clone(),
             new_parent,
-            new_name: Name::from(new_name.as_ref()),
+            new_name: new_name.clone(),
             flags,
             keep_orphan: self.has_open_files(),
         };
-        let r = self.mdt_call(c, parent, req).await?;
+        // The inodes the two names lead to, as far as known here.
+        let known = |dir, n: &Name| self.router.fresh.name(dir, n, false).and_then(|(f, _)| f);
+        let inodes = [known(parent, &name), known(new_parent, &new_name)];
+        let r = self.mdt_call(c, parent, req).await;
+        if self.router.mdt_of(parent).await? != self.router.mdt_of(new_parent).await? {
+            // The source's MDT coordinated and told what it changed; what
+            // the others changed (the target's name and directory, the
+            // inodes' links and parents) is forgotten here. They did not
+            // recall it from this client, whose kernel holds the
+            // directories' locks until this answer.
+            let mut gone = vec![
+                Lease::Name(new_parent, new_name),
+                Lease::List(new_parent),
+                Lease::Attr(new_parent),
+            ];
+            gone.extend(inodes.into_iter().flatten().map(Lease::Attr));
+            self.router.fresh.recall(&gone);
+        }
+        let r = r?;
         self.name_dropped(r, "Rename").await
     }
 
@@ -547,8 +561,8 @@ impl Client {
     ) -> Result<Attr, Errno> {
         let (parent, name) = self.entry_at(c, parent, name.as_ref()).await?;
         if self.router.mdt_of(fid).await? != self.router.mdt_of(parent).await? {
-            // Hard links across MDTs are not supported yet (as rename).
-            return Err(Errno::EXDEV);
+            // The inode's MDT counts the link, unseen by this client.
+            self.router.fresh.recall(&[Lease::Attr(fid)]);
         }
         let req = MdtRequest::Link { fid, parent, name };
         let r = self.mdt_call(c, parent, req).await?;

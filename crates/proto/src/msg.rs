@@ -831,6 +831,24 @@ pub enum Reply {
         /// Bytes added to the client's grant on this OST.
         grant: u64,
     },
+    /// An inode as its MDT stores it (`PeerRequest::ReadInode`).
+    Inode {
+        /// Attributes, as a stat shows them.
+        attr: Attr,
+        /// Layout (a file's, or a striped directory's shards).
+        layout: Option<Layout>,
+        /// Parent (a directory's `..`).
+        parent: Fid,
+    },
+    /// A directory and one of its entries (`PeerRequest::ReadEntry`).
+    EntryOf {
+        /// The directory's attributes.
+        dir: Attr,
+        /// The inode the entry names, and its type (`None`: no entry).
+        entry: Option<(Fid, FileKind)>,
+        /// The directory is being removed: it takes no new entries.
+        sealed: bool,
+    },
 }
 
 impl Reply {

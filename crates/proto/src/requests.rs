@@ -542,6 +542,74 @@ declare_requests! {
             /// Its intent.
             id: u64,
         } => 59, "forget_intent", Changes, Peers;
+        /// MDT to MDT: inode `fid` of the receiving MDT as it is stored
+        /// (`Reply::Inode`): a coordinator's checks before a cross-MDT
+        /// rename or link, and its walk up the tree.
+        ReadInode {
+            /// The inode.
+            fid: Fid,
+        } => 83, "read_inode", Reads, Peers;
+        /// MDT to MDT: directory `dir` of the receiving MDT and its entry
+        /// `name` (`Reply::EntryOf`).
+        ReadEntry {
+            /// The directory (or shard).
+            dir: Fid,
+            /// The name.
+            name: Name,
+        } => 84, "read_entry", Reads, Peers;
+        /// MDT to MDT: set entry `name` of `dir` to `to` (`None`: remove
+        /// it) if it names `expect` now (`None`: absent), adding `nlink`
+        /// to the directory's link count, as part `intent`. Done once:
+        /// sent again, it answers as the first time. EAGAIN if the entry
+        /// changed since the coordinator read it.
+        SetEntry {
+            /// The part of the coordinator's operation.
+            intent: IntentRef,
+            /// The directory (or shard) on the receiving MDT.
+            dir: Fid,
+            /// The name.
+            name: Name,
+            /// What it must name now.
+            expect: Option<Fid>,
+            /// What it names after.
+            to: Option<(Fid, FileKind)>,
+            /// Change of the directory's link count.
+            nlink: i32,
+            /// The client whose change this is: not recalled from.
+            maker: u64,
+        } => 85, "set_entry", Changes, Peers;
+        /// MDT to MDT: add `nlink` (+1: a new hard link; -1: a name gone,
+        /// the inode freed or kept as an orphan of `keep_for` at zero) to
+        /// inode `fid`'s link count, set its parent (a moved directory's
+        /// `..`) and its ctime, as part `intent`. Done once: sent again,
+        /// it answers as the first time (`Reply::Entry` for a new link,
+        /// `Reply::Ok` or `Reply::Orphaned` otherwise).
+        Relink {
+            /// The part of the coordinator's operation.
+            intent: IntentRef,
+            /// The inode.
+            fid: Fid,
+            /// Change of its link count (-1, 0 or +1).
+            nlink: i32,
+            /// Its new parent (directories that move).
+            parent: Option<Fid>,
+            /// A client that may have it open (see `Unlink.keep_orphan`).
+            keep_for: Option<u64>,
+            /// The client whose change this is: not recalled from.
+            maker: u64,
+        } => 86, "relink", Changes, Peers;
+        /// MDT to MDT0: take (`lock`) or give back the file system's tree
+        /// lock for intent `id` of MDT `coord`. Every rename that moves a
+        /// directory to another parent holds it, so that two cannot make a
+        /// loop. Durable; EBUSY while another intent holds it.
+        TreeLock {
+            /// Coordinating MDT.
+            coord: u32,
+            /// Its intent.
+            id: u64,
+            /// Take (true) or give back.
+            lock: bool,
+        } => 87, "tree_lock", Changes, Peers;
     }
 }
 

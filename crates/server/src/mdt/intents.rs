@@ -26,6 +26,7 @@
 //! served meanwhile (MDTs recovering at once need each other).
 //! Distributed operations of one coordinator run one at a time.
 
+use super::moves::{LinkIntent, RenameIntent, UnlinkIntent};
 use super::perm::Cred;
 use super::records::DentryRec;
 use super::replies::ReplyKey;
@@ -92,9 +93,24 @@ pub enum IntentOp {
         /// Every shard is sealed and destruction began: roll forward.
         destroying: bool,
     },
+    /// Rename across MDTs (see [`super::moves`]).
+    Rename(Box<RenameIntent>),
+    /// Hard link to an inode on another MDT.
+    Link(LinkIntent),
+    /// Unlink of an entry whose inode is on another MDT.
+    Unlink(UnlinkIntent),
 }
 
 impl IntentRec {
+    /// A record of the current version.
+    pub(super) fn new(reply_to: Option<(u64, u64, u64)>, op: IntentOp) -> IntentRec {
+        IntentRec {
+            version: INTENT_REC_VERSION,
+            reply_to,
+            op,
+        }
+    }
+
     /// Decode a stored intent of either version.
     fn decode(b: &[u8]) -> Result<IntentRec, ServerError> {
         if b.first() == Some(&1) {
@@ -192,13 +208,13 @@ mod v1 {
     }
 }
 
-fn intent_key(id: u64) -> Vec<u8> {
+pub(super) fn intent_key(id: u64) -> Vec<u8> {
     id.to_be_bytes().to_vec()
 }
 
 /// The request an interrupted operation finishes for: its reply is
 /// recorded under the original (client, sequence) for the resend.
-fn answering(reply_to: Option<(u64, u64, u64)>) -> (ReqCtx, Option<Current>) {
+pub(super) fn answering(reply_to: Option<(u64, u64, u64)>) -> (ReqCtx, Option<Current>) {
     match reply_to {
         Some((client, seq, acked_below)) => {
             let key = ReplyKey {
@@ -250,7 +266,12 @@ impl MdtService {
     }
 
     /// Add intent `op` to `t`: its id.
-    fn log_intent(&self, rq: &Rq<'_>, t: &mut Tx<'_>, op: IntentOp) -> Result<u64, ServerError> {
+    pub(super) fn log_intent(
+        &self,
+        rq: &Rq<'_>,
+        t: &mut Tx<'_>,
+        op: IntentOp,
+    ) -> Result<u64, ServerError> {
         let id = self.next_intent.fetch_add(1, Ordering::AcqRel);
         t.put_meta(NEXT_INTENT, &(id + 1))?;
         let reply_to = rq.cur.map(|c| (c.key.client, c.key.seq, c.key.acked_below));
@@ -268,7 +289,11 @@ impl MdtService {
     }
 
     /// Make the intent's new state durable (`None`: it is finished).
-    async fn set_intent(&self, id: u64, rec: Option<&IntentRec>) -> Result<(), ServerError> {
+    pub(super) async fn set_intent(
+        &self,
+        id: u64,
+        rec: Option<&IntentRec>,
+    ) -> Result<(), ServerError> {
         let mut t = Tx::new(&*self.store);
         match rec {
             Some(r) => t
@@ -509,7 +534,7 @@ impl MdtService {
 
     /// Tell the participants, in the background, that they may drop what
     /// they kept to repeat intent `id`'s parts.
-    fn forget_later(self: &Arc<Self>, id: u64, mut mdts: Vec<u32>) {
+    pub(super) fn forget_later(self: &Arc<Self>, id: u64, mut mdts: Vec<u32>) {
         mdts.sort_unstable();
         mdts.dedup();
         let me = self.clone();
@@ -529,7 +554,10 @@ impl MdtService {
 
     /// The objects of directory `fid` named in this MDT: its shards if it
     /// is striped, else itself, each with its MDT.
-    async fn dir_objects(self: &Arc<Self>, fid: Fid) -> Result<Vec<(u32, Fid)>, ServerError> {
+    pub(super) async fn dir_objects(
+        self: &Arc<Self>,
+        fid: Fid,
+    ) -> Result<Vec<(u32, Fid)>, ServerError> {
         let layout = match read_inode(&*self.store, fid) {
             Ok(r) => r.layout,
             Err(e) if e.errno() == Errno::ENOENT => match self.remote_entry(fid).await? {
@@ -649,19 +677,33 @@ impl MdtService {
         parent: Fid,
         name: &Name,
     ) -> Result<bool, ServerError> {
+        self.name_in_intent(parent, name)
+    }
+
+    /// Whether entry `name` of `dir` (on this MDT) is part of a cross-MDT
+    /// operation this MDT coordinates and has not finished.
+    pub(super) fn name_in_intent(&self, dir: Fid, name: &Name) -> Result<bool, ServerError> {
         for (_, v) in self
             .store
             .scan(Space::Intents, &[], None, usize::MAX)
             .map_err(store_err)?
         {
             let rec = IntentRec::decode(&v)?;
-            if let IntentOp::Rmdir {
-                parent: p, name: n, ..
-            } = &rec.op
-            {
-                if *p == parent && n == name {
-                    return Ok(true);
+            let hit = |d: &Fid, n: &Name| *d == dir && n == name;
+            let held = match &rec.op {
+                IntentOp::Rmdir {
+                    parent: p, name: n, ..
+                } => hit(p, n),
+                IntentOp::Rename(r) => {
+                    hit(&r.from.dir, &r.from.name)
+                        || (r.to.mdt == self.index && hit(&r.to.dir, &r.to.name))
                 }
+                IntentOp::Link(l) => hit(&l.parent, &l.name),
+                IntentOp::Unlink(u) => hit(&u.parent, &u.name),
+                IntentOp::Mkdir { .. } => false,
+            };
+            if held {
+                return Ok(true);
             }
         }
         Ok(false)
@@ -688,7 +730,10 @@ impl MdtService {
         self.set_intent(id, None).await
     }
 
-    async fn destroy_all(self: &Arc<Self>, shards: &[(u32, Fid)]) -> Result<(), ServerError> {
+    pub(super) async fn destroy_all(
+        self: &Arc<Self>,
+        shards: &[(u32, Fid)],
+    ) -> Result<(), ServerError> {
         for (mdt, fid) in shards {
             self.mdt_call(*mdt, PeerRequest::DestroyDir { fid: *fid })
                 .await?;
@@ -875,6 +920,9 @@ impl MdtService {
                     self.index
                 );
             }
+            IntentOp::Rename(ref p) => self.resolve_rename(id, rec.reply_to, p).await?,
+            IntentOp::Link(ref l) => self.resolve_link(id, rec.reply_to, l).await?,
+            IntentOp::Unlink(ref u) => self.resolve_unlink(id, rec.reply_to, u).await?,
         }
         Ok(())
     }

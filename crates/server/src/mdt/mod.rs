@@ -16,6 +16,7 @@ mod dom;
 mod fsck;
 mod intents;
 pub mod leases;
+mod moves;
 mod namespace;
 mod objects;
 mod orphans;

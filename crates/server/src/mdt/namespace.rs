@@ -58,12 +58,6 @@ pub(super) fn not_found(name: &Name) -> ServerError {
     ServerError::refused(Errno::ENOENT, format!("no entry {name}"))
 }
 
-/// EXDEV, which rename(1) and mv(1) answer by copying: what crosses MDTs
-/// is not moved in one step yet (as with Lustre's first DNE release).
-fn cross_mdt(what: &str) -> ServerError {
-    ServerError::refused(Errno::EXDEV, format!("{what} is not supported yet"))
-}
-
 /// Update `fid`'s ctime if its inode is on this MDT (a remote directory's
 /// is not).
 fn touch(t: &mut Tx<'_>, fid: Fid, now: Time) -> Result<(), ServerError> {
@@ -78,7 +72,7 @@ fn touch(t: &mut Tx<'_>, fid: Fid, now: Time) -> Result<(), ServerError> {
 }
 
 /// What dropping a link did.
-enum Dropped {
+pub(super) enum Dropped {
     /// Other links remain (or nothing was dropped).
     Linked,
     /// The inode is gone; these objects are to be destroyed.
@@ -229,6 +223,7 @@ impl MdtService {
                         format!("replayed FID {} is in use", a.fid),
                     ));
                 }
+                self.allocated_before(&mut t, a.fid)?;
                 let mut attr = new_attr(a.fid, kind, a.perm, a.uid, a.gid, a.ctime);
                 (attr.atime, attr.mtime) = (a.atime, a.mtime);
                 (a.fid, attr)
@@ -375,7 +370,7 @@ impl MdtService {
     /// Drop one link of `fid` (a non-directory), deleting it at zero,
     /// unless `keep_for` names a client that may have it open: then a
     /// regular file becomes an orphan of that client (see [`super::orphans`]).
-    fn drop_link(
+    pub(super) fn drop_link(
         &self,
         t: &mut Tx<'_>,
         fid: Fid,
@@ -457,7 +452,14 @@ impl MdtService {
                 format!("{name} is a directory"),
             ));
         }
-        let victim = self.local_uid(&mut t, d.fid)?;
+        self.not_pending(parent, name)?;
+        let Some(victim) = self.local_uid(&mut t, d.fid)? else {
+            // Its inode is on another MDT (it was renamed or linked here).
+            drop(t);
+            drop(g);
+            return self.unlink_distributed(ctx, parent, name, keep_for).await;
+        };
+        let victim = Some(victim);
         perm::may_delete(&Cred::of(ctx), &dir, name, victim)?;
         let now = Time::now();
         t.delete_dentry(parent, name);
@@ -509,12 +511,11 @@ impl MdtService {
         self.finish(ctx, t, g, Dropped::Freed(None)).await
     }
 
-    /// Whether the entry's inode can change parents here: not a directory,
-    /// or a plain directory of this MDT.
-    fn movable(&self, d: &DentryRec) -> bool {
-        d.kind != FileKind::Dir
-            || read_inode(&*self.store, d.fid)
-                .is_ok_and(|r| r.layout.as_ref().and_then(|l| l.dir_shards()).is_none())
+    /// Whether the entry's inode is on this MDT, and not a striped
+    /// directory: a rename within this MDT can change it.
+    fn movable_here(&self, d: &DentryRec) -> bool {
+        read_inode(&*self.store, d.fid)
+            .is_ok_and(|r| r.layout.as_ref().and_then(|l| l.dir_shards()).is_none())
     }
 
     /// Owner of `fid` if its inode is on this MDT (a remote directory's
@@ -590,10 +591,11 @@ impl MdtService {
             }
             dir = match t.inode(dir) {
                 Ok(r) => r.parent,
-                // The path to the root leaves this MDT: a loop through
-                // other MDTs cannot be ruled out here.
+                // Renames that move directories on a file system of
+                // several MDTs go through `rename_distributed`: here every
+                // inode is on this MDT.
                 Err(e) if e.errno() == Errno::ENOENT => {
-                    return Err(cross_mdt("a directory whose path crosses MDTs"))
+                    return Err(store_err(format!("directory {dir} has no inode here")))
                 }
                 Err(e) => return Err(e),
             };
@@ -617,23 +619,50 @@ impl MdtService {
             ));
         }
         check_name(new_name)?;
+        let one_mdt = self.peers.config().await?.indices(Role::Mdt).len() == 1;
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let from_dir = t.dir(parent)?.attr.clone();
-        let to_dir = match t.dir(new_parent) {
-            Err(e) if e.errno() == Errno::ENOENT => {
-                return Err(cross_mdt("a rename into a directory on another MDT"))
-            }
-            r => r?.attr.clone(),
-        };
-        if self.sealed.contains(new_parent) {
-            return Err(being_removed(new_parent));
-        }
         let src = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
         if parent == new_parent && name == new_name {
             return Ok(Reply::Ok);
         }
-        let dst = t.dentry(new_parent, new_name)?;
+        let exchange = flags & rename_flags::EXCHANGE != 0;
+        let moved = parent != new_parent;
+        let to_here = match t.dir(new_parent) {
+            Err(e) if e.errno() == Errno::ENOENT => false,
+            r => r.map(|_| true)?,
+        };
+        let dst = if to_here {
+            t.dentry(new_parent, new_name)?
+        } else {
+            None
+        };
+        // Across MDTs: the target directory, or an inode that must
+        // change, is elsewhere; or a directory moves to another parent on
+        // a file system of several MDTs (the check that it does not move
+        // into itself may have to walk through other MDTs, under the tree
+        // lock).
+        let moves_dir = |d: &DentryRec| moved && d.kind == FileKind::Dir;
+        let across = !to_here
+            || (!self.movable_here(&src) && (moved || src.kind != FileKind::Dir))
+            || dst
+                .as_ref()
+                .is_some_and(|d| !self.movable_here(d) && (!exchange || moved))
+            || (!one_mdt && (moves_dir(&src) || (exchange && dst.as_ref().is_some_and(moves_dir))));
+        if across {
+            drop(t);
+            drop(g);
+            return self
+                .rename_distributed(ctx, (parent, name), (new_parent, new_name), flags, keep_for)
+                .await;
+        }
+        let to_dir = t.dir(new_parent)?.attr.clone();
+        if self.sealed.contains(new_parent) {
+            return Err(being_removed(new_parent));
+        }
+        self.not_pending(parent, name)?;
+        self.not_pending(new_parent, new_name)?;
         self.may_rename(
             &mut t,
             &Cred::of(ctx),
@@ -643,28 +672,6 @@ impl MdtService {
         )?;
         let now = Time::now();
         let src_dir = src.kind == FileKind::Dir;
-        // A directory on another MDT, or striped, keeps its place in the
-        // tree: only its name may change, within its directory.
-        let src_fixed = !self.movable(&src);
-        if src_fixed && parent != new_parent {
-            return Err(cross_mdt("moving a remote or striped directory"));
-        }
-        let mut dst_fixed = false;
-        if let Some(d) = &dst {
-            let same_dir_swap = flags & rename_flags::EXCHANGE != 0 && parent == new_parent;
-            dst_fixed = !self.movable(d);
-            if dst_fixed && !same_dir_swap {
-                return Err(cross_mdt("replacing a remote or striped directory"));
-            }
-        }
-        if (src_fixed && self.removal_in_progress(parent, name)?)
-            || (dst_fixed && self.removal_in_progress(new_parent, new_name)?)
-        {
-            return Err(ServerError::refused(
-                Errno::EBUSY,
-                "the directory is being removed",
-            ));
-        }
         if src_dir && parent != new_parent && self.is_within(&mut t, new_parent, src.fid)? {
             return Err(ServerError::refused(
                 Errno::EINVAL,
@@ -747,13 +754,14 @@ impl MdtService {
         name: &Name,
     ) -> Handled {
         check_name(name)?;
-        if self.owner_of(fid).await.is_ok_and(|m| m != self.index) {
-            return Err(cross_mdt("a hard link to a file on another MDT"));
+        if self.owner_of(fid).await? != self.index {
+            return self.link_distributed(ctx, fid, parent, name).await;
         }
         let c = Cred::of(ctx);
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         self.free_name_in(&mut t, &c, parent, name)?;
+        self.not_pending(parent, name)?;
         let now = Time::now();
         let r = t.inode(fid)?;
         perm::may_link(&c, &r.attr)?;
@@ -822,14 +830,13 @@ impl MdtService {
             let d: DentryRec = super::tx::decode_record(&v)?;
             let attr = match read_inode(&*self.store, d.fid) {
                 Ok(r) => Some(shown_attr(&r)),
-                // A remote directory: asked of its MDT.
-                Err(e) if e.errno() == Errno::ENOENT && d.kind == FileKind::Dir => {
-                    match self.remote_entry(d.fid).await {
-                        Ok(Reply::Entry { attr, .. }) => Some(attr),
-                        Err(e) if e.errno() != Errno::ENOENT => return Err(e),
-                        _ => None,
-                    }
-                }
+                // An inode on another MDT (a remote directory, a name
+                // moved or linked here): asked of its MDT.
+                Err(e) if e.errno() == Errno::ENOENT => match self.remote_entry(d.fid).await {
+                    Ok(Reply::Entry { attr, .. }) => Some(attr),
+                    Err(e) if e.errno() != Errno::ENOENT => return Err(e),
+                    _ => None,
+                },
                 Err(_) => None,
             };
             // An entry removed since the scan is simply not listed.

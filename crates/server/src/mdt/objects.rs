@@ -172,6 +172,26 @@ impl MdtService {
         Ok(Fid::new(seq, oid))
     }
 
+    /// A replayed create makes `fid`, which an earlier instance handed out:
+    /// allocate past it. That instance may have died before committing
+    /// where its allocator stood, and this one started from the last
+    /// position committed (plus `FID_SKIP_AT_START`): without this, the
+    /// next instance after a second crash would start from the same place
+    /// again and give the replayed FID to a new inode.
+    pub(super) fn allocated_before(&self, t: &mut Tx<'_>, fid: Fid) -> Result<(), ServerError> {
+        let mut a = lock(&self.fid_alloc);
+        let Some((seq, oid)) = *a else {
+            return Ok(());
+        };
+        if fid.seq != seq || fid.oid < oid {
+            return Ok(());
+        }
+        let next = fid.oid.saturating_add(1);
+        *a = Some((seq, next));
+        drop(a);
+        t.put_meta(meta::FID_ALLOC, &(seq, next))
+    }
+
     /// The layout that applies in directory `dir`: its own default, else
     /// the nearest ancestor's, else none (a plain default striping is one
     /// component).

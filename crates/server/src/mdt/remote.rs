@@ -13,13 +13,17 @@
 //! takes no new entries until the coordinator destroys or unseals it.
 
 use super::attrs::new_attr;
-use super::records::{InodeRec, INODE_REC_VERSION};
+use super::leases::Touched;
+use super::records::{DentryRec, InodeRec, INODE_REC_VERSION};
 use super::tx::{read_inode, read_meta, store_err, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
-use loom_proto::msg::{DirObject, FileKind, IntentRef, MdtRequest, PeerRequest, Reply, TargetId};
-use loom_proto::{Errno, Fid, Layout};
-use loom_store::kv::Space;
+use loom_proto::lease;
+use loom_proto::msg::{
+    DirObject, FileKind, IntentRef, MdtRequest, PeerRequest, Reply, TargetId, Time,
+};
+use loom_proto::{Errno, Fid, Layout, Name};
+use loom_store::kv::{Space, Ticket};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,6 +41,22 @@ const UNDONE: Fid = Fid::new(0, 0);
 
 fn made_key(i: IntentRef) -> String {
     format!("{}{:08x}", made_prefix(i.coord, i.id), i.index)
+}
+
+/// Meta key of the file system's tree lock (on MDT0): the (MDT, intent)
+/// that holds it.
+const TREE_LOCK: &str = "tree_lock";
+
+/// Most links one inode may have (as a local `link`).
+const LINK_MAX: u32 = 65000;
+
+/// What a `SetEntry` part changes.
+struct SetEntry {
+    dir: Fid,
+    name: Name,
+    expect: Option<Fid>,
+    to: Option<(Fid, FileKind)>,
+    nlink: i32,
 }
 
 fn sealed_key(fid: Fid) -> String {
@@ -161,6 +181,53 @@ impl MdtService {
             PeerRequest::UnsealDir { fid } => self.unseal_dir(fid).await,
             PeerRequest::DestroyDir { fid } => self.destroy_dir(fid).await,
             PeerRequest::ForgetIntent { coord, id } => self.forget_intent(coord, id).await,
+            PeerRequest::ReadInode { fid } => {
+                let r = read_inode(&*self.store, fid)?;
+                Ok(Reply::Inode {
+                    attr: shown_attr(&r),
+                    layout: r.layout,
+                    parent: r.parent,
+                })
+            }
+            PeerRequest::ReadEntry { dir, name } => {
+                let r = read_inode(&*self.store, dir)?;
+                let entry = super::tx::read_dentry(&*self.store, dir, &name)?;
+                Ok(Reply::EntryOf {
+                    dir: r.attr,
+                    entry: entry.map(|d| (d.fid, d.kind)),
+                    sealed: self.sealed.contains(dir),
+                })
+            }
+            PeerRequest::SetEntry {
+                intent,
+                dir,
+                name,
+                expect,
+                to,
+                nlink,
+                maker,
+            } => {
+                let set = SetEntry {
+                    dir,
+                    name,
+                    expect,
+                    to,
+                    nlink,
+                };
+                self.set_entry(intent, set, maker).await
+            }
+            PeerRequest::Relink {
+                intent,
+                fid,
+                nlink,
+                parent,
+                keep_for,
+                maker,
+            } => {
+                self.relink(intent, fid, nlink, parent, keep_for, maker)
+                    .await
+            }
+            PeerRequest::TreeLock { coord, id, lock } => self.tree_lock(coord, id, lock).await,
         }
     }
 
@@ -328,5 +395,164 @@ impl MdtService {
         self.apply_batch(None, t, true)?;
         drop(g);
         Ok(Reply::Ok)
+    }
+
+    /// Apply a part of another MDT's operation that changes names or
+    /// inodes clients may hold leases on: applied at once (it cannot be
+    /// run again), then recalled from every holder but `maker` (whose
+    /// own request waits for this part: recalling from it would wait on
+    /// its kernel, which holds the directories' locks), then committed.
+    async fn commit_part(
+        &self,
+        mut t: Tx<'_>,
+        g: tokio::sync::MutexGuard<'_, ()>,
+        maker: u64,
+        reply: Reply,
+    ) -> Result<(Reply, Ticket), ServerError> {
+        let e = t.take_effects();
+        let touched = Touched {
+            conflicts: lease::touched_by_change(&e),
+            grants: Vec::new(),
+        };
+        let applied = self.leases.apply(maker, None, &touched, true, || {
+            self.apply_batch(None, t, false)
+        })?;
+        let (ticket, _, late) =
+            applied.map_err(|_| ServerError::internal("a late change was refused for leases"))?;
+        drop(g);
+        let recalled = self.leases.recall(maker, late).await;
+        self.commit_through(ticket).await?;
+        drop(recalled);
+        Ok((reply, ticket))
+    }
+
+    /// The answer recorded for part `intent` if it was done already.
+    fn done_part(&self, intent: IntentRef) -> Result<Option<Reply>, ServerError> {
+        read_meta::<Reply>(&*self.store, &made_key(intent))
+    }
+
+    async fn set_entry(self: &Arc<Self>, intent: IntentRef, s: SetEntry, maker: u64) -> Handled {
+        let g = self.ns.lock().await;
+        if let Some(r) = self.done_part(intent)? {
+            return Ok(r);
+        }
+        let mut t = Tx::new(&*self.store);
+        t.dir(s.dir)?;
+        if s.to.is_some() && self.sealed.contains(s.dir) {
+            return Err(being_removed(s.dir));
+        }
+        let now = t.dentry(s.dir, &s.name)?.map(|d| d.fid);
+        if now != s.expect {
+            return Err(ServerError::refused(
+                Errno::EAGAIN,
+                format!("entry {} of {} changed meanwhile", s.name, s.dir),
+            ));
+        }
+        match s.to {
+            Some((fid, kind)) => t.put_dentry(s.dir, &s.name, &DentryRec { fid, kind })?,
+            None => t.delete_dentry(s.dir, &s.name),
+        }
+        let time = Time::now();
+        let d = t.inode(s.dir)?;
+        d.attr.nlink = d.attr.nlink.saturating_add_signed(s.nlink);
+        d.attr.mtime = time;
+        d.attr.ctime = time;
+        t.put_meta(&made_key(intent), &Reply::Ok)?;
+        crate::fail::point("set_entry");
+        Ok(self.commit_part(t, g, maker, Reply::Ok).await?.0)
+    }
+
+    async fn relink(
+        self: &Arc<Self>,
+        intent: IntentRef,
+        fid: Fid,
+        nlink: i32,
+        parent: Option<Fid>,
+        keep_for: Option<u64>,
+        maker: u64,
+    ) -> Handled {
+        let g = self.ns.lock().await;
+        if let Some(r) = self.done_part(intent)? {
+            return Ok(r);
+        }
+        let mut t = Tx::new(&*self.store);
+        let now = Time::now();
+        let r = t.inode(fid)?;
+        if let Some(p) = parent {
+            r.parent = p;
+        }
+        r.attr.ctime = now;
+        let (reply, freed) = match nlink {
+            1 => {
+                if r.attr.kind == FileKind::Dir {
+                    return Err(ServerError::refused(
+                        Errno::EPERM,
+                        "hard links to directories are not allowed",
+                    ));
+                }
+                if r.attr.nlink >= LINK_MAX {
+                    return Err(ServerError::refused(
+                        Errno::EMLINK,
+                        format!("{fid} has {} links", r.attr.nlink),
+                    ));
+                }
+                let was_orphan = r.attr.nlink == 0;
+                r.attr.nlink += 1;
+                let reply = Reply::Entry {
+                    attr: r.attr.clone(),
+                    layout: r.layout.clone(),
+                };
+                if was_orphan {
+                    self.unorphan(&mut t, fid);
+                }
+                (reply, None)
+            }
+            -1 => match self.drop_link(&mut t, fid, now, keep_for)? {
+                super::namespace::Dropped::Orphaned(f) => (Reply::Orphaned { fid: f }, None),
+                super::namespace::Dropped::Freed(objs) => (Reply::Ok, objs),
+                super::namespace::Dropped::Linked => (Reply::Ok, None),
+            },
+            _ => (Reply::Ok, None),
+        };
+        t.put_meta(&made_key(intent), &reply)?;
+        crate::fail::point("relink");
+        let orphan = match &reply {
+            Reply::Orphaned { fid } => Some(*fid),
+            _ => None,
+        };
+        let (r, ticket) = self.commit_part(t, g, maker, reply).await?;
+        if let Some(f) = orphan {
+            self.orphan_made(f);
+        }
+        if let Some((fid, objs)) = freed {
+            // Committed above: the objects may go.
+            self.queue_destroy(fid, objs, 0, ticket);
+        }
+        Ok(r)
+    }
+
+    /// MDT0's tree lock (see `PeerRequest::TreeLock`).
+    async fn tree_lock(self: &Arc<Self>, coord: u32, id: u64, lock: bool) -> Handled {
+        let g = self.ns.lock().await;
+        let held = read_meta::<(u32, u64)>(&*self.store, TREE_LOCK)?;
+        let mut t = Tx::new(&*self.store);
+        match (lock, held) {
+            (true, Some(h)) if h == (coord, id) => return Ok(Reply::Ok),
+            (true, Some((c, i))) => {
+                return Err(ServerError::refused(
+                    Errno::EBUSY,
+                    format!("the tree lock is held by intent {i} of MDT{c:04x}"),
+                ))
+            }
+            (true, None) => {
+                crate::fail::point("tree_lock");
+                t.put_meta(TREE_LOCK, &(coord, id))?
+            }
+            (false, Some(h)) if h == (coord, id) => {
+                t.batch.delete(Space::Meta, TREE_LOCK.as_bytes().to_vec())
+            }
+            (false, _) => return Ok(Reply::Ok),
+        }
+        self.commit_step(t, g, Reply::Ok, || {}).await
     }
 }
