@@ -145,6 +145,15 @@ fn is_refusal(e: &ServerError) -> bool {
         || matches!(e, ServerError::Peer { errno, .. } if *errno != Errno::EIO)
 }
 
+/// A part on an inode that is gone (another name of it was unlinked
+/// meanwhile) has nothing left to do: rolling forward must not stop there.
+fn gone_is_done(r: Handled) -> Handled {
+    match r {
+        Err(e) if e.errno() == Errno::ENOENT => Ok(Reply::Ok),
+        r => r,
+    }
+}
+
 impl MdtService {
     fn part(&self, id: u64, index: u32) -> IntentRef {
         IntentRef {
@@ -442,21 +451,26 @@ impl MdtService {
             maker: p.maker,
         };
         let parent = moved.then_some(p.to.dir);
-        self.mdt_call(p.src.mdt, relink(1, p.src.fid, 0, parent, None))
-            .await?;
+        gone_is_done(
+            self.mdt_call(p.src.mdt, relink(1, p.src.fid, 0, parent, None))
+                .await,
+        )?;
         fail::point("rename_distributed:inode_moved");
         let mut reply = Reply::Ok;
         match p.dst {
             Some(d) if p.exchange => {
                 let parent = moved.then_some(p.from.dir);
-                self.mdt_call(d.mdt, relink(2, d.fid, 0, parent, None))
-                    .await?;
+                gone_is_done(
+                    self.mdt_call(d.mdt, relink(2, d.fid, 0, parent, None))
+                        .await,
+                )?;
             }
             Some(d) if d.kind == FileKind::Dir => self.destroy_all(&p.replaced).await?,
             Some(d) => {
-                let r = self
-                    .mdt_call(d.mdt, relink(2, d.fid, -1, None, p.keep_for))
-                    .await?;
+                let r = gone_is_done(
+                    self.mdt_call(d.mdt, relink(2, d.fid, -1, None, p.keep_for))
+                        .await,
+                )?;
                 if let Reply::Orphaned { .. } = r {
                     reply = r;
                 }

@@ -488,6 +488,7 @@ impl MdtService {
                 format!("{name} is not a directory"),
             ));
         }
+        self.not_pending(parent, name)?;
         let here = read_inode(&*self.store, d.fid).ok();
         if here
             .as_ref()
