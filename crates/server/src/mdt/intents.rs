@@ -430,11 +430,8 @@ impl MdtService {
                 pr.attr.ctime = now;
             }
         }
-        t.batch.delete(Space::Intents, intent_key(id));
         let reply = Reply::Entry { attr, layout };
-        let ticket = self.apply_final(rq, t, &reply)?;
-        drop(g);
-        self.commit_through(ticket).await?;
+        self.finish_intent(rq, t, g, id, &reply).await?;
         Ok(Some(reply))
     }
 
@@ -761,8 +758,22 @@ impl MdtService {
             p.attr.mtime = now;
             p.attr.ctime = now;
         }
+        self.finish_intent(rq, t, g, id, &Reply::Ok).await
+    }
+
+    /// The last step of intent `id`: `t`, with the intent's deletion,
+    /// applied as the answer `reply` to `rq` (recorded for its resend),
+    /// the namespace lock `g` released, then committed.
+    pub(super) async fn finish_intent(
+        &self,
+        rq: &Rq<'_>,
+        mut t: Tx<'_>,
+        g: tokio::sync::MutexGuard<'_, ()>,
+        id: u64,
+        reply: &Reply,
+    ) -> Result<(), ServerError> {
         t.batch.delete(Space::Intents, intent_key(id));
-        let ticket = self.apply_final(rq, t, &Reply::Ok)?;
+        let ticket = self.apply_final(rq, t, reply)?;
         drop(g);
         self.commit_through(ticket).await
     }

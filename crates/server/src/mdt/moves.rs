@@ -294,21 +294,7 @@ impl MdtService {
         }
         let src_dir = src.kind == FileKind::Dir;
         if let (Some((d, _)), false) = (&dst, exchange) {
-            match (src_dir, d.kind == FileKind::Dir) {
-                (true, false) => {
-                    return Err(ServerError::refused(
-                        Errno::ENOTDIR,
-                        format!("{new_name} is not a directory"),
-                    ))
-                }
-                (false, true) => {
-                    return Err(ServerError::refused(
-                        Errno::EISDIR,
-                        format!("{new_name} is a directory"),
-                    ))
-                }
-                _ => {}
-            }
+            super::namespace::may_replace(src_dir, d.kind == FileKind::Dir, new_name)?;
         }
         let moved = parent != new_parent;
         if !c.is_root() {
@@ -588,19 +574,9 @@ impl MdtService {
                 }
                 None => t.delete_dentry(p.from.dir, &p.from.name),
             }
-            let now = Time::now();
-            let r = t.inode(p.from.dir)?;
-            r.attr.nlink = r.attr.nlink.saturating_add_signed(nlink);
-            r.attr.mtime = now;
-            r.attr.ctime = now;
+            t.dir_changed(p.from.dir, nlink, Time::now())?;
         }
-        t.batch.delete(
-            loom_store::kv::Space::Intents,
-            super::intents::intent_key(id),
-        );
-        let ticket = self.apply_final(rq, t, reply)?;
-        drop(g);
-        self.commit_through(ticket).await
+        self.finish_intent(rq, t, g, id, reply).await
     }
 
     /// Tell the MDTs a finished rename touched that they may forget its
@@ -676,12 +652,7 @@ impl MdtService {
         let c = Cred::of(rq.ctx);
         let (mdt, attr, _, _) = self.inode_anywhere(fid).await?;
         perm::may_link(&c, &attr)?;
-        if attr.kind == FileKind::Dir {
-            return Err(ServerError::refused(
-                Errno::EPERM,
-                "hard links to directories are not allowed",
-            ));
-        }
+        super::namespace::may_add_link(&attr)?;
         let op = LinkIntent {
             fid,
             kind: attr.kind,
@@ -768,17 +739,8 @@ impl MdtService {
             kind: op.kind,
         };
         t.put_dentry(op.parent, &op.name, &e)?;
-        let now = Time::now();
-        let p = t.inode(op.parent)?;
-        p.attr.mtime = now;
-        p.attr.ctime = now;
-        t.batch.delete(
-            loom_store::kv::Space::Intents,
-            super::intents::intent_key(id),
-        );
-        let ticket = self.apply_final(rq, t, &reply)?;
-        drop(g);
-        self.commit_through(ticket).await?;
+        t.dir_changed(op.parent, 0, Time::now())?;
+        self.finish_intent(rq, t, g, id, &reply).await?;
         Ok(reply)
     }
 
@@ -896,18 +858,9 @@ impl MdtService {
             .is_some_and(|d| d.fid == op.fid)
         {
             t.delete_dentry(op.parent, &op.name);
-            let now = Time::now();
-            let p = t.inode(op.parent)?;
-            p.attr.mtime = now;
-            p.attr.ctime = now;
+            t.dir_changed(op.parent, 0, Time::now())?;
         }
-        t.batch.delete(
-            loom_store::kv::Space::Intents,
-            super::intents::intent_key(id),
-        );
-        let ticket = self.apply_final(rq, t, &reply)?;
-        drop(g);
-        self.commit_through(ticket).await?;
+        self.finish_intent(rq, t, g, id, &reply).await?;
         Ok(reply)
     }
 

@@ -54,6 +54,44 @@ pub(super) fn exists(name: &Name) -> ServerError {
     ServerError::refused(Errno::EEXIST, format!("{name} exists"))
 }
 
+/// POSIX's rule for a rename onto an existing `new_name`: a directory
+/// replaces only a directory, and a non-directory only a non-directory.
+pub(super) fn may_replace(
+    src_dir: bool,
+    dst_dir: bool,
+    new_name: &Name,
+) -> Result<(), ServerError> {
+    match (src_dir, dst_dir) {
+        (true, false) => Err(ServerError::refused(
+            Errno::ENOTDIR,
+            format!("{new_name} is not a directory"),
+        )),
+        (false, true) => Err(ServerError::refused(
+            Errno::EISDIR,
+            format!("{new_name} is a directory"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Whether inode `a` may take one more hard link: not a directory, and
+/// below [`LINK_MAX`].
+pub(super) fn may_add_link(a: &msg::Attr) -> Result<(), ServerError> {
+    if a.kind == FileKind::Dir {
+        return Err(ServerError::refused(
+            Errno::EPERM,
+            "hard links to directories are not allowed",
+        ));
+    }
+    if a.nlink >= LINK_MAX {
+        return Err(ServerError::refused(
+            Errno::EMLINK,
+            format!("{} has {} links", a.fid, a.nlink),
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn not_found(name: &Name) -> ServerError {
     ServerError::refused(Errno::ENOENT, format!("no entry {name}"))
 }
@@ -713,21 +751,10 @@ impl MdtService {
                     // Two names of one inode: POSIX says do nothing.
                     return Ok(Reply::Ok);
                 }
-                match (src_dir, dst.kind == FileKind::Dir) {
-                    (true, false) => {
-                        return Err(ServerError::refused(
-                            Errno::ENOTDIR,
-                            format!("{new_name} is not a directory"),
-                        ))
-                    }
-                    (false, true) => {
-                        return Err(ServerError::refused(
-                            Errno::EISDIR,
-                            format!("{new_name} is a directory"),
-                        ))
-                    }
-                    (true, true) => self.drop_dir(&mut t, new_parent, dst.fid)?,
-                    (false, false) => dropped = self.drop_link(&mut t, dst.fid, now, keep_for)?,
+                may_replace(src_dir, dst.kind == FileKind::Dir, new_name)?;
+                match src_dir {
+                    true => self.drop_dir(&mut t, new_parent, dst.fid)?,
+                    false => dropped = self.drop_link(&mut t, dst.fid, now, keep_for)?,
                 }
             }
             t.delete_dentry(parent, name);
@@ -766,18 +793,7 @@ impl MdtService {
         let now = Time::now();
         let r = t.inode(fid)?;
         perm::may_link(&c, &r.attr)?;
-        if r.attr.kind == FileKind::Dir {
-            return Err(ServerError::refused(
-                Errno::EPERM,
-                "hard links to directories are not allowed",
-            ));
-        }
-        if r.attr.nlink >= LINK_MAX {
-            return Err(ServerError::refused(
-                Errno::EMLINK,
-                format!("{fid} has {} links", r.attr.nlink),
-            ));
-        }
+        may_add_link(&r.attr)?;
         let was_orphan = r.attr.nlink == 0;
         r.attr.nlink += 1;
         r.attr.ctime = now;

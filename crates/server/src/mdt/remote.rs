@@ -47,9 +47,6 @@ fn made_key(i: IntentRef) -> String {
 /// that holds it.
 const TREE_LOCK: &str = "tree_lock";
 
-/// Most links one inode may have (as a local `link`).
-const LINK_MAX: u32 = 65000;
-
 /// What a `SetEntry` part changes.
 struct SetEntry {
     dir: Fid,
@@ -452,11 +449,7 @@ impl MdtService {
             Some((fid, kind)) => t.put_dentry(s.dir, &s.name, &DentryRec { fid, kind })?,
             None => t.delete_dentry(s.dir, &s.name),
         }
-        let time = Time::now();
-        let d = t.inode(s.dir)?;
-        d.attr.nlink = d.attr.nlink.saturating_add_signed(s.nlink);
-        d.attr.mtime = time;
-        d.attr.ctime = time;
+        t.dir_changed(s.dir, s.nlink, Time::now())?;
         t.put_meta(&made_key(intent), &Reply::Ok)?;
         crate::fail::point("set_entry");
         Ok(self.commit_part(t, g, maker, Reply::Ok).await?.0)
@@ -484,18 +477,7 @@ impl MdtService {
         r.attr.ctime = now;
         let (reply, freed) = match nlink {
             1 => {
-                if r.attr.kind == FileKind::Dir {
-                    return Err(ServerError::refused(
-                        Errno::EPERM,
-                        "hard links to directories are not allowed",
-                    ));
-                }
-                if r.attr.nlink >= LINK_MAX {
-                    return Err(ServerError::refused(
-                        Errno::EMLINK,
-                        format!("{fid} has {} links", r.attr.nlink),
-                    ));
-                }
+                super::namespace::may_add_link(&r.attr)?;
                 let was_orphan = r.attr.nlink == 0;
                 r.attr.nlink += 1;
                 let reply = Reply::Entry {

@@ -151,6 +151,16 @@ impl<'a> Tx<'a> {
         Ok(())
     }
 
+    /// Directory `dir`'s entries changed at `now`: its mtime and ctime
+    /// move, and `nlink` is added to its link count.
+    pub fn dir_changed(&mut self, dir: Fid, nlink: i32, now: msg::Time) -> Result<(), ServerError> {
+        let r = self.inode(dir)?;
+        r.attr.nlink = r.attr.nlink.saturating_add_signed(nlink);
+        r.attr.mtime = now;
+        r.attr.ctime = now;
+        Ok(())
+    }
+
     /// Remove entry `name` from `dir`.
     pub fn delete_dentry(&mut self, dir: Fid, name: &Name) {
         self.batch.delete(Space::Dentries, dentry_key(dir, name));
