@@ -2,16 +2,17 @@
 
 use crate::ctx::{Caller, CtxFactory};
 use crate::error::ClientError;
+use crate::inode::Inode;
 use crate::io::file::OpenFile;
-use crate::io::writeback::FileWrites;
 use crate::routing::Router;
 use bytes::Bytes;
 use loom_proto::msg::ORPHAN_RENEW;
 use loom_proto::msg::{Attr, FileKind, MdtRequest, OstRequest, Reply, ReqCtx, TargetId};
 use loom_proto::{Errno, Fid, Layout};
 use loom_rpc::{ClusterKey, RpcError};
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, Weak};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Bytes of writes one client may have in flight, over all its files.
@@ -60,27 +61,22 @@ pub struct Client {
     pub(crate) ctxs: CtxFactory,
     fsname: String,
     opts: ClientOptions,
-    /// Files open on this client, by FID: a truncate must shrink what they
-    /// believe the size is, and a stat must see their unflushed writes.
-    open_files: Mutex<HashMap<Fid, Vec<Weak<OpenFile>>>>,
-    /// Writes in flight, per file with open handles here.
-    writes: Mutex<HashMap<Fid, Arc<FileWrites>>>,
+    /// Handles open on this client (each also counted in its inode's
+    /// object, see [`crate::inode`]: a truncate must shrink what they
+    /// believe the size is, and a stat must see their unflushed writes).
+    handles_open: AtomicUsize,
     /// Bytes this client may have in flight in all (each file has its own
     /// window too): many files written at once must not hold more memory.
     pub(crate) write_budget: Arc<tokio::sync::Semaphore>,
     /// Space the OSTs keep for this client's writes sent behind.
     pub(crate) grants: crate::io::grant::Grants,
-    /// Failures of files closed here that no close could report (writes
-    /// or sizes sent at a release): the file's next fsync here reports
-    /// them, as a local file system's fsync reports a failed write-back.
-    unseen: Mutex<HashMap<Fid, Errno>>,
-    /// Open files whose last name is gone: the MDT keeps them until their
-    /// last handle here closes (see [`Client::adopt_orphan`]).
-    orphans: Mutex<HashSet<Fid>>,
+    /// Files closed here whose failure no close could report (writes or
+    /// sizes sent at a release; each kept in its inode's object): the
+    /// file's next fsync here reports it, as a local file system's fsync
+    /// reports a failed write-back.
+    unseen: AtomicUsize,
     /// Where background work (orphan releases from `Drop`) runs.
     rt: tokio::runtime::Handle,
-    /// Layouts of the directories met (striped or not).
-    pub(crate) dir_layouts: crate::dirs::DirLayouts,
 }
 
 impl Client {
@@ -130,14 +126,11 @@ impl Client {
             ctxs,
             fsname: fsname.to_string(),
             opts,
-            open_files: Mutex::new(HashMap::new()),
-            writes: Mutex::new(HashMap::new()),
+            handles_open: AtomicUsize::new(0),
             write_budget: Arc::new(tokio::sync::Semaphore::new(WRITE_BUDGET)),
             grants: Default::default(),
-            unseen: Mutex::new(HashMap::new()),
-            orphans: Mutex::new(HashSet::new()),
+            unseen: AtomicUsize::new(0),
             rt: tokio::runtime::Handle::current(),
-            dir_layouts: Default::default(),
         });
         client.spawn_orphan_renewal();
         client.router.set_reporter(client.size_reporter());
@@ -338,64 +331,47 @@ impl Client {
         layout: Layout,
         size: u64,
     ) -> Arc<OpenFile> {
+        let inode = self.router.fresh.inode(fid);
         let f = Arc::new(OpenFile::new(
             self.clone(),
             caller.clone(),
             fid,
             layout,
             size,
+            inode.writes(),
         ));
-        let mut open = self.lock_open();
-        let v = open.entry(fid).or_default();
-        v.retain(|w| w.strong_count() > 0);
-        v.push(Arc::downgrade(&f));
+        inode.opened(&f);
+        self.handles_open.fetch_add(1, Ordering::Relaxed);
         f
     }
 
-    fn lock_open(&self) -> std::sync::MutexGuard<'_, HashMap<Fid, Vec<Weak<OpenFile>>>> {
-        self.open_files.lock().unwrap_or_else(|p| p.into_inner())
+    /// The object of inode `fid`, if this client holds anything of it.
+    pub(crate) fn inode(&self, fid: Fid) -> Option<Arc<Inode>> {
+        self.router.fresh.get(fid)
     }
 
-    /// Forget dropped handles of `fid` (called when an [`OpenFile`] drops,
+    /// A handle of `fid` was dropped (called when an [`OpenFile`] drops,
     /// whose writes reached `written_end`): the handles still open learn
     /// that size, so their reads do not stop short of data written through
     /// the one that closed (the kernel asks for it, by its own file size).
+    /// The last handle of an orphan releases it.
     pub(crate) fn forget_closed(&self, fid: Fid, written_end: u64) {
-        let survivors: Vec<Arc<OpenFile>> = {
-            let mut open = self.lock_open();
-            let Some(v) = open.get_mut(&fid) else {
-                return;
-            };
-            v.retain(|w| w.strong_count() > 0);
-            let s: Vec<_> = v.iter().filter_map(Weak::upgrade).collect();
-            if v.is_empty() {
-                open.remove(&fid);
-                let mut w = self.lock_writes();
-                // Writes still in flight (a handle dropped without a flush)
-                // keep their tracker, so a new open orders after them.
-                if w.get(&fid).is_some_and(|f| !f.busy()) {
-                    w.remove(&fid);
-                }
-                drop(w);
-                if self.lock_orphans().remove(&fid) {
-                    self.spawn_release_orphan(fid);
-                }
-            }
-            s
+        self.handles_open.fetch_sub(1, Ordering::Relaxed);
+        let Some(inode) = self.inode(fid) else {
+            return;
         };
-        // Outside the lock: a survivor dropped here re-enters forget_closed.
-        for f in survivors {
+        let closed = inode.closed();
+        drop(inode);
+        if closed.release_orphan {
+            self.spawn_release_orphan(fid);
+        }
+        // Writes still in flight (a handle dropped without a flush) keep
+        // the object, so a new open orders after them.
+        self.router.fresh.sweep(fid);
+        // Outside every lock: a survivor dropped here re-enters forget_closed.
+        for f in closed.survivors {
             f.note_size_at_least(written_end);
         }
-    }
-
-    fn lock_writes(&self) -> std::sync::MutexGuard<'_, HashMap<Fid, Arc<FileWrites>>> {
-        self.writes.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The writes in flight of `fid` on this client.
-    pub(crate) fn writes_of(&self, fid: Fid) -> Arc<FileWrites> {
-        self.lock_writes().entry(fid).or_default().clone()
     }
 
     /// Wait for this client's writes to `fid` in flight, those its handles
@@ -403,59 +379,50 @@ impl Client {
     /// gathered write that fails is reported as any write is (by the next
     /// write, flush or fsync).
     pub(crate) async fn wait_writes(&self, fid: Fid) {
-        for h in self.open_handles(fid) {
+        let Some(inode) = self.inode(fid) else {
+            return;
+        };
+        for h in inode.open_handles() {
             if let Err(e) = h.drain().await {
                 tracing::debug!(%fid, "sending gathered writes: {e}");
             }
         }
-        let w = self.lock_writes().get(&fid).cloned();
-        if let Some(w) = w {
-            w.wait().await;
-        }
+        inode.writes().wait().await;
     }
 
     /// A release of `fid` failed with `e` after its close returned: the
     /// next fsync of `fid` on this client reports it (at most
     /// [`UNSEEN_MAX`] files are remembered; past that, the log only).
     pub fn unseen_failure(&self, fid: Fid, e: Errno) {
-        let mut u = self.unseen.lock().unwrap_or_else(|p| p.into_inner());
-        if u.len() < UNSEEN_MAX || u.contains_key(&fid) {
-            u.insert(fid, e);
+        let inode = self.router.fresh.inode(fid);
+        if self.unseen.load(Ordering::Relaxed) < UNSEEN_MAX && inode.set_unseen(e) {
+            self.unseen.fetch_add(1, Ordering::Relaxed);
         }
+        drop(inode);
+        self.router.fresh.sweep(fid);
     }
 
     /// The failure [`Client::unseen_failure`] kept for `fid`, now reported.
     pub(crate) fn take_unseen(&self, fid: Fid) -> Option<Errno> {
-        let mut u = self.unseen.lock().unwrap_or_else(|p| p.into_inner());
-        u.remove(&fid)
-    }
-
-    fn lock_orphans(&self) -> std::sync::MutexGuard<'_, HashSet<Fid>> {
-        self.orphans.lock().unwrap_or_else(|p| p.into_inner())
+        let e = self.inode(fid)?.take_unseen();
+        if e.is_some() {
+            self.unseen.fetch_sub(1, Ordering::Relaxed);
+            self.router.fresh.sweep(fid);
+        }
+        e
     }
 
     /// Whether any file is open here (an unlink or rename then asks the
     /// MDT to keep a file it removes the last name of, in case it is one
     /// of them).
     pub(crate) fn has_open_files(&self) -> bool {
-        !self.lock_open().is_empty()
+        self.handles_open.load(Ordering::Relaxed) > 0
     }
 
     /// The MDT kept `fid` as our orphan: hold it while a handle here has
     /// it open, else release it now.
     pub(crate) async fn adopt_orphan(&self, fid: Fid) {
-        let held = {
-            // Under the open-files lock, so that a last close cannot slip
-            // between the check and the insert (forget_closed takes it).
-            let open = self.lock_open();
-            let held = open
-                .get(&fid)
-                .is_some_and(|v| v.iter().any(|w| w.strong_count() > 0));
-            if held {
-                self.lock_orphans().insert(fid);
-            }
-            held
-        };
+        let held = self.inode(fid).is_some_and(|i| i.hold_orphan());
         if !held {
             self.release_orphan(fid).await;
         }
@@ -463,7 +430,7 @@ impl Client {
 
     /// Orphans this client holds.
     pub fn orphans(&self) -> Vec<Fid> {
-        self.lock_orphans().iter().copied().collect()
+        self.router.fresh.select(|i| i.is_orphan())
     }
 
     async fn release_orphan(&self, fid: Fid) {
@@ -519,9 +486,8 @@ impl Client {
     }
 
     pub(crate) fn open_handles(&self, fid: Fid) -> Vec<Arc<OpenFile>> {
-        self.lock_open()
-            .get(&fid)
-            .map(|v| v.iter().filter_map(Weak::upgrade).collect())
+        self.inode(fid)
+            .map(|i| i.open_handles())
             .unwrap_or_default()
     }
 

@@ -15,52 +15,25 @@ use crate::io::file::unexpected;
 use crate::Client;
 use loom_proto::msg::{Attr, DirEntry, DirStripe, FileKind, MdtRequest, Reply};
 use loom_proto::{Errno, Fid, Layout, Name};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::task::JoinSet;
-
-/// Directories whose layout is cached; past this the cache starts over.
-const CACHE_MAX: usize = 1 << 16;
-
-/// Shards of the directories this client has met: `None` for a plain one.
-#[derive(Debug, Default)]
-pub(crate) struct DirLayouts(Mutex<HashMap<Fid, Option<Arc<[Fid]>>>>);
-
-impl DirLayouts {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Fid, Option<Arc<[Fid]>>>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn get(&self, dir: Fid) -> Option<Option<Arc<[Fid]>>> {
-        self.map().get(&dir).cloned()
-    }
-
-    fn put(&self, dir: Fid, layout: Option<&Layout>) {
-        let shards = layout.and_then(|l| l.dir_shards()).map(Arc::from);
-        let mut m = self.map();
-        if m.len() >= CACHE_MAX {
-            m.clear();
-        }
-        m.insert(dir, shards);
-    }
-}
 
 impl Client {
     /// Remember the layout of a directory named by an entry reply.
     pub(crate) fn note_dir(&self, attr: &Attr, layout: Option<&Layout>) {
         if attr.kind == FileKind::Dir {
-            self.dir_layouts.put(attr.fid, layout);
+            self.note_shards(attr.fid, layout);
         }
     }
 
     /// Whether `dir` is known (from its layout) not to be striped.
     pub(crate) fn dir_is_plain(&self, dir: Fid) -> bool {
-        matches!(self.dir_layouts.get(dir), Some(None))
+        matches!(self.router.fresh.shards(dir), Some(None))
     }
 
     /// The shards of directory `dir`, or `None` if it is not striped.
     pub async fn dir_shards(&self, c: &Caller, dir: Fid) -> Result<Option<Arc<[Fid]>>, Errno> {
-        if let Some(s) = self.dir_layouts.get(dir) {
+        if let Some(s) = self.router.fresh.shards(dir) {
             return Ok(s);
         }
         let layout = match self
@@ -72,8 +45,15 @@ impl Client {
             Err(Errno::ENODATA) => None,
             Err(e) => return Err(e),
         };
-        self.dir_layouts.put(dir, layout.as_ref());
-        Ok(self.dir_layouts.get(dir).flatten())
+        Ok(self.note_shards(dir, layout.as_ref()))
+    }
+
+    /// Remember directory `dir`'s shards from its layout (in its inode's
+    /// object); the shards, if striped.
+    fn note_shards(&self, dir: Fid, layout: Option<&Layout>) -> Option<Arc<[Fid]>> {
+        let shards: Option<Arc<[Fid]>> = layout.and_then(|l| l.dir_shards()).map(Arc::from);
+        self.router.fresh.set_shards(dir, shards.clone());
+        shards
     }
 
     /// The directory object that holds (or will hold) `name` of `dir`:

@@ -1,6 +1,8 @@
 //! What this client knows of inodes and names, and until when: what its
 //! own changes did, as its MDTs said in their replies ([`Effects`]), and,
-//! on a mount that takes leases, what its MDTs answered it.
+//! on a mount that takes leases, what its MDTs answered it. Kept in the
+//! client's table of [`Inode`] objects, one per inode, which also hold
+//! the inode's open handles and writes in flight (see [`crate::inode`]).
 //!
 //! A mount answers a stat or a lookup from here while the answer is
 //! valid, and tells the kernel to keep it only for what is left of that.
@@ -24,25 +26,35 @@
 //! everything ([`Fresh::take_all`]), as the MDT's leases went with it.
 //! An answer that crossed a recall (sent before, answered after) is not
 //! taken as leased: it may predate the change recalled.
+//!
+//! **Locking.** One lock over the table: a recall (which counts itself,
+//! then forgets) is atomic with every check of an answer against the
+//! recall count and with every read of what is leased. An inode's own
+//! locks are taken under it, never the other way round.
 
+use crate::inode::{Inode, Item, Known, Xattrs};
 use loom_proto::msg::{Attr, Effects, Lease};
 use loom_proto::{Fid, Layout, Name};
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Entries kept: past it, new answers are not kept (an answer from here
-/// is an optimisation; a miss only costs a round trip). Nothing leased is
-/// dropped to make room, so that everything the kernel was told to keep
-/// long is known here when it must be dropped.
+/// Inodes and names kept: past it, new answers are not kept (an answer
+/// from here is an optimisation; a miss only costs a round trip). Nothing
+/// leased is dropped to make room, so that everything the kernel was told
+/// to keep long is known here when it must be dropped. Inodes with open
+/// handles or writes are always kept.
 const CAPACITY: usize = 1 << 20;
 /// Names of one directory kept as its whole list.
 const LIST_MAX: usize = 1 << 16;
+/// Refused inserts between two sweeps of a full table for inodes that
+/// hold nothing needed (a sweep reads every inode).
+const SWEEP_EVERY: u32 = 1 << 16;
 
 /// See the module documentation.
 #[derive(Debug, Default)]
 pub struct Fresh {
-    inner: Mutex<Known>,
+    inner: Mutex<Table>,
 }
 
 /// How long an answer is valid.
@@ -66,46 +78,17 @@ pub struct Validity {
 }
 
 #[derive(Debug, Default)]
-struct Known {
-    attrs: HashMap<Fid, Item<Attr>>,
-    names: HashMap<(Fid, Name), Item<Option<Fid>>>,
-    /// Directories whose every name is known (in `names` or absent).
-    lists: HashMap<Fid, Item<HashSet<Name>>>,
-    /// Extended attributes of inodes whose attributes are leased: a
-    /// change to one changes the inode's ctime, so it recalls the
-    /// attributes, and these go with them.
-    xattrs: HashMap<Fid, Xattrs>,
-    /// Layouts of regular files (never changed after the create), kept
-    /// with leased attributes: an open under the lease needs no MDT.
-    layouts: HashMap<Fid, Layout>,
-    /// For each inode whose attributes are leased, which lease: a lease
-    /// that starts after none was held (or the one held ran out) gets a
-    /// new number, a renewal keeps it. While the number stays, every
-    /// change another client made to the inode was recalled here first.
-    lease_gens: HashMap<Fid, u64>,
+struct Table {
+    inodes: HashMap<Fid, Arc<Inode>>,
+    /// Names known, in all directories (counted against [`CAPACITY`]).
+    names: usize,
     next_gen: u64,
-    /// Files this client made whose size it holds a lease on: it may
-    /// report what it writes to them later (at release, or when recalled).
-    /// Not bound by the lease time: the MDT recalls it before anyone else
-    /// sees the size, and it goes with the connection.
-    sizes: HashSet<Fid>,
     /// Recalls (and drops of everything) so far.
     recalls: u64,
     /// This client's own changes noted so far.
     changes: u64,
-    /// The transaction number of the newest own change noted for each
-    /// inode's attributes (see [`Validity::stamp`]).
-    stamps: HashMap<Fid, u64>,
-}
-
-/// What is known of one inode's extended attributes.
-#[derive(Debug, Default)]
-struct Xattrs {
-    /// Values by name (`None`: absent).
-    names: HashMap<Name, Option<Vec<u8>>>,
-    /// The inode has no others: this client made it (a new inode has
-    /// none) and has not set or removed one since.
-    complete: bool,
+    /// Inserts refused since the last sweep of a full table.
+    refused: u32,
 }
 
 /// What a change of this client did to extended attributes. The MDT's
@@ -127,13 +110,6 @@ pub enum XattrsChanged {
 /// The file capability, which a change of owner or size may drop.
 const CAPABILITY: &[u8] = b"security.capability";
 
-#[derive(Debug)]
-struct Item<T> {
-    v: T,
-    until: Instant,
-    leased: bool,
-}
-
 /// What is left until `until`, if anything.
 fn left(until: Instant) -> Option<Duration> {
     until
@@ -141,7 +117,17 @@ fn left(until: Instant) -> Option<Duration> {
         .filter(|d| !d.is_zero())
 }
 
-impl Known {
+/// Whether `i` is leased and not run out.
+fn valid<T>(i: &Item<T>) -> bool {
+    i.leased && left(i.until).is_some()
+}
+
+/// The attributes in `k`, if leased and not run out.
+fn leased_attr(k: &Known) -> Option<&Attr> {
+    k.attr.as_ref().filter(|a| valid(a)).map(|a| &a.v)
+}
+
+impl Table {
     /// Until when an answer given under `v` is valid, and whether leased.
     fn until(&self, v: Validity, granted: bool) -> (Instant, bool) {
         match v.leased {
@@ -150,36 +136,82 @@ impl Known {
         }
     }
 
-    /// As [`Known::until`], for a read's answer: not leased either if one
+    /// As [`Table::until`], for a read's answer: not leased either if one
     /// of this client's own changes was noted while it was in flight.
     fn until_read(&self, v: Validity, granted: bool) -> (Instant, bool) {
         self.until(v, granted && self.changes == v.changes)
     }
 
-    /// Forget what is known of inode `fid`.
-    fn forget(&mut self, fid: Fid) {
-        self.lease_gens.remove(&fid);
-        self.attrs.remove(&fid);
-        self.xattrs.remove(&fid);
-        self.layouts.remove(&fid);
+    fn full(&self) -> bool {
+        self.inodes.len() + self.names >= CAPACITY
     }
 
-    fn full(&self) -> bool {
-        self.attrs.len() + self.names.len() >= CAPACITY
+    /// The object of `fid`, made if it has none and `make`.
+    fn object(&mut self, fid: Fid, make: bool) -> Option<&Arc<Inode>> {
+        if make {
+            return Some(
+                self.inodes
+                    .entry(fid)
+                    .or_insert_with(|| Arc::new(Inode::new(fid))),
+            );
+        }
+        self.inodes.get(&fid)
+    }
+
+    /// Whether a new inode or name may be kept. A full table is swept
+    /// now and then of what ran out and of inodes that hold nothing
+    /// needed.
+    fn room(&mut self) -> bool {
+        if !self.full() {
+            return true;
+        }
+        self.refused += 1;
+        if self.refused >= SWEEP_EVERY {
+            self.refused = 0;
+            let now = Instant::now();
+            let dropped: usize = self
+                .inodes
+                .values()
+                .map(|i| i.known().drop_expired(now))
+                .sum();
+            self.names -= dropped;
+            self.inodes.retain(|_, i| !i.removable(false));
+        }
+        !self.full()
+    }
+
+    /// Drop `fid`'s object if nothing holds it and it holds nothing.
+    fn sweep(&mut self, fid: Fid) {
+        if self.inodes.get(&fid).is_some_and(|i| i.removable(true)) {
+            self.inodes.remove(&fid);
+        }
+    }
+
+    fn sweep_all(&mut self) {
+        self.inodes.retain(|_, i| !i.removable(true));
+    }
+
+    /// Forget what is known of inode `fid`.
+    fn forget(&mut self, fid: Fid) {
+        if let Some(i) = self.inodes.get(&fid) {
+            i.known().forget();
+            self.sweep(fid);
+        }
     }
 
     /// Note `a`, valid until `until`. An MDT's answer without a lease does
     /// not replace a leased one (it may predate it: a change would have
     /// recalled the lease first); the client's own change does (`own`).
     fn put_attr(&mut self, a: Attr, (until, leased): (Instant, bool), insert: bool, own: bool) {
-        let full = self.full();
         let fid = a.fid;
-        let held = self
-            .attrs
-            .get(&fid)
-            .is_some_and(|e| e.leased && e.until > Instant::now());
-        match self.attrs.get_mut(&a.fid) {
-            Some(e) if !own && !leased && e.leased && e.until > Instant::now() => return,
+        let room = insert && self.room();
+        let Some(i) = self.object(fid, room).cloned() else {
+            return;
+        };
+        let mut k = i.known();
+        let held = k.attr.as_ref().is_some_and(|e| e.leased_now());
+        match &mut k.attr {
+            Some(e) if !own && !leased && e.leased_now() => return,
             Some(e) => {
                 *e = Item {
                     v: a,
@@ -187,24 +219,20 @@ impl Known {
                     leased,
                 }
             }
-            None if insert && !full => {
-                self.attrs.insert(
-                    a.fid,
-                    Item {
-                        v: a,
-                        until,
-                        leased,
-                    },
-                );
+            None if room => {
+                k.attr = Some(Item {
+                    v: a,
+                    until,
+                    leased,
+                })
             }
             None => return,
         }
         if !leased {
-            self.lease_gens.remove(&fid);
-        } else if !held || !self.lease_gens.contains_key(&fid) {
+            k.gen = None;
+        } else if !held || k.gen.is_none() {
             self.next_gen += 1;
-            let g = self.next_gen;
-            self.lease_gens.insert(fid, g);
+            k.gen = Some(self.next_gen);
         }
     }
 
@@ -217,8 +245,12 @@ impl Known {
         insert: bool,
         own: bool,
     ) {
-        let full = self.full();
-        if let Some(l) = self.lists.get_mut(&dir) {
+        let room = insert && self.room();
+        let Some(d) = self.object(dir, room).cloned() else {
+            return;
+        };
+        let mut k = d.known();
+        if let Some(l) = &mut k.list {
             match fid {
                 Some(_) => {
                     l.v.insert(name.clone());
@@ -228,8 +260,8 @@ impl Known {
                 }
             }
         }
-        match self.names.get_mut(&(dir, name.clone())) {
-            Some(e) if !own && !leased && e.leased && e.until > Instant::now() => {}
+        match k.names.get_mut(&name) {
+            Some(e) if !own && !leased && e.leased_now() => {}
             Some(e) => {
                 *e = Item {
                     v: fid,
@@ -237,24 +269,89 @@ impl Known {
                     leased,
                 }
             }
-            None if insert && !full => {
-                self.names.insert(
-                    (dir, name),
+            None if room => {
+                k.names.insert(
+                    name,
                     Item {
                         v: fid,
                         until,
                         leased,
                     },
                 );
+                drop(k);
+                self.names += 1;
             }
             None => {}
         }
     }
+
+    /// Read what is known of `fid`.
+    fn read<T>(&self, fid: Fid, f: impl FnOnce(&Known) -> Option<T>) -> Option<T> {
+        f(&self.inodes.get(&fid)?.known())
+    }
 }
 
 impl Fresh {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The object of inode `fid`, made if this client holds nothing of it
+    /// yet (it is dropped again, once nothing holds it and it holds
+    /// nothing, by [`Fresh::sweep`]).
+    pub fn inode(&self, fid: Fid) -> Arc<Inode> {
+        let mut t = self.lock();
+        match t.object(fid, true) {
+            Some(i) => i.clone(),
+            // Unreachable: `object` makes one when asked.
+            None => Arc::new(Inode::new(fid)),
+        }
+    }
+
+    /// The object of inode `fid`, if this client holds anything of it.
+    pub fn get(&self, fid: Fid) -> Option<Arc<Inode>> {
+        self.lock().inodes.get(&fid).cloned()
+    }
+
+    /// Drop `fid`'s object if nothing holds it and it holds nothing (call
+    /// after letting go of it, when a handle closed or a failure was
+    /// reported).
+    pub fn sweep(&self, fid: Fid) {
+        self.lock().sweep(fid)
+    }
+
+    /// Inodes this client holds an object for.
+    pub fn len(&self) -> usize {
+        self.lock().inodes.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The inodes whose objects satisfy `f`.
+    pub(crate) fn select(&self, f: impl Fn(&Inode) -> bool) -> Vec<Fid> {
+        let t = self.lock();
+        t.inodes
+            .iter()
+            .filter(|(_, i)| f(i))
+            .map(|(fid, _)| *fid)
+            .collect()
+    }
+
+    /// A directory's shards as met (`Some(None)`: not striped).
+    pub(crate) fn shards(&self, dir: Fid) -> Option<Option<Arc<[Fid]>>> {
+        self.lock().read(dir, |k| k.shards.clone())
+    }
+
+    /// Note directory `dir`'s shards (`None`: not striped).
+    pub(crate) fn set_shards(&self, dir: Fid, shards: Option<Arc<[Fid]>>) {
+        let mut t = self.lock();
+        let room = t.room();
+        if let Some(i) = t.object(dir, room) {
+            i.known().shards = Some(shards);
+        }
     }
 
     /// Recalls so far: noted when a request is sent, so that an answer
@@ -271,78 +368,85 @@ impl Fresh {
     /// Take note of what a change did; `granted` tells which leases its
     /// answer carries, `x` what it did to extended attributes.
     pub fn learn(&self, e: Effects, granted: &HashSet<Lease>, v: Validity, x: XattrsChanged) {
-        let mut k = self.lock();
-        k.changes += 1;
+        let mut t = self.lock();
+        t.changes += 1;
         for fid in e.removed {
-            k.forget(fid);
+            t.forget(fid);
         }
         for a in e.attrs {
             if v.stamp > 0 {
-                if k.stamps.get(&a.fid).is_some_and(|s| *s > v.stamp) {
+                if t.read(a.fid, |k| Some(k.stamp > v.stamp)) == Some(true) {
                     // A newer change of this client already said more.
                     continue;
                 }
-                if k.stamps.len() >= CAPACITY {
-                    k.stamps.clear();
+                let room = t.room();
+                if let Some(i) = t.object(a.fid, room) {
+                    i.known().stamp = v.stamp;
                 }
-                k.stamps.insert(a.fid, v.stamp);
             }
-            let u = k.until(v, granted.contains(&Lease::Attr(a.fid)));
-            k.put_attr(a, u, true, true);
+            let u = t.until(v, granted.contains(&Lease::Attr(a.fid)));
+            t.put_attr(a, u, true, true);
         }
         for (dir, name, fid) in e.names {
-            let u = k.until(v, granted.contains(&Lease::Name(dir, name.clone())));
-            let old = k.names.get(&(dir, name.clone())).and_then(|i| i.v);
-            k.put_name(dir, name, fid, u, true, true);
+            let u = t.until(v, granted.contains(&Lease::Name(dir, name.clone())));
+            let old = t.read(dir, |k| k.names.get(&name).and_then(|i| i.v));
+            t.put_name(dir, name, fid, u, true, true);
             if let (None, Some(old)) = (fid, old) {
                 // The inode the removed name led to changed (its link
                 // count) in a way this MDT may not have reported (it may
                 // live on another MDT).
-                k.attrs.remove(&old);
+                if let Some(i) = t.inodes.get(&old) {
+                    i.known().attr = None;
+                }
+                t.sweep(old);
             }
         }
         match x {
             XattrsChanged::Nothing => {}
             XattrsChanged::Made(fid) => {
-                let leased = k.attrs.get(&fid).is_some_and(|a| a.leased);
-                if leased && k.xattrs.len() < CAPACITY {
-                    k.xattrs.insert(
-                        fid,
-                        Xattrs {
+                if let Some(i) = t.inodes.get(&fid) {
+                    let mut k = i.known();
+                    if k.attr.as_ref().is_some_and(|a| a.leased) {
+                        k.xattrs = Some(Xattrs {
                             names: HashMap::new(),
                             complete: true,
-                        },
-                    );
+                        });
+                    }
                 }
             }
             XattrsChanged::Set(fid) => {
-                k.xattrs.remove(&fid);
+                if let Some(i) = t.inodes.get(&fid) {
+                    i.known().xattrs = None;
+                }
             }
             XattrsChanged::KillPriv(fid) => {
                 // A capability it may have dropped is asked again; an
                 // inode known to have none still has none.
-                if let Some(x) = k.xattrs.get_mut(&fid) {
-                    x.names.remove(&Name::from(CAPABILITY));
+                if let Some(i) = t.inodes.get(&fid) {
+                    if let Some(x) = &mut i.known().xattrs {
+                        x.names.remove(&Name::from(CAPABILITY));
+                    }
                 }
             }
         }
         for l in granted {
             if let Lease::Size(fid) = l {
-                if k.until(v, true).1 {
-                    k.sizes.insert(*fid);
+                if t.until(v, true).1 {
+                    if let Some(i) = t.object(*fid, true) {
+                        i.known().size_leased = true;
+                    }
                 }
             }
             if let Lease::List(dir) = l {
-                let (until, leased) = k.until(v, true);
+                let (until, leased) = t.until(v, true);
                 if leased {
-                    k.lists.insert(
-                        *dir,
-                        Item {
+                    if let Some(i) = t.object(*dir, true) {
+                        i.known().list = Some(Item {
                             v: HashSet::new(),
                             until,
                             leased,
-                        },
-                    );
+                        });
+                    }
                 }
             }
         }
@@ -351,32 +455,32 @@ impl Fresh {
     /// An MDT answered `a`: newer than what this client knew. Kept (when
     /// not known yet) only if leased.
     pub fn seen(&self, a: &Attr, granted: bool, v: Validity) {
-        let mut k = self.lock();
-        let u = k.until_read(v, granted);
-        k.put_attr(a.clone(), u, u.1, false);
+        let mut t = self.lock();
+        let u = t.until_read(v, granted);
+        t.put_attr(a.clone(), u, u.1, false);
     }
 
     /// An MDT found `name` in `dir` naming `fid` (or nothing).
     pub fn seen_name(&self, dir: Fid, name: &Name, fid: Option<Fid>, granted: bool, v: Validity) {
-        let mut k = self.lock();
-        let u = k.until_read(v, granted);
-        k.put_name(dir, name.clone(), fid, u, u.1, false);
+        let mut t = self.lock();
+        let u = t.until_read(v, granted);
+        t.put_name(dir, name.clone(), fid, u, u.1, false);
     }
 
     /// An MDT listed the whole of `dir` (its names were noted one by one
     /// with [`Fresh::seen_name`]), under a lease on its list.
     pub fn seen_list(&self, dir: Fid, names: HashSet<Name>, v: Validity) {
-        let mut k = self.lock();
-        let (until, leased) = k.until_read(v, true);
+        let mut t = self.lock();
+        let (until, leased) = t.until_read(v, true);
         if leased && names.len() <= LIST_MAX {
-            k.lists.insert(
-                dir,
-                Item {
+            let room = t.room();
+            if let Some(i) = t.object(dir, room) {
+                i.known().list = Some(Item {
                     v: names,
                     until,
                     leased,
-                },
-            );
+                });
+            }
         }
     }
 
@@ -389,111 +493,141 @@ impl Fresh {
     /// Forget what is known without a lease (something may have changed
     /// unseen; what is leased would have been recalled).
     pub fn clear(&self) {
-        let mut k = self.lock();
-        k.attrs.retain(|_, i| i.leased);
-        let Known {
-            attrs, lease_gens, ..
-        } = &mut *k;
-        lease_gens.retain(|f, _| attrs.contains_key(f));
-        k.names.retain(|_, i| i.leased);
+        let mut t = self.lock();
+        let mut dropped = 0;
+        for i in t.inodes.values() {
+            let mut k = i.known();
+            if k.attr.as_ref().is_some_and(|a| !a.leased) {
+                k.attr = None;
+            }
+            if k.attr.is_none() {
+                k.gen = None;
+            }
+            let before = k.names.len();
+            k.names.retain(|_, i| i.leased);
+            dropped += before - k.names.len();
+        }
+        t.names -= dropped;
+        t.sweep_all();
     }
 
     /// The MDT recalls `leases`: they are forgotten, and answers in
     /// flight are no longer taken as leased.
     pub fn recall(&self, leases: &[Lease]) {
-        let mut k = self.lock();
-        k.recalls += 1;
+        let mut t = self.lock();
+        t.recalls += 1;
         for l in leases {
-            match l {
-                Lease::Attr(fid) => k.forget(*fid),
+            let fid = match l {
+                Lease::Attr(fid) => {
+                    t.forget(*fid);
+                    continue;
+                }
                 Lease::Name(dir, name) => {
-                    k.names.remove(&(*dir, name.clone()));
+                    let removed = t
+                        .inodes
+                        .get(dir)
+                        .is_some_and(|i| i.known().names.remove(name).is_some());
+                    if removed {
+                        t.names -= 1;
+                    }
+                    *dir
                 }
                 Lease::List(dir) => {
-                    k.lists.remove(dir);
+                    if let Some(i) = t.inodes.get(dir) {
+                        i.known().list = None;
+                    }
+                    *dir
                 }
                 Lease::Size(fid) => {
-                    k.sizes.remove(fid);
+                    if let Some(i) = t.inodes.get(fid) {
+                        i.known().size_leased = false;
+                    }
+                    *fid
                 }
-            }
+            };
+            t.sweep(fid);
         }
     }
 
     /// Whether this client holds the size lease of `fid` (see
     /// [`Lease::Size`]).
     pub fn size_leased(&self, fid: Fid) -> bool {
-        self.lock().sizes.contains(&fid)
+        self.lock().read(fid, |k| Some(k.size_leased)) == Some(true)
     }
 
     /// Forget everything (the leases are gone: a connection to an MDT
     /// was lost); returns what was known, for the kernel to drop too.
     pub fn take_all(&self) -> Vec<Lease> {
-        let mut k = self.lock();
-        k.recalls += 1;
-        let mut v: Vec<Lease> = k.attrs.drain().map(|(f, _)| Lease::Attr(f)).collect();
-        v.extend(k.names.drain().map(|((d, n), _)| Lease::Name(d, n)));
-        v.extend(k.sizes.drain().map(Lease::Size));
-        k.lists.clear();
-        k.xattrs.clear();
-        k.layouts.clear();
-        k.lease_gens.clear();
-        k.stamps.clear();
-        v
+        let mut t = self.lock();
+        t.recalls += 1;
+        let (mut attrs, mut names, mut sizes) = (Vec::new(), Vec::new(), Vec::new());
+        for (fid, i) in &t.inodes {
+            let mut k = i.known();
+            if k.attr.is_some() {
+                attrs.push(Lease::Attr(*fid));
+            }
+            names.extend(k.names.drain().map(|(n, _)| Lease::Name(*fid, n)));
+            if std::mem::take(&mut k.size_leased) {
+                sizes.push(Lease::Size(*fid));
+            }
+            k.forget();
+            k.list = None;
+            k.stamp = 0;
+        }
+        t.names = 0;
+        t.sweep_all();
+        attrs.extend(names);
+        attrs.extend(sizes);
+        attrs
     }
 
     /// Extended attribute `name` of `fid` (`None`: it has none), while
     /// the inode's attributes are leased.
     pub fn xattr(&self, fid: Fid, name: &Name) -> Option<Option<Vec<u8>>> {
-        let k = self.lock();
-        let a = k.attrs.get(&fid)?;
-        if !a.leased || left(a.until).is_none() {
-            return None;
-        }
-        let x = k.xattrs.get(&fid)?;
-        match x.names.get(name) {
-            Some(v) => Some(v.clone()),
-            None if x.complete => Some(None),
-            None => None,
-        }
+        self.lock().read(fid, |k| {
+            leased_attr(k)?;
+            let x = k.xattrs.as_ref()?;
+            match x.names.get(name) {
+                Some(v) => Some(v.clone()),
+                None if x.complete => Some(None),
+                None => None,
+            }
+        })
     }
 
     /// The names of `fid`'s extended attributes, if all are known (it was
     /// made here) and its attributes are leased.
     pub fn xattr_names(&self, fid: Fid) -> Option<Vec<Name>> {
-        let k = self.lock();
-        let a = k.attrs.get(&fid)?;
-        if !a.leased || left(a.until).is_none() {
-            return None;
-        }
-        let x = k.xattrs.get(&fid).filter(|x| x.complete)?;
-        let mut names: Vec<Name> = x
-            .names
-            .iter()
-            .filter(|(_, v)| v.is_some())
-            .map(|(n, _)| n.clone())
-            .collect();
-        names.sort();
-        Some(names)
+        self.lock().read(fid, |k| {
+            leased_attr(k)?;
+            let x = k.xattrs.as_ref().filter(|x| x.complete)?;
+            let mut names: Vec<Name> = x
+                .names
+                .iter()
+                .filter(|(_, v)| v.is_some())
+                .map(|(n, _)| n.clone())
+                .collect();
+            names.sort();
+            Some(names)
+        })
     }
 
     /// An MDT answered extended attribute `name` of `fid` with `v`, for a
     /// request sent when [`Fresh::recalls`] was `since`: kept while the
     /// inode's attributes are leased.
     pub fn seen_xattr(&self, fid: Fid, name: &Name, v: Option<Vec<u8>>, since: u64) {
-        let mut k = self.lock();
-        if k.recalls != since {
+        let t = self.lock();
+        if t.recalls != since {
             return;
         }
-        let leased = k
-            .attrs
-            .get(&fid)
-            .is_some_and(|a| a.leased && left(a.until).is_some());
-        if leased && k.xattrs.len() < CAPACITY {
-            k.xattrs
-                .entry(fid)
-                .or_default()
-                .names
-                .insert(name.clone(), v);
+        if let Some(i) = t.inodes.get(&fid) {
+            let mut k = i.known();
+            if leased_attr(&k).is_some() {
+                k.xattrs
+                    .get_or_insert_with(Xattrs::default)
+                    .names
+                    .insert(name.clone(), v);
+            }
         }
     }
 
@@ -501,12 +635,13 @@ impl Fresh {
     /// file (a directory's layout lists its shards), while its attributes
     /// are leased.
     pub fn seen_layout(&self, fid: Fid, layout: &Layout) {
-        let mut k = self.lock();
-        let leased = k.attrs.get(&fid).is_some_and(|a| {
-            a.leased && left(a.until).is_some() && a.v.kind == loom_proto::msg::FileKind::File
-        });
-        if leased && k.layouts.len() < CAPACITY && !k.layouts.contains_key(&fid) {
-            k.layouts.insert(fid, layout.clone());
+        let t = self.lock();
+        if let Some(i) = t.inodes.get(&fid) {
+            let mut k = i.known();
+            let file = leased_attr(&k).is_some_and(|a| a.kind == loom_proto::msg::FileKind::File);
+            if file && k.layout.is_none() {
+                k.layout = Some(layout.clone());
+            }
         }
     }
 
@@ -515,34 +650,26 @@ impl Fresh {
     /// an open needs from the MDT (another client's change to the file
     /// recalls the lease first).
     pub fn leased_file(&self, fid: Fid) -> Option<(Attr, Layout, u64)> {
-        let k = self.lock();
-        let a = k.attrs.get(&fid)?;
-        if !a.leased || left(a.until).is_none() {
-            return None;
-        }
-        Some((
-            a.v.clone(),
-            k.layouts.get(&fid)?.clone(),
-            *k.lease_gens.get(&fid)?,
-        ))
+        self.lock().read(fid, |k| {
+            Some((leased_attr(k)?.clone(), k.layout.clone()?, k.gen?))
+        })
     }
 
     /// Which lease this client holds on `fid`'s attributes, if any: the
     /// same number means it was held without a break in between.
     pub fn lease_gen(&self, fid: Fid) -> Option<u64> {
-        let k = self.lock();
-        let a = k.attrs.get(&fid)?;
-        if !a.leased || left(a.until).is_none() {
-            return None;
-        }
-        k.lease_gens.get(&fid).copied()
+        self.lock().read(fid, |k| {
+            leased_attr(k)?;
+            k.gen
+        })
     }
 
     /// The attributes of `fid` while valid, and what is left.
     pub fn attr(&self, fid: Fid) -> Option<(Attr, Duration)> {
-        let k = self.lock();
-        let i = k.attrs.get(&fid)?;
-        Some((i.v.clone(), left(i.until)?))
+        self.lock().read(fid, |k| {
+            let i = k.attr.as_ref()?;
+            Some((i.v.clone(), left(i.until)?))
+        })
     }
 
     /// What `name` in directory `dir` is under leases only (not the
@@ -556,34 +683,33 @@ impl Fresh {
         name: &Name,
         plain: bool,
     ) -> Option<Option<(Attr, Option<Layout>)>> {
-        let k = self.lock();
-        let valid = |leased: bool, until: Instant| leased && left(until).is_some();
-        let fid = match k.names.get(&(dir, name.clone())) {
-            Some(i) if valid(i.leased, i.until) => i.v,
+        let t = self.lock();
+        let fid = t.read(dir, |k| match k.names.get(name) {
+            Some(i) if valid(i) => Some(i.v),
             _ => {
-                let l = k.lists.get(&dir).filter(|_| plain)?;
-                if !valid(l.leased, l.until) || l.v.contains(name) {
+                let l = k.list.as_ref().filter(|_| plain)?;
+                if !valid(l) || l.v.contains(name) {
                     return None;
                 }
-                return Some(None);
+                Some(None)
             }
-        };
+        })?;
         let Some(fid) = fid else {
             return Some(None);
         };
-        let a = k.attrs.get(&fid).filter(|a| valid(a.leased, a.until))?;
-        let layout = match a.v.kind {
-            loom_proto::msg::FileKind::File => Some(k.layouts.get(&fid)?.clone()),
-            _ => None,
-        };
-        Some(Some((a.v.clone(), layout)))
+        t.read(fid, |k| {
+            let a = leased_attr(k)?;
+            let layout = match a.kind {
+                loom_proto::msg::FileKind::File => Some(k.layout.clone()?),
+                _ => None,
+            };
+            Some(Some((a.clone(), layout)))
+        })
     }
 
     /// The attributes of `fid` while leased.
     pub fn leased_attr(&self, fid: Fid) -> Option<Attr> {
-        let k = self.lock();
-        let a = k.attrs.get(&fid)?;
-        (a.leased && left(a.until).is_some()).then(|| a.v.clone())
+        self.lock().read(fid, |k| leased_attr(k).cloned())
     }
 
     /// What `name` in directory `dir` names (`None`: nothing) while
@@ -592,17 +718,18 @@ impl Fresh {
     /// A striped directory's master is also its shard 0, whose list holds
     /// only that shard's names.
     pub fn name(&self, dir: Fid, name: &Name, plain: bool) -> Option<(Option<Fid>, Duration)> {
-        let k = self.lock();
-        if let Some(i) = k.names.get(&(dir, name.clone())) {
-            if let Some(l) = left(i.until) {
-                return Some((i.v, l));
+        self.lock().read(dir, |k| {
+            if let Some(i) = k.names.get(name) {
+                if let Some(l) = left(i.until) {
+                    return Some((i.v, l));
+                }
             }
-        }
-        let l = k.lists.get(&dir).filter(|_| plain)?;
-        if l.v.contains(name) {
-            return None;
-        }
-        Some((None, left(l.until)?))
+            let l = k.list.as_ref().filter(|_| plain)?;
+            if l.v.contains(name) {
+                return None;
+            }
+            Some((None, left(l.until)?))
+        })
     }
 }
 
@@ -932,5 +1059,80 @@ mod tests {
         let all = f.take_all();
         assert_eq!(all, vec![Lease::Attr(file)]);
         assert!(f.attr(file).is_none());
+    }
+
+    #[tokio::test]
+    async fn an_inode_has_one_object_while_anything_holds_it() {
+        let f = Fresh::default();
+        let (dir, file) = (Fid::new(1, 1), Fid::new(1, 4));
+        let a = Name::from(&b"a"[..]);
+        let granted: HashSet<Lease> = [
+            Lease::Attr(file),
+            Lease::Name(dir, a.clone()),
+            Lease::Size(file),
+        ]
+        .into();
+        f.learn(
+            Effects {
+                attrs: vec![attr(dir, 0), attr(file, 0)],
+                removed: vec![],
+                names: vec![(dir, a.clone(), Some(file))],
+            },
+            &granted,
+            leased(&f),
+            XattrsChanged::Made(file),
+        );
+        let i = f.inode(file);
+        let same = f.get(file).expect("known");
+        assert!(Arc::ptr_eq(&i, &same), "one object per inode");
+        assert_eq!(f.len(), 2, "the directory and the file");
+        drop(same);
+        // Its attributes recalled: still held for its size lease.
+        f.recall(&[Lease::Attr(file)]);
+        assert!(f.get(file).is_some() && f.size_leased(file));
+        // A call in progress (holding it) keeps it; writes in flight too.
+        f.recall(&[Lease::Size(file)]);
+        assert!(f.get(file).is_some(), "held by the caller");
+        let t = i.writes().admit(0, 10).await;
+        drop(i);
+        f.sweep(file);
+        assert!(f.get(file).is_some(), "a write is in flight");
+        f.get(file).expect("kept").writes().finish(t, Ok(()));
+        f.sweep(file);
+        assert!(f.get(file).is_none(), "holds nothing: gone");
+        // The directory: its name recalled, its unleased attributes
+        // cleared, nothing left.
+        f.recall(&[Lease::Name(dir, a)]);
+        f.clear();
+        assert!(f.is_empty(), "no object left: {f:?}");
+    }
+
+    #[test]
+    fn a_lost_connection_leaves_only_what_needs_no_lease() {
+        let f = Fresh::default();
+        let (dir, file) = (Fid::new(1, 1), Fid::new(1, 4));
+        let a = Name::from(&b"a"[..]);
+        f.learn(
+            Effects {
+                attrs: vec![attr(file, 0)],
+                removed: vec![],
+                names: vec![(dir, a.clone(), Some(file))],
+            },
+            &[
+                Lease::Attr(file),
+                Lease::Name(dir, a.clone()),
+                Lease::List(dir),
+            ]
+            .into(),
+            leased(&f),
+            XattrsChanged::Nothing,
+        );
+        f.set_shards(dir, None);
+        let mut all = f.take_all();
+        all.sort_by_key(|l| format!("{l:?}"));
+        assert_eq!(all, vec![Lease::Attr(file), Lease::Name(dir, a.clone())]);
+        assert!(f.name(dir, &a, true).is_none(), "the list went too");
+        assert_eq!(f.shards(dir), Some(None), "a directory's shards stay");
+        assert_eq!(f.len(), 1);
     }
 }

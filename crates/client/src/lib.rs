@@ -12,8 +12,11 @@
 //! - [`meta`]: metadata operations (lookup, create, rename, xattrs, statfs...).
 //! - [`io`]: striped file data: pure request planning in [`io::plan`] and
 //!   [`OpenFile`] in [`io::file`].
-//! - [`fresh`]: what this client's own changes did, as the MDTs said:
-//!   a mount answers stats and lookups of it for its attribute timeout.
+//! - [`inode`]: one object per inode the client holds anything of: what
+//!   it knows of it (attributes, lease, layout, size; a directory's
+//!   names, list and shards), its open handles and its writes in flight.
+//! - [`fresh`]: the table of those objects, and until when what they know
+//!   is valid: under a lease until recalled, else the attribute timeout.
 //! - [`replay`]: changes MDTs acknowledged and have not committed, kept
 //!   and replayed to a restarted MDT.
 //! - [`registry`]: the live mounts of this machine (`/run/loom/mounts`), so
@@ -26,6 +29,7 @@ pub mod ctx;
 mod dirs;
 pub mod error;
 pub mod fresh;
+pub mod inode;
 pub mod io;
 pub mod meta;
 pub mod registry;

@@ -199,8 +199,8 @@ impl OpenFile {
         fid: Fid,
         layout: Layout,
         size: u64,
+        writes: Arc<FileWrites>,
     ) -> OpenFile {
-        let writes = client.writes_of(fid);
         let failures = writes.failures().0;
         OpenFile {
             caller,
