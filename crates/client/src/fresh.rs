@@ -707,6 +707,26 @@ impl Fresh {
         })
     }
 
+    /// Every name of directory `dir` with its inode's attributes, if its
+    /// whole list (of at most `max` names), each name in it and each
+    /// named inode's attributes are leased; `None` otherwise.
+    pub fn leased_listing(&self, dir: Fid, max: usize) -> Option<Vec<(Name, Attr)>> {
+        let t = self.lock();
+        let named: Vec<(Name, Fid)> = t.read(dir, |k| {
+            let l = k.list.as_ref().filter(|l| valid(l) && l.v.len() <= max)?;
+            l.v.iter()
+                .map(|n| {
+                    let i = k.names.get(n).filter(|i| valid(i))?;
+                    Some((n.clone(), i.v?))
+                })
+                .collect()
+        })?;
+        named
+            .into_iter()
+            .map(|(n, fid)| Some((n, t.read(fid, |k| leased_attr(k).cloned())?)))
+            .collect()
+    }
+
     /// The attributes of `fid` while leased.
     pub fn leased_attr(&self, fid: Fid) -> Option<Attr> {
         self.lock().read(fid, |k| leased_attr(k).cloned())

@@ -65,21 +65,32 @@ pub fn check_name(name: &[u8]) -> Result<(), Errno> {
 /// Whether `c` may search directory `dir` (its x bit for the caller's
 /// class; root always may), as the MDT checks a lookup.
 fn may_search(c: &Caller, dir: &Attr) -> bool {
+    may_dir(c, dir, 0o1)
+}
+
+/// Whether `c` may do what `bit` (0o4 read, 0o1 search) stands for in
+/// directory `dir`, by its mode bits for the caller's class; root always
+/// may.
+fn may_dir(c: &Caller, dir: &Attr, bit: u32) -> bool {
     if dir.kind != FileKind::Dir {
         return false;
     }
     if c.uid == 0 {
         return true;
     }
-    let bit = if c.uid == dir.uid {
-        0o100
+    let shift = if c.uid == dir.uid {
+        6
     } else if c.gid == dir.gid || c.groups.contains(&dir.gid) {
-        0o010
+        3
     } else {
-        0o001
+        0
     };
-    dir.perm & bit != 0
+    dir.perm & (bit << shift) != 0
 }
+
+/// Most names of a directory listed from its lease rather than its MDT:
+/// each batch sorts them all.
+const LEASED_LISTING_MAX: usize = 4096;
 
 impl Client {
     /// Wait for the size reports of `fid`'s handles on their way (see
@@ -614,10 +625,13 @@ impl Client {
                 let (entries, eof) = self.readdir_shards(c, &shards, cookie, max).await?;
                 Reply::Dir { entries, eof }
             }
-            None => {
-                self.mdt_call(c, fid, MdtRequest::Readdir { fid, cookie, max })
-                    .await?
-            }
+            None => match self.leased_listing(c, fid, cookie, max) {
+                Some(r) => r,
+                None => {
+                    self.mdt_call(c, fid, MdtRequest::Readdir { fid, cookie, max })
+                        .await?
+                }
+            },
         };
         match reply {
             Reply::Dir { mut entries, eof } => {
@@ -628,6 +642,40 @@ impl Client {
             }
             other => Err(unexpected("Readdir", &other)),
         }
+    }
+
+    /// The entries of plain directory `fid` after `cookie`, answered
+    /// without its MDT when this client holds leases on its whole list,
+    /// on every name in it and on each named inode's attributes (as after
+    /// making the tree, or listing it once): what the MDT would answer,
+    /// in its order (by name hash, the cookie) and with its cookies. Only
+    /// while none of this client's changes is on its way (one could be
+    /// applied and not yet noted), and after the read permission the MDT
+    /// would check (refused here: the MDT answers). `None`: ask the MDT.
+    fn leased_listing(&self, c: &Caller, fid: Fid, cookie: u64, max: u32) -> Option<Reply> {
+        if self.router.changes_in_flight() != 0 || !self.dir_is_plain(fid) {
+            return None;
+        }
+        let dir = self.router.fresh.leased_attr(fid)?;
+        if !may_dir(c, &dir, 0o4) {
+            return None;
+        }
+        let all = self.router.fresh.leased_listing(fid, LEASED_LISTING_MAX)?;
+        let mut after: Vec<(u64, Name, Attr)> = all
+            .into_iter()
+            .map(|(name, attr)| (loom_proto::fid::name_hash(name.as_bytes()), name, attr))
+            .filter(|(hash, _, _)| *hash > cookie)
+            .collect();
+        after.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        let max = max.max(1) as usize;
+        let eof = after.len() <= max;
+        let entries = after
+            .into_iter()
+            .take(max)
+            .map(|(cookie, name, attr)| DirEntry { name, attr, cookie })
+            .collect();
+        self.router.lease_hit();
+        Some(Reply::Dir { entries, eof })
     }
 
     /// The layout of regular file `fid`, asked as the current process.
