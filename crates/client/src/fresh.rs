@@ -146,14 +146,17 @@ impl Table {
         self.inodes.len() + self.names >= CAPACITY
     }
 
+    /// The object of `fid`, made if it has none.
+    fn obtain(&mut self, fid: Fid) -> &Arc<Inode> {
+        self.inodes
+            .entry(fid)
+            .or_insert_with(|| Arc::new(Inode::new(fid)))
+    }
+
     /// The object of `fid`, made if it has none and `make`.
     fn object(&mut self, fid: Fid, make: bool) -> Option<&Arc<Inode>> {
         if make {
-            return Some(
-                self.inodes
-                    .entry(fid)
-                    .or_insert_with(|| Arc::new(Inode::new(fid))),
-            );
+            return Some(self.obtain(fid));
         }
         self.inodes.get(&fid)
     }
@@ -300,12 +303,7 @@ impl Fresh {
     /// yet (it is dropped again, once nothing holds it and it holds
     /// nothing, by [`Fresh::sweep`]).
     pub fn inode(&self, fid: Fid) -> Arc<Inode> {
-        let mut t = self.lock();
-        match t.object(fid, true) {
-            Some(i) => i.clone(),
-            // Unreachable: `object` makes one when asked.
-            None => Arc::new(Inode::new(fid)),
-        }
+        self.lock().obtain(fid).clone()
     }
 
     /// The object of inode `fid`, if this client holds anything of it.
@@ -432,21 +430,17 @@ impl Fresh {
         for l in granted {
             if let Lease::Size(fid) = l {
                 if t.until(v, true).1 {
-                    if let Some(i) = t.object(*fid, true) {
-                        i.known().size_leased = true;
-                    }
+                    t.obtain(*fid).known().size_leased = true;
                 }
             }
             if let Lease::List(dir) = l {
                 let (until, leased) = t.until(v, true);
                 if leased {
-                    if let Some(i) = t.object(*dir, true) {
-                        i.known().list = Some(Item {
-                            v: HashSet::new(),
-                            until,
-                            leased,
-                        });
-                    }
+                    t.obtain(*dir).known().list = Some(Item {
+                        v: HashSet::new(),
+                        until,
+                        leased,
+                    });
                 }
             }
         }
