@@ -269,7 +269,7 @@ fn getdirstripe_one(a: &GetdirstripeArgs, path: &Path) -> anyhow::Result<()> {
             return Ok(());
         }
         let router = s.client.router();
-        let mdt = router.mdt_of(attr.fid).await.map_err(fail)?.index;
+        let mdt = s.client.locate(attr.fid).await.map_err(fail)?;
         let shards = s.client.dir_shards(&c, attr.fid).await.map_err(fail)?;
         let count = shards.as_ref().map_or(0, |s| s.len());
         if a.count || a.index {

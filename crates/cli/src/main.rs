@@ -9,6 +9,7 @@ mod cluster;
 mod dirtools;
 mod fsck;
 mod jobstats;
+mod migrate;
 mod mount;
 mod noop;
 mod registry;
@@ -80,6 +81,10 @@ enum Cmd {
     Setdirstripe(dirtools::MkdirArgs),
     /// Show where a directory lives: its MDT and, if striped, its shards.
     Getdirstripe(dirtools::GetdirstripeArgs),
+    /// Move directory trees (entries and inodes, no file data) to other
+    /// MDTs while they are in use, like `lfs migrate -m`: `loom migrate
+    /// -m MDT[,MDT...] DIR...`.
+    Migrate(migrate::MigrateArgs),
     /// Verify every block of every object against its checksum, in the
     /// servers, and list the bad ones: `loom scrub MOUNT [--rate MB/s]`.
     Scrub(scrub::ScrubArgs),
@@ -137,6 +142,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Df(a) => tools::df(a),
         Cmd::Mkdir(a) | Cmd::Setdirstripe(a) => dirtools::mkdir(a),
         Cmd::Getdirstripe(a) => dirtools::getdirstripe(a),
+        Cmd::Migrate(a) => migrate::migrate(a),
         Cmd::Scrub(a) => scrub::scrub(a),
         Cmd::Jobstats(a) => jobstats::jobstats(a),
         Cmd::Stats(a) => stats::stats(a),

@@ -489,11 +489,10 @@ fn getstripe_one(a: &GetstripeArgs, path: &Path) -> anyhow::Result<()> {
         if a.mdt {
             let mdt = s
                 .client
-                .router()
-                .mdt_of(attr.fid)
+                .locate(attr.fid)
                 .await
                 .map_err(|e| errno(e, &format!("{shown}")))?;
-            println!("{}", mdt.index);
+            println!("{mdt}");
             return Ok(());
         }
         if a.compress {

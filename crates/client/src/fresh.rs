@@ -484,6 +484,20 @@ impl Fresh {
         self.lock().forget(fid);
     }
 
+    /// `loom migrate` moved inode `fid` to another MDT: what is known of
+    /// it came from the one it left, and the transaction numbers its
+    /// answers are ordered by are that MDT's, not comparable with the new
+    /// one's.
+    pub fn moved(&self, fid: Fid) {
+        let mut t = self.lock();
+        if let Some(i) = t.inodes.get(&fid) {
+            let mut k = i.known();
+            k.forget();
+            k.stamp = 0;
+        }
+        t.sweep(fid);
+    }
+
     /// Forget what is known without a lease (something may have changed
     /// unseen; what is leased would have been recalled).
     pub fn clear(&self) {

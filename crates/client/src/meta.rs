@@ -1202,6 +1202,32 @@ impl Client {
             .map(|_| ())
     }
 
+    /// The MDT that keeps inode `fid` now, asked of the MDT its FID names
+    /// (which says where `loom migrate` moved it, if it did).
+    pub async fn locate(&self, fid: Fid) -> Result<u32, Errno> {
+        let c = Caller::current();
+        self.mdt_call(&c, fid, MdtRequest::GetAttr { fid }).await?;
+        Ok(self.router.mdt_of(fid).await?.index)
+    }
+
+    /// Move plain directory `fid`, its entries and the inodes of its
+    /// files to MDT `mdt` (root only; `loom migrate`): (inodes moved,
+    /// inodes named in it that stayed where they were).
+    pub async fn migrate_dir(&self, fid: Fid, mdt: u32) -> Result<(u64, u64), Errno> {
+        let c = Caller::current();
+        match self
+            .mdt_call(&c, fid, MdtRequest::Migrate { fid, mdt })
+            .await?
+        {
+            Reply::Migrated { moved, stayed } => {
+                // What this client knew of it came from where it was.
+                self.router.fresh.clear();
+                Ok((moved, stayed))
+            }
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
     /// Destroy `objs`, which no file refers to (root only), through MDT0.
     pub async fn reclaim_objects(&self, objs: Vec<ObjRef>) -> Result<(), Errno> {
         let c = Caller::current();

@@ -140,6 +140,9 @@ pub struct Router {
     /// Requests sent, by opcode (resends not counted): lock-free, on
     /// every request's path.
     ops: [std::sync::atomic::AtomicU64; 256],
+    /// Inodes `loom migrate` moved off the MDT their FID names, and
+    /// where they are now (learned from `Reply::Moved`).
+    moved: RwLock<HashMap<Fid, u32>>,
 }
 
 /// This client's request sequence numbers and those still waiting.
@@ -199,7 +202,20 @@ impl Router {
             lease_hits: std::sync::atomic::AtomicU64::new(0),
             ops: std::array::from_fn(|_| std::sync::atomic::AtomicU64::new(0)),
             calls: Default::default(),
+            moved: RwLock::new(HashMap::new()),
         }
+    }
+
+    /// The MDT that keeps `fid` as far as this client knows: where it was
+    /// moved to, else what the FLDB says.
+    fn located(&self, cfg: &ClusterConfig, fid: Fid) -> Option<u32> {
+        let moved = self.moved.read().unwrap_or_else(|p| p.into_inner());
+        if !moved.is_empty() {
+            if let Some(m) = moved.get(&fid) {
+                return Some(*m);
+            }
+        }
+        cfg.mdt_of(fid)
     }
 
     /// Take the next sequence number; returns it with the lowest number
@@ -445,7 +461,7 @@ impl Router {
     /// The MDT that owns `fid`, refreshing the FLDB once if its sequence is
     /// unknown. ESTALE if it stays unknown: no MDT can own that FID.
     pub async fn mdt_of(&self, fid: Fid) -> Result<TargetId, Errno> {
-        if let Some(i) = self.config().mdt_of(fid) {
+        if let Some(i) = self.located(&self.config(), fid) {
             return Ok(TargetId::mdt(i));
         }
         self.refresh().await;
@@ -487,7 +503,7 @@ impl Router {
     /// as statfs that must not wait the full call timeout for one target).
     pub async fn call_within(
         &self,
-        target: TargetId,
+        mut target: TargetId,
         mut ctx: ReqCtx,
         req: impl Into<Request>,
         bulk: Bytes,
@@ -497,7 +513,7 @@ impl Router {
         ctx.seq = seq.1;
         ctx.acked_below = low;
         self.calls[role_slot(target.role)].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let env = Envelope {
+        let mut env = Envelope {
             target,
             ctx,
             req: req.into(),
@@ -513,6 +529,7 @@ impl Router {
         // (LOOM_LOG=loom_client::routing=trace).
         tracing::trace!(%target, op = %env.req.name(), "call");
         let deadline = Instant::now() + timeout;
+        let mut moves = 0;
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
             let addr = self.config().target(target).map(|t| t.addr.clone());
@@ -540,6 +557,25 @@ impl Router {
                 .await
             {
                 Ok(mut r) => {
+                    if let (Role::Mdt, Ok(Reply::Moved { fid, mdt })) = (target.role, &r.result) {
+                        // `loom migrate` moved the inode this request is
+                        // routed by: remember, and ask there (nothing was
+                        // done where it was).
+                        let (fid, mdt) = (*fid, *mdt);
+                        tracing::debug!(%fid, from = %target, to = mdt, "inode moved");
+                        if moves >= MAX_MOVED_HOPS {
+                            return Err(Errno::EIO);
+                        }
+                        moves += 1;
+                        self.moved
+                            .write()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(fid, mdt);
+                        self.fresh.moved(fid);
+                        target = TargetId::mdt(mdt);
+                        env.target = target;
+                        continue;
+                    }
                     if target.role == Role::Mdt {
                         let now = Instant::now();
                         let leased = leasing
@@ -633,7 +669,7 @@ impl Router {
                 let cfg = self.config();
                 let r = result.as_ref().map(|(r, _)| r).map_err(|e| e.errno);
                 let granted: HashSet<Lease> = if leased {
-                    lease::granted_by_read(req, r, |f| cfg.mdt_of(f) == Some(mdt))
+                    lease::granted_by_read(req, r, |f| self.located(&cfg, f) == Some(mdt))
                         .into_iter()
                         .collect()
                 } else {
@@ -690,6 +726,9 @@ impl Router {
         }
     }
 }
+
+/// Moves followed for one request (an inode migrated several times).
+const MAX_MOVED_HOPS: u32 = 8;
 
 /// How often the recovery task looks for lost connections and old
 /// uncommitted changes.

@@ -682,6 +682,19 @@ pub struct DirObject {
     pub default_compress: Option<crate::compress::Compress>,
 }
 
+/// An inode one MDT hands to another (`PeerRequest::AdoptInodes`): its
+/// record as the sender stores it (the receiver checks and decodes it) and
+/// its extended attributes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MovedInode {
+    /// Its FID, which it keeps.
+    pub fid: Fid,
+    /// The MDT's inode record, encoded.
+    pub record: Vec<u8>,
+    /// Extended attributes: name, value.
+    pub xattrs: Vec<(Name, Vec<u8>)>,
+}
+
 /// An acknowledged change, as a client keeps it until it is committed and
 /// replays it to a restarted MDT: the request as first sent, and the reply
 /// whose results (new FIDs, layouts, times) the replay must reproduce.
@@ -848,6 +861,24 @@ pub enum Reply {
         entry: Option<(Fid, FileKind)>,
         /// The directory is being removed: it takes no new entries.
         sealed: bool,
+    },
+    /// Inode `fid` is no longer on the MDT asked: `loom migrate` moved it
+    /// to MDT `mdt`. Ask there (a client remembers it).
+    Moved {
+        /// The inode the request was routed by.
+        fid: Fid,
+        /// Where it is now (or the next MDT that knows).
+        mdt: u32,
+    },
+    /// What a `Migrate` of one directory did.
+    Migrated {
+        /// Inodes moved (the directory's own included).
+        moved: u64,
+        /// Inodes named in it that stayed where they were: on another
+        /// MDT, with several links, with Data-on-MDT bytes, or in use
+        /// under a lease that could not be taken back. A later run
+        /// moves the ones in use.
+        stayed: u64,
     },
 }
 

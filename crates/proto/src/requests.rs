@@ -24,8 +24,8 @@ use crate::compress::Compress;
 use crate::fid::Fid;
 use crate::layout::{LayoutSpec, ObjRef, StripeSpec};
 use crate::msg::{
-    DirDefault, DirObject, DirStripe, FileKind, FsckFix, FsckScan, IntentRef, Replayed, Role,
-    ScrubCmd, SetAttr, TargetInfo, Time,
+    DirDefault, DirObject, DirStripe, FileKind, FsckFix, FsckScan, IntentRef, MovedInode, Replayed,
+    Role, ScrubCmd, SetAttr, TargetInfo, Time,
 };
 use crate::name::Name;
 use serde::{Deserialize, Serialize};
@@ -480,6 +480,18 @@ declare_requests! {
             /// Directory.
             fid: Fid,
         } => 82, "get_default_compress", Reads, Any;
+        /// Move plain directory `fid`, its entries and the inodes of the
+        /// files named only in it (one link, on its MDT) to MDT `mdt`
+        /// (`loom migrate`; root only). Inodes keep their FIDs; the MDT
+        /// they left answers `Reply::Moved` for them from then on. Sent
+        /// to the directory's MDT, which coordinates; answered
+        /// `Reply::Migrated`.
+        Migrate {
+            /// The directory.
+            fid: Fid,
+            /// Where it goes.
+            mdt: u32,
+        } => 89, "migrate", Changes, Any;
     }
 }
 
@@ -610,6 +622,21 @@ declare_requests! {
             /// Take (true) or give back.
             lock: bool,
         } => 87, "tree_lock", Changes, Peers;
+        /// MDT to MDT: take directory `dir` (with its entries) and the
+        /// inodes in `inodes` from the sending MDT, which moves them here
+        /// (`loom migrate`), as part `intent`. Each keeps its FID. Done
+        /// once, durable before the answer: sent again, it answers Ok and
+        /// changes nothing (what was taken may have changed here since).
+        AdoptInodes {
+            /// The part of the coordinator's operation.
+            intent: IntentRef,
+            /// The directory whose entries come with it.
+            dir: Fid,
+            /// The inodes, the directory first.
+            inodes: Vec<MovedInode>,
+            /// The directory's entries: name, inode, type.
+            entries: Vec<(Name, Fid, FileKind)>,
+        } => 88, "adopt_inodes", Changes, Peers;
     }
 }
 

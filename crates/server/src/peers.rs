@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 /// Configuration older than this is fetched again, in the background.
 const CONFIG_MAX_AGE: Duration = Duration::from_secs(2);
+/// Moves followed for one request (an inode migrated several times).
+const MAX_MOVED_HOPS: u32 = 8;
 /// How long the first fetch of the configuration (none cached yet) waits.
 const FIRST_FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -119,28 +121,44 @@ impl Peers {
         bulk: Bytes,
         timeout: Duration,
     ) -> Result<(Reply, Vec<u8>), ServerError> {
-        let cfg = self.config().await?;
-        let addr = cfg
-            .target(target)
-            .map(|t| t.addr.clone())
-            .ok_or_else(|| ServerError::peer(Errno::EIO, format!("{target} is not registered")))?;
-        let client = {
-            let mut m = lock(&self.clients);
-            m.entry(addr.clone())
-                .or_insert_with(|| {
-                    Arc::new(RpcClient::new(
-                        addr.clone(),
-                        self.key.clone(),
-                        self.opts.clone(),
-                    ))
-                })
-                .clone()
-        };
-        let env = Envelope {
+        let mut env = Envelope {
             target,
             ctx: self.ctx.clone(),
             req: req.into(),
         };
-        Ok(client.call_with_timeout(&env, bulk, timeout).await?)
+        let mut hops = 0;
+        loop {
+            let cfg = self.config().await?;
+            let addr = cfg
+                .target(env.target)
+                .map(|t| t.addr.clone())
+                .ok_or_else(|| {
+                    ServerError::peer(Errno::EIO, format!("{} is not registered", env.target))
+                })?;
+            let client = {
+                let mut m = lock(&self.clients);
+                m.entry(addr.clone())
+                    .or_insert_with(|| {
+                        Arc::new(RpcClient::new(
+                            addr.clone(),
+                            self.key.clone(),
+                            self.opts.clone(),
+                        ))
+                    })
+                    .clone()
+            };
+            let r = client
+                .call_with_timeout(&env, bulk.clone(), timeout)
+                .await?;
+            match r.0 {
+                // `loom migrate` moved the inode the request names: ask
+                // the MDT it went to (a chain of moves is followed).
+                Reply::Moved { mdt, .. } if hops < MAX_MOVED_HOPS => {
+                    hops += 1;
+                    env.target = TargetId::mdt(mdt);
+                }
+                _ => return Ok(r),
+            }
+        }
     }
 }

@@ -99,6 +99,8 @@ pub enum IntentOp {
     Link(LinkIntent),
     /// Unlink of an entry whose inode is on another MDT.
     Unlink(UnlinkIntent),
+    /// A directory moved to another MDT (see [`super::migrate`]).
+    Migrate(super::migrate::MigrateIntent),
 }
 
 impl IntentRec {
@@ -697,7 +699,7 @@ impl MdtService {
                 }
                 IntentOp::Link(l) => hit(&l.parent, &l.name),
                 IntentOp::Unlink(u) => hit(&u.parent, &u.name),
-                IntentOp::Mkdir { .. } => false,
+                IntentOp::Mkdir { .. } | IntentOp::Migrate(_) => false,
             };
             if held {
                 return Ok(true);
@@ -806,7 +808,10 @@ impl MdtService {
 
     /// `r`, starting the resolver if it failed: a step that failed after
     /// an intent was logged leaves that intent for it.
-    fn resolve_on_error<T>(self: &Arc<Self>, r: Result<T, ServerError>) -> Result<T, ServerError> {
+    pub(super) fn resolve_on_error<T>(
+        self: &Arc<Self>,
+        r: Result<T, ServerError>,
+    ) -> Result<T, ServerError> {
         if let Err(e) = &r {
             tracing::warn!(
                 "MDT{:04x}: cross-MDT step failed: {e}; will resolve",
@@ -934,6 +939,7 @@ impl MdtService {
             IntentOp::Rename(ref p) => self.resolve_rename(id, rec.reply_to, p).await?,
             IntentOp::Link(ref l) => self.resolve_link(id, rec.reply_to, l).await?,
             IntentOp::Unlink(ref u) => self.resolve_unlink(id, rec.reply_to, u).await?,
+            IntentOp::Migrate(ref m) => self.resolve_migrate(id, m).await?,
         }
         Ok(())
     }

@@ -61,6 +61,9 @@ struct Table {
     recent: VecDeque<(u64, Vec<Lease>)>,
     /// The epoch of the newest change dropped from `recent`.
     forgotten: u64,
+    /// Inodes being migrated: no lease on them (their attributes, size,
+    /// or a directory's names and list) is granted (see `migrate`).
+    frozen: HashMap<Fid, usize>,
 }
 
 /// A subscribed client.
@@ -102,6 +105,33 @@ pub struct Busy {
     held: Vec<Lease>,
 }
 
+/// Inodes on which no lease is granted while it lives ([`Leases::freeze`]).
+pub struct Frozen {
+    leases: Arc<Leases>,
+    fids: Vec<Fid>,
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let mut t = self.leases.lock();
+        for f in &self.fids {
+            if let Some(n) = t.frozen.get_mut(f) {
+                *n -= 1;
+                if *n == 0 {
+                    t.frozen.remove(f);
+                }
+            }
+        }
+    }
+}
+
+/// The inode a lease is on (a name's and a list's: the directory).
+fn fid_of(l: &Lease) -> Fid {
+    match l {
+        Lease::Attr(f) | Lease::Size(f) | Lease::List(f) | Lease::Name(f, _) => *f,
+    }
+}
+
 impl Drop for Busy {
     fn drop(&mut self) {
         let mut t = self.leases.lock();
@@ -140,6 +170,9 @@ impl Table {
     /// as a holder). False when not granted.
     fn grant(&mut self, client: u64, leases: &[Lease], busy: bool) -> bool {
         if busy && leases.iter().any(|l| self.busy.contains_key(l)) {
+            return false;
+        }
+        if !self.frozen.is_empty() && leases.iter().any(|l| self.frozen.contains_key(&fid_of(l))) {
             return false;
         }
         let Some(sub) = self.subs.get_mut(&client) else {
@@ -402,6 +435,33 @@ impl Leases {
                     .get(*l)
                     .is_some_and(|hs| hs.iter().any(|c| *c != client))
             })
+            .cloned()
+            .collect()
+    }
+
+    /// Grant no lease on `fids` until the guard is dropped.
+    pub fn freeze(self: &Arc<Self>, fids: Vec<Fid>) -> Frozen {
+        let mut t = self.lock();
+        for f in &fids {
+            *t.frozen.entry(*f).or_insert(0) += 1;
+        }
+        Frozen {
+            leases: self.clone(),
+            fids,
+        }
+    }
+
+    /// Every lease held on `fids`: their attributes and sizes, and a
+    /// directory's names and list.
+    pub fn held_on(&self, fids: &[Fid]) -> Vec<Lease> {
+        let t = self.lock();
+        if t.holders.is_empty() {
+            return Vec::new();
+        }
+        let set: HashSet<Fid> = fids.iter().copied().collect();
+        t.holders
+            .keys()
+            .filter(|l| set.contains(&fid_of(l)))
             .cloned()
             .collect()
     }

@@ -16,6 +16,7 @@ mod dom;
 mod fsck;
 mod intents;
 pub mod leases;
+mod migrate;
 mod moves;
 mod namespace;
 mod objects;
@@ -113,6 +114,8 @@ pub struct MdtService {
     next_intent: AtomicU64,
     /// Directories of this MDT being removed by a coordinator.
     sealed: remote::Sealed,
+    /// Inodes `loom migrate` moved away from this MDT, or here.
+    located: migrate::Located,
     /// Set while intents are being resolved.
     resolving: std::sync::atomic::AtomicBool,
     /// True once the intents found at start are resolved: client changes
@@ -225,6 +228,7 @@ impl MdtService {
         let inode_count = read_meta::<u64>(&*store, meta::INODE_COUNT)?.unwrap_or(0);
         let next_intent = MdtService::stored_next_intent(&*store)?;
         let sealed = remote::Sealed::load(&*store)?;
+        let located = migrate::Located::load(&*store)?;
         let mdt = Arc::new(MdtService {
             index,
             dir: dir.to_path_buf(),
@@ -234,6 +238,7 @@ impl MdtService {
             dist: tokio::sync::Mutex::new(()),
             next_intent: AtomicU64::new(next_intent),
             sealed,
+            located,
             resolving: std::sync::atomic::AtomicBool::new(false),
             recovered: tokio::sync::watch::channel(false).0,
             fid_alloc: Mutex::new(fid_alloc),
@@ -371,18 +376,21 @@ impl MdtService {
             Some((c, _)) => self.clients.register(&mut batch, c.key.client)?,
             None => false,
         };
-        let count = if delta != 0 {
-            let c = (self.inode_count.load(Ordering::Acquire) as i64 + delta).max(0) as u64;
-            batch.put(
-                loom_store::kv::Space::Meta,
-                meta::INODE_COUNT.as_bytes().to_vec(),
-                tx::encode_record(&c)?,
-            );
-            Some(c)
-        } else {
-            None
-        };
+        // The count is read and written where batches are applied one at
+        // a time: changes that do not share the namespace lock (an
+        // adoption, see `migrate`) must not lose each other's.
         let (transno, ticket, was_idle) = self.commits.applied(forced, |transno| {
+            let count = if delta != 0 {
+                let c = (self.inode_count.load(Ordering::Acquire) as i64 + delta).max(0) as u64;
+                batch.put(
+                    loom_store::kv::Space::Meta,
+                    meta::INODE_COUNT.as_bytes().to_vec(),
+                    tx::encode_record(&c)?,
+                );
+                Some(c)
+            } else {
+                None
+            };
             batch.put(
                 loom_store::kv::Space::Meta,
                 recovery::LAST_TRANSNO.as_bytes().to_vec(),
@@ -401,6 +409,9 @@ impl MdtService {
                 self.store.apply(batch)
             }
             .map_err(store_err)?;
+            if let Some(c) = count {
+                self.inode_count.store(c, Ordering::Release);
+            }
             if let Some((key, pruned)) = recorded {
                 self.replies.commit(key, &pruned);
             }
@@ -408,9 +419,6 @@ impl MdtService {
         })?;
         if was_idle {
             self.syncer.kick();
-        }
-        if let Some(c) = count {
-            self.inode_count.store(c, Ordering::Release);
         }
         if let Some((c, _)) = recorded_as {
             if new_client {
@@ -707,7 +715,12 @@ impl MdtService {
         }
         let me = self.index;
         let fldb = self.peers.config().await.ok();
-        let local = |fid: Fid| fldb.as_ref().is_some_and(|c| c.mdt_of(fid) == Some(me));
+        let local = |fid: Fid| {
+            self.keeps(
+                fid,
+                fldb.as_ref().is_some_and(|c| c.mdt_of(fid) == Some(me)),
+            )
+        };
         let mut recalled = Vec::new();
         let mut rounds = 0;
         let r = loop {
@@ -781,8 +794,23 @@ impl MdtService {
         self.replies.len()
     }
 
+    /// Run `req` here, or answer where `loom migrate` moved the inode it
+    /// is routed by: also when the move happened while it waited for the
+    /// namespace lock (it then found nothing).
     async fn dispatch(self: &Arc<Self>, ctx: &Rq<'_>, req: MdtRequest) -> Handled {
+        let routed_by = migrate::routed_by(&req);
+        if let Some(moved) = self.moved_reply(routed_by) {
+            return Ok(moved);
+        }
+        match self.dispatch_here(ctx, req).await {
+            Err(e) if e.errno() == Errno::ENOENT => self.moved_reply(routed_by).ok_or(e),
+            r => r,
+        }
+    }
+
+    async fn dispatch_here(self: &Arc<Self>, ctx: &Rq<'_>, req: MdtRequest) -> Handled {
         match req {
+            MdtRequest::Migrate { fid, mdt } => self.migrate(ctx, fid, mdt).await,
             MdtRequest::Lookup { parent, name } => self.lookup(ctx, parent, &name).await,
             MdtRequest::GetAttr { fid } => Ok(Reply::Attr(remote::shown_attr(&tx::read_inode(
                 &*self.store,

@@ -39,7 +39,7 @@ fn made_prefix(coord: u32, id: u64) -> String {
 /// The `made/` record of a part that was undone (no FID is all zeros).
 const UNDONE: Fid = Fid::new(0, 0);
 
-fn made_key(i: IntentRef) -> String {
+pub(super) fn made_key(i: IntentRef) -> String {
     format!("{}{:08x}", made_prefix(i.coord, i.id), i.index)
 }
 
@@ -111,6 +111,13 @@ impl MdtService {
     /// The MDT that owns `fid`, from the FLDB (fetched again once if the
     /// sequence is new); ESTALE if no MDT owns it.
     pub(super) async fn owner_of(&self, fid: Fid) -> Result<u32, ServerError> {
+        // Moved by `loom migrate`: its FID's sequence no longer says.
+        if self.located.here(fid) {
+            return Ok(self.index);
+        }
+        if let Some(i) = self.located.away(fid) {
+            return Ok(i);
+        }
         if let Some(i) = self.peers.config().await?.mdt_of(fid) {
             return Ok(i);
         }
@@ -127,9 +134,17 @@ impl MdtService {
         if mdt == self.index {
             // In a task of its own, as a peer's request would run.
             let me = self.clone();
-            return tokio::spawn(async move { me.participant(req).await })
+            let again = req.clone();
+            let r = tokio::spawn(async move { me.participant(req).await })
                 .await
                 .map_err(|e| ServerError::internal(format!("cross-MDT step failed: {e}")))?;
+            return match r {
+                // `loom migrate` moved what it names: ask there.
+                Ok(Reply::Moved { mdt, .. }) if mdt != self.index => {
+                    Box::pin(self.mdt_call(mdt, again)).await
+                }
+                r => r,
+            };
         }
         let (reply, _) = self
             .peers
@@ -171,7 +186,25 @@ impl MdtService {
     /// Handle one part of an operation another MDT (or this one)
     /// coordinates.
     pub(super) async fn participant(self: &Arc<Self>, req: PeerRequest) -> Handled {
+        let routed_by = super::migrate::peer_routed_by(&req);
+        if let Some(moved) = self.moved_reply(routed_by) {
+            return Ok(moved);
+        }
+        // Moved while it waited for the namespace lock: it found nothing.
+        match self.participant_here(req).await {
+            Err(e) if e.errno() == Errno::ENOENT => self.moved_reply(routed_by).ok_or(e),
+            r => r,
+        }
+    }
+
+    async fn participant_here(self: &Arc<Self>, req: PeerRequest) -> Handled {
         match req {
+            PeerRequest::AdoptInodes {
+                intent,
+                dir,
+                inodes,
+                entries,
+            } => self.adopt_inodes(intent, dir, inodes, entries).await,
             PeerRequest::MakeDirObject { intent, dir } => self.make_dir_object(intent, dir).await,
             PeerRequest::UndoDirObject { intent } => self.undo_dir_object(intent).await,
             PeerRequest::SealDir { fid } => self.seal_dir(fid).await,

@@ -1,0 +1,185 @@
+//! `loom migrate -m MDT[,MDT...] DIR...`: move directory trees, their
+//! entries and their files' inodes, to other MDTs while they are in use,
+//! as Lustre's `lfs migrate -m`. No file data is copied: a file's objects
+//! stay where they are and its inode, which names them, moves. Inodes
+//! keep their FIDs, so open files stay usable.
+
+use crate::registry;
+use crate::tools::{caller, connect, errno, Session};
+use anyhow::bail;
+use clap::Args;
+use loom_proto::msg::FileKind;
+use loom_proto::{Errno, Fid};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Options of `loom migrate`.
+#[derive(Args)]
+#[command(
+    after_help = "Each directory of the tree moves, with its entries and the inodes of the \
+files named only in it, to an MDT of the list (the directories taken in turn over the list), \
+deepest first. Only root may run it. It runs while programs use the tree: a change that meets a \
+directory being moved waits for it (milliseconds), and open files stay usable. \
+A run cut short (Ctrl-C, a crash of a server) leaves every directory either moved or not: run \
+it again to go on. Files in use under another client's lease at the moment their directory \
+moves, files with several links, with Data-on-MDT bytes, or whose inode is on another MDT than \
+their directory keep their inode where it is (their entry moves); they are counted as stayed, \
+and a later run moves the ones that were in use. Striped directories are not restriped (not \
+supported yet) and are reported; the trees under them are moved. Examples:
+  loom migrate -m 1 /mnt/loom/proj        # the whole tree to MDT1
+  loom migrate -m 1,2,3 /mnt/loom/scratch # its directories spread over MDTs 1, 2 and 3"
+)]
+pub struct MigrateArgs {
+    /// The MDT (or comma-separated MDTs) to move the trees to.
+    #[arg(
+        short = 'm',
+        long = "mdt-index",
+        required = true,
+        value_delimiter = ','
+    )]
+    pub mdts: Vec<u32>,
+    /// Print nothing but errors (no progress, no summary).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Directories whose trees to move (on a loomfs mount).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+}
+
+/// What a run did.
+#[derive(Default)]
+struct Tally {
+    dirs: u64,
+    total: u64,
+    moved: u64,
+    stayed: u64,
+    striped: u64,
+    gone: u64,
+}
+
+/// `loom migrate`.
+pub fn migrate(a: MigrateArgs) -> anyhow::Result<()> {
+    let mut failed = false;
+    for d in &a.dirs {
+        if let Err(e) = migrate_tree(&a, d) {
+            eprintln!("loom migrate: {e:#}");
+            failed = true;
+        }
+    }
+    if failed {
+        bail!("some trees were not moved whole: run it again to go on");
+    }
+    Ok(())
+}
+
+fn migrate_tree(a: &MigrateArgs, path: &Path) -> anyhow::Result<()> {
+    if nix::unistd::getuid().as_raw() != 0 {
+        bail!("only root may migrate directories");
+    }
+    let (entry, rel) = registry::find(path)?;
+    let s = connect(entry)?;
+    let shown = path.display().to_string();
+    s.rt.block_on(async {
+        let mdts = s.client.router().config().indices(loom_proto::msg::Role::Mdt);
+        if let Some(bad) = a.mdts.iter().find(|m| !mdts.contains(m)) {
+            bail!("MDT index {bad} is not in the file system (MDTs: {mdts:?}; see `loom df -i`)");
+        }
+        let attr = s
+            .client
+            .resolve_path(rel.as_os_str().as_bytes())
+            .await
+            .map_err(|e| errno(e, &shown))?;
+        if attr.kind != FileKind::Dir {
+            bail!("{shown} is not a directory");
+        }
+        if attr.fid == Fid::ROOT {
+            bail!("{shown} is the root, which stays on MDT0000: migrate the directories under it");
+        }
+        let order = depth_first(&s, attr.fid, &shown).await?;
+        let mut t = Tally {
+            total: order.len() as u64,
+            ..Tally::default()
+        };
+        let mut shown_at = Instant::now();
+        for (k, (fid, name)) in order.iter().enumerate() {
+            let to = a.mdts[k % a.mdts.len()];
+            match s.client.migrate_dir(*fid, to).await {
+                Ok((moved, stayed)) => {
+                    t.moved += moved;
+                    t.stayed += stayed;
+                }
+                Err(Errno::EOPNOTSUPP) => {
+                    t.striped += 1;
+                    eprintln!("loom migrate: {name}: striped, left as it is (restriping is not supported yet)");
+                }
+                // Removed since the walk.
+                Err(Errno::ENOENT) => t.gone += 1,
+                Err(e) => return Err(errno(e, name)),
+            }
+            t.dirs += 1;
+            if !a.quiet && shown_at.elapsed() >= Duration::from_secs(1) {
+                shown_at = Instant::now();
+                eprintln!(
+                    "loom migrate: {shown}: {}/{} directories, {} inodes moved, {} stayed",
+                    t.dirs, t.total, t.moved, t.stayed
+                );
+            }
+        }
+        if !a.quiet {
+            println!(
+                "{shown}: {} directories done, {} inodes moved, {} stayed where they were{}{}",
+                t.dirs,
+                t.moved,
+                t.stayed,
+                if t.striped > 0 {
+                    format!(", {} striped directories left as they are", t.striped)
+                } else {
+                    String::new()
+                },
+                if t.gone > 0 {
+                    format!(", {} removed meanwhile", t.gone)
+                } else {
+                    String::new()
+                }
+            );
+        }
+        Ok(())
+    })
+}
+
+/// Every directory of the tree at `top`, each after those under it, with
+/// a path to name it in messages.
+async fn depth_first(s: &Session, top: Fid, shown: &str) -> anyhow::Result<Vec<(Fid, String)>> {
+    let c = caller();
+    let mut order = Vec::new();
+    // (directory, its path, listed already)
+    let mut stack = vec![(top, shown.to_string(), false)];
+    while let Some((dir, path, listed)) = stack.pop() {
+        if listed {
+            order.push((dir, path));
+            continue;
+        }
+        stack.push((dir, path.clone(), true));
+        let mut cookie = 0;
+        loop {
+            let (entries, eof) = match s.client.readdir(&c, dir, cookie, 1024).await {
+                Ok(r) => r,
+                // Removed since its parent was listed.
+                Err(Errno::ENOENT) => break,
+                Err(e) => return Err(errno(e, &path)),
+            };
+            for e in &entries {
+                cookie = e.cookie;
+                if e.attr.kind == FileKind::Dir {
+                    let name = String::from_utf8_lossy(e.name.as_bytes());
+                    stack.push((e.attr.fid, format!("{path}/{name}"), false));
+                }
+            }
+            if eof || entries.is_empty() {
+                break;
+            }
+        }
+    }
+    Ok(order)
+}
