@@ -104,7 +104,7 @@ fn migrate_tree(a: &MigrateArgs, path: &Path) -> anyhow::Result<()> {
         let mut shown_at = Instant::now();
         for (k, (fid, name)) in order.iter().enumerate() {
             let to = a.mdts[k % a.mdts.len()];
-            match s.client.migrate_dir(*fid, to).await {
+            match s.client.migrate_dir(&caller(), *fid, to).await {
                 Ok((moved, stayed)) => {
                     t.moved += moved;
                     t.stayed += stayed;

@@ -1211,12 +1211,11 @@ impl Client {
     }
 
     /// Move plain directory `fid`, its entries and the inodes of its
-    /// files to MDT `mdt` (root only; `loom migrate`): (inodes moved,
+    /// files to MDT `mdt` as `c` (root only; `loom migrate`): (inodes moved,
     /// inodes named in it that stayed where they were).
-    pub async fn migrate_dir(&self, fid: Fid, mdt: u32) -> Result<(u64, u64), Errno> {
-        let c = Caller::current();
+    pub async fn migrate_dir(&self, c: &Caller, fid: Fid, mdt: u32) -> Result<(u64, u64), Errno> {
         match self
-            .mdt_call(&c, fid, MdtRequest::Migrate { fid, mdt })
+            .mdt_call(c, fid, MdtRequest::Migrate { fid, mdt })
             .await?
         {
             Reply::Migrated { moved, stayed } => {
