@@ -4,7 +4,9 @@
 # mv(1) into a directory on MDT1, against copying it there with
 # `cp -a` and removing the source (what mv did when loomfs answered
 # EXDEV), beside the same mv and copy on ext4 and tmpfs. Interleaved
-# target by target in every round.
+# target by target in every round. On loomfs also `loom migrate -m 1`
+# of the same tree (its inodes, not only its entry, move to MDT1; no
+# data copied).
 #
 #   ./scripts/mv-bench.sh LOOM [ROUNDS] [FILES]
 #
@@ -63,6 +65,20 @@ for r in $(seq 1 "$rounds"); do
             tmpfs) base=$tmpfs ;;
             loomfs) base=$mnt ;;
         esac
+        migrated=""
+        if [ "$t" = loomfs ]; then
+            make_tree "$base/on0/tree"
+            before=$("$loom" df -i "$mnt" | awk '/-MDT0001/ {print $3; exit}')
+            t4=$(date +%s.%N)
+            "$loom" migrate -q -m 1 "$base/on0/tree"
+            t5=$(date +%s.%N)
+            after=$("$loom" df -i "$mnt" | awk '/-MDT0001/ {print $3; exit}')
+            [ $((after - before)) -ge "$files" ] || { echo "mv-bench.sh: migrate moved $((after - before)) inodes" >&2; exit 1; }
+            n=$(find "$base/on0/tree" -type f | wc -l)
+            [ "$n" = "$files" ] || { echo "mv-bench.sh: $n files after migrate, not $files" >&2; exit 1; }
+            rm -rf "$base/on0/tree"
+            migrated=" migrate $(secs "$t4" "$t5")"
+        fi
         make_tree "$base/on0/tree"
         sync
         t0=$(date +%s.%N)
@@ -78,7 +94,7 @@ for r in $(seq 1 "$rounds"); do
         n=$(find "$base/on1/tree" -type f | wc -l)
         [ "$n" = "$files" ] || { echo "mv-bench.sh: $t: $n files after the copy, not $files" >&2; exit 1; }
         rm -rf "$base/on1/tree"
-        line="round $r $t mv $(secs "$t0" "$t1") copy+rm $(secs "$t2" "$t3")"
+        line="round $r $t mv $(secs "$t0" "$t1") copy+rm $(secs "$t2" "$t3")$migrated"
         echo "$line"
         echo "$line" >>"$results"
     done
@@ -88,5 +104,6 @@ echo "medians of $rounds rounds, seconds ($files files of 4 KiB):"
 for t in ext4 tmpfs loomfs; do
     mv_s=$(awk -v t="$t" '$3 == t {print $5}' "$results" | median)
     cp_s=$(awk -v t="$t" '$3 == t {print $7}' "$results" | median)
-    echo "$t mv $mv_s copy+rm $cp_s"
+    mig=$(awk -v t="$t" '$3 == t && $8 == "migrate" {print $9}' "$results" | median)
+    echo "$t mv $mv_s copy+rm $cp_s${mig:+ migrate $mig}"
 done

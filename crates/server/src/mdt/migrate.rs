@@ -262,6 +262,7 @@ impl MdtService {
             ));
         }
         let _one_at_a_time = self.dist.lock().await;
+        let started = std::time::Instant::now();
         // 1. No new leases on it; the ones held are taken back (a size
         // is reported to this MDT before its recall is answered).
         // The directory first: a file made in it from now on gets no
@@ -272,6 +273,7 @@ impl MdtService {
         let frozen = self.leases.freeze(candidates.clone());
         let held = self.leases.held_on(&candidates);
         let recalled = self.leases.recall(0, held).await;
+        let recall_took = started.elapsed();
         // 2. Snapshot, 3. intent, 4. adopt, 5. batch, under the lock.
         let g = self.ns.lock().await;
         let snap = self.snapshot(dir, true)?;
@@ -289,11 +291,23 @@ impl MdtService {
         let ticket = self.apply_step(t)?;
         self.commit_through(ticket).await?;
         crate::fail::point("migrate:logged");
+        let logged_at = started.elapsed();
         let moved = fids.len() as u64;
         let stayed = snap.stayed;
         // Left to the resolver if a step fails: it rolls forward.
         let r = self.move_out(id, dir, to, snap, g).await;
         self.resolve_on_error(r)?;
+        tracing::debug!(
+            %dir,
+            to,
+            moved,
+            stayed,
+            recall_ms = recall_took.as_millis() as u64,
+            logged_ms = logged_at.as_millis() as u64,
+            total_ms = started.elapsed().as_millis() as u64,
+            "MDT{:04x}: directory migrated",
+            self.index
+        );
         drop(recalled);
         drop(frozen);
         drop(frozen_dir);
