@@ -68,7 +68,9 @@ pub fn migrate(a: MigrateArgs) -> anyhow::Result<()> {
         }
     }
     if failed {
-        bail!("some trees were not moved whole: run it again to go on");
+        bail!(
+            "some trees were not moved whole (see above); a run cut short goes on when run again"
+        );
     }
     Ok(())
 }

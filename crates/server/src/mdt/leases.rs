@@ -115,12 +115,17 @@ impl Drop for Frozen {
     fn drop(&mut self) {
         let mut t = self.leases.lock();
         for f in &self.fids {
-            if let Some(n) = t.frozen.get_mut(f) {
-                *n -= 1;
-                if *n == 0 {
-                    t.frozen.remove(f);
-                }
-            }
+            unref(&mut t.frozen, f);
+        }
+    }
+}
+
+/// One holder fewer of `k` in a table of counts; gone at zero.
+fn unref<K: std::hash::Hash + Eq>(m: &mut HashMap<K, usize>, k: &K) {
+    if let Some(n) = m.get_mut(k) {
+        *n -= 1;
+        if *n == 0 {
+            m.remove(k);
         }
     }
 }
@@ -136,12 +141,7 @@ impl Drop for Busy {
     fn drop(&mut self) {
         let mut t = self.leases.lock();
         for l in &self.held {
-            if let Some(n) = t.busy.get_mut(l) {
-                *n -= 1;
-                if *n == 0 {
-                    t.busy.remove(l);
-                }
-            }
+            unref(&mut t.busy, l);
         }
     }
 }
