@@ -42,6 +42,10 @@ pub struct MigrateArgs {
     /// Print nothing but errors (no progress, no summary).
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Seconds between progress lines on standard error (0: one after
+    /// every directory).
+    #[arg(long, default_value_t = 1.0, value_name = "SECS", value_parser = parse_secs)]
+    pub progress: f64,
     /// Directories whose trees to move (on a loomfs mount).
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
@@ -56,6 +60,14 @@ struct Tally {
     stayed: u64,
     striped: u64,
     gone: u64,
+}
+
+/// `--progress`: a number of seconds, 0 or more.
+fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=86400.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a number of seconds from 0 to 86400")),
+    }
 }
 
 /// `loom migrate`.
@@ -120,7 +132,7 @@ fn migrate_tree(a: &MigrateArgs, path: &Path) -> anyhow::Result<()> {
                 Err(e) => return Err(errno(e, name)),
             }
             t.dirs += 1;
-            if !a.quiet && shown_at.elapsed() >= Duration::from_secs(1) {
+            if !a.quiet && shown_at.elapsed() >= Duration::from_secs_f64(a.progress) {
                 shown_at = Instant::now();
                 eprintln!(
                     "loom migrate: {shown}: {}/{} directories, {} inodes moved, {} stayed",

@@ -216,7 +216,21 @@ fn migrate_moves_a_tree_in_use_to_another_mdt() {
     // Again: nothing left to move. Then back to MDT0.
     let out = loom_ok(&["migrate", "-m", "1", &s(&proj)]);
     assert!(out.contains(" 0 inodes moved"), "second run: {out}");
-    loom_ok(&["migrate", "-m", "0", &s(&proj)]);
+    // Progress after every directory, on standard error.
+    let o = loom(&["migrate", "--progress", "0", "-m", "0", &s(&proj)]);
+    assert!(o.status.success(), "moving back: {o:?}");
+    let progress = String::from_utf8_lossy(&o.stderr);
+    let total = progress.lines().count();
+    assert!(
+        total >= 13
+            && progress
+                .lines()
+                .last()
+                .is_some_and(|l| l.contains(&format!("{total}/{total} directories"))),
+        "progress lines:\n{progress}"
+    );
+    let out = loom(&["migrate", "--progress", "-1", "-m", "0", &s(&proj)]);
+    assert!(!out.status.success(), "a negative interval is refused");
     for rel in [
         "",
         "d0/f0",
