@@ -151,6 +151,8 @@ fn migrate_moves_a_tree_in_use_to_another_mdt() {
         objects_before,
         "objects moved"
     );
+    let df = loom_ok(&["df", "-i", &s(&c.mnt)]);
+    assert!(df.contains("migrated_dirs"), "per-MDT counters:\n{df}");
     let after = inodes_per_mdt(&c.mnt);
     assert!(
         before[0] - after[0] >= 800 && after[1] - before[1] >= 800,
