@@ -80,6 +80,12 @@ fn migrate_moves_a_tree_in_use_to_another_mdt() {
          chmod 1777 pub; chown 65534:65534 pub",
         p = s(&proj)
     ));
+    // A striped directory is left as it is; the tree under it moves.
+    loom_ok(&["setdirstripe", "-c", "2", "-i", "0", &s(&proj.join("wide"))]);
+    sh(&format!(
+        "set -e; cd {}/wide; mkdir sub; for i in $(seq 0 9); do echo w$i > w$i; echo s$i > sub/s$i; done",
+        s(&proj)
+    ));
     loom_ok(&["setstripe", "-c", "2", &s(&proj.join("striped"))]);
     sh(&format!(
         "dd if=/dev/urandom of={} bs=1M count=2 status=none",
@@ -113,7 +119,7 @@ fn migrate_moves_a_tree_in_use_to_another_mdt() {
         std::thread::yield_now();
     }
     let at_start = done.load(Ordering::Acquire);
-    let out = loom_ok(&["migrate", "-m", "1", &s(&proj)]);
+    let o = loom(&["migrate", "-m", "1", &s(&proj)]);
     let at_end = done.load(Ordering::Acquire);
     stop.store(true, Ordering::Release);
     let kept = worker.join().expect("the workload failed");
@@ -121,7 +127,14 @@ fn migrate_moves_a_tree_in_use_to_another_mdt() {
         at_end > at_start,
         "the workload made no progress during the migration ({at_start} ops before, {at_end} after)"
     );
+    assert!(o.status.success(), "loom migrate: {o:?}");
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(out.contains("inodes moved"), "summary: {out}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("wide: striped, left as it is")
+            && out.contains("1 striped directories left as they are"),
+        "the striped directory is reported: {o:?}"
+    );
 
     // Every inode moved but the hard link's; the data objects did not.
     for rel in [
@@ -138,6 +151,8 @@ fn migrate_moves_a_tree_in_use_to_another_mdt() {
         "load",
         "striped",
         "d5/open",
+        "wide/sub",
+        "wide/sub/s3",
     ] {
         assert_eq!(mdt_of(&proj.join(rel)), 1, "MDT of proj/{rel}");
     }
@@ -222,11 +237,14 @@ fn migrate_moves_a_tree_in_use_to_another_mdt() {
     let o = loom(&["migrate", "--progress", "0", "-m", "0", &s(&proj)]);
     assert!(o.status.success(), "moving back: {o:?}");
     let progress = String::from_utf8_lossy(&o.stderr);
-    let total = progress.lines().count();
+    let lines: Vec<&str> = progress
+        .lines()
+        .filter(|l| l.contains(" directories, "))
+        .collect();
+    let total = lines.len();
     assert!(
-        total >= 13
-            && progress
-                .lines()
+        total >= 15
+            && lines
                 .last()
                 .is_some_and(|l| l.contains(&format!("{total}/{total} directories"))),
         "progress lines:\n{progress}"
