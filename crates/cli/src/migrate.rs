@@ -39,6 +39,12 @@ pub struct MigrateArgs {
         value_delimiter = ','
     )]
     pub mdts: Vec<u32>,
+    /// Restripe each DIR itself (not its tree) over this many MDTs, the
+    /// first COUNT of the -m list: its entries spread over shards by name
+    /// hash, online (Lustre's `lfs migrate -m LIST -c COUNT`). DIR first
+    /// moves to the list's first MDT if it is elsewhere.
+    #[arg(short = 'c', long = "mdt-count", value_parser = clap::value_parser!(u32).range(1..))]
+    pub count: Option<u32>,
     /// Print nothing but errors (no progress, no summary).
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -90,6 +96,9 @@ pub fn migrate(a: MigrateArgs) -> anyhow::Result<()> {
 fn migrate_tree(a: &MigrateArgs, path: &Path) -> anyhow::Result<()> {
     if nix::unistd::getuid().as_raw() != 0 {
         bail!("only root may migrate directories");
+    }
+    if let Some(count) = a.count.filter(|c| *c > 1) {
+        return restripe(a, path, count);
     }
     let (entry, rel) = registry::find(path)?;
     let s = connect(entry)?;
@@ -157,6 +166,53 @@ fn migrate_tree(a: &MigrateArgs, path: &Path) -> anyhow::Result<()> {
                     String::new()
                 }
             );
+        }
+        Ok(())
+    })
+}
+
+/// `-c COUNT` (2 or more): DIR striped over the first COUNT MDTs of -m.
+fn restripe(a: &MigrateArgs, path: &Path, count: u32) -> anyhow::Result<()> {
+    let Some(mdts) = a.mdts.get(..count as usize) else {
+        bail!(
+            "-c {count} needs {count} MDTs in -m, got {} ({:?})",
+            a.mdts.len(),
+            a.mdts
+        );
+    };
+    let (entry, rel) = registry::find(path)?;
+    let s = connect(entry)?;
+    let shown = path.display().to_string();
+    s.rt.block_on(async {
+        let c = caller();
+        let attr = s
+            .client
+            .resolve_path(rel.as_os_str().as_bytes())
+            .await
+            .map_err(|e| errno(e, &shown))?;
+        if attr.kind != FileKind::Dir {
+            bail!("{shown} is not a directory");
+        }
+        if s.client.dir_shards(&c, attr.fid).await.map_err(|e| errno(e, &shown))?.is_some() {
+            bail!("{shown} is striped already (restriping a striped directory is not supported yet)");
+        }
+        // The master stays where the directory is: bring it there first.
+        s.client
+            .migrate_dir(&c, attr.fid, mdts[0])
+            .await
+            .map_err(|e| errno(e, &shown))?;
+        let moved = s
+            .client
+            .restripe_dir(&c, attr.fid, mdts.to_vec())
+            .await
+            .map_err(|e| match e {
+                Errno::EINVAL => anyhow::anyhow!(
+                    "{shown}: invalid MDT list {mdts:?} (distinct MDTs of the file system; see `loom df -i`)"
+                ),
+                e => errno(e, &shown),
+            })?;
+        if !a.quiet {
+            println!("{shown}: striped over MDTs {mdts:?}, {moved} entries moved to other shards");
         }
         Ok(())
     })

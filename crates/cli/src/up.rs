@@ -81,6 +81,15 @@ pub struct UpArgs {
     /// mount loses its leases and drops its cache when it finds out).
     #[arg(long, default_value_t = loom_server::mdt::leases::DEFAULT_RECALL_TIMEOUT.as_millis() as u64)]
     pub recall_timeout_ms: u64,
+    /// Directory auto-split: an MDT stripes a plain directory by itself,
+    /// online, once it holds more than this many entries (Lustre's
+    /// enable_dir_auto_split); 0: never.
+    #[arg(long, default_value_t = 0)]
+    pub dir_split_entries: u64,
+    /// Shards an auto-split directory gets, on its MDT and the next ones
+    /// (capped by the MDTs; at least 2).
+    #[arg(long, default_value_t = loom_server::mdt::DEFAULT_SPLIT_COUNT, value_parser = clap::value_parser!(u32).range(2..))]
+    pub dir_split_count: u32,
     /// Seconds the mount's kernel may cache attributes and names (see
     /// `loom mount --help`); 0: every stat asks the MDT.
     #[arg(long, default_value_t = 1.0, value_parser = crate::mount::parse_seconds)]
@@ -364,6 +373,8 @@ fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
             recovery_window_secs: a.recovery_window,
             commit_interval_ms: a.commit_interval_ms,
             recall_timeout_ms: a.recall_timeout_ms,
+            dir_split_entries: a.dir_split_entries,
+            dir_split_count: a.dir_split_count,
             metrics_listen: shape
                 .ports
                 .get(&metrics_key(node))

@@ -6,9 +6,11 @@
 //! `name_hash(name) % count`, on that shard's MDT. The client learns a
 //! directory's layout from the entry that named it (lookup, mkdir) or, for
 //! a directory it met otherwise (readdirplus, a path handle), by asking
-//! its MDT once; layouts do not change after the directory is made, so
-//! they are cached by FID. A remote directory needs nothing here: its FID
-//! leads to its MDT like any other.
+//! its MDT once, and caches it by FID. A plain directory may be striped
+//! later (`loom migrate -c`, auto-split): its MDT then answers a request
+//! for a name of another shard, or a listing, with `Reply::Restriped`,
+//! and the router sends it on (`Router::call_within`). A remote directory
+//! needs nothing here: its FID leads to its MDT like any other.
 
 use crate::ctx::Caller;
 use crate::io::file::unexpected;
@@ -133,7 +135,9 @@ impl Client {
             let (router, ctx) = (self.router_handle(), self.ctx(c));
             set.spawn(async move {
                 let target = router.mdt_of(fid).await?;
-                let req = MdtRequest::Readdir {
+                // The master's own entries too: a `Readdir` of a master
+                // that was restriped would answer `Restriped`.
+                let req = MdtRequest::ReaddirShard {
                     fid,
                     cookie,
                     max: share,

@@ -627,10 +627,17 @@ impl Client {
             }
             None => match self.leased_listing(c, fid, cookie, max) {
                 Some(r) => r,
-                None => {
-                    self.mdt_call(c, fid, MdtRequest::Readdir { fid, cookie, max })
-                        .await?
-                }
+                None => match self
+                    .mdt_call(c, fid, MdtRequest::Readdir { fid, cookie, max })
+                    .await
+                {
+                    // Striped since its layout was learned (now noted):
+                    // list its shards.
+                    Err(Errno::ESTALE) if self.dir_shards(c, fid).await?.is_some() => {
+                        return Box::pin(self.readdir(c, fid, cookie, max)).await;
+                    }
+                    r => r?,
+                },
             },
         };
         match reply {
@@ -1222,6 +1229,22 @@ impl Client {
                 // What this client knew of it came from where it was.
                 self.router.fresh.clear();
                 Ok((moved, stayed))
+            }
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
+    /// Stripe plain directory `fid` over `mdts` (its own MDT first) as
+    /// `c` (root only; `loom migrate -c`): the entries moved to other
+    /// shards.
+    pub async fn restripe_dir(&self, c: &Caller, fid: Fid, mdts: Vec<u32>) -> Result<u64, Errno> {
+        match self
+            .mdt_call(c, fid, MdtRequest::Restripe { fid, mdts })
+            .await?
+        {
+            Reply::Migrated { moved, .. } => {
+                self.router.fresh.clear();
+                Ok(moved)
             }
             _ => Err(Errno::EPROTO),
         }

@@ -576,6 +576,30 @@ impl Router {
                         env.target = target;
                         continue;
                     }
+                    if let (Role::Mdt, Ok(Reply::Restriped { dir, layout })) =
+                        (target.role, &r.result)
+                    {
+                        // The directory was striped since this client
+                        // learned its layout: send the request to the
+                        // shard of its name (a listing: the caller lists
+                        // the shards).
+                        let (dir, layout) = (*dir, layout.clone());
+                        let shards = layout.dir_shards().map(Arc::<[Fid]>::from);
+                        self.fresh.set_shards(dir, shards);
+                        if moves >= MAX_MOVED_HOPS {
+                            return Err(Errno::EIO);
+                        }
+                        moves += 1;
+                        let Request::Mdt(req) = &mut env.req else {
+                            return Err(Errno::EPROTO);
+                        };
+                        let Some(parent) = reshard(req, dir, &layout) else {
+                            return Err(Errno::ESTALE);
+                        };
+                        target = self.mdt_of(parent).await?;
+                        env.target = target;
+                        continue;
+                    }
                     if target.role == Role::Mdt {
                         let now = Instant::now();
                         let leased = leasing
@@ -724,6 +748,45 @@ impl Router {
             }
             _ => {}
         }
+    }
+}
+
+/// Point `req`'s names in directory `dir` at the shards of `layout` they
+/// hash to; the directory object the request now goes to (`None` for a
+/// listing, which the caller must redo over the shards).
+fn reshard(req: &mut MdtRequest, dir: Fid, layout: &loom_proto::Layout) -> Option<Fid> {
+    let shard = |name: &loom_proto::Name| layout.shard_for(name.as_bytes()).unwrap_or(dir);
+    use MdtRequest as R;
+    match req {
+        R::Lookup { parent, name }
+        | R::Create { parent, name, .. }
+        | R::Mkdir { parent, name, .. }
+        | R::MkdirStriped { parent, name, .. }
+        | R::Unlink { parent, name, .. }
+        | R::Rmdir { parent, name }
+        | R::Symlink { parent, name, .. }
+        | R::Link { parent, name, .. } => {
+            if *parent == dir {
+                *parent = shard(name);
+            }
+            Some(*parent)
+        }
+        R::Rename {
+            parent,
+            name,
+            new_parent,
+            new_name,
+            ..
+        } => {
+            if *new_parent == dir {
+                *new_parent = shard(new_name);
+            }
+            if *parent == dir {
+                *parent = shard(name);
+            }
+            Some(*parent)
+        }
+        _ => None,
     }
 }
 

@@ -870,6 +870,16 @@ pub enum Reply {
         /// Where it is now (or the next MDT that knows).
         mdt: u32,
     },
+    /// Directory `dir` was restriped: its names now live in the shards
+    /// of `layout` (by name hash). The request went to the master for a
+    /// name of another shard, or listed the master as if plain; nothing
+    /// was done. Send it to the right shard (a listing: every shard).
+    Restriped {
+        /// The directory (its master).
+        dir: Fid,
+        /// Its layout now.
+        layout: Layout,
+    },
     /// What a `Migrate` of one directory did.
     Migrated {
         /// Inodes moved (the directory's own included).

@@ -492,6 +492,28 @@ declare_requests! {
             /// Where it goes.
             mdt: u32,
         } => 89, "migrate", Changes, Any;
+        /// Stripe plain directory `fid` over `mdts` (the first its own
+        /// MDT, which keeps the master and coordinates): its entries go to
+        /// the shards their names hash to, online (`loom migrate -c`, and
+        /// the MDT's own auto-split; root only). Inodes stay where they
+        /// are. Answered `Reply::Migrated` (entries moved).
+        Restripe {
+            /// The directory.
+            fid: Fid,
+            /// Its shards' MDTs, shard 0 (the master) first.
+            mdts: Vec<u32>,
+        } => 90, "restripe", Changes, Any;
+        /// List one object of a striped directory from `cookie`: a shard,
+        /// or the master's own entries (where `Readdir` of a master that
+        /// was restriped answers `Reply::Restriped`).
+        ReaddirShard {
+            /// The shard (or master).
+            fid: Fid,
+            /// Resume after the entry with this cookie.
+            cookie: u64,
+            /// Most entries to return.
+            max: u32,
+        } => 91, "readdir_shard", Reads, Any;
     }
 }
 
@@ -637,6 +659,18 @@ declare_requests! {
             /// The directory's entries: name, inode, type.
             entries: Vec<(Name, Fid, FileKind)>,
         } => 88, "adopt_inodes", Changes, Peers;
+        /// MDT to MDT: put `entries` (name, inode, type) into directory
+        /// object `dir` (a shard a restripe made), as part `intent`, the
+        /// shard's link count raised for each new subdirectory entry.
+        /// Sent again, the same: what is there already stays.
+        PutEntries {
+            /// The part of the coordinator's operation.
+            intent: IntentRef,
+            /// The shard.
+            dir: Fid,
+            /// The entries.
+            entries: Vec<(Name, Fid, FileKind)>,
+        } => 92, "put_entries", Changes, Peers;
     }
 }
 

@@ -67,6 +67,15 @@ pub struct NodeConfig {
     /// unset.
     #[serde(default)]
     pub dashboard_listen: Option<String>,
+    /// An MDT stripes a plain directory by itself once it holds more than
+    /// this many entries, online (Lustre's `enable_dir_auto_split`); 0:
+    /// never.
+    #[serde(default)]
+    pub dir_split_entries: u64,
+    /// Into this many shards, on its own MDT and the next ones (capped by
+    /// the MDTs).
+    #[serde(default = "default_split_count")]
+    pub dir_split_count: u32,
     /// Seconds a job or client that sent nothing is kept in the
     /// statistics.
     #[serde(default = "default_stats_expiry")]
@@ -75,6 +84,10 @@ pub struct NodeConfig {
 
 fn default_stats_expiry() -> u64 {
     crate::stats::DEFAULT_EXPIRY.as_secs()
+}
+
+fn default_split_count() -> u32 {
+    crate::mdt::DEFAULT_SPLIT_COUNT
 }
 
 fn default_recall_timeout() -> u64 {
@@ -267,6 +280,8 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
         recovery_window: Duration::from_secs(cfg.recovery_window_secs),
         commit_interval: Duration::from_millis(cfg.commit_interval_ms.max(1)),
         recall_timeout: Duration::from_millis(cfg.recall_timeout_ms.max(1)),
+        split_entries: cfg.dir_split_entries,
+        split_count: cfg.dir_split_count,
     };
     let mut infos = Vec::new();
     for dir in &cfg.targets {

@@ -101,6 +101,8 @@ pub enum IntentOp {
     Unlink(UnlinkIntent),
     /// A directory moved to another MDT (see [`super::migrate`]).
     Migrate(super::migrate::MigrateIntent),
+    /// A plain directory striped (see [`super::restripe`]).
+    Restripe(super::restripe::RestripeIntent),
 }
 
 impl IntentRec {
@@ -699,7 +701,7 @@ impl MdtService {
                 }
                 IntentOp::Link(l) => hit(&l.parent, &l.name),
                 IntentOp::Unlink(u) => hit(&u.parent, &u.name),
-                IntentOp::Mkdir { .. } | IntentOp::Migrate(_) => false,
+                IntentOp::Mkdir { .. } | IntentOp::Migrate(_) | IntentOp::Restripe(_) => false,
             };
             if held {
                 return Ok(true);
@@ -940,6 +942,9 @@ impl MdtService {
             IntentOp::Link(ref l) => self.resolve_link(id, rec.reply_to, l).await?,
             IntentOp::Unlink(ref u) => self.resolve_unlink(id, rec.reply_to, u).await?,
             IntentOp::Migrate(ref m) => self.resolve_migrate(id, m).await?,
+            IntentOp::Restripe(ref m) => {
+                self.run_restripe(id, m.clone()).await?;
+            }
         }
         Ok(())
     }

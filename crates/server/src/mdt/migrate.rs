@@ -70,7 +70,7 @@ pub struct Located {
     /// moving a directory holds its own namespace lock while it asks
     /// another to adopt, so two moving toward each other must not wait
     /// for each other's. What is adopted is new here: no change reads it.
-    adopting: tokio::sync::Mutex<()>,
+    pub(super) adopting: tokio::sync::Mutex<()>,
 }
 
 #[derive(Default)]
@@ -121,11 +121,28 @@ impl Located {
         !p.here.is_empty() && p.here.contains(&fid)
     }
 
-    fn left(&self, fids: &[Fid], to: u32) {
+    /// `fids` are leaving for MDT `to` (where they went wins over
+    /// having come here, until [`Located::gone`]).
+    fn leaving(&self, fids: &[Fid], to: u32) {
+        let mut p = self.lock();
+        for f in fids {
+            p.away.insert(*f, to);
+        }
+    }
+
+    /// They left.
+    fn gone(&self, fids: &[Fid]) {
         let mut p = self.lock();
         for f in fids {
             p.here.remove(f);
-            p.away.insert(*f, to);
+        }
+    }
+
+    /// They did not leave after all.
+    fn stayed(&self, fids: &[Fid]) {
+        let mut p = self.lock();
+        for f in fids {
+            p.away.remove(f);
         }
     }
 
@@ -175,7 +192,9 @@ pub fn routed_by(req: &MdtRequest) -> Option<Fid> {
         | R::GetDirDefault { fid }
         | R::SetDefaultCompress { fid, .. }
         | R::GetDefaultCompress { fid }
-        | R::Migrate { fid, .. } => Some(*fid),
+        | R::Migrate { fid, .. }
+        | R::Restripe { fid, .. }
+        | R::ReaddirShard { fid, .. } => Some(*fid),
         _ => None,
     }
 }
@@ -215,7 +234,7 @@ impl MdtService {
     /// Whether inode `fid` is kept on this MDT (its FID's sequence is
     /// this MDT's and it did not leave, or it came here).
     pub(super) fn keeps(&self, fid: Fid, fldb_says_here: bool) -> bool {
-        (fldb_says_here && self.located.away(fid).is_none()) || self.located.here(fid)
+        self.located.away(fid).is_none() && (fldb_says_here || self.located.here(fid))
     }
 
     /// Move directory `dir` (on this MDT) to MDT `to`: see the module notes.
@@ -435,8 +454,17 @@ impl MdtService {
         }
         t.batch
             .delete(Space::Intents, super::intents::intent_key(id));
-        let ticket = self.apply_step(t)?;
-        self.located.left(&fids, to);
+        // Where they went is known before they go: a read that finds
+        // them gone (it takes no lock) must find where they are.
+        self.located.leaving(&fids, to);
+        let ticket = match self.apply_step(t) {
+            Ok(t) => t,
+            Err(e) => {
+                self.located.stayed(&fids);
+                return Err(e);
+            }
+        };
+        self.located.gone(&fids);
         drop(g);
         self.commit_through(ticket).await?;
         self.forget_later(id, vec![to]);

@@ -28,6 +28,7 @@ pub mod recovery;
 mod remote;
 pub mod replies;
 pub mod request;
+mod restripe;
 pub mod syncer;
 mod tx;
 mod walk;
@@ -58,6 +59,9 @@ const MAX_RECALL_ROUNDS: u32 = 4;
 /// more than the creates that can be applied but not yet synced at once.
 const FID_SKIP_AT_START: u32 = 1 << 16;
 
+/// Shards an auto-split directory gets by default (capped by the MDTs).
+pub const DEFAULT_SPLIT_COUNT: u32 = 4;
+
 /// Settings of an MDT.
 #[derive(Clone, Debug)]
 pub struct MdtOptions {
@@ -67,6 +71,11 @@ pub struct MdtOptions {
     pub commit_interval: std::time::Duration,
     /// How long a lease holder may take to answer a recall.
     pub recall_timeout: std::time::Duration,
+    /// A plain directory past this many entries is striped by the MDT
+    /// itself (0: never).
+    pub split_entries: u64,
+    /// Into this many shards (capped by the MDTs).
+    pub split_count: u32,
 }
 
 impl Default for MdtOptions {
@@ -75,6 +84,8 @@ impl Default for MdtOptions {
             recovery_window: recovery::DEFAULT_WINDOW,
             commit_interval: syncer::COMMIT_INTERVAL,
             recall_timeout: leases::DEFAULT_RECALL_TIMEOUT,
+            split_entries: 0,
+            split_count: DEFAULT_SPLIT_COUNT,
         }
     }
 }
@@ -116,6 +127,10 @@ pub struct MdtService {
     sealed: remote::Sealed,
     /// Inodes `loom migrate` moved away from this MDT, or here.
     located: migrate::Located,
+    /// Directories restriped after they were made, and being restriped.
+    restriped: restripe::Restriped,
+    /// When a plain directory splits by itself.
+    split: restripe::Split,
     /// Set while intents are being resolved.
     resolving: std::sync::atomic::AtomicBool,
     /// True once the intents found at start are resolved: client changes
@@ -229,6 +244,7 @@ impl MdtService {
         let next_intent = MdtService::stored_next_intent(&*store)?;
         let sealed = remote::Sealed::load(&*store)?;
         let located = migrate::Located::load(&*store)?;
+        let restriped = restripe::Restriped::load(&*store)?;
         let mdt = Arc::new(MdtService {
             index,
             dir: dir.to_path_buf(),
@@ -239,6 +255,8 @@ impl MdtService {
             next_intent: AtomicU64::new(next_intent),
             sealed,
             located,
+            restriped,
+            split: restripe::Split::new(opts.split_entries, opts.split_count),
             resolving: std::sync::atomic::AtomicBool::new(false),
             recovered: tokio::sync::watch::channel(false).0,
             fid_alloc: Mutex::new(fid_alloc),
@@ -708,6 +726,7 @@ impl MdtService {
                 | MdtRequest::GetAttr { .. }
                 | MdtRequest::Open { .. }
                 | MdtRequest::Readdir { .. }
+                | MdtRequest::ReaddirShard { .. }
         );
         if !shows_attrs {
             let r = self.dispatch(&Rq::plain(ctx), req).await;
@@ -802,15 +821,33 @@ impl MdtService {
         if let Some(moved) = self.moved_reply(routed_by) {
             return Ok(moved);
         }
+        if let Some(restriped) = self.restriped_reply(&req).await? {
+            return Ok(restriped);
+        }
+        let splits = match &req {
+            MdtRequest::Create { parent, .. }
+            | MdtRequest::Mkdir { parent, .. }
+            | MdtRequest::Symlink { parent, .. } => Some(*parent),
+            _ => None,
+        };
         match self.dispatch_here(ctx, req).await {
             Err(e) if e.errno() == Errno::ENOENT => self.moved_reply(routed_by).ok_or(e),
-            r => r,
+            r => {
+                if let (Some(dir), Ok(_)) = (splits, &r) {
+                    self.maybe_split(dir);
+                }
+                r
+            }
         }
     }
 
     async fn dispatch_here(self: &Arc<Self>, ctx: &Rq<'_>, req: MdtRequest) -> Handled {
         match req {
             MdtRequest::Migrate { fid, mdt } => self.migrate(ctx, fid, mdt).await,
+            MdtRequest::Restripe { fid, mdts } => self.restripe(ctx, fid, mdts).await,
+            MdtRequest::ReaddirShard { fid, cookie, max } => {
+                self.readdir(ctx, fid, cookie, max).await
+            }
             MdtRequest::Lookup { parent, name } => self.lookup(ctx, parent, &name).await,
             MdtRequest::GetAttr { fid } => Ok(Reply::Attr(remote::shown_attr(&tx::read_inode(
                 &*self.store,

@@ -112,11 +112,11 @@ impl MdtService {
     /// sequence is new); ESTALE if no MDT owns it.
     pub(super) async fn owner_of(&self, fid: Fid) -> Result<u32, ServerError> {
         // Moved by `loom migrate`: its FID's sequence no longer says.
-        if self.located.here(fid) {
-            return Ok(self.index);
-        }
         if let Some(i) = self.located.away(fid) {
             return Ok(i);
+        }
+        if self.located.here(fid) {
+            return Ok(self.index);
         }
         if let Some(i) = self.peers.config().await?.mdt_of(fid) {
             return Ok(i);
@@ -205,6 +205,7 @@ impl MdtService {
                 inodes,
                 entries,
             } => self.adopt_inodes(intent, dir, inodes, entries).await,
+            PeerRequest::PutEntries { dir, entries, .. } => self.put_entries(dir, entries).await,
             PeerRequest::MakeDirObject { intent, dir } => self.make_dir_object(intent, dir).await,
             PeerRequest::UndoDirObject { intent } => self.undo_dir_object(intent).await,
             PeerRequest::SealDir { fid } => self.seal_dir(fid).await,
@@ -324,6 +325,11 @@ impl MdtService {
         };
         t.create_inode(rec);
         t.put_meta(&made_key(intent), &fid)?;
+        if intent.index > 0 {
+            // Parts after the first are shards of a striped directory:
+            // never split by themselves (see `restripe`).
+            t.put_meta(&super::restripe::shard_key(fid), &fid)?;
+        }
         self.commit_step(t, g, reply, || {}).await
     }
 

@@ -1,0 +1,519 @@
+//! Restriping a plain directory over several MDTs, online: `loom migrate
+//! -c`, and the MDT's own auto-split of a directory that passed a
+//! configured number of entries (Lustre's `enable_dir_auto_split`).
+//!
+//! The directory keeps its FID and becomes the master (shard 0); the
+//! other shards are made on their MDTs as for a striped mkdir; each entry
+//! whose name hashes to another shard moves there (`PutEntries`), and a
+//! moved subdirectory's `..` names its shard. Inodes stay where they are:
+//! an entry may name an inode on another MDT. Clients that still take the
+//! directory for a plain one send a name of another shard, or a listing,
+//! to the master: it answers `Reply::Restriped` with the layout, and they
+//! send it on (striped listings use `ReaddirShard`).
+//!
+//! Steps, under an intent: the shards made (their FIDs logged) → new
+//! leases on the directory refused, those held recalled → under the
+//! namespace lock: the entries read, put in their shards, moved
+//! subdirectories' parents set, then one batch: the moved entries gone,
+//! the layout striped, the intent deleted → committed before the lock
+//! goes and before any client is told (`busy` holds their requests), so
+//! that no change reaches a shard the crash of this MDT could take back.
+//! After a crash the resolver does it again: the shards are the logged
+//! ones, the entries put again (no client could reach the shards yet).
+
+use super::intents::{IntentOp, IntentRec};
+use super::records::{dentry_prefix, parse_dentry_key, DentryRec};
+use super::request::Rq;
+use super::tx::{decode_record, read_inode, store_err, Tx};
+use super::MdtService;
+use crate::error::{Handled, ServerError};
+use loom_proto::msg::{DirObject, FileKind, IntentRef, MdtRequest, PeerRequest, Reply, Role};
+use loom_proto::{Errno, Fid, Layout, Name};
+use loom_store::kv::{KvStore, Space};
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+/// A restripe this MDT coordinates.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RestripeIntent {
+    /// The directory.
+    pub dir: Fid,
+    /// Its shards' MDTs, its own first.
+    pub mdts: Vec<u32>,
+    /// The shards made so far (empty until all are).
+    pub shards: Vec<Fid>,
+}
+
+const RESTRIPED: &str = "restriped/";
+
+/// Meta key marking `fid` as a shard (not the master) of a striped
+/// directory.
+pub fn shard_key(fid: Fid) -> String {
+    format!("shard/{fid}")
+}
+
+/// Directories of this MDT restriped after they were made (clients may
+/// still take them for plain ones), and those being restriped now.
+#[derive(Default)]
+pub struct Restriped {
+    inner: Mutex<(HashSet<Fid>, HashSet<Fid>)>,
+    changed: tokio::sync::Notify,
+}
+
+impl Restriped {
+    /// The records of `store`.
+    pub fn load(store: &dyn KvStore) -> Result<Restriped, ServerError> {
+        let mut done = HashSet::new();
+        for (_, v) in store
+            .scan(Space::Meta, RESTRIPED.as_bytes(), None, usize::MAX)
+            .map_err(store_err)?
+        {
+            done.insert(decode_record::<Fid>(&v)?);
+        }
+        Ok(Restriped {
+            inner: Mutex::new((done, HashSet::new())),
+            changed: tokio::sync::Notify::new(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (HashSet<Fid>, HashSet<Fid>)> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether anything was ever restriped here (the fast path).
+    fn none(&self) -> bool {
+        let g = self.lock();
+        g.0.is_empty() && g.1.is_empty()
+    }
+}
+
+/// The directories (and names) a request addresses by a directory that
+/// may have been restriped: (directory, name; `None` for a listing).
+fn dir_names(req: &MdtRequest) -> Vec<(Fid, Option<&Name>)> {
+    use MdtRequest as R;
+    match req {
+        R::Lookup { parent, name }
+        | R::Create { parent, name, .. }
+        | R::Mkdir { parent, name, .. }
+        | R::MkdirStriped { parent, name, .. }
+        | R::Unlink { parent, name, .. }
+        | R::Rmdir { parent, name }
+        | R::Symlink { parent, name, .. }
+        | R::Link { parent, name, .. } => vec![(*parent, Some(name))],
+        R::Rename {
+            parent,
+            name,
+            new_parent,
+            new_name,
+            ..
+        } => vec![(*parent, Some(name)), (*new_parent, Some(new_name))],
+        R::Readdir { fid, .. } => vec![(*fid, None)],
+        _ => Vec::new(),
+    }
+}
+
+impl MdtService {
+    /// `Reply::Restriped` if `req` takes a restriped directory of this MDT
+    /// for a plain one; waits while one it names is being restriped.
+    pub(super) async fn restriped_reply(
+        &self,
+        req: &MdtRequest,
+    ) -> Result<Option<Reply>, ServerError> {
+        if self.restriped.none() {
+            return Ok(None);
+        }
+        let dirs = dir_names(req);
+        loop {
+            let notified = self.restriped.changed.notified();
+            let (busy, done): (bool, Vec<(Fid, Option<&Name>)>) = {
+                let g = self.restriped.lock();
+                (
+                    dirs.iter().any(|(d, _)| g.1.contains(d)),
+                    dirs.iter()
+                        .filter(|(d, _)| g.0.contains(d))
+                        .cloned()
+                        .collect(),
+                )
+            };
+            if busy {
+                notified.await;
+                continue;
+            }
+            for (dir, name) in done {
+                let Some(layout) = read_inode(&*self.store, dir)?.layout else {
+                    continue;
+                };
+                let elsewhere = match name {
+                    None => true,
+                    Some(n) => layout.shard_for(n.as_bytes()).is_some_and(|s| s != dir),
+                };
+                if elsewhere {
+                    return Ok(Some(Reply::Restriped { dir, layout }));
+                }
+            }
+            return Ok(None);
+        }
+    }
+
+    /// Stripe plain directory `dir` over `mdts` (see the module notes).
+    pub(super) async fn restripe(
+        self: &Arc<Self>,
+        ctx: &Rq<'_>,
+        dir: Fid,
+        mdts: Vec<u32>,
+    ) -> Handled {
+        if ctx.ctx.uid != 0 {
+            return Err(ServerError::refused(
+                Errno::EPERM,
+                "only root may restripe directories (loom migrate -c)",
+            ));
+        }
+        self.restripe_as_mdt(dir, mdts).await
+    }
+
+    /// [`Self::restripe`] for the MDT itself (auto-split).
+    pub(super) async fn restripe_as_mdt(self: &Arc<Self>, dir: Fid, mdts: Vec<u32>) -> Handled {
+        let all = self.peers.config().await?.indices(Role::Mdt);
+        let mut seen = HashSet::new();
+        if mdts.len() < 2
+            || mdts.first() != Some(&self.index)
+            || mdts.iter().any(|m| !all.contains(m) || !seen.insert(*m))
+        {
+            return Err(ServerError::refused(
+                Errno::EINVAL,
+                format!(
+                    "a restripe needs 2 or more distinct MDTs of {all:?}, the directory's own (MDT{:04x}) first; got {mdts:?}",
+                    self.index
+                ),
+            ));
+        }
+        if dir == Fid::ROOT {
+            return Err(ServerError::refused(
+                Errno::EINVAL,
+                "the root directory is not restriped",
+            ));
+        }
+        let r = read_inode(&*self.store, dir)?;
+        if r.attr.kind != FileKind::Dir {
+            return Err(ServerError::refused(
+                Errno::ENOTDIR,
+                format!("{dir} is not a directory"),
+            ));
+        }
+        if r.layout.as_ref().and_then(|l| l.dir_shards()).is_some() {
+            return Err(ServerError::refused(
+                Errno::EOPNOTSUPP,
+                format!("{dir} is striped already"),
+            ));
+        }
+        if self.sealed.contains(dir) {
+            return Err(ServerError::refused(
+                Errno::EBUSY,
+                format!("{dir} is being removed"),
+            ));
+        }
+        if super::tx::read_meta::<Fid>(&*self.store, &shard_key(dir))?.is_some() {
+            return Err(ServerError::refused(
+                Errno::EINVAL,
+                format!("{dir} is a shard of a striped directory"),
+            ));
+        }
+        let _one_at_a_time = self.dist.lock().await;
+        let mut t = Tx::new(&*self.store);
+        let m = RestripeIntent {
+            dir,
+            mdts,
+            shards: Vec::new(),
+        };
+        let id = self.log_intent(
+            &Rq::plain(&Default::default()),
+            &mut t,
+            IntentOp::Restripe(m.clone()),
+        )?;
+        let ticket = self.apply_step(t)?;
+        self.commit_through(ticket).await?;
+        let r = self.run_restripe(id, m).await;
+        self.resolve_on_error(r)
+    }
+
+    /// The steps of restripe intent `id` from wherever it stands.
+    pub(super) async fn run_restripe(self: &Arc<Self>, id: u64, mut m: RestripeIntent) -> Handled {
+        let rec = read_inode(&*self.store, m.dir)?;
+        if rec.layout.as_ref().and_then(|l| l.dir_shards()).is_some() {
+            // Its last batch was applied: only the record was left.
+            self.set_intent(id, None).await?;
+            return Ok(Reply::Migrated {
+                moved: 0,
+                stayed: 0,
+            });
+        }
+        if m.shards.len() != m.mdts.len() {
+            let shape = DirObject {
+                parent: rec.parent,
+                perm: rec.attr.perm,
+                uid: rec.attr.uid,
+                gid: rec.attr.gid,
+                time: rec.attr.ctime,
+                default_stripe: rec.default_stripe.clone(),
+                others: None,
+                default_dir: rec.default_dir.clone(),
+                default_compress: rec.default_compress,
+            };
+            let mut shards = vec![m.dir];
+            for (k, mdt) in m.mdts.iter().enumerate().skip(1) {
+                let part = PeerRequest::MakeDirObject {
+                    intent: IntentRef {
+                        coord: self.index,
+                        id,
+                        index: k as u32,
+                    },
+                    dir: shape.clone(),
+                };
+                match self.mdt_call(*mdt, part).await? {
+                    Reply::Entry { attr, .. } => shards.push(attr.fid),
+                    other => {
+                        return Err(ServerError::peer(
+                            Errno::EPROTO,
+                            format!("MakeDirObject answered {other:?}"),
+                        ))
+                    }
+                }
+            }
+            m.shards = shards;
+            let rec = IntentRec::new(None, IntentOp::Restripe(m.clone()));
+            self.set_intent(id, Some(&rec)).await?;
+        }
+        crate::fail::point("restripe:shards_made");
+        let layout = Layout::dir_striped(m.shards.clone());
+        // No lease on the directory's names from now on; those held go.
+        let frozen = self.leases.freeze(vec![m.dir]);
+        let held = self.leases.held_on(&[m.dir]);
+        let recalled = self.leases.recall(0, held).await;
+        let g = self.ns.lock().await;
+        self.restriped.lock().1.insert(m.dir);
+        let r = self.move_entries(id, &m, &layout).await;
+        let done = match r {
+            Ok((ticket, moved)) => {
+                let c = self.commit_through(ticket).await;
+                c.map(|()| moved)
+            }
+            Err(e) => Err(e),
+        };
+        {
+            let mut s = self.restriped.lock();
+            s.1.remove(&m.dir);
+            if done.is_ok() {
+                s.0.insert(m.dir);
+            }
+        }
+        self.restriped.changed.notify_waiters();
+        drop(g);
+        drop(recalled);
+        drop(frozen);
+        let moved = done?;
+        self.stats.count("restriped_dirs");
+        self.forget_later(id, m.mdts.clone());
+        Ok(Reply::Migrated { moved, stayed: 0 })
+    }
+
+    /// Under the namespace lock: each entry of another shard put there,
+    /// moved subdirectories' parents set, then the last batch applied.
+    async fn move_entries(
+        self: &Arc<Self>,
+        id: u64,
+        m: &RestripeIntent,
+        layout: &Layout,
+    ) -> Result<(loom_store::kv::Ticket, u64), ServerError> {
+        let mut per_shard: Vec<Vec<(Name, Fid, FileKind)>> = vec![Vec::new(); m.shards.len()];
+        for (k, v) in self
+            .store
+            .scan(Space::Dentries, &dentry_prefix(m.dir), None, usize::MAX)
+            .map_err(store_err)?
+        {
+            let Some((_, name)) = parse_dentry_key(&k) else {
+                return Err(store_err(format!("malformed entry key in {}", m.dir)));
+            };
+            let d: DentryRec = decode_record(&v)?;
+            let Some(shard) = layout.shard_for(name.as_bytes()) else {
+                continue;
+            };
+            if let Some(i) = m.shards.iter().position(|s| *s == shard).filter(|i| *i > 0) {
+                per_shard[i].push((name, d.fid, d.kind));
+            }
+        }
+        let mut t = Tx::new(&*self.store);
+        let mut moved = 0u64;
+        let mut relinks = 0u32;
+        for (i, entries) in per_shard.iter().enumerate().skip(1) {
+            if entries.is_empty() {
+                continue;
+            }
+            let put = PeerRequest::PutEntries {
+                intent: IntentRef {
+                    coord: self.index,
+                    id,
+                    index: 0x1000 + i as u32,
+                },
+                dir: m.shards[i],
+                entries: entries.clone(),
+            };
+            self.mdt_call(m.mdts[i], put).await?;
+            for (name, fid, kind) in entries {
+                t.delete_dentry(m.dir, name);
+                moved += 1;
+                if *kind != FileKind::Dir {
+                    continue;
+                }
+                // Its `..` is its shard now.
+                let dir = t.inode(m.dir)?;
+                dir.attr.nlink = dir.attr.nlink.saturating_sub(1);
+                if read_inode(&*self.store, *fid).is_ok() {
+                    t.inode(*fid)?.parent = m.shards[i];
+                } else {
+                    relinks += 1;
+                    let relink = PeerRequest::Relink {
+                        intent: IntentRef {
+                            coord: self.index,
+                            id,
+                            index: 0x10_0000 + relinks,
+                        },
+                        fid: *fid,
+                        nlink: 0,
+                        parent: Some(m.shards[i]),
+                        keep_for: None,
+                        maker: 0,
+                    };
+                    let owner = self.owner_of(*fid).await?;
+                    self.mdt_call(owner, relink).await?;
+                }
+            }
+        }
+        crate::fail::point("restripe:entries_put");
+        t.inode(m.dir)?.layout = Some(layout.clone());
+        t.put_meta(&format!("{RESTRIPED}{}", m.dir), &m.dir)?;
+        t.batch
+            .delete(Space::Intents, super::intents::intent_key(id));
+        Ok((self.apply_step(t)?, moved))
+    }
+
+    /// Put entries a restripe moves into shard `dir` of this MDT.
+    pub(super) async fn put_entries(
+        self: &Arc<Self>,
+        dir: Fid,
+        entries: Vec<(Name, Fid, FileKind)>,
+    ) -> Handled {
+        // Not the namespace lock: the coordinator holds its own while it
+        // asks (see `migrate`). No client reaches the shard yet.
+        let g = self.located.adopting.lock().await;
+        crate::fail::point("put_entries");
+        let mut t = Tx::new(&*self.store);
+        t.dir(dir)?;
+        let mut subdirs = 0u32;
+        for (name, fid, kind) in entries {
+            let had = t.dentry(dir, &name)?;
+            if had.is_none() && kind == FileKind::Dir {
+                subdirs += 1;
+            }
+            t.put_dentry(dir, &name, &DentryRec { fid, kind })?;
+        }
+        let d = t.inode(dir)?;
+        d.attr.nlink = d.attr.nlink.saturating_add(subdirs);
+        let ticket = self.apply_step(t)?;
+        drop(g);
+        self.commit_through(ticket).await?;
+        Ok(Reply::Ok)
+    }
+
+    /// A plain directory that passed the configured number of entries
+    /// after a change in it: restripe it in the background.
+    pub(super) fn maybe_split(self: &Arc<Self>, dir: Fid) {
+        let Some(limit) = self.split.entries else {
+            return;
+        };
+        if self.restriped.lock().0.contains(&dir) {
+            return;
+        }
+        // Counting costs a scan of up to `limit` keys: every 64th change.
+        let tick = self
+            .split
+            .ticks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if !tick.is_multiple_of(64) {
+            return;
+        }
+        let Ok(r) = read_inode(&*self.store, dir) else {
+            return;
+        };
+        let shard = super::tx::read_meta::<Fid>(&*self.store, &shard_key(dir));
+        if r.layout.is_some() || dir == Fid::ROOT || !matches!(shard, Ok(None)) {
+            return;
+        }
+        let Ok(n) = self
+            .store
+            .scan(
+                Space::Dentries,
+                &dentry_prefix(dir),
+                None,
+                limit as usize + 1,
+            )
+            .map(|v| v.len())
+        else {
+            return;
+        };
+        if (n as u64) <= limit
+            || !self
+                .split
+                .running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(dir)
+        {
+            return;
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mdts = match me.peers.config().await {
+                Ok(c) => c.indices(Role::Mdt),
+                Err(_) => Vec::new(),
+            };
+            let pos = mdts.iter().position(|m| *m == me.index).unwrap_or(0);
+            let count = (me.split.count as usize).min(mdts.len());
+            let pick: Vec<u32> = (0..count).map(|k| mdts[(pos + k) % mdts.len()]).collect();
+            match me.restripe_as_mdt(dir, pick).await {
+                Ok(_) => tracing::info!(
+                    "MDT{:04x}: directory {dir} passed {limit} entries: split over {count} MDTs",
+                    me.index
+                ),
+                Err(e) => tracing::warn!("MDT{:04x}: auto-split of {dir}: {e}", me.index),
+            }
+            me.split
+                .running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&dir);
+        });
+    }
+}
+
+/// Auto-split settings and state.
+#[derive(Default)]
+pub struct Split {
+    /// Split a plain directory past this many entries (None: never).
+    pub entries: Option<u64>,
+    /// Into this many shards (capped by the MDTs).
+    pub count: u32,
+    ticks: std::sync::atomic::AtomicU64,
+    running: Mutex<HashSet<Fid>>,
+}
+
+impl Split {
+    /// Settings: past `entries` (0: never), into `count` shards.
+    pub fn new(entries: u64, count: u32) -> Split {
+        Split {
+            entries: (entries > 0).then_some(entries),
+            count: count.max(2),
+            ..Split::default()
+        }
+    }
+}
