@@ -25,10 +25,13 @@ A run cut short (Ctrl-C, a crash of a server) leaves every directory either move
 it again to go on. Files in use under another client's lease at the moment their directory \
 moves, files with several links, with Data-on-MDT bytes, or whose inode is on another MDT than \
 their directory keep their inode where it is (their entry moves); they are counted as stayed, \
-and a later run moves the ones that were in use. Striped directories are not restriped (not \
-supported yet) and are reported; the trees under them are moved. Examples:
+and a later run moves the ones that were in use. A striped directory is left as it is and \
+reported; the tree under it is moved. With -c COUNT (2 or more), DIR itself (not its tree) is \
+restriped instead: its names spread over the first COUNT MDTs of the list by name hash, online. \
+Examples:
   loom migrate -m 1 /mnt/loom/proj        # the whole tree to MDT1
-  loom migrate -m 1,2,3 /mnt/loom/scratch # its directories spread over MDTs 1, 2 and 3"
+  loom migrate -m 1,2,3 /mnt/loom/scratch # its directories spread over MDTs 1, 2 and 3
+  loom migrate -c 4 -m 0,1,2,3 /mnt/loom/shared  # one big directory's names over 4 MDTs"
 )]
 pub struct MigrateArgs {
     /// The MDT (or comma-separated MDTs) to move the trees to.
@@ -134,7 +137,7 @@ fn migrate_tree(a: &MigrateArgs, path: &Path) -> anyhow::Result<()> {
                 }
                 Err(Errno::EOPNOTSUPP) => {
                     t.striped += 1;
-                    eprintln!("loom migrate: {name}: striped, left as it is (restriping is not supported yet)");
+                    eprintln!("loom migrate: {name}: striped, left as it is (a striped directory is not restriped again)");
                 }
                 // Removed since the walk.
                 Err(Errno::ENOENT) => t.gone += 1,

@@ -268,7 +268,9 @@ impl MdtService {
         if r.layout.as_ref().and_then(|l| l.dir_shards()).is_some() {
             return Err(ServerError::refused(
                 Errno::EOPNOTSUPP,
-                format!("{dir} is striped: restriping a directory is not supported yet"),
+                format!(
+                    "{dir} is striped: a striped directory is not migrated (the tree under it is)"
+                ),
             ));
         }
         if to == self.index {
