@@ -212,7 +212,7 @@ fn set_default_one(path: &Path, spec: Option<DirDefault>) -> anyhow::Result<()> 
 
 /// The attributes of directory `rel` on the session's mount (`path` as
 /// the user gave it, for errors).
-async fn directory(
+pub(crate) async fn directory(
     s: &crate::tools::Session,
     rel: &Path,
     path: &Path,

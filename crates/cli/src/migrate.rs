@@ -10,7 +10,6 @@ use anyhow::bail;
 use clap::Args;
 use loom_proto::msg::FileKind;
 use loom_proto::{Errno, Fid};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -111,14 +110,7 @@ fn migrate_tree(a: &MigrateArgs, path: &Path) -> anyhow::Result<()> {
         if let Some(bad) = a.mdts.iter().find(|m| !mdts.contains(m)) {
             bail!("MDT index {bad} is not in the file system (MDTs: {mdts:?}; see `loom df -i`)");
         }
-        let attr = s
-            .client
-            .resolve_path(rel.as_os_str().as_bytes())
-            .await
-            .map_err(|e| errno(e, &shown))?;
-        if attr.kind != FileKind::Dir {
-            bail!("{shown} is not a directory");
-        }
+        let attr = crate::dirtools::directory(&s, &rel, path).await?;
         if attr.fid == Fid::ROOT {
             bail!("{shown} is the root, which stays on MDT0000: migrate the directories under it");
         }
@@ -188,14 +180,7 @@ fn restripe(a: &MigrateArgs, path: &Path, count: u32) -> anyhow::Result<()> {
     let shown = path.display().to_string();
     s.rt.block_on(async {
         let c = caller();
-        let attr = s
-            .client
-            .resolve_path(rel.as_os_str().as_bytes())
-            .await
-            .map_err(|e| errno(e, &shown))?;
-        if attr.kind != FileKind::Dir {
-            bail!("{shown} is not a directory");
-        }
+        let attr = crate::dirtools::directory(&s, &rel, path).await?;
         if s.client.dir_shards(&c, attr.fid).await.map_err(|e| errno(e, &shown))?.is_some() {
             bail!("{shown} is striped already (restriping a striped directory is not supported yet)");
         }

@@ -755,39 +755,17 @@ impl Router {
 /// hash to; the directory object the request now goes to (`None` for a
 /// listing, which the caller must redo over the shards).
 fn reshard(req: &mut MdtRequest, dir: Fid, layout: &loom_proto::Layout) -> Option<Fid> {
-    let shard = |name: &loom_proto::Name| layout.shard_for(name.as_bytes()).unwrap_or(dir);
-    use MdtRequest as R;
-    match req {
-        R::Lookup { parent, name }
-        | R::Create { parent, name, .. }
-        | R::Mkdir { parent, name, .. }
-        | R::MkdirStriped { parent, name, .. }
-        | R::Unlink { parent, name, .. }
-        | R::Rmdir { parent, name }
-        | R::Symlink { parent, name, .. }
-        | R::Link { parent, name, .. } => {
-            if *parent == dir {
-                *parent = shard(name);
-            }
-            Some(*parent)
-        }
-        R::Rename {
-            parent,
-            name,
-            new_parent,
-            new_name,
-            ..
-        } => {
-            if *new_parent == dir {
-                *new_parent = shard(new_name);
-            }
-            if *parent == dir {
-                *parent = shard(name);
-            }
-            Some(*parent)
-        }
-        _ => None,
+    if matches!(req, MdtRequest::Readdir { .. }) {
+        return None;
     }
+    req.reroute_names(|d, name| {
+        if d == dir {
+            layout.shard_for(name.as_bytes()).unwrap_or(dir)
+        } else {
+            d
+        }
+    });
+    req.dir_names().first().map(|(d, _)| *d)
 }
 
 /// Moves followed for one request (an inode migrated several times).

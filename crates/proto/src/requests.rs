@@ -795,6 +795,75 @@ pub const PING: Op = Op {
     senders: Senders::Any,
 };
 
+impl MdtRequest {
+    /// The names a name operation addresses, each with its directory (for
+    /// a striped one, the shard it was routed to), in the order the
+    /// client routes by (a rename's source first); a listing is its
+    /// directory with no name.
+    pub fn dir_names(&self) -> Vec<(Fid, Option<&Name>)> {
+        let mut v = Vec::new();
+        self.visit_dir_names(&mut |d, n| v.push((*d, n)));
+        v
+    }
+
+    /// Point every name of the request at the directory `shard` picks for
+    /// it (a directory striped since the client learned its layout).
+    pub fn reroute_names(&mut self, mut shard: impl FnMut(Fid, &Name) -> Fid) {
+        self.visit_dir_names_mut(&mut |d, n| *d = shard(*d, n));
+    }
+
+    fn visit_dir_names<'a>(&'a self, f: &mut dyn FnMut(&Fid, Option<&'a Name>)) {
+        use MdtRequest as R;
+        match self {
+            R::Lookup { parent, name }
+            | R::Create { parent, name, .. }
+            | R::Mkdir { parent, name, .. }
+            | R::MkdirStriped { parent, name, .. }
+            | R::Unlink { parent, name, .. }
+            | R::Rmdir { parent, name }
+            | R::Symlink { parent, name, .. }
+            | R::Link { parent, name, .. } => f(parent, Some(name)),
+            R::Rename {
+                parent,
+                name,
+                new_parent,
+                new_name,
+                ..
+            } => {
+                f(parent, Some(name));
+                f(new_parent, Some(new_name));
+            }
+            R::Readdir { fid, .. } => f(fid, None),
+            _ => {}
+        }
+    }
+
+    fn visit_dir_names_mut(&mut self, f: &mut dyn FnMut(&mut Fid, &Name)) {
+        use MdtRequest as R;
+        match self {
+            R::Lookup { parent, name }
+            | R::Create { parent, name, .. }
+            | R::Mkdir { parent, name, .. }
+            | R::MkdirStriped { parent, name, .. }
+            | R::Unlink { parent, name, .. }
+            | R::Rmdir { parent, name }
+            | R::Symlink { parent, name, .. }
+            | R::Link { parent, name, .. } => f(parent, name),
+            R::Rename {
+                parent,
+                name,
+                new_parent,
+                new_name,
+                ..
+            } => {
+                f(parent, name);
+                f(new_parent, new_name);
+            }
+            _ => {}
+        }
+    }
+}
+
 impl Request {
     /// This request's declaration.
     pub const fn op(&self) -> Op {

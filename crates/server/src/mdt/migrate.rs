@@ -245,12 +245,6 @@ impl MdtService {
                 "only root may migrate directories (loom migrate)",
             ));
         }
-        if dir == Fid::ROOT {
-            return Err(ServerError::refused(
-                Errno::EINVAL,
-                "the root directory stays on MDT0000 (migrate the directories under it)",
-            ));
-        }
         let mdts = self.peers.config().await?.indices(Role::Mdt);
         if !mdts.contains(&to) {
             return Err(ServerError::refused(
@@ -258,32 +252,12 @@ impl MdtService {
                 format!("MDT index {to} is not in the file system (MDTs: {mdts:?})"),
             ));
         }
-        let r = read_inode(&*self.store, dir)?;
-        if r.attr.kind != FileKind::Dir {
-            return Err(ServerError::refused(
-                Errno::ENOTDIR,
-                format!("{dir} is not a directory"),
-            ));
-        }
-        if r.layout.as_ref().and_then(|l| l.dir_shards()).is_some() {
-            return Err(ServerError::refused(
-                Errno::EOPNOTSUPP,
-                format!(
-                    "{dir} is striped: a striped directory is not migrated (the tree under it is)"
-                ),
-            ));
-        }
+        self.plain_dir(dir, "migrated (the tree under it is)")?;
         if to == self.index {
             return Ok(Reply::Migrated {
                 moved: 0,
                 stayed: 0,
             });
-        }
-        if self.sealed.contains(dir) {
-            return Err(ServerError::refused(
-                Errno::EBUSY,
-                format!("{dir} is being removed"),
-            ));
         }
         let _one_at_a_time = self.dist.lock().await;
         let started = std::time::Instant::now();
@@ -337,6 +311,38 @@ impl MdtService {
         drop(frozen_dir);
         self.stats.count("migrated_dirs");
         Ok(Reply::Migrated { moved, stayed })
+    }
+
+    /// Directory `dir` of this MDT, if it may be moved or restriped: not
+    /// the root, plain (`what` says what a striped one is not), not being
+    /// removed.
+    pub(super) fn plain_dir(&self, dir: Fid, what: &str) -> Result<InodeRec, ServerError> {
+        if dir == Fid::ROOT {
+            return Err(ServerError::refused(
+                Errno::EINVAL,
+                format!("the root directory is not {what}: it stays on MDT0000"),
+            ));
+        }
+        let r = read_inode(&*self.store, dir)?;
+        if r.attr.kind != FileKind::Dir {
+            return Err(ServerError::refused(
+                Errno::ENOTDIR,
+                format!("{dir} is not a directory"),
+            ));
+        }
+        if r.layout.as_ref().and_then(|l| l.dir_shards()).is_some() {
+            return Err(ServerError::refused(
+                Errno::EOPNOTSUPP,
+                format!("{dir} is striped: a striped directory is not {what}"),
+            ));
+        }
+        if self.sealed.contains(dir) {
+            return Err(ServerError::refused(
+                Errno::EBUSY,
+                format!("{dir} is being removed"),
+            ));
+        }
+        Ok(r)
     }
 
     /// The directory and the inodes named in it that this MDT keeps.

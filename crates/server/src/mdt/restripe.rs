@@ -88,31 +88,6 @@ impl Restriped {
     }
 }
 
-/// The directories (and names) a request addresses by a directory that
-/// may have been restriped: (directory, name; `None` for a listing).
-fn dir_names(req: &MdtRequest) -> Vec<(Fid, Option<&Name>)> {
-    use MdtRequest as R;
-    match req {
-        R::Lookup { parent, name }
-        | R::Create { parent, name, .. }
-        | R::Mkdir { parent, name, .. }
-        | R::MkdirStriped { parent, name, .. }
-        | R::Unlink { parent, name, .. }
-        | R::Rmdir { parent, name }
-        | R::Symlink { parent, name, .. }
-        | R::Link { parent, name, .. } => vec![(*parent, Some(name))],
-        R::Rename {
-            parent,
-            name,
-            new_parent,
-            new_name,
-            ..
-        } => vec![(*parent, Some(name)), (*new_parent, Some(new_name))],
-        R::Readdir { fid, .. } => vec![(*fid, None)],
-        _ => Vec::new(),
-    }
-}
-
 impl MdtService {
     /// `Reply::Restriped` if `req` takes a restriped directory of this MDT
     /// for a plain one; waits while one it names is being restriped.
@@ -123,7 +98,7 @@ impl MdtService {
         if self.restriped.none() {
             return Ok(None);
         }
-        let dirs = dir_names(req);
+        let dirs = req.dir_names();
         loop {
             let notified = self.restriped.changed.notified();
             let (busy, done): (bool, Vec<(Fid, Option<&Name>)>) = {
@@ -188,31 +163,7 @@ impl MdtService {
                 ),
             ));
         }
-        if dir == Fid::ROOT {
-            return Err(ServerError::refused(
-                Errno::EINVAL,
-                "the root directory is not restriped",
-            ));
-        }
-        let r = read_inode(&*self.store, dir)?;
-        if r.attr.kind != FileKind::Dir {
-            return Err(ServerError::refused(
-                Errno::ENOTDIR,
-                format!("{dir} is not a directory"),
-            ));
-        }
-        if r.layout.as_ref().and_then(|l| l.dir_shards()).is_some() {
-            return Err(ServerError::refused(
-                Errno::EOPNOTSUPP,
-                format!("{dir} is striped already"),
-            ));
-        }
-        if self.sealed.contains(dir) {
-            return Err(ServerError::refused(
-                Errno::EBUSY,
-                format!("{dir} is being removed"),
-            ));
-        }
+        self.plain_dir(dir, "restriped again")?;
         if super::tx::read_meta::<Fid>(&*self.store, &shard_key(dir))?.is_some() {
             return Err(ServerError::refused(
                 Errno::EINVAL,
