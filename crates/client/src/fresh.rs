@@ -343,6 +343,14 @@ impl Fresh {
         self.lock().read(dir, |k| k.shards.clone())
     }
 
+    /// Forget directory `dir`'s shards (it was restriped since): asked
+    /// again when next needed.
+    pub(crate) fn forget_shards(&self, dir: Fid) {
+        if let Some(i) = self.lock().inodes.get(&dir) {
+            i.known().shards = None;
+        }
+    }
+
     /// Note directory `dir`'s shards (`None`: not striped).
     pub(crate) fn set_shards(&self, dir: Fid, shards: Option<Arc<[Fid]>>) {
         let mut t = self.lock();

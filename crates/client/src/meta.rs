@@ -529,9 +529,36 @@ impl Client {
         if flags & !known != 0 || flags == known {
             return Err(Errno::EINVAL);
         }
-        let parent = self.name_dir(c, parent, name.as_ref()).await?;
-        let new_parent = self.name_dir(c, new_parent, new_name.as_ref()).await?;
-        let (name, new_name) = (Name::from(name.as_ref()), Name::from(new_name.as_ref()));
+        let (name, new_name) = (name.as_ref(), new_name.as_ref());
+        match self
+            .rename_once(c, parent, name, new_parent, new_name, flags)
+            .await
+        {
+            // A directory on another MDT was restriped since its layout
+            // was learned here (its MDT refused the new name): learn it
+            // again and go on.
+            Err(Errno::ESTALE) => {
+                self.router.fresh.forget_shards(parent);
+                self.router.fresh.forget_shards(new_parent);
+                self.rename_once(c, parent, name, new_parent, new_name, flags)
+                    .await
+            }
+            r => r,
+        }
+    }
+
+    async fn rename_once(
+        &self,
+        c: &Caller,
+        parent: Fid,
+        name: &[u8],
+        new_parent: Fid,
+        new_name: &[u8],
+        flags: u32,
+    ) -> Result<(), Errno> {
+        let parent = self.name_dir(c, parent, name).await?;
+        let new_parent = self.name_dir(c, new_parent, new_name).await?;
+        let (name, new_name) = (Name::from(name), Name::from(new_name));
         let req = MdtRequest::Rename {
             parent,
             name: name.clone(),

@@ -190,6 +190,22 @@ impl MdtService {
         if let Some(moved) = self.moved_reply(routed_by) {
             return Ok(moved);
         }
+        if let PeerRequest::SetEntry {
+            dir,
+            name,
+            to: Some(_),
+            ..
+        } = &req
+        {
+            // A new name for a directory restriped since the client
+            // learned its layout: refused, and the client asks again.
+            if self.of_another_shard(*dir, name)? {
+                return Err(ServerError::refused(
+                    Errno::ESTALE,
+                    format!("directory {dir} was restriped: {name:?} belongs to another shard"),
+                ));
+            }
+        }
         // Moved while it waited for the namespace lock: it found nothing.
         match self.participant_here(req).await {
             Err(e) if e.errno() == Errno::ENOENT => self.moved_reply(routed_by).ok_or(e),

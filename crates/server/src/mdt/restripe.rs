@@ -131,6 +131,18 @@ impl MdtService {
         }
     }
 
+    /// Whether `name` of directory `dir`, restriped here after it was
+    /// made, belongs in another shard.
+    pub(super) fn of_another_shard(&self, dir: Fid, name: &Name) -> Result<bool, ServerError> {
+        if !self.restriped.lock().0.contains(&dir) {
+            return Ok(false);
+        }
+        let layout = read_inode(&*self.store, dir)?.layout;
+        Ok(layout
+            .and_then(|l| l.shard_for(name.as_bytes()))
+            .is_some_and(|s| s != dir))
+    }
+
     /// Stripe plain directory `dir` over `mdts` (see the module notes).
     pub(super) async fn restripe(
         self: &Arc<Self>,
