@@ -56,7 +56,7 @@ fn stripe_count(dir: &Path) -> u32 {
 fn a_directory_splits_and_restripes_while_creates_continue() {
     let mut c = Cluster::up(
         3,
-        1,
+        2,
         &["--dir-split-entries", "300", "--dir-split-count", "3"],
     );
     let second = c.second_mount("second");
@@ -125,12 +125,17 @@ fn a_directory_splits_and_restripes_while_creates_continue() {
 
     // `loom migrate -c`: another directory restriped by hand, from MDT0
     // to MDTs 1, 2, 0, while a mount creates in it.
-    let manual = c.path("manual");
+    // Its files' striping comes from above it: its shards must keep it.
+    let wide = c.path("wide");
+    loom_ok(&["mkdir", "-i", "0", &s(&wide)]);
+    let manual = wide.join("manual");
     loom_ok(&["mkdir", "-i", "0", &s(&manual)]);
+    // Set above it after it was made: inherited, not copied into it.
+    loom_ok(&["setstripe", "-c", "2", &s(&wide)]);
     let made2 = Arc::new(Mutex::new(HashSet::new()));
     writer(manual.clone(), "a", 150, made2.clone());
     let w = {
-        let (d, m) = (second.join("manual"), made2.clone());
+        let (d, m) = (second.join("wide/manual"), made2.clone());
         std::thread::spawn(move || writer(d, "b", 250, m))
     };
     let out = loom_ok(&["migrate", "-c", "3", "-m", "1,2,0", &s(&manual)]);
@@ -144,6 +149,18 @@ fn a_directory_splits_and_restripes_while_creates_continue() {
         .collect();
     assert_eq!(names, *made2.lock().expect("lock"));
     assert_eq!(names.len(), 400);
+    for i in 0..12 {
+        let f = manual.join(format!("late{i}"));
+        std::fs::write(&f, b"x").expect("create after the restripe");
+        let count = loom_ok(&["getstripe", "-c", &s(&f)]);
+        assert_eq!(
+            count.trim(),
+            "2",
+            "striping of {} (MDT {})",
+            f.display(),
+            mdt_of(&f)
+        );
+    }
     let out = as_nobody(&[
         &s(&loom_bin()),
         "migrate",

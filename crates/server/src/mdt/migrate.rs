@@ -364,7 +364,18 @@ impl MdtService {
     /// What moves with `dir` now (under the namespace lock). With `leased`,
     /// a file another client holds a lease on stays.
     fn snapshot(&self, dir: Fid, leased: bool) -> Result<Snapshot, ServerError> {
-        let rec = read_inode(&*self.store, dir)?;
+        let mut rec = read_inode(&*self.store, dir)?;
+        // What it inherits from above goes with it, as a remote mkdir
+        // gives its directory: its ancestors may not be where it goes.
+        if rec.default_stripe.is_none() {
+            rec.default_stripe = self.default_stripe(dir)?;
+        }
+        if rec.default_dir.is_none() {
+            rec.default_dir = self.default_dir(dir)?;
+        }
+        if rec.default_compress.is_none() {
+            rec.default_compress = self.default_compress(dir)?;
+        }
         let mut s = Snapshot {
             inodes: vec![self.moved_inode(dir, &rec)?],
             entries: Vec::new(),

@@ -212,16 +212,19 @@ impl MdtService {
             });
         }
         if m.shards.len() != m.mdts.len() {
+            // As a striped mkdir makes its shards: with the directory's
+            // effective defaults (its own or inherited), so that a shard on
+            // another MDT never walks up the tree for them.
             let shape = DirObject {
                 parent: rec.parent,
                 perm: rec.attr.perm,
                 uid: rec.attr.uid,
                 gid: rec.attr.gid,
                 time: rec.attr.ctime,
-                default_stripe: rec.default_stripe.clone(),
+                default_stripe: self.default_stripe(m.dir)?,
                 others: None,
-                default_dir: rec.default_dir.clone(),
-                default_compress: rec.default_compress,
+                default_dir: self.default_dir(m.dir)?,
+                default_compress: self.default_compress(m.dir)?,
             };
             let mut shards = vec![m.dir];
             for (k, mdt) in m.mdts.iter().enumerate().skip(1) {
