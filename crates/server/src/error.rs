@@ -54,6 +54,16 @@ pub enum ServerError {
     /// runs the change again (`MdtService::handle`); it never reaches
     /// the wire (EAGAIN if it did).
     Recall(Vec<loom_proto::msg::Lease>),
+    /// Not a failure: the request named a directory restriped since the
+    /// client learned its layout, for a name of another shard; nothing
+    /// was done. Answered `Reply::Restriped` (ESTALE where it cannot be,
+    /// as to a peer).
+    Restriped {
+        /// The directory (its master).
+        dir: loom_proto::Fid,
+        /// Its layout now.
+        layout: loom_proto::Layout,
+    },
 }
 
 /// What a handler returns.
@@ -97,6 +107,7 @@ impl ServerError {
             | ServerError::Peer { errno, .. } => *errno,
             ServerError::Internal(_) => Errno::EIO,
             ServerError::Recall(_) => Errno::EAGAIN,
+            ServerError::Restriped { .. } => Errno::ESTALE,
         }
     }
 }
@@ -109,6 +120,9 @@ impl fmt::Display for ServerError {
             ServerError::Peer { errno, msg } => write!(f, "{errno}: peer: {msg}"),
             ServerError::Internal(msg) => write!(f, "EIO: internal: {msg}"),
             ServerError::Recall(l) => write!(f, "EAGAIN: {} leases to recall first", l.len()),
+            ServerError::Restriped { dir, .. } => {
+                write!(f, "ESTALE: directory {dir} was restriped: ask its shard")
+            }
         }
     }
 }
@@ -130,7 +144,9 @@ pub fn answer<X>(target: TargetId, (r, x): (Handled, X)) -> (ReplyResult, X) {
             ServerError::Recall(_) => {
                 tracing::error!("{target}: a change waiting for a recall was answered")
             }
-            ServerError::Refused { .. } | ServerError::Peer { .. } => {}
+            ServerError::Refused { .. }
+            | ServerError::Peer { .. }
+            | ServerError::Restriped { .. } => {}
         }
         WireError::from(e)
     });
@@ -145,6 +161,7 @@ impl From<ServerError> for WireError {
             | ServerError::Peer { errno, msg } => WireError::new(errno, msg),
             ServerError::Internal(msg) => WireError::new(Errno::EIO, msg),
             e @ ServerError::Recall(_) => WireError::new(Errno::EAGAIN, e.to_string()),
+            e @ ServerError::Restriped { .. } => WireError::new(Errno::ESTALE, e.to_string()),
         }
     }
 }

@@ -37,6 +37,7 @@ use loom_proto::{Errno, Fid, Name};
 use loom_store::kv::{KvStore, Space};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A migration of one directory that this MDT coordinates.
@@ -65,6 +66,9 @@ fn here_key(fid: Fid) -> String {
 /// they went to) and those that came to it, from their records in `meta`.
 #[derive(Default)]
 pub struct Located {
+    /// Set once anything moved away or here: until then (the common
+    /// case) the checks on every request take no lock.
+    any: AtomicBool,
     inner: Mutex<Places>,
     /// Serialises adoptions, in place of the namespace lock: an MDT
     /// moving a directory holds its own namespace lock while it asks
@@ -97,6 +101,7 @@ impl Located {
             }
         }
         Ok(Located {
+            any: AtomicBool::new(!p.away.is_empty() || !p.here.is_empty()),
             inner: Mutex::new(p),
             adopting: tokio::sync::Mutex::new(()),
         })
@@ -108,23 +113,22 @@ impl Located {
 
     /// Where `fid` went, if it left this MDT.
     pub fn away(&self, fid: Fid) -> Option<u32> {
-        let p = self.lock();
-        if p.away.is_empty() {
+        if !self.any.load(Ordering::Acquire) {
             return None;
         }
-        p.away.get(&fid).copied()
+        self.lock().away.get(&fid).copied()
     }
 
     /// Whether `fid` came here from another MDT.
     pub fn here(&self, fid: Fid) -> bool {
-        let p = self.lock();
-        !p.here.is_empty() && p.here.contains(&fid)
+        self.any.load(Ordering::Acquire) && self.lock().here.contains(&fid)
     }
 
     /// `fids` are leaving for MDT `to` (where they went wins over
     /// having come here, until [`Located::gone`]).
     fn leaving(&self, fids: &[Fid], to: u32) {
         let mut p = self.lock();
+        self.any.store(true, Ordering::Release);
         for f in fids {
             p.away.insert(*f, to);
         }
@@ -148,6 +152,7 @@ impl Located {
 
     fn arrived(&self, fids: &[Fid]) {
         let mut p = self.lock();
+        self.any.store(true, Ordering::Release);
         for f in fids {
             p.away.remove(f);
             p.here.insert(*f);
@@ -396,19 +401,16 @@ impl MdtService {
                 continue;
             }
             let goes = match read_inode(&*self.store, d.fid) {
-                Ok(r) => {
-                    r.attr.nlink == 1
-                        && r.layout.as_ref().is_none_or(|l| l.dom_end() == 0)
-                        && (!leased || self.leases.held_on(&[d.fid]).is_empty())
-                }
-                Err(e) if e.errno() == Errno::ENOENT => false,
+                Ok(r) => (r.attr.nlink == 1
+                    && r.layout.as_ref().is_none_or(|l| l.dom_end() == 0)
+                    && (!leased || self.leases.held_on(&[d.fid]).is_empty()))
+                .then_some(r),
+                Err(e) if e.errno() == Errno::ENOENT => None,
                 Err(e) => return Err(e),
             };
-            if goes {
-                let r = read_inode(&*self.store, d.fid)?;
-                s.inodes.push(self.moved_inode(d.fid, &r)?);
-            } else {
-                s.stayed += 1;
+            match goes {
+                Some(r) => s.inodes.push(self.moved_inode(d.fid, &r)?),
+                None => s.stayed += 1,
             }
         }
         Ok(s)

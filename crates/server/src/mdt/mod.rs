@@ -832,6 +832,9 @@ impl MdtService {
         };
         match self.dispatch_here(ctx, req).await {
             Err(e) if e.errno() == Errno::ENOENT => self.moved_reply(routed_by).ok_or(e),
+            // Restriped since the client learned the layout (perhaps
+            // while this waited for the namespace lock).
+            Err(ServerError::Restriped { dir, layout }) => Ok(Reply::Restriped { dir, layout }),
             r => {
                 if let (Some(dir), Ok(_)) = (splits, &r) {
                     self.maybe_split(dir);

@@ -142,6 +142,7 @@ impl MdtService {
             ));
         }
         perm::may_search(&Cred::of(ctx), &p.attr)?;
+        belongs_here(&p, parent, name)?;
         let Some(d) = read_dentry(&*self.store, parent, name)? else {
             return Err(not_found(name));
         };
@@ -170,6 +171,7 @@ impl MdtService {
         if self.sealed.contains(parent) {
             return Err(being_removed(parent));
         }
+        belongs_here(&p, parent, name)?;
         perm::may_change_dir(c, &p.attr)?;
         if t.dentry(parent, name)?.is_some() {
             return Err(exists(name));
@@ -482,7 +484,9 @@ impl MdtService {
     ) -> Handled {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
-        let dir = t.dir(parent)?.attr.clone();
+        let dir = t.dir(parent)?.clone();
+        belongs_here(&dir, parent, name)?;
+        let dir = dir.attr;
         let d = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
         if d.kind == FileKind::Dir {
             return Err(ServerError::refused(
@@ -518,7 +522,9 @@ impl MdtService {
         let c = Cred::of(ctx);
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
-        let dir = t.dir(parent)?.attr.clone();
+        let dir = t.dir(parent)?.clone();
+        belongs_here(&dir, parent, name)?;
+        let dir = dir.attr;
         let d = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
         if d.kind != FileKind::Dir {
             return Err(ServerError::refused(
@@ -661,7 +667,9 @@ impl MdtService {
         let one_mdt = self.peers.config().await?.indices(Role::Mdt).len() == 1;
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
-        let from_dir = t.dir(parent)?.attr.clone();
+        let from_dir = t.dir(parent)?.clone();
+        belongs_here(&from_dir, parent, name)?;
+        let from_dir = from_dir.attr;
         let src = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
         if parent == new_parent && name == new_name {
             return Ok(Reply::Ok);
@@ -696,7 +704,9 @@ impl MdtService {
                 .rename_distributed(ctx, (parent, name), (new_parent, new_name), flags, keep_for)
                 .await;
         }
-        let to_dir = t.dir(new_parent)?.attr.clone();
+        let to_dir = t.dir(new_parent)?.clone();
+        belongs_here(&to_dir, new_parent, new_name)?;
+        let to_dir = to_dir.attr;
         if self.sealed.contains(new_parent) {
             return Err(being_removed(new_parent));
         }
@@ -964,5 +974,21 @@ impl MdtService {
         set(r);
         r.attr.ctime = Time::now();
         self.finish(ctx, t, g, Dropped::Freed(None)).await
+    }
+}
+
+/// `ServerError::Restriped` if `name` belongs in another shard of
+/// striped directory `dir` (record `r`): the request was routed by a
+/// layout from before a restripe, perhaps one that finished while it
+/// waited for the namespace lock (see `restripe`).
+pub(super) fn belongs_here(r: &InodeRec, dir: Fid, name: &Name) -> Result<(), ServerError> {
+    match &r.layout {
+        Some(l) if l.shard_for(name.as_bytes()).is_some_and(|s| s != dir) => {
+            Err(ServerError::Restriped {
+                dir,
+                layout: l.clone(),
+            })
+        }
+        _ => Ok(()),
     }
 }

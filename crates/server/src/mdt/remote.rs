@@ -190,22 +190,6 @@ impl MdtService {
         if let Some(moved) = self.moved_reply(routed_by) {
             return Ok(moved);
         }
-        if let PeerRequest::SetEntry {
-            dir,
-            name,
-            to: Some(_),
-            ..
-        } = &req
-        {
-            // A new name for a directory restriped since the client
-            // learned its layout: refused, and the client asks again.
-            if self.of_another_shard(*dir, name)? {
-                return Err(ServerError::refused(
-                    Errno::ESTALE,
-                    format!("directory {dir} was restriped: {name:?} belongs to another shard"),
-                ));
-            }
-        }
         // Moved while it waited for the namespace lock: it found nothing.
         match self.participant_here(req).await {
             Err(e) if e.errno() == Errno::ENOENT => self.moved_reply(routed_by).ok_or(e),
@@ -489,9 +473,15 @@ impl MdtService {
             return Ok(r);
         }
         let mut t = Tx::new(&*self.store);
-        t.dir(s.dir)?;
-        if s.to.is_some() && self.sealed.contains(s.dir) {
-            return Err(being_removed(s.dir));
+        let d = t.dir(s.dir)?.clone();
+        if s.to.is_some() {
+            if self.sealed.contains(s.dir) {
+                return Err(being_removed(s.dir));
+            }
+            // A new name for a directory restriped since the client
+            // learned its layout: refused (ESTALE to the coordinator),
+            // and the client renames again with the new layout.
+            super::namespace::belongs_here(&d, s.dir, &s.name)?;
         }
         let now = t.dentry(s.dir, &s.name)?.map(|d| d.fid);
         if now != s.expect {

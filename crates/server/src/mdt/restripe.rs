@@ -57,6 +57,9 @@ pub fn shard_key(fid: Fid) -> String {
 /// still take them for plain ones), and those being restriped now.
 #[derive(Default)]
 pub struct Restriped {
+    /// Set once a directory here is (being) restriped: until then the
+    /// check on every request takes no lock.
+    any: std::sync::atomic::AtomicBool,
     inner: Mutex<(HashSet<Fid>, HashSet<Fid>)>,
     changed: tokio::sync::Notify,
 }
@@ -72,6 +75,7 @@ impl Restriped {
             done.insert(decode_record::<Fid>(&v)?);
         }
         Ok(Restriped {
+            any: (!done.is_empty()).into(),
             inner: Mutex::new((done, HashSet::new())),
             changed: tokio::sync::Notify::new(),
         })
@@ -83,8 +87,7 @@ impl Restriped {
 
     /// Whether anything was ever restriped here (the fast path).
     fn none(&self) -> bool {
-        let g = self.lock();
-        g.0.is_empty() && g.1.is_empty()
+        !self.any.load(std::sync::atomic::Ordering::Acquire)
     }
 }
 
@@ -129,18 +132,6 @@ impl MdtService {
             }
             return Ok(None);
         }
-    }
-
-    /// Whether `name` of directory `dir`, restriped here after it was
-    /// made, belongs in another shard.
-    pub(super) fn of_another_shard(&self, dir: Fid, name: &Name) -> Result<bool, ServerError> {
-        if !self.restriped.lock().0.contains(&dir) {
-            return Ok(false);
-        }
-        let layout = read_inode(&*self.store, dir)?.layout;
-        Ok(layout
-            .and_then(|l| l.shard_for(name.as_bytes()))
-            .is_some_and(|s| s != dir))
     }
 
     /// Stripe plain directory `dir` over `mdts` (see the module notes).
@@ -258,6 +249,9 @@ impl MdtService {
         let recalled = self.leases.recall(0, held).await;
         let g = self.ns.lock().await;
         self.restriped.lock().1.insert(m.dir);
+        self.restriped
+            .any
+            .store(true, std::sync::atomic::Ordering::Release);
         let r = self.move_entries(id, &m, &layout).await;
         let done = match r {
             Ok((ticket, moved)) => {
@@ -334,9 +328,15 @@ impl MdtService {
                 // Its `..` is its shard now.
                 let dir = t.inode(m.dir)?;
                 dir.attr.nlink = dir.attr.nlink.saturating_sub(1);
-                if read_inode(&*self.store, *fid).is_ok() {
-                    t.inode(*fid)?.parent = m.shards[i];
-                } else {
+                let here = match t.inode(*fid) {
+                    Ok(sub) => {
+                        sub.parent = m.shards[i];
+                        true
+                    }
+                    Err(e) if e.errno() == Errno::ENOENT => false,
+                    Err(e) => return Err(e),
+                };
+                if !here {
                     relinks += 1;
                     let relink = PeerRequest::Relink {
                         intent: IntentRef {
@@ -397,9 +397,6 @@ impl MdtService {
         let Some(limit) = self.split.entries else {
             return;
         };
-        if self.restriped.lock().0.contains(&dir) {
-            return;
-        }
         // Counting costs a scan of up to `limit` keys: every 64th change.
         let tick = self
             .split
