@@ -42,6 +42,7 @@
 //!   that name less than the TTL ago.
 
 use crate::attr::{file_attr, file_type, wire_time};
+use crate::kept::{Kept, KeptPages};
 use fuser::{
     AccessFlags, BsdFileFlags, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
     KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
@@ -52,13 +53,13 @@ use loom_client::ctx::GroupsCache;
 use loom_client::{Allocation, Caller, Client, OpenFile};
 use loom_proto::msg::{access, Attr, DirEntry, FileKind, SetAttr, SetTime, StatFs, Time};
 use loom_proto::{Errno, Fid, Name};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::future::Future;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 /// Largest write the kernel sends in one request.
@@ -100,6 +101,12 @@ pub struct LoomFs {
     /// Supplementary groups of the processes calling (the kernel sends
     /// only uid, gid and pid; the MDT checks group permissions with them).
     groups: GroupsCache,
+    /// Bytes written that the kernel holds in folios not up to date
+    /// (`kept.rs`), and the open handles that may write.
+    kept: Arc<KeptPages>,
+    writable: Mutex<HashSet<u64>>,
+    /// Files whose kept bytes the store thread hands to the kernel.
+    to_store: Mutex<mpsc::Sender<u64>>,
 }
 
 /// What this mount last told the kernel about one inode.
@@ -120,6 +127,25 @@ struct Told {
     /// the same lease holds, every other mount's change was recalled
     /// here, which drops the pages (`notify.rs`): an open may keep them.
     pages_lease: Option<u64>,
+}
+
+/// At the end of a release: a handle that may write is no longer open,
+/// and if it was the file's last, what is kept of the file goes to the
+/// kernel (after the release's own reports, which drop it on failure).
+struct StoreAtEnd<'a> {
+    fs: &'a LoomFs,
+    ino: u64,
+    wrote: bool,
+}
+
+impl Drop for StoreAtEnd<'_> {
+    fn drop(&mut self) {
+        if self.wrote && self.fs.kept.writer_released(self.ino) {
+            let tx = self.fs.to_store.lock().unwrap_or_else(|p| p.into_inner());
+            // The thread ends only with the session.
+            let _ = tx.send(self.ino);
+        }
+    }
 }
 
 /// The xattr the kernel reads before every write to a file.
@@ -191,8 +217,10 @@ impl LoomFs {
         rt: tokio::runtime::Handle,
         ttl: Duration,
         notifier: Arc<OnceLock<Notifier>>,
-    ) -> LoomFs {
-        LoomFs {
+    ) -> std::io::Result<LoomFs> {
+        let kept = Arc::new(KeptPages::new(crate::kept::CAP));
+        let to_store = crate::notify::spawn_storer(notifier.clone(), kept.clone(), client.clone())?;
+        Ok(LoomFs {
             client,
             rt,
             ttl,
@@ -202,7 +230,28 @@ impl LoomFs {
             notifier,
             told: Mutex::new(HashMap::new()),
             groups: GroupsCache::default(),
-        }
+            kept,
+            writable: Mutex::new(HashSet::new()),
+            to_store: Mutex::new(to_store),
+        })
+    }
+
+    /// The bytes this mount keeps for the kernel (`kept.rs`): a lease
+    /// recall drops a file's under its gate.
+    pub fn kept(&self) -> Arc<KeptPages> {
+        self.kept.clone()
+    }
+
+    /// `fh`, just opened on `ino`, may write: counted under the file's
+    /// gate, so that no store of kept bytes runs while it is open.
+    fn may_write(&self, ino: u64, fh: FileHandle) {
+        let gate = self.kept.gate(ino);
+        let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
+        self.kept.writer_opened(ino);
+        self.writable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(fh.0);
     }
 
     /// Who made `req`: its uid, gid and pid from the kernel, and the
@@ -467,18 +516,38 @@ impl LoomFs {
         if truncate || self.kernel_may_be_stale(&attr) {
             self.forget_cached_attrs(ino);
         }
-        Ok((self.insert_file(file), keep && !truncate))
+        if truncate {
+            self.kept.drop_file(ino.0);
+        }
+        let fh = self.insert_file(file);
+        if want & access::WRITE != 0 {
+            self.may_write(ino.0, fh);
+        }
+        Ok((fh, keep && !truncate))
     }
 
     fn do_read(&self, fh: FileHandle, offset: u64, size: u32) -> R<Vec<u8>> {
         let f = self.file(fh)?;
+        // A folio a ragged write left not up to date: from what was kept.
+        let lease = || self.client.lease_gen(f.fid());
+        if let Some(b) = self.kept.read(f.fid().ino(), lease, offset, size.into()) {
+            return Ok(b);
+        }
         self.run(f.read(offset, size as usize))
     }
 
-    fn do_write(&self, fh: FileHandle, offset: u64, data: &[u8]) -> R<u32> {
+    fn do_write(&self, fh: FileHandle, offset: u64, data: &[u8], cache: bool) -> R<u32> {
         let f = self.file(fh)?;
         self.run(f.write(offset, data))
             .inspect_err(|_| self.pages_not_written(&f))?;
+        let lease = self.client.lease_gen(f.fid());
+        if self.kept.wrote(f.fid().ino(), lease, offset, data, cache) == Kept::Dropped {
+            // Ragged folios stay behind that nothing will fill: the next
+            // open drops the kernel's pages rather than read them one by one.
+            if let Some(t) = self.lock_told().get_mut(&f.fid().ino()) {
+                t.pages_lease = None;
+            }
+        }
         Ok(data.len() as u32)
     }
 
@@ -500,6 +569,7 @@ impl LoomFs {
         if let Some(t) = self.lock_told().get_mut(&f.fid().ino()) {
             t.pages_lease = None;
         }
+        self.kept.drop_file(f.fid().ino());
     }
 
     fn do_fallocate(&self, fh: FileHandle, offset: u64, len: u64, mode: i32) -> R<()> {
@@ -512,12 +582,23 @@ impl LoomFs {
             _ => return Err(Errno::EOPNOTSUPP),
         };
         let f = self.file(fh)?;
+        self.kept.drop_file(f.fid().ino());
         self.run(f.fallocate(what, offset, len, keep_size))
     }
 
     fn do_release(&self, fh: FileHandle) -> R<()> {
         let Some(f) = self.lock_files().remove(&fh.0) else {
             return Err(Errno::EBADF);
+        };
+        let wrote = self
+            .writable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&fh.0);
+        let _store = StoreAtEnd {
+            fs: self,
+            ino: f.fid().ino(),
+            wrote,
         };
         // What close(2) left to report: writes after the last flush
         // (through mmap, or when the flush failed), and for a file made
@@ -774,6 +855,7 @@ impl Filesystem for LoomFs {
         // The kernel dropped the inode: what we told it no longer matters.
         // (Inodes are FIDs; nothing else is kept per inode.)
         self.lock_told().remove(&ino.0);
+        self.kept.forget(ino.0);
     }
 
     fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
@@ -828,6 +910,13 @@ impl Filesystem for LoomFs {
             // The library adds this handle's unreported writes.
             written: None,
         };
+        if size.is_some() {
+            // Under the gate: a store running now ends before the kernel
+            // cuts its pages at our answer, and none starts after it.
+            let gate = self.kept.gate(ino.0);
+            let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
+            self.kept.drop_file(ino.0);
+        }
         let since = self.client.recalls();
         self.attr_reply(reply, self.do_setattr(req, ino, set), since);
     }
@@ -956,12 +1045,14 @@ impl Filesystem for LoomFs {
         fh: FileHandle,
         offset: u64,
         data: &[u8],
-        _write_flags: WriteFlags,
+        write_flags: WriteFlags,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match self.do_write(fh, offset, data) {
+        // The kernel's write-back of mmap'ed pages.
+        let cache = write_flags.contains(WriteFlags::FUSE_WRITE_CACHE);
+        match self.do_write(fh, offset, data, cache) {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(fe(e)),
         }
@@ -1218,6 +1309,9 @@ impl Filesystem for LoomFs {
         let made = self
             .do_create(req, parent, name, mode, umask)
             .and_then(|(a, fh)| {
+                if flags & libc::O_ACCMODE != libc::O_RDONLY {
+                    self.may_write(a.fid.ino(), fh);
+                }
                 // O_SYNC/O_DSYNC: the new name is durable when open returns
                 // (the data is, at each write: the kernel fsyncs then).
                 if flags & (libc::O_SYNC | libc::O_DSYNC) != 0 {

@@ -11,7 +11,9 @@
 //! - [`settings`]: the FUSE settings every mount shares (threads, mount
 //!   options, what `init` negotiates, readahead).
 //! - [`notify`]: the thread that makes the kernel drop what it caches
-//!   when an MDT recalls a lease.
+//!   when an MDT recalls a lease, and the one that stores kept bytes.
+//! - [`kept`]: bytes of ragged writes the kernel holds in folios it does
+//!   not count as up to date, answered and stored back from the mount.
 //! - [`noop`]: a no-op in-memory file system mounted with the same
 //!   settings, the reference `loom bench` measures "the FUSE ceiling" with.
 //!
@@ -22,6 +24,7 @@
 
 pub mod attr;
 pub mod fs;
+pub mod kept;
 pub mod noop;
 pub mod notify;
 pub mod settings;
@@ -72,10 +75,11 @@ pub fn mount(
 ) -> std::io::Result<fuser::BackgroundSession> {
     let cfg = settings::fuser_config(&opts, "loom");
     let notifier = Arc::new(OnceLock::new());
-    let fs = fs::LoomFs::new(client.clone(), rt, opts.attr_timeout, notifier.clone());
+    let fs = fs::LoomFs::new(client.clone(), rt, opts.attr_timeout, notifier.clone())?;
+    let kept = fs.kept();
     let session = fuser::Session::new(fs, mountpoint, &cfg)?;
     let _ = notifier.set(session.notifier());
-    client.set_invalidator(notify::spawn(session.notifier())?);
+    client.set_invalidator(notify::spawn(session.notifier(), kept)?);
     let bg = session.spawn()?;
     settings::apply_readahead(mountpoint, &opts);
     Ok(bg)

@@ -3,24 +3,32 @@
 //! block a notification until a request of this mount in the same
 //! directory ends (it takes the directory's lock to drop a name), and
 //! that request may be waiting for a server.
+//!
+//! A second thread stores the bytes a mount kept of ragged writes into the
+//! kernel's cache once a file has no handle open for writing (`kept.rs`):
+//! a store waits for folio locks that readers hold until a FUSE worker
+//! answers them, so it never runs on a worker.
 
+use crate::kept::KeptPages;
 use fuser::{INodeNo, Notifier};
 use loom_client::routing::Invalidator;
+use loom_client::Client;
 use loom_proto::msg::Lease;
-use std::sync::{mpsc, Arc, Mutex};
+use loom_proto::Fid;
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use tokio::sync::oneshot;
 
 type Job = (Vec<Lease>, oneshot::Sender<()>);
 
 /// Start the thread; the returned invalidator hands it work.
-pub fn spawn(n: Notifier) -> std::io::Result<Invalidator> {
+pub fn spawn(n: Notifier, kept: Arc<KeptPages>) -> std::io::Result<Invalidator> {
     let (tx, rx) = mpsc::channel::<Job>();
     std::thread::Builder::new()
         .name("loom-notify".into())
         .spawn(move || {
             for (leases, done) in rx {
                 for l in &leases {
-                    drop_cached(&n, l);
+                    drop_cached(&n, l, &kept);
                 }
                 let _ = done.send(());
             }
@@ -43,10 +51,16 @@ pub fn spawn(n: Notifier) -> std::io::Result<Invalidator> {
 /// Make the kernel drop what `l` covers. A directory's list has nothing
 /// of its own in the kernel: absent names are never cached there (the
 /// mount answers their lookups, see `fs.rs`).
-fn drop_cached(n: &Notifier, l: &Lease) {
+fn drop_cached(n: &Notifier, l: &Lease, kept: &KeptPages) {
     let r = match l {
-        // Attributes and cached pages (a recall may be for a write).
-        Lease::Attr(fid) => n.inval_inode(INodeNo(fid.ino()), 0, 0),
+        // Attributes and cached pages (a recall may be for a write), under
+        // the file's gate: a store of kept bytes ends first.
+        Lease::Attr(fid) => {
+            let gate = kept.gate(fid.ino());
+            let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
+            kept.drop_file(fid.ino());
+            n.inval_inode(INodeNo(fid.ino()), 0, 0)
+        }
         Lease::Name(dir, name) => n.inval_entry(INodeNo(dir.ino()), name.as_os_str()),
         // The kernel keeps neither; a recalled size is reported before.
         Lease::List(_) | Lease::Size(_) => Ok(()),
@@ -56,6 +70,44 @@ fn drop_cached(n: &Notifier, l: &Lease) {
         // ENOTCONN: unmounted meanwhile.
         if !matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTCONN)) {
             tracing::warn!("dropping {l:?} from the kernel's cache: {e}");
+        }
+    }
+}
+
+/// Start the thread that stores kept bytes; send it a file's inode once
+/// its last handle that may write is released.
+pub fn spawn_storer(
+    notifier: Arc<OnceLock<Notifier>>,
+    kept: Arc<KeptPages>,
+    client: Arc<Client>,
+) -> std::io::Result<mpsc::Sender<u64>> {
+    let (tx, rx) = mpsc::channel::<u64>();
+    std::thread::Builder::new()
+        .name("loom-store".into())
+        .spawn(move || {
+            for ino in rx {
+                let Some(n) = notifier.get() else {
+                    kept.drop_file(ino);
+                    continue;
+                };
+                store(n, &kept, &client, ino);
+            }
+        })?;
+    Ok(tx)
+}
+
+/// Store what is kept of `ino` in the kernel's cache, under its gate.
+fn store(n: &Notifier, kept: &KeptPages, client: &Client, ino: u64) {
+    let gate = kept.gate(ino);
+    let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
+    let runs = kept.take(ino, client.lease_gen(Fid::from_ino(ino)));
+    for (offset, bytes) in runs {
+        if let Err(e) = n.store(INodeNo(ino), offset, &bytes) {
+            // ENOENT: the kernel forgot the inode; ENOTCONN: unmounted.
+            if !matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTCONN)) {
+                tracing::warn!(ino, "storing kept bytes in the kernel's cache: {e}");
+            }
+            return;
         }
     }
 }

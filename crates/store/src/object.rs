@@ -541,6 +541,7 @@ impl ObjectStore {
             _ => View::Plain(Files {
                 data: &obj.data,
                 sums: sums.map(|s| &s.file),
+                unset_is_hole: self.require_sums && sums.is_some(),
             }),
         }
     }

@@ -131,6 +131,13 @@ pub fn crc(data: &[u8]) -> u32 {
     crc32c::crc32c(data)
 }
 
+/// crc32c of `len` zero bytes (`len` at most [`BLOCK`]): what a hole
+/// of that length holds.
+pub fn crc_zeros(len: u64) -> u32 {
+    static ZEROS: [u8; BLOCK as usize] = [0; BLOCK as usize];
+    crc(&ZEROS[..len.min(BLOCK) as usize])
+}
+
 /// Read up to `buf.len()` bytes of `f` at `at`; fewer only at the end
 /// of the file.
 pub(crate) fn read_full(f: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {

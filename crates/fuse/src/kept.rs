@@ -1,0 +1,417 @@
+//! Bytes this mount wrote that the kernel holds in folios it does not
+//! count as up to date, kept until they can be handed back to it.
+//!
+//! Without a kernel writeback cache, a write(2) copies its bytes into the
+//! page cache and marks a folio up to date only if the write covered the
+//! whole of it. A write that starts or ends inside a page (IOR-hard's
+//! 47,008-byte records, appends of text lines) leaves the folio it starts
+//! in (up to 32 KiB here, the kernel sizes folios to the write) and the page
+//! it ends in not up to date, even once another write has covered the rest.
+//! Every later read of such a folio is a synchronous FUSE READ, one folio
+//! at a time: the page cache kept under a lease served IOR-hard at 344 MiB/s
+//! against 1,093 when every open dropped it (issue #34).
+//!
+//! So the mount keeps the bytes of every write that leaves a page ragged,
+//! and of any write over bytes it keeps, under the file's attribute lease:
+//! - A READ that kept bytes cover is answered from them, without the OSTs.
+//! - When the last handle of this mount that may write the file is
+//!   released, a thread of its own stores them into the kernel's cache
+//!   (`FUSE_NOTIFY_STORE`), which marks every folio they cover whole up to
+//!   date, and drops them.
+//!
+//! What makes a store safe: it runs under the file's *gate*, which every
+//! open that may write the file, every size change without a handle and
+//! every lease recall (`notify.rs`) takes first. Under the gate and with no
+//! handle open for writing, no write(2) can be copying into the file's
+//! folios, so the kept bytes are what the file holds; with the lease
+//! unchanged, no other client changed it, and a recall that comes waits
+//! for the store before it drops the pages. A store never runs on a FUSE
+//! worker: it waits for folio locks, which readers hold until a worker
+//! answers them.
+//!
+//! Written through mmap (`FUSE_WRITE_CACHE`): nothing of the file is kept
+//! until the kernel forgets it. Past [`CAP`] bytes kept in all: the file's
+//! bytes are dropped, and the caller makes the next open drop the
+//! kernel's pages instead (as without leases).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Bytes of a page.
+pub const PAGE: u64 = 4096;
+/// Kept bytes never cross a multiple of this, so merging a write into
+/// what is kept copies at most this much, and a store never splits a
+/// folio (folios are aligned to their size, at most 1 MiB on a FUSE
+/// mount with 1 MiB requests).
+pub const CHUNK: u64 = 1 << 20;
+/// Bytes kept in all, over every file of the mount.
+pub const CAP: usize = 256 << 20;
+
+/// What a write did to what is kept.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Kept {
+    /// Nothing to keep, or kept.
+    Fine,
+    /// The file's bytes could not all be kept: its next open must drop
+    /// the kernel's pages.
+    Dropped,
+}
+
+#[derive(Default)]
+struct File {
+    /// Open handles of this mount that may write the file.
+    writers: u32,
+    /// The lease the bytes are kept under.
+    lease: Option<u64>,
+    /// Start offset to bytes; never overlapping, never crossing a
+    /// multiple of [`CHUNK`].
+    runs: BTreeMap<u64, Vec<u8>>,
+    /// Written through mmap, or overflowed: keep nothing more.
+    closed: bool,
+}
+
+impl File {
+    fn bytes(&self) -> usize {
+        self.runs.values().map(Vec::len).sum()
+    }
+}
+
+#[derive(Default)]
+struct State {
+    files: HashMap<u64, File>,
+    total: usize,
+}
+
+impl State {
+    fn clear(&mut self, ino: u64) {
+        if let Some(f) = self.files.get_mut(&ino) {
+            self.total -= f.bytes();
+            f.runs.clear();
+            f.lease = None;
+        }
+    }
+}
+
+/// The kept bytes of every file of one mount, and their gates.
+#[derive(Default)]
+pub struct KeptPages {
+    state: Mutex<State>,
+    gates: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
+    cap: usize,
+}
+
+impl std::fmt::Debug for KeptPages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeptPages").finish_non_exhaustive()
+    }
+}
+
+/// `[start, end)` cut at multiples of [`CHUNK`].
+fn chunks(start: u64, end: u64) -> impl Iterator<Item = (u64, u64)> {
+    let mut at = start;
+    std::iter::from_fn(move || {
+        if at >= end {
+            return None;
+        }
+        let next = ((at / CHUNK + 1) * CHUNK).min(end);
+        let r = (at, next);
+        at = next;
+        Some(r)
+    })
+}
+
+impl KeptPages {
+    /// Keep at most `cap` bytes in all.
+    pub fn new(cap: usize) -> KeptPages {
+        KeptPages {
+            cap,
+            ..KeptPages::default()
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The gate of `ino` (see the module's docs). Hold its lock while
+    /// opening the file for writing, changing its size without a handle,
+    /// or dropping its pages on a recall.
+    pub fn gate(&self, ino: u64) -> Arc<Mutex<()>> {
+        let mut g = self.gates.lock().unwrap_or_else(|p| p.into_inner());
+        g.entry(ino).or_default().clone()
+    }
+
+    /// A handle that may write `ino` was opened (call under its gate).
+    pub fn writer_opened(&self, ino: u64) {
+        self.lock().files.entry(ino).or_default().writers += 1;
+    }
+
+    /// A handle that may write `ino` was released: whether it was the
+    /// last one and bytes are kept to store.
+    pub fn writer_released(&self, ino: u64) -> bool {
+        let mut s = self.lock();
+        let Some(f) = s.files.get_mut(&ino) else {
+            return false;
+        };
+        f.writers = f.writers.saturating_sub(1);
+        if f.writers == 0 {
+            // A file overflowed or mapped may keep again from scratch.
+            f.closed = false;
+        }
+        f.writers == 0 && !f.runs.is_empty()
+    }
+
+    /// `data` was written at `offset` of `ino` under `lease` (`None`: no
+    /// lease), `cache` if by the kernel's write-back of mmap'ed pages.
+    pub fn wrote(
+        &self,
+        ino: u64,
+        lease: Option<u64>,
+        offset: u64,
+        data: &[u8],
+        cache: bool,
+    ) -> Kept {
+        let end = offset + data.len() as u64;
+        let ragged = !offset.is_multiple_of(PAGE) || !end.is_multiple_of(PAGE);
+        let mut s = self.lock();
+        let s = &mut *s;
+        let f = s.files.entry(ino).or_default();
+        if cache || lease.is_none() || f.lease.is_some_and(|l| Some(l) != lease) {
+            s.total -= f.bytes();
+            f.runs.clear();
+            f.lease = None;
+            f.closed |= cache;
+            return Kept::Fine;
+        }
+        let overlaps = f
+            .runs
+            .range(..end)
+            .next_back()
+            .is_some_and(|(&st, b)| st + b.len() as u64 > offset);
+        if (!ragged && !overlaps) || data.is_empty() {
+            return Kept::Fine;
+        }
+        if f.closed {
+            // Bytes written over kept ones would leave those stale.
+            s.total -= f.bytes();
+            f.runs.clear();
+            return Kept::Dropped;
+        }
+        f.lease = lease;
+        for (cs, ce) in chunks(offset, end) {
+            let piece = &data[(cs - offset) as usize..(ce - offset) as usize];
+            let chunk = cs / CHUNK * CHUNK;
+            // Runs of this chunk that overlap or touch the piece merge
+            // with it into one.
+            let touching: Vec<u64> = f
+                .runs
+                .range(chunk..(chunk + CHUNK).min(ce + 1))
+                .filter(|(&st, b)| st + b.len() as u64 >= cs)
+                .map(|(&st, _)| st)
+                .collect();
+            let mut start = cs;
+            let mut stop = ce;
+            for st in &touching {
+                start = start.min(*st);
+                stop = stop.max(st + f.runs[st].len() as u64);
+            }
+            let mut run = if touching.first() == Some(&start) {
+                f.runs.remove(&start).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            s.total -= run.len();
+            run.resize((stop - start) as usize, 0);
+            for st in touching.iter().filter(|&&st| st != start) {
+                if let Some(b) = f.runs.remove(st) {
+                    s.total -= b.len();
+                    let at = (st - start) as usize;
+                    run[at..at + b.len()].copy_from_slice(&b);
+                }
+            }
+            let at = (cs - start) as usize;
+            run[at..at + piece.len()].copy_from_slice(piece);
+            s.total += run.len();
+            f.runs.insert(start, run);
+        }
+        if s.total > self.cap {
+            s.total -= f.bytes();
+            f.runs.clear();
+            f.closed = true;
+            return Kept::Dropped;
+        }
+        Kept::Fine
+    }
+
+    /// The bytes `[offset, offset + len)` of `ino`, if kept under
+    /// `lease` whole.
+    pub fn read(
+        &self,
+        ino: u64,
+        lease: impl FnOnce() -> Option<u64>,
+        offset: u64,
+        len: u64,
+    ) -> Option<Vec<u8>> {
+        let mut s = self.lock();
+        let held = s.files.get(&ino)?.lease;
+        if s.files.get(&ino)?.runs.is_empty() || len == 0 {
+            return None;
+        }
+        if held != lease() {
+            s.clear(ino);
+            return None;
+        }
+        let f = s.files.get(&ino)?;
+        let end = offset + len;
+        let mut out = Vec::with_capacity(len as usize);
+        let mut at = offset;
+        while at < end {
+            let (&st, b) = f.runs.range(..=at).next_back()?;
+            let stop = st + b.len() as u64;
+            if stop <= at {
+                return None;
+            }
+            let take = stop.min(end);
+            out.extend_from_slice(&b[(at - st) as usize..(take - st) as usize]);
+            at = take;
+        }
+        Some(out)
+    }
+
+    /// Take `ino`'s kept bytes to store them in the kernel's cache: only
+    /// with no handle open for writing and the same lease held (call under
+    /// the gate, and store before letting it go).
+    pub fn take(&self, ino: u64, lease: Option<u64>) -> Vec<(u64, Vec<u8>)> {
+        let mut s = self.lock();
+        let Some(f) = s.files.get_mut(&ino) else {
+            return Vec::new();
+        };
+        let ok = f.writers == 0 && lease.is_some() && f.lease == lease;
+        let runs = std::mem::take(&mut f.runs);
+        f.lease = None;
+        let n: usize = runs.values().map(Vec::len).sum();
+        s.total -= n;
+        if ok {
+            runs.into_iter().collect()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Drop what is kept of `ino` (its size changed, a write failed, its
+    /// lease was recalled).
+    pub fn drop_file(&self, ino: u64) {
+        self.lock().clear(ino);
+    }
+
+    /// The kernel forgot `ino`: nothing of it is cached or open.
+    pub fn forget(&self, ino: u64) {
+        let mut s = self.lock();
+        if let Some(f) = s.files.remove(&ino) {
+            s.total -= f.bytes();
+        }
+        drop(s);
+        let mut g = self.gates.lock().unwrap_or_else(|p| p.into_inner());
+        if g.get(&ino).is_some_and(|a| Arc::strong_count(a) == 1) {
+            g.remove(&ino);
+        }
+    }
+
+    /// Bytes kept in all.
+    pub fn total(&self) -> usize {
+        self.lock().total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern(offset: u64, len: usize, seed: u8) -> Vec<u8> {
+        (0..len)
+            .map(|i| ((offset + i as u64) % 251) as u8 ^ seed)
+            .collect()
+    }
+
+    #[test]
+    fn unaligned_records_are_kept_and_read_back_whole() {
+        let k = KeptPages::new(CAP);
+        let rec = 47_008u64;
+        // Two writers' records, in the order IOR-hard's ranks land them:
+        // 25 of them, past the first chunk.
+        let order = (0..12u64).flat_map(|p| [2 * p + 1, 2 * p]).chain([24]);
+        for i in order {
+            let d = pattern(i * rec, rec as usize, 0);
+            assert_eq!(k.wrote(7, Some(1), i * rec, &d, false), Kept::Fine);
+        }
+        let want = pattern(0, 25 * rec as usize, 0);
+        let got = k.read(7, || Some(1), 0, 25 * rec).expect("all kept");
+        assert_eq!(got, want);
+        // Across a chunk boundary and inside one record.
+        let got = k.read(7, || Some(1), CHUNK - 10, 20).expect("kept");
+        assert_eq!(got, want[(CHUNK - 10) as usize..(CHUNK + 10) as usize]);
+        assert_eq!(k.total(), 25 * rec as usize);
+        // Past what was written: not kept.
+        assert!(k.read(7, || Some(1), 25 * rec - 4, 8).is_none());
+        // Another lease: the other client's change may differ; dropped.
+        assert!(k.read(7, || Some(2), 0, 10).is_none());
+        assert_eq!(k.total(), 0);
+    }
+
+    #[test]
+    fn aligned_writes_keep_nothing_but_update_what_is_kept() {
+        let k = KeptPages::new(CAP);
+        assert_eq!(
+            k.wrote(1, Some(1), 0, &[1; PAGE as usize], false),
+            Kept::Fine
+        );
+        assert_eq!(k.total(), 0);
+        k.wrote(1, Some(1), PAGE + 100, &[2; 200], false);
+        assert_eq!(k.total(), 200);
+        // A whole page over kept bytes: they must not go stale.
+        k.wrote(1, Some(1), PAGE, &[3; PAGE as usize], false);
+        assert_eq!(k.read(1, || Some(1), PAGE + 100, 200), Some(vec![3; 200]));
+        // Through mmap: nothing is kept from then on.
+        k.wrote(1, Some(1), 0, &[4; PAGE as usize], true);
+        assert_eq!(k.total(), 0);
+        assert_eq!(k.wrote(1, Some(1), 5, &[5; 10], false), Kept::Dropped);
+        assert_eq!(k.total(), 0);
+    }
+
+    #[test]
+    fn a_store_takes_the_bytes_only_once_no_handle_writes() {
+        let k = KeptPages::new(CAP);
+        k.writer_opened(3);
+        k.writer_opened(3);
+        k.wrote(3, Some(9), 10, &[1; 100], false);
+        assert!(k.take(3, Some(9)).is_empty(), "writers are open");
+        k.wrote(3, Some(9), 10, &[1; 100], false);
+        assert!(!k.writer_released(3));
+        assert!(k.writer_released(3));
+        assert!(k.take(3, Some(8)).is_empty(), "the lease changed");
+        k.wrote(3, Some(9), 10, &[1; 100], false);
+        assert_eq!(k.take(3, Some(9)), vec![(10, vec![1; 100])]);
+        assert_eq!(k.total(), 0);
+    }
+
+    #[test]
+    fn past_the_cap_a_file_keeps_nothing_until_its_writers_are_gone() {
+        let k = KeptPages::new(3 * PAGE as usize);
+        k.writer_opened(4);
+        assert_eq!(
+            k.wrote(4, Some(1), 1, &[1; 2 * PAGE as usize], false),
+            Kept::Fine
+        );
+        assert_eq!(
+            k.wrote(4, Some(1), 3 * PAGE + 1, &[1; 2 * PAGE as usize], false),
+            Kept::Dropped
+        );
+        assert_eq!(k.total(), 0);
+        assert_eq!(k.wrote(4, Some(1), 7, &[1; 10], false), Kept::Dropped);
+        k.writer_released(4);
+        assert_eq!(k.wrote(4, Some(1), 7, &[1; 10], false), Kept::Fine);
+        assert_eq!(k.total(), 10);
+        k.forget(4);
+        assert_eq!(k.total(), 0);
+    }
+}
