@@ -15,8 +15,9 @@
 #   easy    IOR easy, loom bench compare io -t 1m -b 256m -p 2 -F -w -r -C
 #   easy-e  the same, write phase with fsync inside its time (-e)
 #   hard    IOR hard, -t 47008 -b 47008 -s 2000 -p 2 -w -r -C, one shared file
-#   noop    the no-op FUSE ceiling of each build: md create, easy write
-# ext4 runs beside each (same compare) as the local reference.
+#   noop    the no-op FUSE ceiling (NEW's, since it is the machine's and
+#           older builds lack it) beside tmpfs: md, IOR easy
+# ext4 runs beside each loomfs figure (same compare) as the local reference.
 #
 # Noise is measured, not guessed: for each figure, the largest distance of
 # any round's value from its own build's median, over both builds. A
@@ -28,15 +29,15 @@ set -euo pipefail
 source "$(dirname "$0")/ab-lib.sh"
 ab_init perf-gate.sh 3 "$@"
 state=/var/tmp/loom-gate-state mnt=/mnt/loom-gate
-ext4=/var/tmp/loom-gate-ext4 tarball=/var/tmp/loom-bench-include.tar
+ext4=/var/tmp/loom-gate-ext4 tmpfs=/dev/shm/loom-gate-tmpfs tarball=/var/tmp/loom-bench-include.tar
 out=/var/tmp/loom-gate
 [ -f "$tarball" ] || tar cf "$tarball" -C /usr include
-rm -rf "$out" "$ext4"; mkdir -p "$out" "$ext4"
+rm -rf "$out" "$ext4" "$tmpfs"; mkdir -p "$out" "$ext4" "$tmpfs"
 
-run() { # NAME BUILD ROUND -- bench compare arguments
-    local name=$1 b=$2 round=$3
-    shift 4
-    (cd "$out" && timeout 900 "${bin[$b]}" bench compare "$@" --no-progress \
+run() { # NAME BUILD ROUND LOOM -- bench compare arguments
+    local name=$1 b=$2 round=$3 loom=$4
+    shift 5
+    (cd "$out" && timeout 900 "$loom" bench compare "$@" --no-progress \
         --json "$out/$name-$b-$round.json" >"$out/$name-$b-$round.txt")
 }
 
@@ -47,16 +48,24 @@ for round in $(seq 1 "$rounds"); do
         echo "== round $round of $rounds: $b (${bin[$b]})" >&2
         ab_fresh_cluster "${bin[$b]}" "$state" "$mnt" "$out/up.log"
         mkdir -p "$mnt/md" "$mnt/md4k" "$mnt/io" "$mnt/untar"
-        run md "$b" "$round" -- md -F -u -n 2000 -p 4 -i 1 \
-            ext4="$ext4" noop=noop: loomfs="$mnt/md"
-        run md4k "$b" "$round" -- md -F -u -n 1000 -p 4 -i 1 -w 4096 -e 4096 \
+        loom=${bin[$b]}
+        run md "$b" "$round" "$loom" -- md -F -u -n 2000 -p 4 -i 1 \
+            ext4="$ext4" loomfs="$mnt/md"
+        run md4k "$b" "$round" "$loom" -- md -F -u -n 1000 -p 4 -i 1 -w 4096 -e 4096 \
             ext4="$ext4" loomfs="$mnt/md4k"
-        run easy "$b" "$round" -- io -t 1m -b 256m -p 2 -F -w -r -C \
-            ext4="$ext4" noop=noop: loomfs="$mnt/io"
-        run easy-e "$b" "$round" -- io -t 1m -b 256m -p 2 -F -w -e \
+        run easy "$b" "$round" "$loom" -- io -t 1m -b 256m -p 2 -F -w -r -C \
             ext4="$ext4" loomfs="$mnt/io"
-        run hard "$b" "$round" -- io -t 47008 -b 47008 -s 2000 -p 2 -w -r -C \
+        run easy-e "$b" "$round" "$loom" -- io -t 1m -b 256m -p 2 -F -w -e \
             ext4="$ext4" loomfs="$mnt/io"
+        run hard "$b" "$round" "$loom" -- io -t 47008 -b 47008 -s 2000 -p 2 -w -r -C \
+            ext4="$ext4" loomfs="$mnt/io"
+        # The FUSE ceiling is the machine's, not a build's (and builds
+        # before it cannot mount it): NEW's no-op reference, beside
+        # tmpfs, in each build's turn.
+        run noop-md "$b" "$round" "${bin[new]}" -- md -F -u -n 2000 -p 4 -i 1 \
+            tmpfs="$tmpfs" noop=noop:
+        run noop-easy "$b" "$round" "${bin[new]}" -- io -t 1m -b 256m -p 2 -F -w -r -C \
+            tmpfs="$tmpfs" noop=noop:
         for t in ext4="$ext4" loomfs="$mnt/untar"; do
             dir=${t#*=}/x
             rm -rf "$dir"; mkdir -p "$dir"; sync
@@ -81,7 +90,7 @@ for line in open(f"{out}/untar.txt"):
     r, b, t, s, e = line.split()
     v[(f"untar seconds [{t}]", b)].append(float(e) - float(s))
 keep = ["File creation", "File stat", "File removal", "File read", "write", "read", "untar"]
-figs = sorted({k for k, _ in v if any(p in k for p in keep) and ("[loomfs]" in k or "[noop]" in k)})
+figs = sorted({k for k, _ in v if any(p in k for p in keep) and "[loomfs]" in k})
 print(f"{'figure':42} {'old':>10} {'new':>10} {'new/old':>8} {'noise':>7}  verdict")
 bad = 0
 for fig in figs:
@@ -97,8 +106,8 @@ for fig in figs:
     verdict = "REGRESSED" if worse else ("better" if better else "same")
     bad += worse
     print(f"{fig:42} {mo:10.1f} {mn:10.1f} {ratio:8.2f} {noise*100:6.0f}%  {verdict}")
-print("\nreferences, medians of all rounds (ext4 beside each build):")
-for fig in sorted({k for k, _ in v if "[ext4]" in k}):
+print("\nreferences, medians of all rounds (measured in each build's turn):")
+for fig in sorted({k for k, _ in v if any(p in k for p in keep) and "[loomfs]" not in k}):
     xs = v[(fig, "old")] + v[(fig, "new")]
     print(f"  {fig:42} {st.median(xs):10.1f}")
 def med(fig, b):

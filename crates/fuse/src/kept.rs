@@ -278,23 +278,33 @@ impl KeptPages {
         Some(out)
     }
 
-    /// Take `ino`'s kept bytes to store them in the kernel's cache: only
-    /// with no handle open for writing and the same lease held (call under
-    /// the gate, and store before letting it go).
-    pub fn take(&self, ino: u64, lease: Option<u64>) -> Vec<(u64, Vec<u8>)> {
+    /// A copy of `ino`'s first kept run past `after`, to store in the
+    /// kernel's cache: only with no handle open for writing and the same
+    /// lease held, else everything kept of it is dropped (call under the
+    /// gate, store, then [`Self::stored`], before letting the gate go).
+    /// The runs stay kept meanwhile, so READs of folios not yet stored are
+    /// still answered from them.
+    pub fn next_to_store(
+        &self,
+        ino: u64,
+        lease: Option<u64>,
+        after: Option<u64>,
+    ) -> Option<(u64, Vec<u8>)> {
         let mut s = self.lock();
-        let Some(f) = s.files.get_mut(&ino) else {
-            return Vec::new();
-        };
-        let ok = f.writers == 0 && lease.is_some() && f.lease == lease;
-        let runs = std::mem::take(&mut f.runs);
-        f.lease = None;
-        let n: usize = runs.values().map(Vec::len).sum();
-        s.total -= n;
-        if ok {
-            runs.into_iter().collect()
-        } else {
-            Vec::new()
+        let f = s.files.get(&ino)?;
+        if f.writers != 0 || lease.is_none() || f.lease != lease {
+            s.clear(ino);
+            return None;
+        }
+        let from = after.map_or(0, |a| a + 1);
+        f.runs.range(from..).next().map(|(&st, b)| (st, b.clone()))
+    }
+
+    /// The run of `ino` at `start` is in the kernel's cache: drop it.
+    pub fn stored(&self, ino: u64, start: u64) {
+        let mut s = self.lock();
+        if let Some(b) = s.files.get_mut(&ino).and_then(|f| f.runs.remove(&start)) {
+            s.total -= b.len();
         }
     }
 
@@ -384,13 +394,29 @@ mod tests {
         k.writer_opened(3);
         k.writer_opened(3);
         k.wrote(3, Some(9), 10, &[1; 100], false);
-        assert!(k.take(3, Some(9)).is_empty(), "writers are open");
+        assert!(
+            k.next_to_store(3, Some(9), None).is_none(),
+            "writers are open"
+        );
         k.wrote(3, Some(9), 10, &[1; 100], false);
         assert!(!k.writer_released(3));
         assert!(k.writer_released(3));
-        assert!(k.take(3, Some(8)).is_empty(), "the lease changed");
+        assert!(
+            k.next_to_store(3, Some(8), None).is_none(),
+            "the lease changed"
+        );
+        assert_eq!(k.total(), 0, "dropped with the lease");
         k.wrote(3, Some(9), 10, &[1; 100], false);
-        assert_eq!(k.take(3, Some(9)), vec![(10, vec![1; 100])]);
+        k.wrote(3, Some(9), 2 * CHUNK + 5, &[2; 10], false);
+        let (at, bytes) = k.next_to_store(3, Some(9), None).expect("first run");
+        assert_eq!((at, bytes), (10, vec![1; 100]));
+        // Still answered while the store runs.
+        assert_eq!(k.read(3, || Some(9), 10, 100), Some(vec![1; 100]));
+        k.stored(3, 10);
+        let (at, _) = k.next_to_store(3, Some(9), Some(10)).expect("second run");
+        assert_eq!(at, 2 * CHUNK + 5);
+        k.stored(3, at);
+        assert!(k.next_to_store(3, Some(9), Some(at)).is_none());
         assert_eq!(k.total(), 0);
     }
 

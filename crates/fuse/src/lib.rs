@@ -18,8 +18,9 @@
 //!   settings, the reference `loom bench` measures "the FUSE ceiling" with.
 //!
 //! Inode numbers are FIDs ([`loom_proto::Fid::ino`]); the root is inode 1.
-//! Per inode, only what the kernel was last told (size, mtime, and whether
-//! the file has capabilities) is kept, until the kernel forgets the inode.
+//! Per inode, what the kernel was last told (size, mtime, and whether the
+//! file has capabilities) is kept until the kernel forgets the inode, and
+//! the bytes of ragged writes until they are stored back ([`kept`]).
 #![warn(missing_docs)]
 
 pub mod attr;

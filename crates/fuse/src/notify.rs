@@ -100,14 +100,21 @@ pub fn spawn_storer(
 fn store(n: &Notifier, kept: &KeptPages, client: &Client, ino: u64) {
     let gate = kept.gate(ino);
     let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
-    let runs = kept.take(ino, client.lease_gen(Fid::from_ino(ino)));
-    for (offset, bytes) in runs {
+    let mut after = None;
+    // The lease is checked before each run: a recall waits at the gate,
+    // but a lease that lapsed has no recall.
+    while let Some((offset, bytes)) =
+        kept.next_to_store(ino, client.lease_gen(Fid::from_ino(ino)), after)
+    {
         if let Err(e) = n.store(INodeNo(ino), offset, &bytes) {
             // ENOENT: the kernel forgot the inode; ENOTCONN: unmounted.
             if !matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTCONN)) {
                 tracing::warn!(ino, "storing kept bytes in the kernel's cache: {e}");
             }
+            kept.drop_file(ino);
             return;
         }
+        kept.stored(ino, offset);
+        after = Some(offset);
     }
 }
