@@ -107,6 +107,10 @@ pub struct LoomFs {
     writable: Mutex<HashSet<u64>>,
     /// Files whose kept bytes the store thread hands to the kernel.
     to_store: Mutex<mpsc::Sender<u64>>,
+    /// FUSE worker threads, and the one that may store from inside a
+    /// WRITE (`store_while_writing`).
+    workers: usize,
+    storing: Mutex<()>,
 }
 
 /// What this mount last told the kernel about one inode.
@@ -217,6 +221,7 @@ impl LoomFs {
         rt: tokio::runtime::Handle,
         ttl: Duration,
         notifier: Arc<OnceLock<Notifier>>,
+        workers: usize,
     ) -> std::io::Result<LoomFs> {
         let kept = Arc::new(KeptPages::new(crate::kept::CAP));
         let to_store = crate::notify::spawn_storer(notifier.clone(), kept.clone(), client.clone())?;
@@ -233,6 +238,8 @@ impl LoomFs {
             kept,
             writable: Mutex::new(HashSet::new()),
             to_store: Mutex::new(to_store),
+            workers,
+            storing: Mutex::new(()),
         })
     }
 
@@ -540,15 +547,54 @@ impl LoomFs {
         let f = self.file(fh)?;
         self.run(f.write(offset, data))
             .inspect_err(|_| self.pages_not_written(&f))?;
-        let lease = self.client.lease_gen(f.fid());
-        if self.kept.wrote(f.fid().ino(), lease, offset, data, cache) == Kept::Dropped {
+        let (ino, lease) = (f.fid().ino(), self.client.lease_gen(f.fid()));
+        if self.kept.wrote(ino, lease, offset, data, cache) == Kept::Dropped {
             // Ragged folios stay behind that nothing will fill: the next
             // open drops the kernel's pages rather than read them one by one.
-            if let Some(t) = self.lock_told().get_mut(&f.fid().ino()) {
+            if let Some(t) = self.lock_told().get_mut(&ino) {
                 t.pages_lease = None;
             }
+        } else if !cache && self.workers > 1 && self.kept.has_whole_chunks(ino) {
+            self.store_while_writing(ino, lease, offset, offset + data.len() as u64);
         }
         Ok(data.len() as u32)
+    }
+
+    /// Store chunks of `ino` kept whole into the kernel's cache from
+    /// inside a WRITE of `[start, end)`, before answering it, so that a
+    /// read right after the writes finds them there (a store at the
+    /// release comes too late for IOR, whose read phase starts at once).
+    ///
+    /// Safe: without a writeback cache the kernel holds the inode's lock
+    /// through each write(2), and the writer is waiting for this answer,
+    /// so no write(2) of this mount copies into the file meanwhile (mmap
+    /// write-back keeps nothing, see `kept.rs`); the gate is only tried,
+    /// never waited for (a recall holding it may wait for the writer's
+    /// folio). The writer holds the folio its request ends in locked
+    /// until the answer: chunks around the request are left for later.
+    /// A reader holds a folio locked until a worker answers its READ: one
+    /// worker at most stores, and only with another to answer.
+    fn store_while_writing(&self, ino: u64, lease: Option<u64>, start: u64, end: u64) {
+        let Some(n) = self.notifier.get() else {
+            return;
+        };
+        let Ok(_one) = self.storing.try_lock() else {
+            return;
+        };
+        let gate = self.kept.gate(ino);
+        let Ok(_held) = gate.try_lock() else {
+            return;
+        };
+        while let Some((at, bytes)) = self.kept.whole_chunk(ino, lease, start, end) {
+            if let Err(e) = n.store(INodeNo(ino), at, &bytes) {
+                if e.raw_os_error() != Some(libc::ENOENT) {
+                    tracing::warn!(ino, "storing kept bytes in the kernel's cache: {e}");
+                }
+                self.kept.drop_file(ino);
+                return;
+            }
+            self.kept.stored(ino, at);
+        }
     }
 
     fn do_flush(&self, fh: FileHandle) -> R<()> {

@@ -34,7 +34,7 @@
 //! bytes are dropped, and the caller makes the next open drop the
 //! kernel's pages instead (as without leases).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Bytes of a page.
@@ -68,6 +68,8 @@ struct File {
     runs: BTreeMap<u64, Vec<u8>>,
     /// Written through mmap, or overflowed: keep nothing more.
     closed: bool,
+    /// Chunks kept whole (one run of [`CHUNK`] bytes), not yet stored.
+    ready: BTreeSet<u64>,
 }
 
 impl File {
@@ -87,6 +89,7 @@ impl State {
         if let Some(f) = self.files.get_mut(&ino) {
             self.total -= f.bytes();
             f.runs.clear();
+            f.ready.clear();
             f.lease = None;
         }
     }
@@ -179,6 +182,7 @@ impl KeptPages {
         if cache || lease.is_none() || f.lease.is_some_and(|l| Some(l) != lease) {
             s.total -= f.bytes();
             f.runs.clear();
+            f.ready.clear();
             f.lease = None;
             f.closed |= cache;
             return Kept::Fine;
@@ -195,6 +199,7 @@ impl KeptPages {
             // Bytes written over kept ones would leave those stale.
             s.total -= f.bytes();
             f.runs.clear();
+            f.ready.clear();
             return Kept::Dropped;
         }
         f.lease = lease;
@@ -232,11 +237,15 @@ impl KeptPages {
             let at = (cs - start) as usize;
             run[at..at + piece.len()].copy_from_slice(piece);
             s.total += run.len();
+            if start == chunk && run.len() as u64 == CHUNK {
+                f.ready.insert(chunk);
+            }
             f.runs.insert(start, run);
         }
         if s.total > self.cap {
             s.total -= f.bytes();
             f.runs.clear();
+            f.ready.clear();
             f.closed = true;
             return Kept::Dropped;
         }
@@ -300,10 +309,46 @@ impl KeptPages {
         f.runs.range(from..).next().map(|(&st, b)| (st, b.clone()))
     }
 
+    /// A copy of a chunk of `ino` kept whole under `lease`, that lies
+    /// outside `[avoid_start, avoid_end)` rounded out to chunks: what a
+    /// WRITE handler may store while the writer waits for its answer
+    /// (the module's docs say when).
+    pub fn whole_chunk(
+        &self,
+        ino: u64,
+        lease: Option<u64>,
+        avoid_start: u64,
+        avoid_end: u64,
+    ) -> Option<(u64, Vec<u8>)> {
+        let s = self.lock();
+        let f = s.files.get(&ino)?;
+        if lease.is_none() || f.lease != lease {
+            return None;
+        }
+        let (lo, hi) = (
+            avoid_start / CHUNK * CHUNK,
+            avoid_end.div_ceil(CHUNK) * CHUNK,
+        );
+        let at = *f.ready.iter().find(|&&c| c + CHUNK <= lo || c >= hi)?;
+        f.runs.get(&at).map(|b| (at, b.clone()))
+    }
+
+    /// Whether `ino` has chunks kept whole, not yet stored.
+    pub fn has_whole_chunks(&self, ino: u64) -> bool {
+        self.lock()
+            .files
+            .get(&ino)
+            .is_some_and(|f| !f.ready.is_empty())
+    }
+
     /// The run of `ino` at `start` is in the kernel's cache: drop it.
     pub fn stored(&self, ino: u64, start: u64) {
         let mut s = self.lock();
-        if let Some(b) = s.files.get_mut(&ino).and_then(|f| f.runs.remove(&start)) {
+        let Some(f) = s.files.get_mut(&ino) else {
+            return;
+        };
+        f.ready.remove(&start);
+        if let Some(b) = f.runs.remove(&start) {
             s.total -= b.len();
         }
     }
@@ -418,6 +463,40 @@ mod tests {
         k.stored(3, at);
         assert!(k.next_to_store(3, Some(9), Some(at)).is_none());
         assert_eq!(k.total(), 0);
+    }
+
+    #[test]
+    fn chunks_kept_whole_are_offered_away_from_the_write() {
+        let k = KeptPages::new(CAP);
+        let rec = 47_008u64;
+        let mut at = 0;
+        while at < 2 * CHUNK + rec {
+            k.wrote(5, Some(1), at, &pattern(at, rec as usize, 0), false);
+            at += rec;
+        }
+        assert!(k.has_whole_chunks(5));
+        // Chunks 0 and 1 are whole; 2 is not. A write in chunk 2 may
+        // store chunk 0 first; one across the edge of 0 and 1, neither.
+        let (c, bytes) = k
+            .whole_chunk(5, Some(1), 2 * CHUNK, 2 * CHUNK + 9)
+            .expect("chunk 0");
+        assert_eq!((c, bytes), (0, pattern(0, CHUNK as usize, 0)));
+        assert!(k.whole_chunk(5, Some(1), CHUNK - 5, CHUNK + 5).is_none());
+        assert!(
+            k.whole_chunk(5, Some(2), 2 * CHUNK, 2 * CHUNK + 9)
+                .is_none(),
+            "another lease"
+        );
+        k.stored(5, 0);
+        // Chunk 1 is offered to a write elsewhere.
+        let (c, _) = k.whole_chunk(5, Some(1), 0, 10).expect("chunk 1");
+        assert_eq!(c, CHUNK);
+        // What was stored is no longer kept; the rest still reads back.
+        assert!(k.read(5, || Some(1), 0, 10).is_none());
+        assert_eq!(
+            k.read(5, || Some(1), CHUNK, 100),
+            Some(pattern(CHUNK, 100, 0))
+        );
     }
 
     #[test]

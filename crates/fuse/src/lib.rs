@@ -76,7 +76,13 @@ pub fn mount(
 ) -> std::io::Result<fuser::BackgroundSession> {
     let cfg = settings::fuser_config(&opts, "loom");
     let notifier = Arc::new(OnceLock::new());
-    let fs = fs::LoomFs::new(client.clone(), rt, opts.attr_timeout, notifier.clone())?;
+    let fs = fs::LoomFs::new(
+        client.clone(),
+        rt,
+        opts.attr_timeout,
+        notifier.clone(),
+        opts.threads.max(1),
+    )?;
     let kept = fs.kept();
     let session = fuser::Session::new(fs, mountpoint, &cfg)?;
     let _ = notifier.set(session.notifier());
