@@ -14,10 +14,13 @@
 //! So the mount keeps the bytes of every write that leaves a page ragged,
 //! and of any write over bytes it keeps, under the file's attribute lease:
 //! - A READ that kept bytes cover is answered from them, without the OSTs.
+//! - A chunk kept whole is stored into the kernel's cache
+//!   (`FUSE_NOTIFY_STORE`, which marks every folio it fills whole up to
+//!   date) from inside a later WRITE elsewhere in the file, before that
+//!   WRITE is answered (`LoomFs::store_while_writing` says why that is
+//!   safe), and dropped.
 //! - When the last handle of this mount that may write the file is
-//!   released, a thread of its own stores them into the kernel's cache
-//!   (`FUSE_NOTIFY_STORE`), which marks every folio they cover whole up to
-//!   date, and drops them.
+//!   released, a thread of its own stores what is left, and drops it.
 //!
 //! What makes a store safe: it runs under the file's *gate*, which every
 //! open that may write the file, every size change without a handle and
