@@ -571,17 +571,21 @@ impl Client {
         let known = |dir, n: &Name| self.router.fresh.name(dir, n, false).and_then(|(f, _)| f);
         let inodes = [known(parent, &name), known(new_parent, &new_name)];
         let r = self.mdt_call(c, parent, req).await;
-        if self.router.mdt_of(parent).await? != self.router.mdt_of(new_parent).await? {
-            // The source's MDT coordinated and told what it changed; what
-            // the others changed (the target's name and directory, the
-            // inodes' links and parents) is forgotten here. They did not
-            // recall it from this client, whose kernel holds the
-            // directories' locks until this answer.
-            let mut gone = vec![
-                Lease::Name(new_parent, new_name),
-                Lease::List(new_parent),
-                Lease::Attr(new_parent),
-            ];
+        let across = self.router.mdt_of(parent).await? != self.router.mdt_of(new_parent).await?;
+        if across || parent != new_parent {
+            // Across MDTs (or a directory moving to another parent on a
+            // file system of several MDTs, which its MDT makes a
+            // distributed rename even when both parents are its own), the
+            // source's MDT coordinated and told what it changed; what the
+            // others changed (the target's name and directory, the
+            // parents' link counts, the inodes' links and parents) is
+            // forgotten here. They did not recall it from this client,
+            // whose kernel holds the directories' locks until this answer.
+            let mut gone = vec![Lease::Attr(parent), Lease::Attr(new_parent)];
+            if across {
+                gone.push(Lease::Name(new_parent, new_name));
+                gone.push(Lease::List(new_parent));
+            }
             gone.extend(inodes.into_iter().flatten().map(Lease::Attr));
             self.router.fresh.recall(&gone);
         }

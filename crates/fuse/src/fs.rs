@@ -861,6 +861,10 @@ impl Filesystem for LoomFs {
         // mount's create of it recalls the name (or the directory's list),
         // and the recall drops the entry (waiting at most
         // KERNEL_DROP_WAIT for the directory's lock, as for any entry).
+        // A name no directory may hold is not merely absent.
+        if name.len() > loom_client::meta::NAME_MAX {
+            return reply.error(fe(Errno::ENAMETOOLONG));
+        }
         let since = self.client.recalls();
         match self.client.recent_entry(fid(parent), name.as_bytes()) {
             Some((Some(a), left)) => {
