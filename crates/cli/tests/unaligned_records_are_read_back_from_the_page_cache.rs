@@ -139,3 +139,68 @@ fn unaligned_records_are_read_back_from_the_page_cache() {
         "and on mount 2"
     );
 }
+
+/// A page changed through a shared writable map is not overwritten by the
+/// kept bytes of ragged writes through another handle: the store from
+/// inside a WRITE waits while a handle that may map the file (O_RDWR) is
+/// open. Through Debian's python3 and its mmap, as a user who is not
+/// root.
+#[test]
+fn a_page_changed_through_a_map_survives_ragged_writes_beside_it() {
+    let mut c = Cluster::up(1, 1, &[]);
+    let dir = c.path("map");
+    std::fs::create_dir(&dir).expect("mkdir");
+    sh(&format!("chmod 0777 {}", dir.display()));
+    let script = format!(
+        r#"
+import mmap, os
+p = "{dir}/f"
+REC = 47008
+fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
+want = bytearray()
+def put(off, b):
+    global want
+    if len(want) < off + len(b):
+        want.extend(bytes(off + len(b) - len(want)))
+    want[off:off + len(b)] = b
+    os.pwrite(fd, b, off)
+# Chunk 0 (1 MiB) and on, written in ragged records, the first last: the
+# write that makes chunk 0 whole lies in it, so it stays kept.
+for k in list(range(1, 25)) + [0]:
+    put(k * REC, bytes([k + 1]) * REC)
+m = mmap.mmap(fd, len(want))
+for at in range(100, 1 << 20, 65536):
+    m[at:at + 4] = b"MAP!"
+    want[at:at + 4] = b"MAP!"
+# Ragged writes in chunk 3: a WRITE that could store chunk 0.
+for k in range(70, 75):
+    put(k * REC + 7, bytes([0xEE]) * (REC - 9))
+got = os.pread(fd, len(want), 0)
+assert got == bytes(want), "read back with the map open"
+m.close()
+os.close(fd)
+assert open(p, "rb").read() == bytes(want), "read back after close"
+print("ok")
+"#,
+        dir = dir.display()
+    );
+    let o = as_nobody(&["/usr/bin/python3", "-c", &script]);
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // And from the OSTs, through a second mount (a drop_caches here would
+    // also empty the page cache the other test reads from).
+    let m2 = c.second_mount("mnt2");
+    let o = as_nobody(&[
+        "/usr/bin/python3",
+        "-c",
+        &format!(
+            "d=open('{}/map/f','rb').read(); import sys; sys.exit(0 if all(d[a:a+4]==b'MAP!' for a in range(100, 1<<20, 65536)) else 1)",
+            m2.display()
+        ),
+    ]);
+    assert!(o.status.success(), "the map's bytes reached the OSTs");
+}

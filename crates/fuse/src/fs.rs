@@ -53,7 +53,7 @@ use loom_client::ctx::GroupsCache;
 use loom_client::{Allocation, Caller, Client, OpenFile};
 use loom_proto::msg::{access, Attr, DirEntry, FileKind, SetAttr, SetTime, StatFs, Time};
 use loom_proto::{Errno, Fid, Name};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::future::Future;
 use std::os::unix::ffi::OsStrExt;
@@ -104,7 +104,8 @@ pub struct LoomFs {
     /// Bytes written that the kernel holds in folios not up to date
     /// (`kept.rs`), and the open handles that may write.
     kept: Arc<KeptPages>,
-    writable: Mutex<HashSet<u64>>,
+    /// Open handles that may write: whether each may read too (O_RDWR).
+    writable: Mutex<HashMap<u64, bool>>,
     /// Files whose kept bytes the store thread hands to the kernel.
     to_store: Mutex<mpsc::Sender<u64>>,
     /// FUSE worker threads, and the one that may store from inside a
@@ -139,12 +140,16 @@ struct Told {
 struct StoreAtEnd<'a> {
     fs: &'a LoomFs,
     ino: u64,
-    wrote: bool,
+    /// Whether the handle could write, and read too.
+    wrote: Option<bool>,
 }
 
 impl Drop for StoreAtEnd<'_> {
     fn drop(&mut self) {
-        if self.wrote && self.fs.kept.writer_released(self.ino) {
+        let Some(rdwr) = self.wrote else {
+            return;
+        };
+        if self.fs.kept.writer_released(self.ino, rdwr) {
             let tx = self.fs.to_store.lock().unwrap_or_else(|p| p.into_inner());
             // The thread ends only with the session.
             let _ = tx.send(self.ino);
@@ -236,7 +241,7 @@ impl LoomFs {
             told: Mutex::new(HashMap::new()),
             groups: GroupsCache::default(),
             kept,
-            writable: Mutex::new(HashSet::new()),
+            writable: Mutex::new(HashMap::new()),
             to_store: Mutex::new(to_store),
             workers,
             storing: Mutex::new(()),
@@ -251,14 +256,14 @@ impl LoomFs {
 
     /// `fh`, just opened on `ino`, may write: counted under the file's
     /// gate, so that no store of kept bytes runs while it is open.
-    fn may_write(&self, ino: u64, fh: FileHandle) {
+    fn may_write(&self, ino: u64, fh: FileHandle, rdwr: bool) {
         let gate = self.kept.gate(ino);
         let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
-        self.kept.writer_opened(ino);
+        self.kept.writer_opened(ino, rdwr);
         self.writable
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(fh.0);
+            .insert(fh.0, rdwr);
     }
 
     /// Who made `req`: its uid, gid and pid from the kernel, and the
@@ -528,7 +533,7 @@ impl LoomFs {
         }
         let fh = self.insert_file(file);
         if want & access::WRITE != 0 {
-            self.may_write(ino.0, fh);
+            self.may_write(ino.0, fh, flags.0 & libc::O_ACCMODE == libc::O_RDWR);
         }
         Ok((fh, keep && !truncate))
     }
@@ -572,6 +577,9 @@ impl LoomFs {
     /// never waited for (a recall holding it may wait for the writer's
     /// folio). The writer holds the folio its request ends in locked
     /// until the answer: chunks around the request are left for later.
+    /// Pages changed through a shared writable map are not written, and
+    /// not waited for: none is stored while a handle opened O_RDWR (the
+    /// only kind that may map the file so) is open.
     /// A reader holds a folio locked until a worker answers its READ: one
     /// worker at most stores, and only with another to answer.
     fn store_while_writing(&self, ino: u64, lease: Option<u64>, start: u64, end: u64) {
@@ -1360,7 +1368,7 @@ impl Filesystem for LoomFs {
             .do_create(req, parent, name, mode, umask)
             .and_then(|(a, fh)| {
                 if flags & libc::O_ACCMODE != libc::O_RDONLY {
-                    self.may_write(a.fid.ino(), fh);
+                    self.may_write(a.fid.ino(), fh, flags & libc::O_ACCMODE == libc::O_RDWR);
                 }
                 // O_SYNC/O_DSYNC: the new name is durable when open returns
                 // (the data is, at each write: the kernel fsyncs then).

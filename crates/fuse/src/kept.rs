@@ -22,20 +22,22 @@
 //! - When the last handle of this mount that may write the file is
 //!   released, a thread of its own stores what is left, and drops it.
 //!
-//! What makes a store safe: it runs under the file's *gate*, which every
-//! open that may write the file, every size change without a handle and
-//! every lease recall (`notify.rs`) takes first. Under the gate and with no
-//! handle open for writing, no write(2) can be copying into the file's
-//! folios, so the kept bytes are what the file holds; with the lease
-//! unchanged, no other client changed it, and a recall that comes waits
-//! for the store before it drops the pages. A store never runs on a FUSE
-//! worker: it waits for folio locks, which readers hold until a worker
-//! answers them.
+//! What makes a store at the release safe: it runs under the file's
+//! *gate*, which every open that may write the file, every size change
+//! without a handle and every lease recall (`notify.rs`) takes first.
+//! Under the gate and with no handle open for writing, no write(2) can be
+//! copying into the file's folios, so the kept bytes are what the file
+//! holds; with the lease unchanged, no other client changed it, and a
+//! recall that comes waits for the store before it drops the pages. That
+//! store runs on a thread of its own, not a FUSE worker: it waits for
+//! folio locks, which readers hold until a worker answers them. A store
+//! from inside a WRITE runs on a worker only as `LoomFs::store_while_writing`
+//! says.
 //!
 //! Written through mmap (`FUSE_WRITE_CACHE`): nothing of the file is kept
-//! until the kernel forgets it. Past [`CAP`] bytes kept in all: the file's
-//! bytes are dropped, and the caller makes the next open drop the
-//! kernel's pages instead (as without leases).
+//! until no handle of this mount may write it. Past [`CAP`] bytes kept in
+//! all, the file's bytes are dropped, and the caller makes the next open
+//! drop the kernel's pages instead (as without leases).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -62,14 +64,18 @@ pub enum Kept {
 
 #[derive(Default)]
 struct File {
-    /// Open handles of this mount that may write the file.
+    /// Open handles of this mount that may write the file, and of those
+    /// the ones opened for reading too (O_RDWR), the only ones that may
+    /// map it shared and writable.
     writers: u32,
+    readers_too: u32,
     /// The lease the bytes are kept under.
     lease: Option<u64>,
     /// Start offset to bytes; never overlapping, never crossing a
     /// multiple of [`CHUNK`].
     runs: BTreeMap<u64, Vec<u8>>,
-    /// Written through mmap, or overflowed: keep nothing more.
+    /// Written through mmap, or overflowed: keep nothing more until no
+    /// handle writes the file.
     closed: bool,
     /// Chunks kept whole (one run of [`CHUNK`] bytes), not yet stored.
     ready: BTreeSet<u64>,
@@ -147,19 +153,24 @@ impl KeptPages {
         g.entry(ino).or_default().clone()
     }
 
-    /// A handle that may write `ino` was opened (call under its gate).
-    pub fn writer_opened(&self, ino: u64) {
-        self.lock().files.entry(ino).or_default().writers += 1;
+    /// A handle that may write `ino` was opened, `rdwr` if for reading
+    /// too (call under its gate).
+    pub fn writer_opened(&self, ino: u64, rdwr: bool) {
+        let mut s = self.lock();
+        let f = s.files.entry(ino).or_default();
+        f.writers += 1;
+        f.readers_too += u32::from(rdwr);
     }
 
     /// A handle that may write `ino` was released: whether it was the
     /// last one and bytes are kept to store.
-    pub fn writer_released(&self, ino: u64) -> bool {
+    pub fn writer_released(&self, ino: u64, rdwr: bool) -> bool {
         let mut s = self.lock();
         let Some(f) = s.files.get_mut(&ino) else {
             return false;
         };
         f.writers = f.writers.saturating_sub(1);
+        f.readers_too = f.readers_too.saturating_sub(u32::from(rdwr));
         if f.writers == 0 {
             // A file overflowed or mapped may keep again from scratch.
             f.closed = false;
@@ -315,7 +326,9 @@ impl KeptPages {
     /// A copy of a chunk of `ino` kept whole under `lease`, that lies
     /// outside `[avoid_start, avoid_end)` rounded out to chunks: what a
     /// WRITE handler may store while the writer waits for its answer
-    /// (the module's docs say when).
+    /// (the module's docs say when). None while a handle opened O_RDWR is
+    /// open: it may map the file shared and writable, and a page changed
+    /// through the map, not yet written back, would be overwritten.
     pub fn whole_chunk(
         &self,
         ino: u64,
@@ -325,7 +338,7 @@ impl KeptPages {
     ) -> Option<(u64, Vec<u8>)> {
         let s = self.lock();
         let f = s.files.get(&ino)?;
-        if lease.is_none() || f.lease != lease {
+        if lease.is_none() || f.lease != lease || f.readers_too > 0 {
             return None;
         }
         let (lo, hi) = (
@@ -439,16 +452,16 @@ mod tests {
     #[test]
     fn a_store_takes_the_bytes_only_once_no_handle_writes() {
         let k = KeptPages::new(CAP);
-        k.writer_opened(3);
-        k.writer_opened(3);
+        k.writer_opened(3, false);
+        k.writer_opened(3, false);
         k.wrote(3, Some(9), 10, &[1; 100], false);
         assert!(
             k.next_to_store(3, Some(9), None).is_none(),
             "writers are open"
         );
         k.wrote(3, Some(9), 10, &[1; 100], false);
-        assert!(!k.writer_released(3));
-        assert!(k.writer_released(3));
+        assert!(!k.writer_released(3, false));
+        assert!(k.writer_released(3, false));
         assert!(
             k.next_to_store(3, Some(8), None).is_none(),
             "the lease changed"
@@ -503,9 +516,26 @@ mod tests {
     }
 
     #[test]
+    fn no_chunk_is_offered_while_a_handle_may_map_the_file_writable() {
+        let k = KeptPages::new(CAP);
+        k.writer_opened(6, true);
+        k.wrote(6, Some(1), 1, &vec![1; CHUNK as usize + 10], false);
+        k.wrote(6, Some(1), 0, &[1], false);
+        assert!(k.has_whole_chunks(6));
+        assert!(k
+            .whole_chunk(6, Some(1), 5 * CHUNK, 5 * CHUNK + 1)
+            .is_none());
+        k.writer_opened(6, false);
+        assert!(!k.writer_released(6, true));
+        assert!(k
+            .whole_chunk(6, Some(1), 5 * CHUNK, 5 * CHUNK + 1)
+            .is_some());
+    }
+
+    #[test]
     fn past_the_cap_a_file_keeps_nothing_until_its_writers_are_gone() {
         let k = KeptPages::new(3 * PAGE as usize);
-        k.writer_opened(4);
+        k.writer_opened(4, false);
         assert_eq!(
             k.wrote(4, Some(1), 1, &[1; 2 * PAGE as usize], false),
             Kept::Fine
@@ -516,7 +546,7 @@ mod tests {
         );
         assert_eq!(k.total(), 0);
         assert_eq!(k.wrote(4, Some(1), 7, &[1; 10], false), Kept::Dropped);
-        k.writer_released(4);
+        k.writer_released(4, false);
         assert_eq!(k.wrote(4, Some(1), 7, &[1; 10], false), Kept::Fine);
         assert_eq!(k.total(), 10);
         k.forget(4);
