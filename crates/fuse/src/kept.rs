@@ -193,13 +193,18 @@ impl KeptPages {
         let mut s = self.lock();
         let s = &mut *s;
         let f = s.files.entry(ino).or_default();
-        if cache || lease.is_none() || f.lease.is_some_and(|l| Some(l) != lease) {
+        let other_lease = f.lease.is_some_and(|l| Some(l) != lease);
+        if cache || lease.is_none() || other_lease {
+            // Kept under a lease since lost, another client may have
+            // changed those bytes: drop them, and keep afresh under this one.
             s.total -= f.bytes();
             f.runs.clear();
             f.ready.clear();
             f.lease = None;
             f.closed |= cache;
-            return Kept::Fine;
+            if cache || lease.is_none() {
+                return Kept::Fine;
+            }
         }
         let overlaps = f
             .runs
@@ -427,6 +432,13 @@ mod tests {
         // Another lease: the other client's change may differ; dropped.
         assert!(k.read(7, || Some(2), 0, 10).is_none());
         assert_eq!(k.total(), 0);
+        // Under the new lease, a ragged write is kept again; a write under
+        // yet another drops it and is kept in its place.
+        k.wrote(7, Some(2), 5, &[9; 10], false);
+        assert_eq!(k.read(7, || Some(2), 5, 10), Some(vec![9; 10]));
+        k.wrote(7, Some(3), 100, &[8; 10], false);
+        assert_eq!(k.total(), 10);
+        assert_eq!(k.read(7, || Some(3), 100, 10), Some(vec![8; 10]));
     }
 
     #[test]
