@@ -254,16 +254,16 @@ impl LoomFs {
         self.kept.clone()
     }
 
-    /// `fh`, just opened on `ino`, may write: counted under the file's
-    /// gate, so that no store of kept bytes runs while it is open.
-    fn may_write(&self, ino: u64, fh: FileHandle, rdwr: bool) {
-        let gate = self.kept.gate(ino);
-        let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
-        self.kept.writer_opened(ino, rdwr);
+    /// `fh`, just opened on `ino`, may write (`rdwr`: read too): counted,
+    /// so that no store of kept bytes at the release runs while it is
+    /// open, and then `answer` runs; if such a store is running, both wait
+    /// for its end, off this worker (`KeptPages::writer_opened`).
+    fn may_write(&self, ino: u64, fh: FileHandle, rdwr: bool, answer: crate::kept::Then) {
         self.writable
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(fh.0, rdwr);
+        self.kept.writer_opened(ino, rdwr, answer);
     }
 
     /// Who made `req`: its uid, gid and pid from the kernel, and the
@@ -468,8 +468,14 @@ impl LoomFs {
     }
 
     /// Open `ino`; also says whether the kernel may keep the pages it
-    /// caches of the file (`FOPEN_KEEP_CACHE`).
-    fn do_open(&self, req: &Request, ino: INodeNo, flags: OpenFlags) -> R<(FileHandle, bool)> {
+    /// caches of the file (`FOPEN_KEEP_CACHE`), and whether the handle may
+    /// write (`Some`, with whether it may read too).
+    fn do_open(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        flags: OpenFlags,
+    ) -> R<(FileHandle, bool, Option<bool>)> {
         let c = self.caller(req);
         let f = fid(ino);
         let mut want = match flags.0 & libc::O_ACCMODE {
@@ -532,10 +538,9 @@ impl LoomFs {
             self.kept.drop_file(ino.0);
         }
         let fh = self.insert_file(file);
-        if want & access::WRITE != 0 {
-            self.may_write(ino.0, fh, flags.0 & libc::O_ACCMODE == libc::O_RDWR);
-        }
-        Ok((fh, keep && !truncate))
+        let write =
+            (want & access::WRITE != 0).then_some(flags.0 & libc::O_ACCMODE == libc::O_RDWR);
+        Ok((fh, keep && !truncate, write))
     }
 
     fn do_read(&self, fh: FileHandle, offset: u64, size: u32) -> R<Vec<u8>> {
@@ -1068,12 +1073,17 @@ impl Filesystem for LoomFs {
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         // The same open flags as the no-op reference (settings.rs).
         match self.do_open(req, ino, flags) {
-            Ok((fh, keep)) => {
+            Ok((fh, keep, write)) => {
                 let mut f = crate::settings::open_reply_flags(flags);
                 if keep {
                     f |= FopenFlags::FOPEN_KEEP_CACHE;
                 }
-                reply.opened(fh, f)
+                match write {
+                    Some(rdwr) => {
+                        self.may_write(ino.0, fh, rdwr, Box::new(move || reply.opened(fh, f)))
+                    }
+                    None => reply.opened(fh, f),
+                }
             }
             Err(e) => reply.error(fe(e)),
         }
@@ -1368,7 +1378,9 @@ impl Filesystem for LoomFs {
             .do_create(req, parent, name, mode, umask)
             .and_then(|(a, fh)| {
                 if flags & libc::O_ACCMODE != libc::O_RDONLY {
-                    self.may_write(a.fid.ino(), fh, flags & libc::O_ACCMODE == libc::O_RDWR);
+                    // A new inode: no store of it runs, nothing waits.
+                    let rdwr = flags & libc::O_ACCMODE == libc::O_RDWR;
+                    self.may_write(a.fid.ino(), fh, rdwr, Box::new(|| {}));
                 }
                 // O_SYNC/O_DSYNC: the new name is durable when open returns
                 // (the data is, at each write: the kernel fsyncs then).

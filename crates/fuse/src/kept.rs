@@ -22,17 +22,18 @@
 //! - When the last handle of this mount that may write the file is
 //!   released, a thread of its own stores what is left, and drops it.
 //!
-//! What makes a store at the release safe: it runs under the file's
-//! *gate*, which every open that may write the file, every size change
-//! without a handle and every lease recall (`notify.rs`) takes first.
-//! Under the gate and with no handle open for writing, no write(2) can be
-//! copying into the file's folios, so the kept bytes are what the file
-//! holds; with the lease unchanged, no other client changed it, and a
-//! recall that comes waits for the store before it drops the pages. That
-//! store runs on a thread of its own, not a FUSE worker: it waits for
-//! folio locks, which readers hold until a worker answers them. A store
-//! from inside a WRITE runs on a worker only as `LoomFs::store_while_writing`
-//! says.
+//! What makes a store at the release safe: it starts only with no handle
+//! open for writing, and an open for writing that comes while it runs is
+//! answered when it ends ([`KeptPages::writer_opened`]), so no write(2)
+//! can be copying into the file's folios meanwhile and the kept bytes are
+//! what the file holds. It runs under the file's *gate*, which every size
+//! change without a handle and every lease recall (`notify.rs`) takes
+//! first: with the lease unchanged, no other client changed the file, and
+//! a recall that comes waits for the store before it drops the pages.
+//! That store runs on a thread of its own, not a FUSE worker, and no open
+//! waits for it on a worker: it waits for folio locks, which readers hold
+//! until a worker answers them. A store from inside a WRITE runs on a
+//! worker only as `LoomFs::store_while_writing` says.
 //!
 //! Written through mmap (`FUSE_WRITE_CACHE`): nothing of the file is kept
 //! until no handle of this mount may write it. Past [`CAP`] bytes kept in
@@ -87,10 +88,25 @@ impl File {
     }
 }
 
+/// What an open for writing does once it may: answer the kernel.
+pub type Then = Box<dyn FnOnce() + Send>;
+
 #[derive(Default)]
 struct State {
     files: HashMap<u64, File>,
     total: usize,
+    /// Files whose kept bytes the store thread is storing at their
+    /// release, and the opens for writing that came meanwhile (whether
+    /// for reading too, and what to do once counted).
+    storing: HashMap<u64, Vec<(bool, Then)>>,
+}
+
+impl State {
+    fn count_writer(&mut self, ino: u64, rdwr: bool) {
+        let f = self.files.entry(ino).or_default();
+        f.writers += 1;
+        f.readers_too += u32::from(rdwr);
+    }
 }
 
 impl State {
@@ -146,20 +162,58 @@ impl KeptPages {
     }
 
     /// The gate of `ino` (see the module's docs). Hold its lock while
-    /// opening the file for writing, changing its size without a handle,
-    /// or dropping its pages on a recall.
+    /// storing at the release, changing its size without a handle, or
+    /// dropping its pages on a recall.
     pub fn gate(&self, ino: u64) -> Arc<Mutex<()>> {
         let mut g = self.gates.lock().unwrap_or_else(|p| p.into_inner());
         g.entry(ino).or_default().clone()
     }
 
     /// A handle that may write `ino` was opened, `rdwr` if for reading
-    /// too (call under its gate).
-    pub fn writer_opened(&self, ino: u64, rdwr: bool) {
+    /// too: it is counted, and `then` (the answer to the kernel) runs, at
+    /// once, or, while a store at the release runs, when it ends. An open
+    /// never waits for a store on a FUSE worker: the store may wait for a
+    /// reader's folio, which needs a worker to answer the READ.
+    pub fn writer_opened(&self, ino: u64, rdwr: bool, then: Then) {
         let mut s = self.lock();
-        let f = s.files.entry(ino).or_default();
-        f.writers += 1;
-        f.readers_too += u32::from(rdwr);
+        if let Some(waiting) = s.storing.get_mut(&ino) {
+            waiting.push((rdwr, then));
+            return;
+        }
+        s.count_writer(ino, rdwr);
+        drop(s);
+        then();
+    }
+
+    /// Whether a store of `ino`'s kept bytes at the release may start: no
+    /// handle writes it and bytes are kept. If so, opens for writing wait
+    /// for [`Self::end_store`], which the caller must call.
+    pub fn begin_store(&self, ino: u64) -> bool {
+        let mut s = self.lock();
+        let go = s
+            .files
+            .get(&ino)
+            .is_some_and(|f| f.writers == 0 && !f.runs.is_empty());
+        if go {
+            s.storing.insert(ino, Vec::new());
+        }
+        go
+    }
+
+    /// The store of `ino` ended: the opens that came meanwhile are
+    /// counted and answered.
+    pub fn end_store(&self, ino: u64) {
+        let mut s = self.lock();
+        let waiting = s.storing.remove(&ino).unwrap_or_default();
+        let mut answers = Vec::with_capacity(waiting.len());
+        for (rdwr, then) in waiting {
+            s.count_writer(ino, rdwr);
+            answers.push(then);
+        }
+        drop(s);
+        for then in answers {
+            then();
+        }
     }
 
     /// A handle that may write `ino` was released: whether it was the
@@ -464,8 +518,8 @@ mod tests {
     #[test]
     fn a_store_takes_the_bytes_only_once_no_handle_writes() {
         let k = KeptPages::new(CAP);
-        k.writer_opened(3, false);
-        k.writer_opened(3, false);
+        k.writer_opened(3, false, Box::new(|| {}));
+        k.writer_opened(3, false, Box::new(|| {}));
         k.wrote(3, Some(9), 10, &[1; 100], false);
         assert!(
             k.next_to_store(3, Some(9), None).is_none(),
@@ -530,14 +584,14 @@ mod tests {
     #[test]
     fn no_chunk_is_offered_while_a_handle_may_map_the_file_writable() {
         let k = KeptPages::new(CAP);
-        k.writer_opened(6, true);
+        k.writer_opened(6, true, Box::new(|| {}));
         k.wrote(6, Some(1), 1, &vec![1; CHUNK as usize + 10], false);
         k.wrote(6, Some(1), 0, &[1], false);
         assert!(k.has_whole_chunks(6));
         assert!(k
             .whole_chunk(6, Some(1), 5 * CHUNK, 5 * CHUNK + 1)
             .is_none());
-        k.writer_opened(6, false);
+        k.writer_opened(6, false, Box::new(|| {}));
         assert!(!k.writer_released(6, true));
         assert!(k
             .whole_chunk(6, Some(1), 5 * CHUNK, 5 * CHUNK + 1)
@@ -545,9 +599,37 @@ mod tests {
     }
 
     #[test]
+    fn an_open_for_writing_during_a_store_is_answered_when_it_ends() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let k = KeptPages::new(CAP);
+        let answered = Arc::new(AtomicUsize::new(0));
+        let answer = || {
+            let a = answered.clone();
+            Box::new(move || {
+                a.fetch_add(1, Ordering::SeqCst);
+            }) as Then
+        };
+        k.writer_opened(8, false, answer());
+        assert_eq!(answered.load(Ordering::SeqCst), 1, "no store: at once");
+        k.wrote(8, Some(1), 3, &[1; 10], false);
+        assert!(!k.begin_store(8), "a handle writes");
+        assert!(k.writer_released(8, false));
+        assert!(k.begin_store(8));
+        k.writer_opened(8, true, answer());
+        assert_eq!(answered.load(Ordering::SeqCst), 1, "waits for the store");
+        // Not counted yet: the store goes on.
+        assert!(k.next_to_store(8, Some(1), None).is_some());
+        k.end_store(8);
+        assert_eq!(answered.load(Ordering::SeqCst), 2);
+        // Counted now: no store, and chunks wait for the O_RDWR handle.
+        assert!(!k.begin_store(8));
+        assert!(k.next_to_store(8, Some(1), None).is_none());
+    }
+
+    #[test]
     fn past_the_cap_a_file_keeps_nothing_until_its_writers_are_gone() {
         let k = KeptPages::new(3 * PAGE as usize);
-        k.writer_opened(4, false);
+        k.writer_opened(4, false, Box::new(|| {}));
         assert_eq!(
             k.wrote(4, Some(1), 1, &[1; 2 * PAGE as usize], false),
             Kept::Fine

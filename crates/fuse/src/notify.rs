@@ -100,6 +100,17 @@ pub fn spawn_storer(
 fn store(n: &Notifier, kept: &KeptPages, client: &Client, ino: u64) {
     let gate = kept.gate(ino);
     let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
+    if !kept.begin_store(ino) {
+        return;
+    }
+    // However the store ends, the opens that came meanwhile are answered.
+    struct End<'a>(&'a KeptPages, u64);
+    impl Drop for End<'_> {
+        fn drop(&mut self) {
+            self.0.end_store(self.1);
+        }
+    }
+    let _end = End(kept, ino);
     let mut after = None;
     // The lease is checked before each run: a recall waits at the gate,
     // but a lease that lapsed has no recall.
