@@ -405,13 +405,48 @@ fn metrics_key(node: &Node) -> String {
     format!("metrics-{}", node.port_key())
 }
 
+/// A server could not listen on a port `loom up` chose: another process
+/// (another cluster, a test's own server) took it between the choice and
+/// the bind. New ports are chosen and the servers started again.
+#[derive(Debug)]
+struct PortTaken(String);
+
+impl std::fmt::Display for PortTaken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "server {}: a port chosen for it was taken meanwhile",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for PortTaken {}
+
+/// How many times `loom up` chooses new ports when one was taken.
+const PORT_RETRIES: u32 = 3;
+
+/// Forget the ports `cluster.toml` records, so that `prepare` chooses new
+/// ones.
+fn forget_ports(dir: &Path) -> anyhow::Result<()> {
+    let path = dir.join("cluster.toml");
+    let mut shape: Shape = toml::from_str(&std::fs::read_to_string(&path)?)
+        .with_context(|| format!("reading {}", path.display()))?;
+    shape.ports.clear();
+    loom_store::durable::write_atomic(&path, toml::to_string(&shape)?.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
 /// Start `loom server` for node `name`; returns once it serves.
 fn start_server(dir: &Path, name: &str, stopping: &Arc<AtomicBool>) -> anyhow::Result<Server> {
     let exe = std::env::current_exe().context("finding the loom binary")?;
+    let log_path = dir.join("logs").join(format!("{name}.log"));
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(dir.join("logs").join(format!("{name}.log")))?;
+        .open(&log_path)?;
+    // What this start writes to the log begins here (it is appended to).
+    let log_from = log.metadata().map(|m| m.len()).unwrap_or(0);
     let mut child = Command::new(exe)
         .arg("server")
         .arg("--config")
@@ -445,6 +480,11 @@ fn start_server(dir: &Path, name: &str, stopping: &Arc<AtomicBool>) -> anyhow::R
         Err(_) => {
             let _ = child.kill();
             let _ = child.wait();
+            let said = std::fs::read(&log_path).unwrap_or_default();
+            let said = String::from_utf8_lossy(said.get(log_from as usize..).unwrap_or_default());
+            if said.contains("Address already in use") {
+                return Err(PortTaken(name.to_string()).into());
+            }
             bail!(
                 "server {name} did not start; see {}",
                 dir.join("logs").join(format!("{name}.log")).display()
@@ -477,13 +517,30 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
             bail!("a `loom up` (pid {pid}) is already running on {}; stop it with `loom down --dir {}`", a.dir.display(), a.dir.display());
         }
     }
-    let (shape, nodes) = prepare(&a)?;
+    let (mut shape, mut nodes) = prepare(&a)?;
     std::fs::write(a.dir.join("up.pid"), std::process::id().to_string())?;
     let mut servers = Vec::new();
     let stopping = Arc::new(AtomicBool::new(false));
     let result = (|| -> anyhow::Result<()> {
-        for node in &nodes {
-            servers.push(start_server(&a.dir, &node.name, &stopping)?);
+        let mut tries = 0;
+        loop {
+            let started = nodes.iter().try_for_each(|node| {
+                servers.push(start_server(&a.dir, &node.name, &stopping)?);
+                Ok::<_, anyhow::Error>(())
+            });
+            match started {
+                Ok(()) => break,
+                Err(e) if tries < PORT_RETRIES && e.downcast_ref::<PortTaken>().is_some() => {
+                    tries += 1;
+                    eprintln!("loom up: {e}; choosing new ports");
+                    stop_servers(&servers, &stopping);
+                    servers.clear();
+                    stopping.store(false, Ordering::SeqCst);
+                    forget_ports(&a.dir)?;
+                    (shape, nodes) = prepare(&a)?;
+                }
+                Err(e) => return Err(e),
+            }
         }
         let mgs = format!(
             "127.0.0.1:{}",
