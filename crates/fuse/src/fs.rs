@@ -973,15 +973,23 @@ impl Filesystem for LoomFs {
             // The library adds this handle's unreported writes.
             written: None,
         };
-        if size.is_some() {
-            // Under the gate: a store running now ends before the kernel
-            // cuts its pages at our answer, and none starts after it.
-            let gate = self.kept.gate(ino.0);
-            let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
-            self.kept.drop_file(ino.0);
-        }
         let since = self.client.recalls();
-        self.attr_reply(reply, self.do_setattr(req, ino, set), since);
+        if size.is_none() {
+            return self.attr_reply(reply, self.do_setattr(req, ino, set), since);
+        }
+        // A size change: what is kept of the file goes, and a store of it
+        // at the release running now ends before the kernel cuts its
+        // pages at our answer (which waits for it off this worker).
+        self.kept.drop_file(ino.0);
+        let answer: crate::kept::Then = match self.do_setattr(req, ino, set) {
+            Ok(a) => {
+                self.note(&a);
+                let (ttl, attr) = (self.ttl_of(&a, since), file_attr(&a));
+                Box::new(move || reply.attr(&ttl, &attr))
+            }
+            Err(e) => Box::new(move || reply.error(fe(e))),
+        };
+        self.kept.size_changed(ino.0, answer);
     }
 
     fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {

@@ -26,12 +26,14 @@
 //! open for writing, and an open for writing that comes while it runs is
 //! answered when it ends ([`KeptPages::writer_opened`]), so no write(2)
 //! can be copying into the file's folios meanwhile and the kept bytes are
-//! what the file holds. It runs under the file's *gate*, which every size
-//! change without a handle and every lease recall (`notify.rs`) takes
-//! first: with the lease unchanged, no other client changed the file, and
-//! a recall that comes waits for the store before it drops the pages.
-//! That store runs on a thread of its own, not a FUSE worker, and no open
-//! waits for it on a worker: it waits for folio locks, which readers hold
+//! what the file holds; a size change that comes meanwhile drops what is
+//! kept, which ends the store, and is answered when it has ended
+//! ([`KeptPages::size_changed`]), so the kernel cuts its pages after it.
+//! It runs under the file's *gate*, which every lease recall (`notify.rs`)
+//! takes first: with the lease unchanged, no other client changed the
+//! file, and a recall that comes waits for the store before it drops the
+//! pages. That store runs on a thread of its own, not a FUSE worker, and
+//! no open or size change waits for it on a worker: it waits for folio locks, which readers hold
 //! until a worker answers them. A store from inside a WRITE runs on a
 //! worker only as `LoomFs::store_while_writing` says.
 //!
@@ -96,9 +98,10 @@ struct State {
     files: HashMap<u64, File>,
     total: usize,
     /// Files whose kept bytes the store thread is storing at their
-    /// release, and the opens for writing that came meanwhile (whether
-    /// for reading too, and what to do once counted).
-    storing: HashMap<u64, Vec<(bool, Then)>>,
+    /// release, and what came meanwhile and waits for its end: opens for
+    /// writing (whether for reading too), counted then, and size changes
+    /// (`None`).
+    storing: HashMap<u64, Vec<(Option<bool>, Then)>>,
 }
 
 impl State {
@@ -162,8 +165,7 @@ impl KeptPages {
     }
 
     /// The gate of `ino` (see the module's docs). Hold its lock while
-    /// storing at the release, changing its size without a handle, or
-    /// dropping its pages on a recall.
+    /// storing at the release, or dropping its pages on a recall.
     pub fn gate(&self, ino: u64) -> Arc<Mutex<()>> {
         let mut g = self.gates.lock().unwrap_or_else(|p| p.into_inner());
         g.entry(ino).or_default().clone()
@@ -177,10 +179,25 @@ impl KeptPages {
     pub fn writer_opened(&self, ino: u64, rdwr: bool, then: Then) {
         let mut s = self.lock();
         if let Some(waiting) = s.storing.get_mut(&ino) {
-            waiting.push((rdwr, then));
+            waiting.push((Some(rdwr), then));
             return;
         }
         s.count_writer(ino, rdwr);
+        drop(s);
+        then();
+    }
+
+    /// `ino`'s size changed (without a handle, or through one): what is
+    /// kept of it is dropped, so a store at the release running now stops
+    /// after the run it is storing, and `then` (the answer that lets the
+    /// kernel cut its pages) runs when that store ends, or at once.
+    pub fn size_changed(&self, ino: u64, then: Then) {
+        let mut s = self.lock();
+        s.clear(ino);
+        if let Some(waiting) = s.storing.get_mut(&ino) {
+            waiting.push((None, then));
+            return;
+        }
         drop(s);
         then();
     }
@@ -207,7 +224,9 @@ impl KeptPages {
         let waiting = s.storing.remove(&ino).unwrap_or_default();
         let mut answers = Vec::with_capacity(waiting.len());
         for (rdwr, then) in waiting {
-            s.count_writer(ino, rdwr);
+            if let Some(rdwr) = rdwr {
+                s.count_writer(ino, rdwr);
+            }
             answers.push(then);
         }
         drop(s);
@@ -624,6 +643,38 @@ mod tests {
         // Counted now: no store, and chunks wait for the O_RDWR handle.
         assert!(!k.begin_store(8));
         assert!(k.next_to_store(8, Some(1), None).is_none());
+    }
+
+    #[test]
+    fn a_size_change_during_a_store_is_answered_when_it_ends() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let k = KeptPages::new(CAP);
+        let answered = Arc::new(AtomicUsize::new(0));
+        let a = answered.clone();
+        k.size_changed(
+            9,
+            Box::new(move || {
+                a.fetch_add(1, Ordering::SeqCst);
+            }),
+        );
+        assert_eq!(answered.load(Ordering::SeqCst), 1, "no store: at once");
+        k.wrote(9, Some(1), 3, &[1; 10], false);
+        assert!(k.begin_store(9));
+        let a = answered.clone();
+        k.size_changed(
+            9,
+            Box::new(move || {
+                a.fetch_add(1, Ordering::SeqCst);
+            }),
+        );
+        assert_eq!(answered.load(Ordering::SeqCst), 1, "waits for the store");
+        assert!(
+            k.next_to_store(9, Some(1), None).is_none(),
+            "nothing left to store"
+        );
+        k.end_store(9);
+        assert_eq!(answered.load(Ordering::SeqCst), 2);
+        assert!(!k.begin_store(9), "not counted as a writer, nothing kept");
     }
 
     #[test]
