@@ -5,6 +5,7 @@
 //! system (`mount-noop`), lfs-style tools (`setstripe`, `getstripe`, `df`)
 //! and the benchmark suite (`bench`).
 
+mod changelog;
 mod cluster;
 mod dirtools;
 mod fsck;
@@ -102,6 +103,11 @@ enum Cmd {
     /// A live view of the busiest targets, jobs and clients, refreshed
     /// every few seconds, as iotop: `loom top MOUNT`.
     Top(stats::TopArgs),
+    /// Read each MDT's record of namespace changes, and register, clear
+    /// and remove its consumers, as Lustre's changelog: `loom changelog
+    /// MOUNT [--mdt N] [--since REC] [--follow] [--mask TYPES] [--json]`,
+    /// `loom changelog register|clear|deregister|users ...`.
+    Changelog(changelog::ChangelogArgs),
     // Benchmarks (mdtest, IOR, IO500; compare, sweep, suite). No doc
     // comment here: it would replace the long help of loom_bench::BenchArgs.
     Bench(loom_bench::BenchArgs),
@@ -147,6 +153,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Jobstats(a) => jobstats::jobstats(a),
         Cmd::Stats(a) => stats::stats(a),
         Cmd::Top(a) => stats::top(a),
+        Cmd::Changelog(a) => changelog::changelog(a),
         // Its own exit codes, as e2fsck's.
         Cmd::Fsck(a) => return Ok(fsck::fsck(a)),
         Cmd::Bench(a) => loom_bench::run(a),

@@ -25,6 +25,7 @@
 //! Every operation is async and needs a tokio runtime.
 #![warn(missing_docs)]
 
+pub mod changelog;
 pub mod ctx;
 mod dirs;
 pub mod error;

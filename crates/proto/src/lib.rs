@@ -9,6 +9,7 @@
 //! - [`lease`]: what an MDT's answer lets a client keep knowing until
 //!   recalled; one rule for both sides.
 //! - [`layout`]: file layouts (components, RAID-0 striping) and their maths.
+//! - [`changelog`]: each MDT's ordered record of the changes it committed.
 //! - [`compress`]: how a file's data is compressed on the OSTs.
 //! - [`grant`]: the space an OST reserves for a client's writes sent behind.
 //! - [`error`]: the wire's error codes, which are POSIX errno values.
@@ -18,6 +19,7 @@
 //! renumbered or reused, only retired. See `docs/PROTOCOL.md`.
 #![warn(missing_docs)]
 
+pub mod changelog;
 pub mod compress;
 pub mod error;
 pub mod fid;

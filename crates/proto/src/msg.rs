@@ -890,6 +890,17 @@ pub enum Reply {
         /// moves the ones in use.
         stayed: u64,
     },
+    /// Changelog records, and the log's state after them.
+    Changelog {
+        /// Records in order.
+        records: Vec<crate::changelog::ChangeRec>,
+        /// The log's state when they were read.
+        state: crate::changelog::ChangelogState,
+    },
+    /// The id of a changelog consumer just registered.
+    ChangelogUser(u32),
+    /// A changelog's state.
+    ChangelogState(crate::changelog::ChangelogState),
 }
 
 impl Reply {

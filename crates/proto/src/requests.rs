@@ -514,6 +514,39 @@ declare_requests! {
             /// Most entries to return.
             max: u32,
         } => 91, "readdir_shard", Reads, Any;
+        /// This MDT's changelog records from `since` on (from the oldest
+        /// kept when that is later), at most `max`; when there are none
+        /// yet, the MDT waits up to `wait_ms` for one (`loom changelog
+        /// --follow`). Root only. Answered `Reply::Changelog`.
+        ChangelogRead {
+            /// The first record wanted.
+            since: u64,
+            /// Most records to return.
+            max: u32,
+            /// How long to wait for a first record, in milliseconds.
+            wait_ms: u32,
+        } => 93, "changelog_read", Reads, Any;
+        /// Register a changelog consumer (root only); the MDT records
+        /// changes while one is registered. Answered
+        /// `Reply::ChangelogUser` with its id.
+        ChangelogRegister => 94, "changelog_register", Once, Any;
+        /// Consumer `user` has read every record up to `upto` (0: every
+        /// record so far). Records every consumer has read are purged.
+        /// Root only.
+        ChangelogClear {
+            /// The consumer.
+            user: u32,
+            /// The last record it read.
+            upto: u64,
+        } => 95, "changelog_clear", Once, Any;
+        /// Forget consumer `user` (root only); what only it kept is purged.
+        ChangelogDeregister {
+            /// The consumer.
+            user: u32,
+        } => 96, "changelog_deregister", Once, Any;
+        /// The changelog's oldest and next record and its consumers.
+        /// Answered `Reply::ChangelogState`.
+        ChangelogState => 97, "changelog_state", Reads, Any;
     }
 }
 

@@ -886,6 +886,7 @@ impl MdtService {
                     ctx: &ctx,
                     cur: cur.as_ref(),
                     tok: None,
+                    log: None,
                 };
                 let entered = self.enter_mkdir(&rq, id, &rec.op, attr, layout).await?;
                 if entered.is_some() {
@@ -930,6 +931,7 @@ impl MdtService {
                     ctx: &ctx,
                     cur: cur.as_ref(),
                     tok: None,
+                    log: None,
                 };
                 self.finish_rmdir(&rq, id, parent, &name, fid).await?;
                 tracing::info!(

@@ -11,6 +11,7 @@
 //! on the OSTs ([`objects`]), so a create is one client round trip.
 
 mod attrs;
+pub mod changelog;
 mod destroys;
 mod dom;
 mod fsck;
@@ -165,6 +166,8 @@ pub struct MdtService {
     pub stats: MdtStats,
     /// Verifies every record against its checksum (`loom scrub`).
     scrub: Arc<crate::scrub::Scrub>,
+    /// The record of committed changes, and its consumers.
+    changelog: changelog::Changelog,
 }
 
 impl MdtService {
@@ -245,6 +248,7 @@ impl MdtService {
         let sealed = remote::Sealed::load(&*store)?;
         let located = migrate::Located::load(&*store)?;
         let restriped = restripe::Restriped::load(&*store)?;
+        let changelog = changelog::Changelog::load(&*store, index)?;
         let mdt = Arc::new(MdtService {
             index,
             dir: dir.to_path_buf(),
@@ -284,6 +288,7 @@ impl MdtService {
                     dir: dir.join("db"),
                 }),
             ),
+            changelog,
         });
         if index == 0 && tx::read_inode(&*mdt.store, Fid::ROOT).is_err() {
             mdt.create_root()?;
@@ -336,7 +341,7 @@ impl MdtService {
     /// request (an intent record, a peer's part, the MDT's own work): no
     /// reply is recorded.
     fn apply_step(&self, t: Tx<'_>) -> Result<Ticket, ServerError> {
-        self.apply_batch(None, t, false)
+        self.apply_batch(None, t, false, Vec::new())
     }
 
     /// As [`Self::apply`], with the batch handed to the operating system
@@ -355,6 +360,10 @@ impl MdtService {
         flushed: bool,
         late: bool,
     ) -> Result<Ticket, ServerError> {
+        let log = match rq.log {
+            Some(p) if self.changelog.recording() => p.records(&t, rq.ctx)?,
+            _ => Vec::new(),
+        };
         let touched = match recorded_as {
             Some((c, reply)) => {
                 let e = t.take_effects();
@@ -365,11 +374,11 @@ impl MdtService {
             None => None,
         };
         let Some((c, touched)) = touched else {
-            return self.apply_batch(None, t, flushed);
+            return self.apply_batch(None, t, flushed, log);
         };
         let maker = rq.ctx.client_id;
         let r = self.leases.apply(maker, rq.tok, &touched, late, || {
-            self.apply_batch(recorded_as, t, flushed)
+            self.apply_batch(recorded_as, t, flushed, log)
         })?;
         match r {
             Ok((ticket, granted, late)) => {
@@ -386,6 +395,7 @@ impl MdtService {
         recorded_as: Option<(&Current, &Reply)>,
         t: Tx<'_>,
         flushed: bool,
+        log: Vec<loom_proto::changelog::ChangeRec>,
     ) -> Result<Ticket, ServerError> {
         let (batch, delta) = t.into_batch()?;
         let mut batch = batch;
@@ -414,6 +424,9 @@ impl MdtService {
                 recovery::LAST_TRANSNO.as_bytes().to_vec(),
                 tx::encode_record(&transno)?,
             );
+            // The changelog's records go in the batch of the change:
+            // numbered in commit order, kept exactly when the change is.
+            let logged = self.changelog.append(&mut batch, log)?;
             let recorded = match recorded_as {
                 Some((c, reply)) => Some((
                     c.key,
@@ -429,6 +442,9 @@ impl MdtService {
             .map_err(store_err)?;
             if let Some(c) = count {
                 self.inode_count.store(c, Ordering::Release);
+            }
+            if let Some(next) = logged {
+                self.changelog.published(next);
             }
             if let Some((key, pruned)) = recorded {
                 self.replies.commit(key, &pruned);
@@ -556,7 +572,9 @@ impl MdtService {
             };
             let current = Current::replayed(key, e.transno, e.reply);
             let name = e.req.op().name;
-            match self.dispatch(&Rq::change(&e.ctx, &current), e.req).await {
+            let planned = changelog::Planned::of(&e.req);
+            let rq = Rq::change(&e.ctx, &current).logging(planned.as_ref());
+            match self.dispatch(&rq, e.req).await {
                 Ok(_) => done += 1,
                 Err(err) => {
                     failed += 1;
@@ -677,12 +695,15 @@ impl MdtService {
         // Run the change; where others hold leases on what it touches,
         // recall them and run it again. The recalled leases stay under
         // recall (granted to no one) until the answer is built.
+        let planned = changelog::Planned::of(&req);
         let mut recalled = Vec::new();
         let mut rounds = 0;
         let (r, current) = loop {
             let mut current = Current::new(key);
             current.recall_after = rounds >= MAX_RECALL_ROUNDS;
-            let rq = Rq::change(ctx, &current).with_token(tok);
+            let rq = Rq::change(ctx, &current)
+                .with_token(tok)
+                .logging(planned.as_ref());
             match self.dispatch(&rq, req.clone()).await {
                 Err(ServerError::Recall(leases)) => {
                     rounds += 1;
@@ -981,6 +1002,17 @@ impl MdtService {
             // what a caller without a sequence (a peer, a tool) gets.
             MdtRequest::Sync | MdtRequest::Disconnect => self.commit_all().await.map(|_| Reply::Ok),
             MdtRequest::CommitState | MdtRequest::Subscribe => Ok(Reply::Ok),
+            MdtRequest::ChangelogRead {
+                since,
+                max,
+                wait_ms,
+            } => self.changelog_read(ctx, since, max, wait_ms).await,
+            MdtRequest::ChangelogRegister => self.changelog_register(ctx).await,
+            MdtRequest::ChangelogClear { user, upto } => {
+                self.changelog_clear(ctx, user, upto).await
+            }
+            MdtRequest::ChangelogDeregister { user } => self.changelog_deregister(ctx, user).await,
+            MdtRequest::ChangelogState => Ok(Reply::ChangelogState(self.changelog_state())),
             MdtRequest::Replay { .. } => Err(ServerError::refused(
                 Errno::EPROTO,
                 "a replay needs the client identity and sequence it was made under",

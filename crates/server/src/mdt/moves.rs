@@ -604,6 +604,7 @@ impl MdtService {
             ctx: &ctx,
             cur: cur.as_ref(),
             tok: None,
+            log: None,
         };
         match self.do_rename(&rq, id, p).await {
             Ok(_) => {
@@ -773,6 +774,7 @@ impl MdtService {
             ctx: &ctx,
             cur: cur.as_ref(),
             tok: None,
+            log: None,
         };
         match self.do_link(&rq, id, op).await {
             Ok(_) | Err(Failed::Undone(_)) => {
@@ -876,6 +878,7 @@ impl MdtService {
             ctx: &ctx,
             cur: cur.as_ref(),
             tok: None,
+            log: None,
         };
         self.do_unlink(&rq, id, op).await?;
         self.forget_later(id, vec![op.mdt]);

@@ -428,7 +428,7 @@ impl MdtService {
             t.batch.delete(Space::Meta, k);
         }
         // Losing this batch in a crash only leaves the records behind.
-        self.apply_batch(None, t, true)?;
+        self.apply_batch(None, t, true, Vec::new())?;
         drop(g);
         Ok(Reply::Ok)
     }
@@ -451,7 +451,7 @@ impl MdtService {
             grants: Vec::new(),
         };
         let applied = self.leases.apply(maker, None, &touched, true, || {
-            self.apply_batch(None, t, false)
+            self.apply_batch(None, t, false, Vec::new())
         })?;
         let (ticket, _, late) =
             applied.map_err(|_| ServerError::internal("a late change was refused for leases"))?;

@@ -8,6 +8,7 @@
 //! first got. Changelog records, quota deltas and per-job counters will be
 //! gathered here too, for the same batch.
 
+use super::changelog::Planned;
 use super::leases::ReadToken;
 use super::replies::ReplyKey;
 use loom_proto::layout::Layout;
@@ -139,6 +140,8 @@ pub struct Rq<'a> {
     pub cur: Option<&'a Current>,
     /// Set when the caller subscribed to leases on this connection.
     pub tok: Option<ReadToken>,
+    /// What the change records in the changelog (see `changelog`).
+    pub log: Option<&'a Planned>,
 }
 
 impl<'a> Rq<'a> {
@@ -148,6 +151,7 @@ impl<'a> Rq<'a> {
             ctx,
             cur: None,
             tok: None,
+            log: None,
         }
     }
 
@@ -157,12 +161,18 @@ impl<'a> Rq<'a> {
             ctx,
             cur: Some(cur),
             tok: None,
+            log: None,
         }
     }
 
     /// The same request, from a client subscribed to leases.
     pub fn with_token(self, tok: Option<ReadToken>) -> Rq<'a> {
         Rq { tok, ..self }
+    }
+
+    /// The same request, recording `log` in the changelog.
+    pub fn logging(self, log: Option<&'a Planned>) -> Rq<'a> {
+        Rq { log, ..self }
     }
 
     /// The attributes and layout a replayed create's first execution

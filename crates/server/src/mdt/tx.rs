@@ -185,6 +185,36 @@ impl<'a> Tx<'a> {
         e
     }
 
+    /// The store this transaction reads (not yet changed by it).
+    pub fn store(&self) -> &'a dyn KvStore {
+        self.store
+    }
+
+    /// The inode `name` in `dir` is set to by this transaction, if it
+    /// sets it (last change wins).
+    pub fn name_set(&self, dir: Fid, name: &Name) -> Option<Fid> {
+        self.last_name_change(dir, name).flatten()
+    }
+
+    /// Whether this transaction removes `name` from `dir`.
+    pub fn name_removed(&self, dir: Fid, name: &Name) -> bool {
+        matches!(self.last_name_change(dir, name), Some(None))
+    }
+
+    fn last_name_change(&self, dir: Fid, name: &Name) -> Option<Option<Fid>> {
+        self.names
+            .iter()
+            .rev()
+            .find(|(d, n, _)| *d == dir && n == name)
+            .map(|(_, _, f)| *f)
+    }
+
+    /// Inode `fid` as this transaction leaves it: `None` if it does not
+    /// touch it, `Some(None)` if it removes it.
+    pub fn touched(&self, fid: Fid) -> Option<Option<&InodeRec>> {
+        self.inodes.get(&fid).map(|r| r.as_ref())
+    }
+
     /// Whether directory `dir` has no entries.
     pub fn dir_is_empty(&self, dir: Fid) -> Result<bool, ServerError> {
         Ok(self
