@@ -134,7 +134,10 @@ pub fn changelog(a: ChangelogArgs) -> anyhow::Result<()> {
         Some(ChangelogCmd::Deregister { path, id, mdt }) => deregister(&path, id, mdt),
         Some(ChangelogCmd::Users { path }) => users(&path),
         None => {
-            let path = a.path.clone().context("a path on the loomfs mount is needed")?;
+            let path = a
+                .path
+                .clone()
+                .context("a path on the loomfs mount is needed")?;
             read(&path, &a)
         }
     }
@@ -152,7 +155,10 @@ fn mdts(s: &Session, only: Option<u32>) -> anyhow::Result<Vec<u32>> {
         Some(m) if !all.contains(&m) => bail!(
             "{} has no MDT {m} (its MDTs: {})",
             s.entry.fsname,
-            all.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+            all.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         Some(m) => Ok(vec![m]),
         None => Ok(all),
@@ -180,7 +186,25 @@ fn register(path: &std::path::Path, only: Option<u32>) -> anyhow::Result<()> {
 
 fn clear(path: &std::path::Path, id: u32, rec: u64, only: Option<u32>) -> anyhow::Result<()> {
     let s = session(path)?;
-    for m in mdts(&s, only)? {
+    let list = mdts(&s, only)?;
+    // Every MDT is checked before any is cleared: a bad consumer or
+    // record changes nothing anywhere.
+    for m in &list {
+        let st =
+            s.rt.block_on(s.client.changelog_state(*m))
+                .map_err(|e| failed(e, format!("MDT{m:04x}")))?;
+        if !st.users.iter().any(|u| u.id == id) {
+            bail!("MDT{m:04x} has no consumer cl{id}");
+        }
+        if rec >= st.next {
+            bail!(
+                "MDT{m:04x} has not written record {rec} yet (its last is {}; record numbers \
+                 are per MDT: --mdt chooses one)",
+                st.next.saturating_sub(1)
+            );
+        }
+    }
+    for m in list {
         s.rt.block_on(s.client.changelog_clear(m, id, rec))
             .map_err(|e| match e {
                 Errno::ENOENT => anyhow::anyhow!("MDT{m:04x} has no consumer cl{id}"),
@@ -201,7 +225,10 @@ fn deregister(path: &std::path::Path, id: u32, only: Option<u32>) -> anyhow::Res
                 Errno::ENOENT => anyhow::anyhow!("MDT{m:04x} has no consumer cl{id}"),
                 e => failed(e, format!("deregistering cl{id} on MDT{m:04x}")),
             })?;
-        println!("{}-MDT{m:04x}: deregistered consumer cl{id}", s.entry.fsname);
+        println!(
+            "{}-MDT{m:04x}: deregistered consumer cl{id}",
+            s.entry.fsname
+        );
     }
     Ok(())
 }
@@ -209,10 +236,9 @@ fn deregister(path: &std::path::Path, id: u32, only: Option<u32>) -> anyhow::Res
 fn users(path: &std::path::Path) -> anyhow::Result<()> {
     let s = session(path)?;
     for m in mdts(&s, None)? {
-        let st = s
-            .rt
-            .block_on(s.client.changelog_state(m))
-            .map_err(|e| failed(e, format!("MDT{m:04x}")))?;
+        let st =
+            s.rt.block_on(s.client.changelog_state(m))
+                .map_err(|e| failed(e, format!("MDT{m:04x}")))?;
         println!(
             "{}-MDT{m:04x}: records {}..{} kept, next {}",
             s.entry.fsname,
@@ -253,10 +279,9 @@ fn read(path: &std::path::Path, a: &ChangelogArgs) -> anyhow::Result<()> {
                 } else {
                     Duration::ZERO
                 };
-                let (recs, state) = s
-                    .rt
-                    .block_on(s.client.changelog_read(*m, next[i], PAGE, wait))
-                    .map_err(|e| failed(e, format!("reading MDT{m:04x}'s changelog")))?;
+                let (recs, state) =
+                    s.rt.block_on(s.client.changelog_read(*m, next[i], PAGE, wait))
+                        .map_err(|e| failed(e, format!("reading MDT{m:04x}'s changelog")))?;
                 if !state.recording() && !a.follow {
                     eprintln!(
                         "loom: MDT{m:04x} records no changes: no consumer is registered \
@@ -289,9 +314,11 @@ fn read(path: &std::path::Path, a: &ChangelogArgs) -> anyhow::Result<()> {
         if !any && list.len() > 1 {
             // Several MDTs followed: wait on the first for a while, then
             // look at all again.
-            let (recs, _) = s
-                .rt
-                .block_on(s.client.changelog_read(list[0], next[0], 1, FOLLOW_WAIT / 5))
+            let (recs, _) =
+                s.rt.block_on(
+                    s.client
+                        .changelog_read(list[0], next[0], 1, FOLLOW_WAIT / 5),
+                )
                 .map_err(|e| failed(e, format!("reading MDT{:04x}'s changelog", list[0])))?;
             let _ = recs;
         }

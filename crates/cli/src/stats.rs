@@ -7,7 +7,8 @@ use crate::tools::{connect, Session};
 use anyhow::bail;
 use clap::Args;
 use loom_client::meta::Served;
-use loom_proto::msg::{JobUsage, TargetId};
+use loom_proto::changelog::ChangelogState;
+use loom_proto::msg::{JobUsage, Role, TargetId};
 use loom_proto::Errno;
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
@@ -80,6 +81,27 @@ pub fn stats(a: StatsArgs) -> anyhow::Result<()> {
         bail!("{fs} has no such target");
     }
     let keep = |u: &&JobUsage| a.job.as_deref().is_none_or(|j| u.job == j);
+    // Each MDT's changelog consumers and how far behind they are.
+    let changelogs: HashMap<TargetId, ChangelogState> = all
+        .iter()
+        .filter(|(t, _)| t.role == Role::Mdt)
+        .filter_map(|(t, _)| {
+            let st = s.rt.block_on(s.client.changelog_state(t.index)).ok()?;
+            Some((*t, st))
+        })
+        .collect();
+    let lag_json = |t: &TargetId| -> serde_json::Value {
+        match changelogs.get(t) {
+            Some(st) => serde_json::json!({
+                "next": st.next,
+                "first": st.first,
+                "consumers": st.users.iter().map(|u| serde_json::json!({
+                    "id": format!("cl{}", u.id), "cleared": u.cleared, "lag": st.lag(u),
+                })).collect::<Vec<_>>(),
+            }),
+            None => serde_json::Value::Null,
+        }
+    };
     if a.json {
         let v: Vec<serde_json::Value> = all
             .iter()
@@ -92,6 +114,7 @@ pub fn stats(a: StatsArgs) -> anyhow::Result<()> {
                     })).collect::<Vec<_>>(),
                     "jobs": u.jobs.iter().filter(keep).map(usage_json).collect::<Vec<_>>(),
                     "clients": if a.job.is_some() { Vec::new() } else { u.clients.iter().map(usage_json).collect() },
+                    "changelog": lag_json(t),
                 }),
                 Err(e) => serde_json::json!({ "target": format!("{fs}-{t}"), "error": e.to_string() }),
             })
@@ -126,6 +149,21 @@ pub fn stats(a: StatsArgs) -> anyhow::Result<()> {
             println!("  client_stats:");
             for c in &u.clients {
                 print_usage(c);
+            }
+            if let Some(st) = changelogs.get(t) {
+                println!("  changelog:");
+                println!(
+                    "    first: {}\n    next: {}\n    consumers:",
+                    st.first, st.next
+                );
+                for u in &st.users {
+                    println!(
+                        "    - {{ id: cl{}, cleared: {}, lag: {} }}",
+                        u.id,
+                        u.cleared,
+                        st.lag(u)
+                    );
+                }
             }
         }
     }

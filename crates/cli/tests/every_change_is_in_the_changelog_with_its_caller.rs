@@ -75,7 +75,10 @@ fn changelog(c: &Cluster, extra: &[&str]) -> Vec<Value> {
 /// records it expects, and the inodes it wrote.
 fn run_ops(c: &Cluster, dir: &Path, job: &str, nobody: bool) -> (Vec<Value>, Vec<u64>) {
     let script = c.tmp.path().join("ops.py");
-    let text = OPS.replace("\"LOOM\"", &format!("{:?}", loom_bin().display().to_string()));
+    let text = OPS.replace(
+        "\"LOOM\"",
+        &format!("{:?}", loom_bin().display().to_string()),
+    );
     std::fs::write(&script, text).expect("write the script");
     let jobvar = format!("SLURM_JOB_ID={job}");
     let args = [
@@ -126,7 +129,11 @@ fn check(got: &[&Value], want: &[Value], uid: u64, job: &str) {
     for (g, w) in got.iter().zip(want) {
         let what = format!("record {g}");
         let ino = |k: &str| w[k].as_u64().map(fid_of_ino);
-        assert_eq!(g["fid"].as_str().map(str::to_string), ino("fid"), "fid of {what}");
+        assert_eq!(
+            g["fid"].as_str().map(str::to_string),
+            ino("fid"),
+            "fid of {what}"
+        );
         assert_eq!(
             g["parent"].as_str().map(str::to_string),
             ino("parent"),
@@ -246,11 +253,24 @@ fn every_operation_is_recorded_once_in_order_with_its_caller() {
     let text = loom_ok(&["changelog", mnt]);
     assert_eq!(text.lines().count(), all.len());
     assert!(
-        text.lines().any(|l| l.contains(" RENME ") && l.contains(" h2 s=")),
+        text.lines()
+            .any(|l| l.contains(" RENME ") && l.contains(" h2 s=")),
         "{text}"
     );
     let since = changelog(&c, &["--since", "3", "--mdt", "0"]);
     assert_eq!(since[0]["index"].as_u64(), Some(3));
+}
+
+/// GET /metrics from 127.0.0.1:`port`.
+fn scrape(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to metrics");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .expect("send");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("read");
+    assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+    out
 }
 
 fn key(c: &Cluster, file: &str) -> ClusterKey {
@@ -328,6 +348,33 @@ fn consumers_acknowledge_records_which_are_purged_up_to_the_slowest() {
             && users.contains(&format!("cl2: acknowledged up to 0, lag {n} records")),
         "{users}"
     );
+    // The lag shows in `loom stats` and in the MDT's metrics.
+    let stats: Value = serde_json::from_str(&loom_ok(&["stats", mnt, "--json"])).expect("JSON");
+    let mdt0 = stats
+        .as_array()
+        .expect("targets")
+        .iter()
+        .find(|t| t["target"].as_str().is_some_and(|n| n.ends_with("MDT0000")))
+        .expect("MDT0's stats");
+    let lags: Vec<(String, u64)> = mdt0["changelog"]["consumers"]
+        .as_array()
+        .expect("consumers")
+        .iter()
+        .map(|u| {
+            (
+                u["id"].as_str().expect("id").into(),
+                u["lag"].as_u64().expect("lag"),
+            )
+        })
+        .collect();
+    assert_eq!(lags, vec![("cl1".into(), n), ("cl2".into(), n)]);
+    let metrics = scrape(c.port("metrics-mdt0").expect("the MDT's metrics port"));
+    for id in ["cl1", "cl2"] {
+        let line = format!(
+            "loom_changelog_consumer_lag_records{{target=\"MDT0000\",consumer=\"{id}\"}} {n}"
+        );
+        assert!(metrics.contains(&line), "{line} in\n{metrics}");
+    }
     // cl1 read up to 12: nothing is purged while cl2 has not.
     loom_ok(&["changelog", "clear", mnt, "cl1", "12", "--mdt", "0"]);
     assert_eq!(changelog(&c, &["--mdt", "0"])[0]["index"].as_u64(), Some(1));
@@ -345,12 +392,20 @@ fn consumers_acknowledge_records_which_are_purged_up_to_the_slowest() {
     );
     // Bad requests say why and change nothing.
     for (args, says) in [
-        (vec!["clear", mnt, "cl9", "1", "--mdt", "0"], "no consumer cl9"),
+        (
+            vec!["clear", mnt, "cl9", "1", "--mdt", "0"],
+            "no consumer cl9",
+        ),
         (
             vec!["clear", mnt, "cl1", "999", "--mdt", "0"],
             "has not written record 999",
         ),
         (vec!["clear", mnt, "clx", "1"], "not a consumer id"),
+        // Record 15 is on MDT0, not on MDT1: neither MDT is cleared.
+        (
+            vec!["clear", mnt, "cl1", "15"],
+            "MDT0001 has not written record 15",
+        ),
         (vec!["deregister", mnt, "cl7"], "no consumer cl7"),
         (vec!["users", mnt, "--mdt", "9"], "unexpected argument"),
         (vec![mnt, "--mdt", "9"], "has no MDT 9"),
@@ -364,6 +419,8 @@ fn consumers_acknowledge_records_which_are_purged_up_to_the_slowest() {
         assert!(err.contains(says), "loom {a:?}: {err}");
     }
     assert_eq!(changelog(&c, &["--mdt", "0"]).len() as u64, n - 5);
+    let users = loom_ok(&["changelog", "users", mnt]);
+    assert!(users.contains("cl1: acknowledged up to 12,"), "{users}");
     // cl2 leaves: what only it kept (up to cl1's 12) is purged.
     loom_ok(&["changelog", "deregister", mnt, "cl2", "--mdt", "0"]);
     assert_eq!(

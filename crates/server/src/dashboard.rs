@@ -67,13 +67,23 @@ async fn cluster(peers: &Arc<Peers>) -> serde_json::Value {
             };
             let s = peers.call(id, statfs, Bytes::new(), ASK_TIMEOUT).await;
             let j = peers.call(id, served, Bytes::new(), ASK_TIMEOUT).await;
-            (i, s.map(|r| r.0), j.map(|r| r.0))
+            let log = match id.role {
+                Role::Mdt => {
+                    let req = Request::Mdt(MdtRequest::ChangelogState);
+                    match peers.call(id, req, Bytes::new(), ASK_TIMEOUT).await {
+                        Ok((Reply::ChangelogState(st), _)) => Some(st),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            (i, s.map(|r| r.0), j.map(|r| r.0), log)
         });
     }
     let mut targets = vec![serde_json::Value::Null; ids.len()];
     let mut jobs: HashMap<String, (u64, u64, u64)> = HashMap::new();
     let mut clients: HashMap<String, (u64, u64, u64)> = HashMap::new();
-    while let Some(Ok((i, statfs, served))) = set.join_next().await {
+    while let Some(Ok((i, statfs, served, log))) = set.join_next().await {
         let id = ids[i];
         let mut t = serde_json::json!({
             "name": format!("{}-{id}", cfg.fsname),
@@ -103,6 +113,11 @@ async fn cluster(peers: &Arc<Peers>) -> serde_json::Value {
                     e.2 += u.write_bytes;
                 }
             }
+        }
+        if let Some(st) = log {
+            // The slowest consumer's lag: what keeps records from purging.
+            t["changelog_lag"] = st.users.iter().map(|u| st.lag(u)).max().into();
+            t["changelog_consumers"] = st.users.len().into();
         }
         targets[i] = t;
     }

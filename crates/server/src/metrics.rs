@@ -295,6 +295,36 @@ pub fn render(node: &Node) -> String {
             }
         }
     }
+    let logs = node.changelog_states();
+    help(
+        &mut out,
+        "loom_changelog_next_record",
+        "gauge",
+        "The number an MDT's next changelog record gets.",
+    );
+    for (t, st) in &logs {
+        let _ = writeln!(
+            out,
+            "loom_changelog_next_record{{target=\"{t}\"}} {}",
+            st.next
+        );
+    }
+    help(
+        &mut out,
+        "loom_changelog_consumer_lag_records",
+        "gauge",
+        "Changelog records a registered consumer has not acknowledged: one that stops advancing grows, and keeps every record from being purged.",
+    );
+    for (t, st) in &logs {
+        for u in &st.users {
+            let _ = writeln!(
+                out,
+                "loom_changelog_consumer_lag_records{{target=\"{t}\",consumer=\"cl{}\"}} {}",
+                u.id,
+                st.lag(u)
+            );
+        }
+    }
     let commits = node.commit_figures();
     let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
     help(

@@ -161,6 +161,17 @@ impl Node {
         v
     }
 
+    /// Each hosted MDT's changelog bounds and consumers.
+    pub fn changelog_states(&self) -> Vec<(TargetId, loom_proto::changelog::ChangelogState)> {
+        let mut v: Vec<_> = self
+            .mdts
+            .iter()
+            .map(|(i, m)| (TargetId::mdt(*i), m.changelog_state()))
+            .collect();
+        v.sort_by_key(|(t, _)| *t);
+        v
+    }
+
     /// Counters a service keeps itself (checksums, scrub), by target.
     pub fn service_counters(&self) -> Vec<(TargetId, Vec<(String, u64)>)> {
         let mut v: Vec<(TargetId, Vec<(String, u64)>)> = self

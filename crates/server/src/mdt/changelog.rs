@@ -13,9 +13,7 @@
 use super::tx::{decode_record, encode_record, read_dentry, read_meta, store_err, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
-use loom_proto::changelog::{
-    ns, set, ChangeKind, ChangeRec, ChangelogState, ChangelogUser,
-};
+use loom_proto::changelog::{ns, set, ChangeKind, ChangeRec, ChangelogState, ChangelogUser};
 use loom_proto::msg::{FileKind, MdtRequest, Reply, ReqCtx, Time};
 use loom_proto::{Errno, Fid, Name};
 use loom_store::kv::{Batch, KvStore, Space};
@@ -84,7 +82,8 @@ impl Planned {
                 };
                 p(Kind::Named(k, *parent, name.clone()), 0)
             }
-            MdtRequest::Mkdir { parent, name, .. } | MdtRequest::MkdirStriped { parent, name, .. } => {
+            MdtRequest::Mkdir { parent, name, .. }
+            | MdtRequest::MkdirStriped { parent, name, .. } => {
                 p(Kind::Named(K::Mkdir, *parent, name.clone()), 0)
             }
             MdtRequest::Symlink { parent, name, .. } => {
@@ -254,7 +253,8 @@ impl Planned {
             }
             Kind::Moved(from, from_name, to, to_name) => {
                 let here_to = set_to(*to, to_name);
-                let here_from = t.name_removed(*from, from_name) || set_to(*from, from_name).is_some();
+                let here_from =
+                    t.name_removed(*from, from_name) || set_to(*from, from_name).is_some();
                 let fid = match (here_to, here_from) {
                     (Some(fid), _) => fid,
                     (None, true) => match before(*from, from_name)? {
@@ -456,7 +456,10 @@ impl MdtService {
         };
         drop(g);
         self.commit_through(ticket).await?;
-        tracing::info!("MDT{:04x}: changelog consumer cl{id} registered", self.index);
+        tracing::info!(
+            "MDT{:04x}: changelog consumer cl{id} registered",
+            self.index
+        );
         Ok(reply)
     }
 
@@ -472,7 +475,10 @@ impl MdtService {
         let (mut u, last) = {
             let s = self.changelog.lock();
             let u = s.users.iter().find(|u| u.id == user).cloned();
-            (u.ok_or_else(|| unknown_user(user))?, s.next.saturating_sub(1))
+            (
+                u.ok_or_else(|| unknown_user(user))?,
+                s.next.saturating_sub(1),
+            )
         };
         if upto > last {
             return Err(ServerError::refused(
@@ -514,7 +520,10 @@ impl MdtService {
         self.changelog.lock().users.retain(|u| u.id != user);
         drop(g);
         self.commit_through(ticket).await?;
-        tracing::info!("MDT{:04x}: changelog consumer cl{user} deregistered", self.index);
+        tracing::info!(
+            "MDT{:04x}: changelog consumer cl{user} deregistered",
+            self.index
+        );
         self.purge_changelog().await?;
         Ok(Reply::Ok)
     }
