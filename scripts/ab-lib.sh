@@ -7,6 +7,9 @@
 #       --osts 4` there, mounted at MNT; returns once it is mounted
 #   ab_wait_for LOG
 #       waits (30 s at most) until LOG says "mounted at"
+#   ab_run OUT LOOM NAME -- BENCH_COMPARE_ARGS...
+#       runs `LOOM bench compare ARGS` in OUT, its table in OUT/NAME.txt
+#       and its figures in OUT/NAME.json
 # Every script stops its clusters on exit (ab_cleanup, trapped by ab_init).
 
 declare -A bin
@@ -38,4 +41,11 @@ ab_fresh_cluster() {
     rm -rf "$st"
     "$loom" up --mdts 2 --osts 4 --dir "$st" --mount "$mnt" >"$log" 2>&1 &
     ab_wait_for "$log"
+}
+
+ab_run() {
+    local out=$1 loom=$2 name=$3
+    shift 4
+    (cd "$out" && timeout 900 "$loom" bench compare "$@" --no-progress \
+        --json "$out/$name.json" >"$out/$name.txt")
 }

@@ -22,8 +22,7 @@ rm -rf "$out" "$ext4"; mkdir -p "$out" "$ext4"
 run() { # NAME STATE ROUND -- bench compare arguments
     local name=$1 s=$2 round=$3
     shift 4
-    (cd "$out" && timeout 900 "$loom" bench compare "$@" --no-progress \
-        --json "$out/$name-$s-$round.json" >"$out/$name-$s-$round.txt")
+    ab_run "$out" "$loom" "$name-$s-$round" -- "$@"
 }
 
 for round in $(seq 1 "$rounds"); do

@@ -37,8 +37,7 @@ rm -rf "$out" "$ext4" "$tmpfs"; mkdir -p "$out" "$ext4" "$tmpfs"
 run() { # NAME BUILD ROUND LOOM -- bench compare arguments
     local name=$1 b=$2 round=$3 loom=$4
     shift 5
-    (cd "$out" && timeout 900 "$loom" bench compare "$@" --no-progress \
-        --json "$out/$name-$b-$round.json" >"$out/$name-$b-$round.txt")
+    ab_run "$out" "$loom" "$name-$b-$round" -- "$@"
 }
 
 for round in $(seq 1 "$rounds"); do

@@ -11,6 +11,7 @@ use loom_proto::msg::{Envelope, MdtRequest, MgsRequest, Reply, ReqCtx, Request, 
 use loom_proto::{Errno, Fid};
 use loom_rpc::{ClientOptions, ClusterKey, RpcClient, RpcError};
 use serde_json::Value;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// Runs one user's operations in directory argv[1] with Python's thin
@@ -60,15 +61,8 @@ fn fid_of_ino(ino: u64) -> String {
     Fid::from_ino(ino).to_string()
 }
 
-/// Every record of every MDT, as `loom changelog --json` prints them.
 fn changelog(c: &Cluster, extra: &[&str]) -> Vec<Value> {
-    let mnt = c.mnt.to_str().expect("utf-8");
-    let mut args = vec!["changelog", mnt, "--json"];
-    args.extend_from_slice(extra);
-    loom_ok(&args)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON record"))
-        .collect()
+    changelog_records(c, extra)
 }
 
 /// Run [`OPS`] in `dir`, as root or as nobody, under job `job`: the
@@ -80,22 +74,12 @@ fn run_ops(c: &Cluster, dir: &Path, job: &str, nobody: bool) -> (Vec<Value>, Vec
         &format!("{:?}", loom_bin().display().to_string()),
     );
     std::fs::write(&script, text).expect("write the script");
-    let jobvar = format!("SLURM_JOB_ID={job}");
-    let args = [
-        "env",
-        jobvar.as_str(),
-        "python3",
-        script.to_str().expect("utf-8"),
-        dir.to_str().expect("utf-8"),
-    ];
-    let o = if nobody {
-        as_nobody(&args)
-    } else {
-        std::process::Command::new(args[0])
-            .args(&args[1..])
-            .output()
-            .expect("python3")
-    };
+    let o = python3(nobody)
+        .env("SLURM_JOB_ID", job)
+        .arg(&script)
+        .arg(dir)
+        .output()
+        .expect("python3");
     assert!(
         o.status.success(),
         "the operations failed: {}",
@@ -201,15 +185,7 @@ fn every_operation_is_recorded_once_in_order_with_its_caller() {
 
     let all = changelog(&c, &[]);
     // Record numbers on each MDT run from 1 with no gap or repeat.
-    for mdt in [0, 1] {
-        let idx: Vec<u64> = all
-            .iter()
-            .filter(|r| r["mdt"] == mdt)
-            .map(|r| r["index"].as_u64().expect("index"))
-            .collect();
-        let want: Vec<u64> = (1..=idx.len() as u64).collect();
-        assert_eq!(idx, want, "MDT{mdt}'s record numbers");
-    }
+    assert_numbered_from_one(&all, &[0, 1]);
     let on = |mdt: u64, uid: u64| -> Vec<&Value> {
         all.iter()
             .filter(|r| r["mdt"] == mdt && r["uid"] == uid && r["type"] != "CLOSE")
@@ -259,18 +235,6 @@ fn every_operation_is_recorded_once_in_order_with_its_caller() {
     );
     let since = changelog(&c, &["--since", "3", "--mdt", "0"]);
     assert_eq!(since[0]["index"].as_u64(), Some(3));
-}
-
-/// GET /metrics from 127.0.0.1:`port`.
-fn scrape(port: u16) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to metrics");
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .expect("send");
-    let mut out = String::new();
-    s.read_to_string(&mut out).expect("read");
-    assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
-    out
 }
 
 fn key(c: &Cluster, file: &str) -> ClusterKey {
@@ -368,7 +332,7 @@ fn consumers_acknowledge_records_which_are_purged_up_to_the_slowest() {
         })
         .collect();
     assert_eq!(lags, vec![("cl1".into(), n), ("cl2".into(), n)]);
-    let metrics = scrape(c.port("metrics-mdt0").expect("the MDT's metrics port"));
+    let metrics = scrape_metrics(c.port("metrics-mdt0").expect("the MDT's metrics port"));
     for id in ["cl1", "cl2"] {
         let line = format!(
             "loom_changelog_consumer_lag_records{{target=\"MDT0000\",consumer=\"{id}\"}} {n}"
@@ -438,4 +402,103 @@ fn consumers_acknowledge_records_which_are_purged_up_to_the_slowest() {
     assert_eq!(later.len(), 1);
     assert_eq!(later[0]["index"].as_u64(), Some(n + 1));
     assert_eq!(later[0]["type"], "MKDIR");
+}
+
+/// Cross-MDT changes by an unprivileged user: each MDT they touch
+/// records its part once, flagged PART, with the user's identity and job.
+const CROSS: &str = r#"
+import json, os, sys
+a, b = sys.argv[1], sys.argv[2]          # directories on MDT0 and MDT1
+ino = lambda p: os.lstat(p).st_ino
+out = []
+def e(t, fid, mdts):
+    out.append(dict(type=t, fid=fid, mdts=mdts))
+os.close(os.open(a + "/f", os.O_CREAT | os.O_WRONLY, 0o644)); F = ino(a + "/f")
+e("CREAT", F, [0])
+os.rename(a + "/f", b + "/g"); e("RENME", F, [0, 1])
+os.link(b + "/g", b + "/l"); e("HLINK", F, [0, 1])
+os.unlink(b + "/l"); e("UNLNK", F, [0, 1])
+os.mkdir(b + "/d"); D = ino(b + "/d"); e("MKDIR", D, [1])
+os.rename(b + "/d", a + "/d2"); e("RENME", D, [0, 1])
+os.rmdir(a + "/d2"); e("RMDIR", D, [0, 1])
+print(json.dumps(out))
+"#;
+
+#[test]
+fn cross_mdt_changes_are_recorded_once_on_each_mdt_they_touch() {
+    let c = Cluster::up(2, 1, &[]);
+    let mnt = c.mnt.to_str().expect("utf-8");
+    let (a, b) = (c.path("a"), c.path("b"));
+    std::fs::create_dir(&a).expect("mkdir a");
+    loom_ok(&["mkdir", "-i", "1", b.to_str().expect("utf-8")]);
+    sh(&format!("chmod 1777 {} {}", a.display(), b.display()));
+    assert_eq!((mdt_of(&a), mdt_of(&b)), (0, 1));
+    loom_ok(&["changelog", "register", mnt]);
+    // Root's remote mkdir: the parent's MDT and the directory's each
+    // record it.
+    let r = c.path("r");
+    loom_ok(&["mkdir", "-i", "1", r.to_str().expect("utf-8")]);
+    let rfid = Fid::from_ino(std::fs::metadata(&r).expect("stat").ino()).to_string();
+    let script = c.tmp.path().join("cross.py");
+    std::fs::write(&script, CROSS).expect("write the script");
+    let o = python3(true)
+        .env("SLURM_JOB_ID", "cross-job")
+        .arg(&script)
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .expect("python3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let want: Vec<Value> = serde_json::from_slice(&o.stdout).expect("JSON");
+
+    let all = changelog_records(&c, &[]);
+    assert_numbered_from_one(&all, &[0, 1]);
+    for mdt in [0u64, 1] {
+        let mkdirs: Vec<&Value> = all
+            .iter()
+            .filter(|r| r["mdt"] == mdt && r["uid"] == 0 && r["type"] == "MKDIR")
+            .collect();
+        assert_eq!(mkdirs.len(), 1, "MDT{mdt}: root's remote mkdir");
+        assert_eq!(mkdirs[0]["fid"].as_str(), Some(rfid.as_str()));
+        assert_ne!(mkdirs[0]["flags"].as_u64().expect("flags") & 0x800, 0);
+        let got: Vec<(String, String)> = all
+            .iter()
+            .filter(|r| r["mdt"] == mdt && r["uid"] == 65534)
+            .filter(|r| r["type"] != "SATTR" && r["type"] != "CLOSE")
+            .map(|r| {
+                assert_eq!(r["gid"], 65534, "{r}");
+                assert_eq!(r["jobid"], "cross-job", "{r}");
+                (
+                    r["type"].as_str().expect("type").into(),
+                    r["fid"].as_str().expect("fid").into(),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, String)> = want
+            .iter()
+            .filter(|w| {
+                w["mdts"]
+                    .as_array()
+                    .expect("mdts")
+                    .contains(&Value::from(mdt))
+            })
+            .map(|w| {
+                let ino = w["fid"].as_u64().expect("ino");
+                (w["type"].as_str().expect("type").into(), fid_of_ino(ino))
+            })
+            .collect();
+        assert_eq!(got, expected, "MDT{mdt}'s records of the user's changes");
+        // The records of changes that span MDTs say so.
+        for r in all.iter().filter(|r| {
+            r["mdt"] == mdt
+                && r["uid"] == 65534
+                && ["RENME", "HLINK", "UNLNK", "RMDIR"].contains(&r["type"].as_str().unwrap_or(""))
+        }) {
+            assert_ne!(
+                r["flags"].as_u64().expect("flags") & 0x800,
+                0,
+                "PART in {r}"
+            );
+        }
+    }
 }

@@ -11,19 +11,7 @@
 //! mount's own endpoint (`--metrics-listen`) what that mount sent.
 mod common;
 use common::*;
-use std::io::{Read, Write};
 use std::process::Command;
-
-/// GET /metrics from 127.0.0.1:`port`.
-fn scrape(port: u16) -> String {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to metrics");
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .expect("send");
-    let mut out = String::new();
-    s.read_to_string(&mut out).expect("read");
-    assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
-    out
-}
 
 /// The value of the sample whose line starts with `series` in `text`.
 fn sample(text: &str, series: &str) -> Option<f64> {
@@ -137,7 +125,7 @@ fn jobstats_count_what_each_job_did() {
     // The same from the servers' metrics endpoints.
     let ports = c.ports();
     let port = |key: &str| ports.iter().find(|(k, _)| k == key).map(|(_, p)| *p);
-    let mdt_metrics = scrape(port("metrics-mdt0").expect("the MDT's metrics port"));
+    let mdt_metrics = scrape_metrics(port("metrics-mdt0").expect("the MDT's metrics port"));
     assert_eq!(
         sample(
             &mdt_metrics,
@@ -179,7 +167,7 @@ fn jobstats_count_what_each_job_did() {
     );
     let mut written = 0.0;
     for ost in ["ost0", "ost1"] {
-        let m = scrape(port(&format!("metrics-{ost}")).expect("an OST's metrics port"));
+        let m = scrape_metrics(port(&format!("metrics-{ost}")).expect("an OST's metrics port"));
         let t = ost.replace("ost", "OST000");
         written += sample(
             &m,
@@ -197,7 +185,7 @@ fn jobstats_count_what_each_job_did() {
         "{mdt_metrics}"
     );
     // The second mount's own metrics: what it sent.
-    let mine = scrape(m2_metrics);
+    let mine = scrape_metrics(m2_metrics);
     let sent = sample(&mine, "loom_client_requests_total{role=\"mdt\"}").unwrap_or(0.0);
     assert!(sent >= 1.0, "{mine}");
     assert!(
@@ -211,7 +199,7 @@ fn jobstats_count_what_each_job_did() {
     );
     // The stat after touch's create is answered from what the mount knows.
     std::fs::metadata(m2.join("work/by-myjob")).expect("stat");
-    let mine = scrape(m2_metrics);
+    let mine = scrape_metrics(m2_metrics);
     assert!(
         sample(&mine, "loom_client_lease_hits_total").is_some_and(|n| n >= 1.0),
         "{mine}"

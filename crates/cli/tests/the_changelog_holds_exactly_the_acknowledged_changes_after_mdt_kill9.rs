@@ -10,7 +10,7 @@ use loom_proto::Fid;
 use serde_json::Value;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Child;
 use std::time::Duration;
 
 /// A worker: `ops` random changes in DIR; once each is answered, the
@@ -47,18 +47,7 @@ json.dump(done, sys.stdout)
 "#;
 
 fn start_worker(dir: &Path, seed: u32, ops: u32, nobody: bool) -> Child {
-    let mut cmd = if nobody {
-        let mut c = Command::new("setpriv");
-        c.args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "/usr/bin/python3",
-        ]);
-        c
-    } else {
-        Command::new("python3")
-    };
+    let mut cmd = python3(nobody);
     cmd.arg("-c")
         .arg(WORKER)
         .arg(dir)
@@ -142,19 +131,8 @@ fn mdt_kill9_loops_keep_exactly_the_acknowledged_changes_in_the_changelog() {
     }
     assert!(replayed_in_logs(&c) > 0, "no kill found a change to replay");
 
-    let all: Vec<Value> = loom_ok(&["changelog", &mnt, "--json"])
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON record"))
-        .collect();
-    for mdt in [0, 1] {
-        let idx: Vec<u64> = all
-            .iter()
-            .filter(|r| r["mdt"] == mdt)
-            .map(|r| r["index"].as_u64().expect("index"))
-            .collect();
-        let want: Vec<u64> = (1..=idx.len() as u64).collect();
-        assert_eq!(idx, want, "MDT{mdt}'s record numbers");
-    }
+    let all = changelog_records(&c, &[]);
+    assert_numbered_from_one(&all, &[0, 1]);
     // Each marker, acknowledged and not committed when its MDT was
     // killed, is recorded once (the client replayed it).
     for (mdt, name) in &markers {

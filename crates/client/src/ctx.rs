@@ -177,6 +177,7 @@ impl CtxFactory {
             uid: c.uid,
             gid: c.gid,
             groups: c.groups.clone(),
+            step_of: None,
         }
     }
 

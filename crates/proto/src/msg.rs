@@ -96,6 +96,11 @@ pub struct ReqCtx {
     pub gid: u32,
     /// Caller's supplementary groups.
     pub groups: Vec<u32>,
+    /// Set by an MDT on the steps it asks of other MDTs for a client's
+    /// change (the rest of the context is that client's): what the
+    /// change records in the changelog, so that each MDT it touches
+    /// records its part.
+    pub step_of: Option<crate::changelog::ChangeKind>,
 }
 
 /// A request body.
@@ -973,6 +978,7 @@ mod tests {
                 uid: 1000,
                 gid: 100,
                 groups: vec![4, 5],
+                step_of: None,
             },
             req: Request::Mdt(MdtRequest::Rename {
                 parent: Fid::ROOT,

@@ -121,9 +121,23 @@ impl Peers {
         bulk: Bytes,
         timeout: Duration,
     ) -> Result<(Reply, Vec<u8>), ServerError> {
+        self.call_as(target, self.ctx.clone(), req, bulk, timeout)
+            .await
+    }
+
+    /// As [`Peers::call`], under context `ctx` (a client's, for a step of
+    /// its change) rather than the server's own.
+    pub async fn call_as(
+        self: &Arc<Self>,
+        target: TargetId,
+        ctx: ReqCtx,
+        req: impl Into<Request>,
+        bulk: Bytes,
+        timeout: Duration,
+    ) -> Result<(Reply, Vec<u8>), ServerError> {
         let mut env = Envelope {
             target,
-            ctx: self.ctx.clone(),
+            ctx,
             req: req.into(),
         };
         let mut hops = 0;

@@ -96,6 +96,62 @@ pub fn sh(cmd: &str) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// A `python3` command, run as root or (`nobody`) as uid and gid 65534
+/// with no supplementary groups; the system's python, since a per-user
+/// install may be closed to other users.
+pub fn python3(nobody: bool) -> Command {
+    if nobody {
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "/usr/bin/python3",
+        ]);
+        c
+    } else {
+        Command::new("python3")
+    }
+}
+
+/// GET /metrics from 127.0.0.1:`port`.
+pub fn scrape_metrics(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to metrics");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .expect("send");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("read");
+    assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+    out
+}
+
+/// Every changelog record of every MDT (`loom changelog MOUNT --json
+/// EXTRA`), in the order printed.
+pub fn changelog_records(c: &Cluster, extra: &[&str]) -> Vec<serde_json::Value> {
+    let mnt = c.mnt.to_str().expect("utf-8");
+    let mut args = vec!["changelog", mnt, "--json"];
+    args.extend_from_slice(extra);
+    loom_ok(&args)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON record"))
+        .collect()
+}
+
+/// Each of `mdts`' records in `all` are numbered from 1 with no gap or
+/// repeat.
+pub fn assert_numbered_from_one(all: &[serde_json::Value], mdts: &[u64]) {
+    for &mdt in mdts {
+        let idx: Vec<u64> = all
+            .iter()
+            .filter(|r| r["mdt"] == mdt)
+            .map(|r| r["index"].as_u64().expect("index"))
+            .collect();
+        let want: Vec<u64> = (1..=idx.len() as u64).collect();
+        assert_eq!(idx, want, "MDT{mdt}'s record numbers");
+    }
+}
+
 /// Spawn `cmd` and wait (bounded) for a stdout line starting with `ready`.
 pub fn spawn_until(cmd: Command, ready: &str, what: &str, log: &Path) -> Child {
     spawn_until_or(cmd, ready, what, log, String::new)

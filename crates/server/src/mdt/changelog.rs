@@ -10,11 +10,11 @@
 //! under `changelog/user/<id>`. The MDT records while a consumer is
 //! registered, as Lustre does, so a file system without one pays nothing.
 
-use super::tx::{decode_record, encode_record, read_dentry, read_meta, store_err, Tx};
+use super::tx::{decode_record, encode_record, read_dentry, read_inode, read_meta, store_err, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
 use loom_proto::changelog::{ns, set, ChangeKind, ChangeRec, ChangelogState, ChangelogUser};
-use loom_proto::msg::{FileKind, MdtRequest, Reply, ReqCtx, Time};
+use loom_proto::msg::{FileKind, MdtRequest, PeerRequest, Reply, ReqCtx, Time};
 use loom_proto::{Errno, Fid, Name};
 use loom_store::kv::{Batch, KvStore, Space};
 use std::collections::BTreeMap;
@@ -58,9 +58,12 @@ enum Kind {
     Unnamed(ChangeKind, Fid, Name),
     /// A rename: (from dir, from name, to dir, to name).
     Moved(Fid, Name, Fid, Name),
-    /// A change of inode `fid` (attributes, xattrs, layout, close); the
-    /// name is the xattr's.
+    /// A change of inode `fid` (attributes, xattrs, layout, close; or its
+    /// removal); the name is the xattr's.
     Inode(ChangeKind, Fid, Option<Name>),
+    /// The inode the transaction makes, named in directory `parent` on
+    /// another MDT (a remote directory, or a striped one's master).
+    Made(ChangeKind, Fid),
 }
 
 impl Planned {
@@ -195,6 +198,52 @@ impl Planned {
         }
     }
 
+    /// The record kind of the client operation.
+    pub fn change_kind(&self) -> ChangeKind {
+        match &self.kind {
+            Kind::Named(k, ..) | Kind::Unnamed(k, ..) | Kind::Inode(k, ..) | Kind::Made(k, _) => *k,
+            Kind::Moved(..) => ChangeKind::Rename,
+        }
+    }
+
+    /// What a step another MDT asks of this one records, as its part of
+    /// a client's change of kind `of` (see `ReqCtx::step_of`): flagged
+    /// [`ns::PART`], the rest of the change being recorded by the MDTs
+    /// that did it. Every step is named here, as requests are in
+    /// [`Planned::of`].
+    pub fn of_step(req: &PeerRequest, of: ChangeKind) -> Option<Planned> {
+        let p = |kind| {
+            Some(Planned {
+                kind,
+                flags: ns::PART,
+            })
+        };
+        match req {
+            // A remote directory, or a striped one's master (part 0):
+            // the directory itself. Other shards are its inner objects.
+            PeerRequest::MakeDirObject { intent, dir } if intent.index == 0 => {
+                p(Kind::Made(of, dir.parent))
+            }
+            PeerRequest::SetEntry { dir, name, to, .. } => match to {
+                Some(_) => p(Kind::Named(of, *dir, name.clone())),
+                None => p(Kind::Unnamed(of, *dir, name.clone())),
+            },
+            PeerRequest::Relink { fid, .. } | PeerRequest::DestroyDir { fid } => {
+                p(Kind::Inode(of, *fid, None))
+            }
+            PeerRequest::MakeDirObject { .. }
+            | PeerRequest::UndoDirObject { .. }
+            | PeerRequest::SealDir { .. }
+            | PeerRequest::UnsealDir { .. }
+            | PeerRequest::ForgetIntent { .. }
+            | PeerRequest::ReadInode { .. }
+            | PeerRequest::ReadEntry { .. }
+            | PeerRequest::TreeLock { .. }
+            | PeerRequest::AdoptInodes { .. }
+            | PeerRequest::PutEntries { .. } => None,
+        }
+    }
+
     /// The records of this operation's transaction `t` (not yet applied,
     /// so the store still shows what it replaces), by `ctx`, without their
     /// numbers. Empty when `t` changes nothing the record is about (a
@@ -278,10 +327,32 @@ impl Planned {
             }
             Kind::Inode(k, fid, name) => match t.touched(*fid) {
                 Some(Some(r)) => vec![rec(*k, *fid, r.parent, name.clone())],
-                _ => Vec::new(),
+                // Removed: its parent as it was.
+                Some(None) => {
+                    let parent = read_inode(t.store(), *fid).map_or(Fid::new(0, 0), |r| r.parent);
+                    let mut r = rec(*k, *fid, parent, name.clone());
+                    r.flags |= ns::LAST_LINK;
+                    vec![r]
+                }
+                None => Vec::new(),
             },
+            Kind::Made(k, parent) => t
+                .created()
+                .iter()
+                .map(|fid| rec(*k, *fid, *parent, None))
+                .collect(),
         })
     }
+}
+
+/// A step another MDT asks of this one for a client's change: the
+/// client's context, and what the step records (nothing when it is not
+/// part of a recorded change).
+pub struct Step<'a> {
+    /// The client's context, as the coordinating MDT sent it.
+    pub ctx: &'a ReqCtx,
+    /// What the step records.
+    pub plan: Option<Planned>,
 }
 
 /// The changelog of one MDT, in memory: its bounds and consumers (the
@@ -563,6 +634,19 @@ impl MdtService {
                 s.first = first.unwrap_or(s.next);
                 return Ok(());
             }
+        }
+    }
+
+    /// The records of step `step`'s transaction `t`, when this MDT
+    /// records.
+    pub(super) fn step_records(
+        &self,
+        step: &Step<'_>,
+        t: &Tx<'_>,
+    ) -> Result<Vec<ChangeRec>, ServerError> {
+        match &step.plan {
+            Some(p) if self.changelog.recording() => p.records(t, step.ctx),
+            _ => Ok(Vec::new()),
         }
     }
 

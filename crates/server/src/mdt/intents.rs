@@ -362,7 +362,7 @@ impl MdtService {
         drop(g);
         self.resolve_on_error(self.commit_through(ticket).await)?;
         fail::point("mkdir_striped:logged");
-        let made = match self.make_parts(id, &op).await {
+        let made = match self.make_parts(id, &op, Self::step_ctx(ctx)).await {
             Ok(m) => m,
             Err(e) => {
                 self.give_up_mkdir(id, &op).await;
@@ -441,7 +441,7 @@ impl MdtService {
 
     /// Make every part of mkdir intent `id`: the shards, then the master
     /// that lists them. The master's entry.
-    async fn make_parts(self: &Arc<Self>, id: u64, op: &IntentOp) -> Handled {
+    async fn make_parts(self: &Arc<Self>, id: u64, op: &IntentOp, step: Option<ReqCtx>) -> Handled {
         let IntentOp::Mkdir { dir, mdts, .. } = op else {
             return Err(ServerError::refused(Errno::EINVAL, "not a mkdir intent"));
         };
@@ -484,7 +484,9 @@ impl MdtService {
         }
         let others = (mdts.len() > 1).then_some(others);
         let master = mdts.first().copied().unwrap_or(self.index);
-        self.mdt_call(master, part(0, others)).await
+        // The master (or the remote directory) is the directory itself:
+        // its MDT records the mkdir's part.
+        self.mdt_call_as(master, part(0, others), step).await
     }
 
     /// Undo mkdir intent `id`, whose request is answered with an error:
@@ -657,7 +659,7 @@ impl MdtService {
         }
         self.resolve_on_error(self.set_intent(id, Some(&rec)).await)?;
         fail::point("rmdir_distributed:sealed");
-        if let Err(e) = self.destroy_all(&shards).await {
+        if let Err(e) = self.destroy_all(&shards, Self::step_ctx(rq)).await {
             tracing::warn!(
                 id,
                 "destroying a removed directory's shards: {e}; will retry"
@@ -734,9 +736,14 @@ impl MdtService {
     pub(super) async fn destroy_all(
         self: &Arc<Self>,
         shards: &[(u32, Fid)],
+        step: Option<ReqCtx>,
     ) -> Result<(), ServerError> {
-        for (mdt, fid) in shards {
-            self.mdt_call(*mdt, PeerRequest::DestroyDir { fid: *fid })
+        // The first object is the directory itself (or a striped one's
+        // master): its MDT records the removal's part; shards are not
+        // recorded.
+        for (i, (mdt, fid)) in shards.iter().enumerate() {
+            let step = step.clone().filter(|_| i == 0);
+            self.mdt_call_as(*mdt, PeerRequest::DestroyDir { fid: *fid }, step)
                 .await?;
         }
         Ok(())
@@ -875,7 +882,8 @@ impl MdtService {
                 // Finished, not undone: its entry may have been seen (and
                 // used) before the crash took it back; parts are made again
                 // only where missing.
-                let Reply::Entry { attr, layout } = self.make_parts(id, &rec.op).await? else {
+                let Reply::Entry { attr, layout } = self.make_parts(id, &rec.op, None).await?
+                else {
                     return Err(ServerError::peer(
                         Errno::EPROTO,
                         "MakeDirObject answered no entry",
@@ -924,7 +932,7 @@ impl MdtService {
                 shards,
                 destroying: true,
             } => {
-                self.destroy_all(&shards).await?;
+                self.destroy_all(&shards, None).await?;
                 let fid = shards.first().map(|s| s.1).unwrap_or_default();
                 let (ctx, cur) = answering(rec.reply_to);
                 let rq = Rq {

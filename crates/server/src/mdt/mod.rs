@@ -789,9 +789,9 @@ impl MdtService {
 
     /// Handle a step of an operation another MDT coordinates (the
     /// transport has checked that the sender holds the cluster key).
-    pub async fn handle_peer(self: &Arc<Self>, _ctx: &ReqCtx, req: PeerRequest) -> Handled {
+    pub async fn handle_peer(self: &Arc<Self>, ctx: &ReqCtx, req: PeerRequest) -> Handled {
         self.stats.count(req.op().name);
-        self.participant(req).await
+        self.participant(ctx, req).await
     }
 
     /// Take a client's replays (see `recovery`); its last waits until the

@@ -41,7 +41,9 @@ use super::tx::{read_dentry, read_inode, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
 use crate::fail;
-use loom_proto::msg::{self, rename_flags, Attr, FileKind, IntentRef, PeerRequest, Reply, Time};
+use loom_proto::msg::{
+    self, rename_flags, Attr, FileKind, IntentRef, PeerRequest, Reply, ReqCtx, Time,
+};
 use loom_proto::{Errno, Fid, Layout, Name};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -412,6 +414,7 @@ impl MdtService {
             return Err(self.undo_rename(id, p, e).await);
         }
         let (to_nlink, from_nlink) = p.nlinks();
+        let mut steps = super::remote::StepLog::new(rq, self.index);
         let set = PeerRequest::SetEntry {
             intent: self.part(id, 0),
             dir: p.to.dir,
@@ -421,7 +424,7 @@ impl MdtService {
             nlink: to_nlink,
             maker: p.maker,
         };
-        match self.mdt_call(p.to.mdt, set).await {
+        match self.mdt_call_as(p.to.mdt, set, steps.to(p.to.mdt)).await {
             Ok(_) => {}
             Err(e) if is_refusal(&e) => return Err(self.undo_rename(id, p, e).await),
             Err(e) => return Err(Failed::Left(e)),
@@ -438,8 +441,12 @@ impl MdtService {
         };
         let parent = moved.then_some(p.to.dir);
         gone_is_done(
-            self.mdt_call(p.src.mdt, relink(1, p.src.fid, 0, parent, None))
-                .await,
+            self.mdt_call_as(
+                p.src.mdt,
+                relink(1, p.src.fid, 0, parent, None),
+                steps.to(p.src.mdt),
+            )
+            .await,
         )?;
         fail::point("rename_distributed:inode_moved");
         let mut reply = Reply::Ok;
@@ -447,15 +454,22 @@ impl MdtService {
             Some(d) if p.exchange => {
                 let parent = moved.then_some(p.from.dir);
                 gone_is_done(
-                    self.mdt_call(d.mdt, relink(2, d.fid, 0, parent, None))
+                    self.mdt_call_as(d.mdt, relink(2, d.fid, 0, parent, None), steps.to(d.mdt))
                         .await,
                 )?;
             }
-            Some(d) if d.kind == FileKind::Dir => self.destroy_all(&p.replaced).await?,
+            Some(d) if d.kind == FileKind::Dir => {
+                let first = p.replaced.first().map_or(self.index, |(m, _)| *m);
+                self.destroy_all(&p.replaced, steps.to(first)).await?
+            }
             Some(d) => {
                 let r = gone_is_done(
-                    self.mdt_call(d.mdt, relink(2, d.fid, -1, None, p.keep_for))
-                        .await,
+                    self.mdt_call_as(
+                        d.mdt,
+                        relink(2, d.fid, -1, None, p.keep_for),
+                        steps.to(d.mdt),
+                    )
+                    .await,
                 )?;
                 if let Reply::Orphaned { .. } = r {
                     reply = r;
@@ -701,7 +715,8 @@ impl MdtService {
             keep_for: None,
             maker: op.maker,
         };
-        let reply = match self.mdt_call(op.mdt, add).await {
+        let step = Self::step_ctx(rq);
+        let reply = match self.mdt_call_as(op.mdt, add, step.clone()).await {
             Ok(r @ Reply::Entry { .. }) => r,
             Ok(other) => {
                 return Err(Failed::Left(ServerError::peer(
@@ -732,7 +747,12 @@ impl MdtService {
             };
             let rec = super::intents::IntentRec::new(None, IntentOp::Link(aborted));
             self.set_intent(id, Some(&rec)).await?;
-            self.unlink_part(id, op).await?;
+            // The link count it recorded is recorded going back.
+            let undo = step.map(|c| ReqCtx {
+                step_of: Some(loom_proto::changelog::ChangeKind::Unlink),
+                ..c
+            });
+            self.unlink_part(id, op, undo).await?;
             return Err(Failed::Undone(exists(&op.name)));
         }
         let e = DentryRec {
@@ -746,7 +766,12 @@ impl MdtService {
     }
 
     /// Undo a link's new link count (part 1), then its intent.
-    async fn unlink_part(self: &Arc<Self>, id: u64, op: &LinkIntent) -> Result<(), ServerError> {
+    async fn unlink_part(
+        self: &Arc<Self>,
+        id: u64,
+        op: &LinkIntent,
+        step: Option<ReqCtx>,
+    ) -> Result<(), ServerError> {
         let req = PeerRequest::Relink {
             intent: self.part(id, 1),
             fid: op.fid,
@@ -755,7 +780,7 @@ impl MdtService {
             keep_for: None,
             maker: op.maker,
         };
-        self.mdt_call(op.mdt, req).await?;
+        self.mdt_call_as(op.mdt, req, step).await?;
         self.set_intent(id, None).await
     }
 
@@ -767,7 +792,7 @@ impl MdtService {
         op: &LinkIntent,
     ) -> Result<(), ServerError> {
         if op.aborted {
-            return self.unlink_part(id, op).await;
+            return self.unlink_part(id, op, None).await;
         }
         let (ctx, cur) = answering(reply_to);
         let rq = Rq {
@@ -846,7 +871,7 @@ impl MdtService {
             keep_for: op.keep_for,
             maker: op.maker,
         };
-        let reply = match self.mdt_call(op.mdt, req).await {
+        let reply = match self.mdt_call_as(op.mdt, req, Self::step_ctx(rq)).await {
             Ok(r @ Reply::Orphaned { .. }) => r,
             Ok(_) => Reply::Ok,
             // The inode is gone: only its entry is left to remove.

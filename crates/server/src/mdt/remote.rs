@@ -13,14 +13,16 @@
 //! takes no new entries until the coordinator destroys or unseals it.
 
 use super::attrs::new_attr;
+use super::changelog::{Planned, Step};
 use super::leases::Touched;
 use super::records::{DentryRec, InodeRec, INODE_REC_VERSION};
 use super::tx::{read_inode, read_meta, store_err, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
+use loom_proto::changelog::ChangeRec;
 use loom_proto::lease;
 use loom_proto::msg::{
-    DirObject, FileKind, IntentRef, MdtRequest, PeerRequest, Reply, TargetId, Time,
+    DirObject, FileKind, IntentRef, MdtRequest, PeerRequest, Reply, ReqCtx, TargetId, Time,
 };
 use loom_proto::{Errno, Fid, Layout, Name};
 use loom_store::kv::{Space, Ticket};
@@ -46,6 +48,34 @@ pub(super) fn made_key(i: IntentRef) -> String {
 /// Meta key of the file system's tree lock (on MDT0): the (MDT, intent)
 /// that holds it.
 const TREE_LOCK: &str = "tree_lock";
+
+/// The steps of one client change sent to other MDTs: each MDT records
+/// its part once, with its first step (a rename may send two to one MDT);
+/// the coordinating MDT records the change itself.
+pub(super) struct StepLog {
+    ctx: Option<ReqCtx>,
+    recorded: Vec<u32>,
+}
+
+impl StepLog {
+    /// The steps of `rq`'s change on MDT `me` (see [`MdtService::step_ctx`]).
+    pub(super) fn new(rq: &super::Rq<'_>, me: u32) -> StepLog {
+        StepLog {
+            ctx: MdtService::step_ctx(rq),
+            recorded: vec![me],
+        }
+    }
+
+    /// The context of the next step sent to `mdt`: recorded there only
+    /// if it is the first.
+    pub(super) fn to(&mut self, mdt: u32) -> Option<ReqCtx> {
+        if self.recorded.contains(&mdt) {
+            return None;
+        }
+        self.recorded.push(mdt);
+        self.ctx.clone()
+    }
+}
 
 /// What a `SetEntry` part changes.
 struct SetEntry {
@@ -128,6 +158,45 @@ impl MdtService {
             .ok_or_else(|| ServerError::refused(Errno::ESTALE, format!("no MDT owns {fid}")))
     }
 
+    /// The context a step of `rq`'s change is sent under: the client's,
+    /// not resendable, with what the change records (see
+    /// `ReqCtx::step_of`); `None` for a change that records nothing.
+    pub(super) fn step_ctx(rq: &super::Rq<'_>) -> Option<ReqCtx> {
+        let kind = rq.log?.change_kind();
+        Some(ReqCtx {
+            seq: 0,
+            acked_below: 0,
+            step_of: Some(kind),
+            ..rq.ctx.clone()
+        })
+    }
+
+    /// As [`Self::mdt_call`], for a step of a client's change sent under
+    /// `step` (see [`Self::step_ctx`]): another MDT records its part.
+    pub(super) async fn mdt_call_as(
+        self: &Arc<Self>,
+        mdt: u32,
+        req: PeerRequest,
+        step: Option<ReqCtx>,
+    ) -> Handled {
+        match step {
+            Some(ctx) if mdt != self.index => {
+                let (reply, _) = self
+                    .peers
+                    .call_as(
+                        TargetId::mdt(mdt),
+                        ctx,
+                        req,
+                        bytes::Bytes::new(),
+                        PEER_TIMEOUT,
+                    )
+                    .await?;
+                Ok(reply)
+            }
+            _ => self.mdt_call(mdt, req).await,
+        }
+    }
+
     /// Send a part of a cross-MDT operation to MDT `mdt` (done here
     /// directly when that is this MDT).
     pub(super) async fn mdt_call(self: &Arc<Self>, mdt: u32, req: PeerRequest) -> Handled {
@@ -135,7 +204,9 @@ impl MdtService {
             // In a task of its own, as a peer's request would run.
             let me = self.clone();
             let again = req.clone();
-            let r = tokio::spawn(async move { me.participant(req).await })
+            // Not recorded as a step (no `step_of`): the change's own
+            // record on this MDT covers it.
+            let r = tokio::spawn(async move { me.participant(&ReqCtx::default(), req).await })
                 .await
                 .map_err(|e| ServerError::internal(format!("cross-MDT step failed: {e}")))?;
             return match r {
@@ -185,19 +256,23 @@ impl MdtService {
 
     /// Handle one part of an operation another MDT (or this one)
     /// coordinates.
-    pub(super) async fn participant(self: &Arc<Self>, req: PeerRequest) -> Handled {
+    pub(super) async fn participant(self: &Arc<Self>, ctx: &ReqCtx, req: PeerRequest) -> Handled {
         let routed_by = super::migrate::peer_routed_by(&req);
         if let Some(moved) = self.moved_reply(routed_by) {
             return Ok(moved);
         }
         // Moved while it waited for the namespace lock: it found nothing.
-        match self.participant_here(req).await {
+        match self.participant_here(ctx, req).await {
             Err(e) if e.errno() == Errno::ENOENT => self.moved_reply(routed_by).ok_or(e),
             r => r,
         }
     }
 
-    async fn participant_here(self: &Arc<Self>, req: PeerRequest) -> Handled {
+    async fn participant_here(self: &Arc<Self>, ctx: &ReqCtx, req: PeerRequest) -> Handled {
+        let step = Step {
+            ctx,
+            plan: ctx.step_of.and_then(|k| Planned::of_step(&req, k)),
+        };
         match req {
             PeerRequest::AdoptInodes {
                 intent,
@@ -206,11 +281,13 @@ impl MdtService {
                 entries,
             } => self.adopt_inodes(intent, dir, inodes, entries).await,
             PeerRequest::PutEntries { dir, entries, .. } => self.put_entries(dir, entries).await,
-            PeerRequest::MakeDirObject { intent, dir } => self.make_dir_object(intent, dir).await,
+            PeerRequest::MakeDirObject { intent, dir } => {
+                self.make_dir_object(&step, intent, dir).await
+            }
             PeerRequest::UndoDirObject { intent } => self.undo_dir_object(intent).await,
             PeerRequest::SealDir { fid } => self.seal_dir(fid).await,
             PeerRequest::UnsealDir { fid } => self.unseal_dir(fid).await,
-            PeerRequest::DestroyDir { fid } => self.destroy_dir(fid).await,
+            PeerRequest::DestroyDir { fid } => self.destroy_dir(&step, fid).await,
             PeerRequest::ForgetIntent { coord, id } => self.forget_intent(coord, id).await,
             PeerRequest::ReadInode { fid } => {
                 let r = read_inode(&*self.store, fid)?;
@@ -245,7 +322,7 @@ impl MdtService {
                     to,
                     nlink,
                 };
-                self.set_entry(intent, set, maker).await
+                self.set_entry(&step, intent, set, maker).await
             }
             PeerRequest::Relink {
                 intent,
@@ -255,7 +332,7 @@ impl MdtService {
                 keep_for,
                 maker,
             } => {
-                self.relink(intent, fid, nlink, parent, keep_for, maker)
+                self.relink(&step, intent, fid, nlink, parent, keep_for, maker)
                     .await
             }
             PeerRequest::TreeLock { coord, id, lock } => self.tree_lock(coord, id, lock).await,
@@ -271,14 +348,31 @@ impl MdtService {
         reply: Reply,
         applied: impl FnOnce(),
     ) -> Handled {
-        let ticket = self.apply_step(t)?;
+        self.commit_logged(t, g, reply, Vec::new(), applied).await
+    }
+
+    /// As [`Self::commit_step`], with the step's changelog records.
+    async fn commit_logged(
+        &self,
+        t: Tx<'_>,
+        g: tokio::sync::MutexGuard<'_, ()>,
+        reply: Reply,
+        log: Vec<ChangeRec>,
+        applied: impl FnOnce(),
+    ) -> Handled {
+        let ticket = self.apply_batch(None, t, false, log)?;
         applied();
         drop(g);
         self.commit_through(ticket).await?;
         Ok(reply)
     }
 
-    async fn make_dir_object(self: &Arc<Self>, intent: IntentRef, new: DirObject) -> Handled {
+    async fn make_dir_object(
+        self: &Arc<Self>,
+        step: &Step<'_>,
+        intent: IntentRef,
+        new: DirObject,
+    ) -> Handled {
         self.ensure_fid_room().await?;
         let g = self.ns.lock().await;
         if let Some(fid) = read_meta::<Fid>(&*self.store, &made_key(intent))? {
@@ -330,7 +424,8 @@ impl MdtService {
             // never split by themselves (see `restripe`).
             t.put_meta(&super::restripe::shard_key(fid), &fid)?;
         }
-        self.commit_step(t, g, reply, || {}).await
+        let log = self.step_records(step, &t)?;
+        self.commit_logged(t, g, reply, log, || {}).await
     }
 
     async fn undo_dir_object(self: &Arc<Self>, intent: IntentRef) -> Handled {
@@ -391,7 +486,7 @@ impl MdtService {
         .await
     }
 
-    async fn destroy_dir(self: &Arc<Self>, fid: Fid) -> Handled {
+    async fn destroy_dir(self: &Arc<Self>, step: &Step<'_>, fid: Fid) -> Handled {
         let g = self.ns.lock().await;
         if read_inode(&*self.store, fid).is_err() {
             return Ok(Reply::Ok);
@@ -407,7 +502,8 @@ impl MdtService {
         let mut t = Tx::new(&*self.store);
         t.delete_inode(fid)?;
         t.batch.delete(Space::Meta, sealed_key(fid).into_bytes());
-        self.commit_step(t, g, Reply::Ok, || {
+        let log = self.step_records(step, &t)?;
+        self.commit_logged(t, g, Reply::Ok, log, || {
             self.sealed.set().remove(&fid);
         })
         .await
@@ -440,18 +536,20 @@ impl MdtService {
     /// its kernel, which holds the directories' locks), then committed.
     async fn commit_part(
         &self,
+        step: &Step<'_>,
         mut t: Tx<'_>,
         g: tokio::sync::MutexGuard<'_, ()>,
         maker: u64,
         reply: Reply,
     ) -> Result<(Reply, Ticket), ServerError> {
+        let log = self.step_records(step, &t)?;
         let e = t.take_effects();
         let touched = Touched {
             conflicts: lease::touched_by_change(&e),
             grants: Vec::new(),
         };
         let applied = self.leases.apply(maker, None, &touched, true, || {
-            self.apply_batch(None, t, false, Vec::new())
+            self.apply_batch(None, t, false, log)
         })?;
         let (ticket, _, late) =
             applied.map_err(|_| ServerError::internal("a late change was refused for leases"))?;
@@ -467,7 +565,13 @@ impl MdtService {
         read_meta::<Reply>(&*self.store, &made_key(intent))
     }
 
-    async fn set_entry(self: &Arc<Self>, intent: IntentRef, s: SetEntry, maker: u64) -> Handled {
+    async fn set_entry(
+        self: &Arc<Self>,
+        step: &Step<'_>,
+        intent: IntentRef,
+        s: SetEntry,
+        maker: u64,
+    ) -> Handled {
         let g = self.ns.lock().await;
         if let Some(r) = self.done_part(intent)? {
             return Ok(r);
@@ -497,11 +601,13 @@ impl MdtService {
         t.dir_changed(s.dir, s.nlink, Time::now())?;
         t.put_meta(&made_key(intent), &Reply::Ok)?;
         crate::fail::point("set_entry");
-        Ok(self.commit_part(t, g, maker, Reply::Ok).await?.0)
+        Ok(self.commit_part(step, t, g, maker, Reply::Ok).await?.0)
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn relink(
         self: &Arc<Self>,
+        step: &Step<'_>,
         intent: IntentRef,
         fid: Fid,
         nlink: i32,
@@ -547,7 +653,7 @@ impl MdtService {
             Reply::Orphaned { fid } => Some(*fid),
             _ => None,
         };
-        let (r, ticket) = self.commit_part(t, g, maker, reply).await?;
+        let (r, ticket) = self.commit_part(step, t, g, maker, reply).await?;
         if let Some(f) = orphan {
             self.orphan_made(f);
         }

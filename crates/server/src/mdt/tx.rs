@@ -69,6 +69,8 @@ pub struct Tx<'a> {
     names: Vec<(Fid, Name, Option<Fid>)>,
     /// Change in the number of inodes.
     pub inode_delta: i64,
+    /// Inodes it makes.
+    created: Vec<Fid>,
 }
 
 impl<'a> Tx<'a> {
@@ -80,6 +82,7 @@ impl<'a> Tx<'a> {
             inodes: BTreeMap::new(),
             names: Vec::new(),
             inode_delta: 0,
+            created: Vec::new(),
         }
     }
 
@@ -113,6 +116,7 @@ impl<'a> Tx<'a> {
     /// A new inode.
     pub fn create_inode(&mut self, rec: InodeRec) {
         self.inode_delta += 1;
+        self.created.push(rec.attr.fid);
         self.inodes.insert(rec.attr.fid, Some(rec));
     }
 
@@ -207,6 +211,11 @@ impl<'a> Tx<'a> {
             .rev()
             .find(|(d, n, _)| *d == dir && n == name)
             .map(|(_, _, f)| *f)
+    }
+
+    /// The inodes this transaction makes.
+    pub fn created(&self) -> &[Fid] {
+        &self.created
     }
 
     /// Inode `fid` as this transaction leaves it: `None` if it does not
