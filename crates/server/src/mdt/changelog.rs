@@ -17,7 +17,6 @@ use loom_proto::changelog::{ns, set, ChangeKind, ChangeRec, ChangelogState, Chan
 use loom_proto::msg::{FileKind, MdtRequest, PeerRequest, Reply, ReqCtx, Time};
 use loom_proto::{Errno, Fid, Name};
 use loom_store::kv::{Batch, KvStore, Space};
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -661,10 +660,4 @@ fn unknown_user(user: u32) -> ServerError {
         Errno::ENOENT,
         format!("no changelog consumer cl{user} is registered"),
     )
-}
-
-/// The records of each consumer's lag, by MDT, for metrics: (consumer
-/// id, records not acknowledged).
-pub fn lags(s: &ChangelogState) -> BTreeMap<u32, u64> {
-    s.users.iter().map(|u| (u.id, s.lag(u))).collect()
 }

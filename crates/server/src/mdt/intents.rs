@@ -36,7 +36,8 @@ use super::MdtService;
 use crate::error::{Handled, ServerError};
 use crate::fail;
 use loom_proto::msg::{
-    Attr, DirObject, DirStripe, FileKind, IntentRef, PeerRequest, Reply, ReqCtx, Role, Time,
+    Attr, DirObject, DirStripe, FileKind, IntentRef, MdtRequest, PeerRequest, Reply, ReqCtx, Role,
+    Time,
 };
 use loom_proto::{Errno, Fid, Layout, Name};
 use loom_store::kv::Space;
@@ -46,8 +47,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Version of the intent record (2: `DirObject` carries the default
-/// compression; version 1 records are still read).
-const INTENT_REC_VERSION: u8 = 2;
+/// compression; 3: the record keeps its caller; versions 1 and 2 are
+/// still read).
+const INTENT_REC_VERSION: u8 = 3;
 /// Meta key of the next intent id: ids are never reused, since the parts
 /// done for an intent are found again by its id.
 pub const NEXT_INTENT: &str = "next_intent";
@@ -64,6 +66,10 @@ pub struct IntentRec {
     pub reply_to: Option<(u64, u64, u64)>,
     /// What is being done.
     pub op: IntentOp,
+    /// The client's context when the operation is a client's change, so
+    /// that a roll-forward after a crash records it in the changelog as
+    /// that client's.
+    pub caller: Option<ReqCtx>,
 }
 
 /// The operations that have intents. Variants are append-only.
@@ -112,16 +118,73 @@ impl IntentRec {
             version: INTENT_REC_VERSION,
             reply_to,
             op,
+            caller: None,
         }
     }
 
-    /// Decode a stored intent of either version.
+    /// Decode a stored intent of any version.
     fn decode(b: &[u8]) -> Result<IntentRec, ServerError> {
-        if b.first() == Some(&1) {
-            return super::tx::decode_record::<v1::IntentRec>(b).map(IntentRec::from);
+        match b.first() {
+            Some(&1) => super::tx::decode_record::<v1::IntentRec>(b).map(IntentRec::from),
+            Some(&2) => super::tx::decode_record::<V2>(b).map(|r| IntentRec {
+                version: r.version,
+                reply_to: r.reply_to,
+                op: r.op,
+                caller: None,
+            }),
+            _ => super::tx::decode_record(b),
         }
-        super::tx::decode_record(b)
     }
+
+    /// What a roll-forward of this intent records in the changelog, and
+    /// as whose change: the client request it stands for, as the
+    /// request's own declaration says (see `changelog::Planned::of`).
+    pub(super) fn planned(&self) -> Option<super::changelog::Planned> {
+        self.caller.as_ref()?;
+        let req = match &self.op {
+            IntentOp::Mkdir { name, dir, .. } => MdtRequest::Mkdir {
+                parent: dir.parent,
+                name: name.clone(),
+                perm: dir.perm,
+            },
+            IntentOp::Rmdir { parent, name, .. } => MdtRequest::Rmdir {
+                parent: *parent,
+                name: name.clone(),
+            },
+            IntentOp::Rename(p) => MdtRequest::Rename {
+                parent: p.from.dir,
+                name: p.from.name.clone(),
+                new_parent: p.to.dir,
+                new_name: p.to.name.clone(),
+                flags: if p.exchange {
+                    loom_proto::msg::rename_flags::EXCHANGE
+                } else {
+                    0
+                },
+                keep_orphan: p.keep_for.is_some(),
+            },
+            IntentOp::Link(l) => MdtRequest::Link {
+                fid: l.fid,
+                parent: l.parent,
+                name: l.name.clone(),
+            },
+            IntentOp::Unlink(u) => MdtRequest::Unlink {
+                parent: u.parent,
+                name: u.name.clone(),
+                keep_orphan: u.keep_for.is_some(),
+            },
+            IntentOp::Migrate(_) | IntentOp::Restripe(_) => return None,
+        };
+        super::changelog::Planned::of(&req)
+    }
+}
+
+/// Intent records of version 2, before they kept their caller.
+#[derive(Deserialize)]
+struct V2 {
+    version: u8,
+    reply_to: Option<(u64, u64, u64)>,
+    op: IntentOp,
 }
 
 /// Intent records as version 1 wrote them, before `DirObject` had
@@ -207,6 +270,7 @@ mod v1 {
                 version: r.version,
                 reply_to: r.reply_to,
                 op,
+                caller: None,
             }
         }
     }
@@ -217,8 +281,13 @@ pub(super) fn intent_key(id: u64) -> Vec<u8> {
 }
 
 /// The request an interrupted operation finishes for: its reply is
-/// recorded under the original (client, sequence) for the resend.
-pub(super) fn answering(reply_to: Option<(u64, u64, u64)>) -> (ReqCtx, Option<Current>) {
+/// recorded under the original (client, sequence) for the resend, and
+/// its changelog records are the caller's (who asked, under what job).
+pub(super) fn answering(
+    reply_to: Option<(u64, u64, u64)>,
+    caller: Option<&ReqCtx>,
+) -> (ReqCtx, Option<Current>) {
+    let who = caller.cloned().unwrap_or_default();
     match reply_to {
         Some((client, seq, acked_below)) => {
             let key = ReplyKey {
@@ -230,12 +299,40 @@ pub(super) fn answering(reply_to: Option<(u64, u64, u64)>) -> (ReqCtx, Option<Cu
                 client_id: client,
                 seq,
                 acked_below,
-                ..ReqCtx::default()
+                ..who
             };
             (ctx, Some(Current::new(key)))
         }
-        None => (ReqCtx::default(), None),
+        None => (who, None),
     }
+}
+
+/// The request a roll-forward answers, built from [`answering`]'s parts.
+pub(super) fn answer<'a>(
+    ctx: &'a ReqCtx,
+    cur: &'a Option<Current>,
+    log: Option<&'a super::changelog::Planned>,
+) -> Rq<'a> {
+    Rq {
+        ctx,
+        cur: cur.as_ref(),
+        tok: None,
+        log,
+    }
+}
+
+/// The context of a roll-forward's steps on other MDTs: the caller's,
+/// with what the change records (see `MdtService::step_ctx`).
+pub(super) fn step_for(
+    caller: Option<&ReqCtx>,
+    log: Option<&super::changelog::Planned>,
+) -> Option<ReqCtx> {
+    Some(ReqCtx {
+        seq: 0,
+        acked_below: 0,
+        step_of: Some(log?.change_kind()),
+        ..caller?.clone()
+    })
 }
 
 impl MdtService {
@@ -283,6 +380,8 @@ impl MdtService {
             version: INTENT_REC_VERSION,
             reply_to,
             op,
+            // Kept for a change the changelog records.
+            caller: rq.log.map(|_| rq.ctx.clone()),
         };
         t.batch.put(
             Space::Intents,
@@ -500,16 +599,15 @@ impl MdtService {
         else {
             return;
         };
-        let aborted = IntentRec {
-            version: INTENT_REC_VERSION,
-            reply_to: None,
-            op: IntentOp::Mkdir {
+        let aborted = IntentRec::new(
+            None,
+            IntentOp::Mkdir {
                 name: name.clone(),
                 dir: dir.clone(),
                 mdts: mdts.clone(),
                 aborted: true,
             },
-        };
+        );
         let undone = match self.set_intent(id, Some(&aborted)).await {
             Ok(()) => self.undo_mkdir(id, mdts).await,
             Err(e) => Err(e),
@@ -865,6 +963,11 @@ impl MdtService {
     }
 
     async fn resolve_one(self: &Arc<Self>, id: u64, rec: IntentRec) -> Result<(), ServerError> {
+        // A client's change is recorded as it would have been had the
+        // crash not cut it: as the caller's, once on each MDT.
+        let planned = rec.planned();
+        let caller = rec.caller.clone();
+        let log = planned.as_ref();
         match rec.op {
             IntentOp::Mkdir {
                 ref mdts,
@@ -882,19 +985,21 @@ impl MdtService {
                 // Finished, not undone: its entry may have been seen (and
                 // used) before the crash took it back; parts are made again
                 // only where missing.
-                let Reply::Entry { attr, layout } = self.make_parts(id, &rec.op, None).await?
+                let Reply::Entry { attr, layout } = self
+                    .make_parts(id, &rec.op, step_for(caller.as_ref(), log))
+                    .await?
                 else {
                     return Err(ServerError::peer(
                         Errno::EPROTO,
                         "MakeDirObject answered no entry",
                     ));
                 };
-                let (ctx, cur) = answering(rec.reply_to);
+                let (ctx, cur) = answering(rec.reply_to, caller.as_ref());
                 let rq = Rq {
                     ctx: &ctx,
                     cur: cur.as_ref(),
                     tok: None,
-                    log: None,
+                    log,
                 };
                 let entered = self.enter_mkdir(&rq, id, &rec.op, attr, layout).await?;
                 if entered.is_some() {
@@ -932,14 +1037,15 @@ impl MdtService {
                 shards,
                 destroying: true,
             } => {
-                self.destroy_all(&shards, None).await?;
+                self.destroy_all(&shards, step_for(caller.as_ref(), log))
+                    .await?;
                 let fid = shards.first().map(|s| s.1).unwrap_or_default();
-                let (ctx, cur) = answering(rec.reply_to);
+                let (ctx, cur) = answering(rec.reply_to, caller.as_ref());
                 let rq = Rq {
                     ctx: &ctx,
                     cur: cur.as_ref(),
                     tok: None,
-                    log: None,
+                    log,
                 };
                 self.finish_rmdir(&rq, id, parent, &name, fid).await?;
                 tracing::info!(
@@ -948,9 +1054,18 @@ impl MdtService {
                     self.index
                 );
             }
-            IntentOp::Rename(ref p) => self.resolve_rename(id, rec.reply_to, p).await?,
-            IntentOp::Link(ref l) => self.resolve_link(id, rec.reply_to, l).await?,
-            IntentOp::Unlink(ref u) => self.resolve_unlink(id, rec.reply_to, u).await?,
+            IntentOp::Rename(ref p) => {
+                let (ctx, cur) = answering(rec.reply_to, caller.as_ref());
+                self.resolve_rename(id, answer(&ctx, &cur, log), p).await?
+            }
+            IntentOp::Link(ref l) => {
+                let (ctx, cur) = answering(rec.reply_to, caller.as_ref());
+                self.resolve_link(id, answer(&ctx, &cur, log), l).await?
+            }
+            IntentOp::Unlink(ref u) => {
+                let (ctx, cur) = answering(rec.reply_to, caller.as_ref());
+                self.resolve_unlink(id, answer(&ctx, &cur, log), u).await?
+            }
             IntentOp::Migrate(ref m) => self.resolve_migrate(id, m).await?,
             IntentOp::Restripe(ref m) => {
                 self.run_restripe(id, m.clone()).await?;
@@ -973,5 +1088,66 @@ impl MdtService {
         store: &dyn loom_store::kv::KvStore,
     ) -> Result<u64, ServerError> {
         Ok(read_meta::<u64>(store, NEXT_INTENT)?.unwrap_or(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::moves::LinkIntent;
+    use super::*;
+
+    fn link() -> IntentOp {
+        IntentOp::Link(LinkIntent {
+            fid: Fid::new(1, 2),
+            kind: FileKind::File,
+            mdt: 1,
+            parent: Fid::new(0, 7),
+            name: "n".into(),
+            maker: 9,
+            aborted: false,
+        })
+    }
+
+    /// What version 2 wrote: the record without its caller.
+    #[derive(Serialize)]
+    struct V2Out {
+        version: u8,
+        reply_to: Option<(u64, u64, u64)>,
+        op: IntentOp,
+    }
+
+    #[test]
+    fn version_2_records_decode_without_a_caller_and_record_nothing() {
+        let b = loom_proto::msg::encode(&V2Out {
+            version: 2,
+            reply_to: Some((5, 6, 1)),
+            op: link(),
+        })
+        .expect("encode");
+        let r = IntentRec::decode(&b).expect("a version 2 record decodes");
+        assert_eq!(
+            (r.version, r.reply_to, r.caller.clone()),
+            (2, Some((5, 6, 1)), None)
+        );
+        assert!(r.planned().is_none(), "no caller: nothing to record as");
+    }
+
+    #[test]
+    fn version_3_records_keep_their_caller_and_what_it_records() {
+        let caller = ReqCtx {
+            uid: 65534,
+            gid: 65534,
+            jobid: "job".into(),
+            ..ReqCtx::default()
+        };
+        let rec = IntentRec {
+            caller: Some(caller.clone()),
+            ..IntentRec::new(None, link())
+        };
+        let b = super::super::tx::encode_record(&rec).expect("encode");
+        let r = IntentRec::decode(&b).expect("decode");
+        assert_eq!(r.caller, Some(caller));
+        let p = r.planned().expect("a link records");
+        assert_eq!(p.change_kind(), loom_proto::changelog::ChangeKind::Link);
     }
 }

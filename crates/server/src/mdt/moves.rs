@@ -31,7 +31,7 @@
 //! name was taken meanwhile); an unlink of an entry whose inode is
 //! elsewhere drops the link, then the entry. Both roll forward.
 
-use super::intents::{answering, IntentOp};
+use super::intents::IntentOp;
 use super::namespace::{exists, not_found};
 use super::perm::{self, Cred};
 use super::records::DentryRec;
@@ -605,7 +605,7 @@ impl MdtService {
     pub(super) async fn resolve_rename(
         self: &Arc<Self>,
         id: u64,
-        reply_to: Option<(u64, u64, u64)>,
+        rq: Rq<'_>,
         p: &RenameIntent,
     ) -> Result<(), ServerError> {
         if p.aborted {
@@ -613,13 +613,6 @@ impl MdtService {
             tracing::info!(id, "MDT{:04x}: undid a failed cross-MDT rename", self.index);
             return Ok(());
         }
-        let (ctx, cur) = answering(reply_to);
-        let rq = Rq {
-            ctx: &ctx,
-            cur: cur.as_ref(),
-            tok: None,
-            log: None,
-        };
         match self.do_rename(&rq, id, p).await {
             Ok(_) => {
                 self.forget_parts(id, p);
@@ -788,19 +781,12 @@ impl MdtService {
     pub(super) async fn resolve_link(
         self: &Arc<Self>,
         id: u64,
-        reply_to: Option<(u64, u64, u64)>,
+        rq: Rq<'_>,
         op: &LinkIntent,
     ) -> Result<(), ServerError> {
         if op.aborted {
             return self.unlink_part(id, op, None).await;
         }
-        let (ctx, cur) = answering(reply_to);
-        let rq = Rq {
-            ctx: &ctx,
-            cur: cur.as_ref(),
-            tok: None,
-            log: None,
-        };
         match self.do_link(&rq, id, op).await {
             Ok(_) | Err(Failed::Undone(_)) => {
                 self.forget_later(id, vec![op.mdt]);
@@ -895,16 +881,9 @@ impl MdtService {
     pub(super) async fn resolve_unlink(
         self: &Arc<Self>,
         id: u64,
-        reply_to: Option<(u64, u64, u64)>,
+        rq: Rq<'_>,
         op: &UnlinkIntent,
     ) -> Result<(), ServerError> {
-        let (ctx, cur) = answering(reply_to);
-        let rq = Rq {
-            ctx: &ctx,
-            cur: cur.as_ref(),
-            tok: None,
-            log: None,
-        };
         self.do_unlink(&rq, id, op).await?;
         self.forget_later(id, vec![op.mdt]);
         Ok(())

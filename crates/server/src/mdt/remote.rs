@@ -162,13 +162,7 @@ impl MdtService {
     /// not resendable, with what the change records (see
     /// `ReqCtx::step_of`); `None` for a change that records nothing.
     pub(super) fn step_ctx(rq: &super::Rq<'_>) -> Option<ReqCtx> {
-        let kind = rq.log?.change_kind();
-        Some(ReqCtx {
-            seq: 0,
-            acked_below: 0,
-            step_of: Some(kind),
-            ..rq.ctx.clone()
-        })
+        super::intents::step_for(Some(rq.ctx), rq.log)
     }
 
     /// As [`Self::mdt_call`], for a step of a client's change sent under
