@@ -451,15 +451,37 @@ fn cross_mdt_changes_are_recorded_once_on_each_mdt_they_touch() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let want: Vec<Value> = serde_json::from_slice(&o.stdout).expect("JSON");
 
+    // Root migrates a directory from MDT0 to MDT1: both record it, under
+    // the directory's FID (which a migration keeps).
+    let mig = c.path("mig");
+    std::fs::create_dir(&mig).expect("mkdir mig");
+    std::fs::write(mig.join("inside"), b"x").expect("a file inside");
+    let mfid = Fid::from_ino(std::fs::metadata(&mig).expect("stat").ino()).to_string();
+    loom_ok(&["migrate", "-m", "1", mig.to_str().expect("utf-8")]);
+    assert_eq!(mdt_of(&mig), 1);
+
     let all = changelog_records(&c, &[]);
     assert_numbered_from_one(&all, &[0, 1]);
     for mdt in [0u64, 1] {
+        let migs: Vec<&Value> = all
+            .iter()
+            .filter(|r| r["mdt"] == mdt && r["type"] == "MIGRT")
+            .collect();
+        assert_eq!(migs.len(), 1, "MDT{mdt}'s MIGRT records: {migs:?}");
+        assert_eq!(migs[0]["fid"].as_str(), Some(mfid.as_str()));
+        assert_eq!(migs[0]["uid"], 0);
+        assert_eq!(
+            migs[0]["flags"].as_u64().expect("flags") & 0x100,
+            0,
+            "a migrated directory is not removed: {}",
+            migs[0]
+        );
         let mkdirs: Vec<&Value> = all
             .iter()
             .filter(|r| r["mdt"] == mdt && r["uid"] == 0 && r["type"] == "MKDIR")
+            .filter(|r| r["fid"].as_str() == Some(rfid.as_str()))
             .collect();
         assert_eq!(mkdirs.len(), 1, "MDT{mdt}: root's remote mkdir");
-        assert_eq!(mkdirs[0]["fid"].as_str(), Some(rfid.as_str()));
         assert_ne!(mkdirs[0]["flags"].as_u64().expect("flags") & 0x800, 0);
         let got: Vec<(String, String)> = all
             .iter()

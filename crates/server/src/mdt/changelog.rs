@@ -227,9 +227,9 @@ impl Planned {
                 Some(_) => p(Kind::Named(of, *dir, name.clone())),
                 None => p(Kind::Unnamed(of, *dir, name.clone())),
             },
-            PeerRequest::Relink { fid, .. } | PeerRequest::DestroyDir { fid } => {
-                p(Kind::Inode(of, *fid, None))
-            }
+            PeerRequest::Relink { fid, .. }
+            | PeerRequest::DestroyDir { fid }
+            | PeerRequest::AdoptInodes { dir: fid, .. } => p(Kind::Inode(of, *fid, None)),
             PeerRequest::MakeDirObject { .. }
             | PeerRequest::UndoDirObject { .. }
             | PeerRequest::SealDir { .. }
@@ -238,7 +238,6 @@ impl Planned {
             | PeerRequest::ReadInode { .. }
             | PeerRequest::ReadEntry { .. }
             | PeerRequest::TreeLock { .. }
-            | PeerRequest::AdoptInodes { .. }
             | PeerRequest::PutEntries { .. } => None,
         }
     }
@@ -330,7 +329,10 @@ impl Planned {
                 Some(None) => {
                     let parent = read_inode(t.store(), *fid).map_or(Fid::new(0, 0), |r| r.parent);
                     let mut r = rec(*k, *fid, parent, name.clone());
-                    r.flags |= ns::LAST_LINK;
+                    // Gone from here, not from the namespace, when moved.
+                    if *k != ChangeKind::Migrate {
+                        r.flags |= ns::LAST_LINK;
+                    }
                     vec![r]
                 }
                 None => Vec::new(),
@@ -647,6 +649,11 @@ impl MdtService {
             Some(p) if self.changelog.recording() => p.records(t, step.ctx),
             _ => Ok(Vec::new()),
         }
+    }
+
+    /// Whether this MDT records changes (a consumer is registered).
+    pub(super) fn changelog_recording(&self) -> bool {
+        self.changelog.recording()
     }
 
     /// This MDT's changelog bounds and consumers.

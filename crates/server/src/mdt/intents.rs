@@ -1066,7 +1066,7 @@ impl MdtService {
                 let (ctx, cur) = answering(rec.reply_to, caller.as_ref());
                 self.resolve_unlink(id, answer(&ctx, &cur, log), u).await?
             }
-            IntentOp::Migrate(ref m) => self.resolve_migrate(id, m).await?,
+            IntentOp::Migrate(ref m) => self.resolve_migrate(id, m, caller.as_ref()).await?,
             IntentOp::Restripe(ref m) => {
                 self.run_restripe(id, m.clone()).await?;
             }

@@ -32,7 +32,9 @@ use super::request::Rq;
 use super::tx::{decode_record, read_inode, read_meta, store_err, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
-use loom_proto::msg::{FileKind, IntentRef, MdtRequest, MovedInode, PeerRequest, Reply, Role};
+use loom_proto::msg::{
+    FileKind, IntentRef, MdtRequest, MovedInode, PeerRequest, Reply, ReqCtx, Role,
+};
 use loom_proto::{Errno, Fid, Name};
 use loom_store::kv::{KvStore, Space};
 use serde::{Deserialize, Serialize};
@@ -282,8 +284,11 @@ impl MdtService {
         let snap = self.snapshot(dir, true)?;
         let fids: Vec<Fid> = snap.inodes.iter().map(|m| m.fid).collect();
         let mut t = Tx::new(&*self.store);
+        // Recorded in the changelog (MIGRT) on both MDTs, as the caller's;
+        // the intent keeps the caller for a roll-forward.
+        let planned = super::changelog::Planned::of(&MdtRequest::Migrate { fid: dir, mdt: to });
         let id = self.log_intent(
-            &Rq::plain(ctx.ctx),
+            &Rq::plain(ctx.ctx).logging(planned.as_ref()),
             &mut t,
             IntentOp::Migrate(MigrateIntent {
                 dir,
@@ -298,7 +303,7 @@ impl MdtService {
         let moved = fids.len() as u64;
         let stayed = snap.stayed;
         // Left to the resolver if a step fails: it rolls forward.
-        let r = self.move_out(id, dir, to, snap, g).await;
+        let r = self.move_out(id, dir, to, snap, g, Some(ctx.ctx)).await;
         self.resolve_on_error(r)?;
         tracing::debug!(
             %dir,
@@ -442,8 +447,11 @@ impl MdtService {
         to: u32,
         snap: Snapshot,
         g: tokio::sync::MutexGuard<'_, ()>,
+        caller: Option<&ReqCtx>,
     ) -> Result<(), ServerError> {
         let fids: Vec<Fid> = snap.inodes.iter().map(|m| m.fid).collect();
+        let planned = super::changelog::Planned::of(&MdtRequest::Migrate { fid: dir, mdt: to });
+        let planned = planned.filter(|_| caller.is_some());
         let adopt = PeerRequest::AdoptInodes {
             intent: IntentRef {
                 coord: self.index,
@@ -454,7 +462,8 @@ impl MdtService {
             inodes: snap.inodes,
             entries: snap.entries.clone(),
         };
-        match self.mdt_call(to, adopt).await? {
+        let step = super::intents::step_for(caller, planned.as_ref());
+        match self.mdt_call_as(to, adopt, step).await? {
             Reply::Ok => {}
             other => {
                 return Err(ServerError::peer(
@@ -478,7 +487,11 @@ impl MdtService {
         // Where they went is known before they go: a read that finds
         // them gone (it takes no lock) must find where they are.
         self.located.leaving(&fids, to);
-        let ticket = match self.apply_step(t) {
+        let log = match (&planned, caller) {
+            (Some(p), Some(c)) if self.changelog_recording() => p.records(&t, c)?,
+            _ => Vec::new(),
+        };
+        let ticket = match self.apply_batch(None, t, false, log) {
             Ok(t) => t,
             Err(e) => {
                 self.located.stayed(&fids);
@@ -498,6 +511,7 @@ impl MdtService {
         self: &Arc<Self>,
         id: u64,
         m: &MigrateIntent,
+        caller: Option<&ReqCtx>,
     ) -> Result<(), ServerError> {
         let g = self.ns.lock().await;
         if read_inode(&*self.store, m.dir).is_err() {
@@ -507,12 +521,13 @@ impl MdtService {
         }
         let mut snap = self.snapshot(m.dir, false)?;
         snap.inodes.retain(|i| m.fids.contains(&i.fid));
-        self.move_out(id, m.dir, m.to, snap, g).await
+        self.move_out(id, m.dir, m.to, snap, g, caller).await
     }
 
     /// Take what another MDT moves here (`PeerRequest::AdoptInodes`).
     pub(super) async fn adopt_inodes(
         self: &Arc<Self>,
+        step: &super::changelog::Step<'_>,
         intent: IntentRef,
         dir: Fid,
         inodes: Vec<MovedInode>,
@@ -549,7 +564,8 @@ impl MdtService {
             t.put_dentry(dir, &name, &DentryRec { fid, kind })?;
         }
         t.put_meta(&made, &dir)?;
-        let ticket = self.apply_step(t)?;
+        let log = self.step_records(step, &t)?;
+        let ticket = self.apply_batch(None, t, false, log)?;
         self.located.arrived(&fids);
         drop(g);
         self.commit_through(ticket).await?;

@@ -273,7 +273,7 @@ impl MdtService {
                 dir,
                 inodes,
                 entries,
-            } => self.adopt_inodes(intent, dir, inodes, entries).await,
+            } => self.adopt_inodes(&step, intent, dir, inodes, entries).await,
             PeerRequest::PutEntries { dir, entries, .. } => self.put_entries(dir, entries).await,
             PeerRequest::MakeDirObject { intent, dir } => {
                 self.make_dir_object(&step, intent, dir).await
