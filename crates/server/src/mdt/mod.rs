@@ -209,6 +209,18 @@ impl MdtService {
         opts: MdtOptions,
     ) -> anyhow::Result<Arc<MdtService>> {
         let store: Arc<dyn KvStore> = Arc::new(FjallStore::open(&dir.join("db"))?);
+        MdtService::open_on(index, dir, store, peers, opts)
+    }
+
+    /// As [`MdtService::open_with`], on `store` (the key-value store in
+    /// `dir/db`, or one wrapping it: a test's that fails on demand).
+    pub fn open_on(
+        index: u32,
+        dir: &Path,
+        store: Arc<dyn KvStore>,
+        peers: Arc<Peers>,
+        opts: MdtOptions,
+    ) -> anyhow::Result<Arc<MdtService>> {
         let walk_store = store.clone();
         // Skip ahead of FIDs that a crash may have lost after they were
         // handed out (applied, seen by a client, not yet synced): a FID is
@@ -629,6 +641,9 @@ impl MdtService {
         ch: Option<&Arc<Channel>>,
     ) -> (Handled, Option<Commit>) {
         self.stats.count(req.op().name);
+        if let Some(e) = self.commits.failed() {
+            return (Err(self.stopped(e)), None);
+        }
         if ctx.client_id == 0 || ctx.seq == 0 {
             // A peer MDT or a tool without a sequence: no commit state.
             return (self.dispatch(&Rq::plain(ctx), req).await, None);
@@ -725,6 +740,10 @@ impl MdtService {
             // instance will not have it, so no reply may say it was done.
             std::future::pending::<()>().await;
         }
+        if let Some(e) = self.commits.failed() {
+            // Applied, perhaps never to be committed: not acknowledged.
+            return (Err(self.stopped(e)), None);
+        }
         let mut commit = self.commit_state(transno);
         commit.leased = current.leased();
         (r, Some(commit))
@@ -791,6 +810,9 @@ impl MdtService {
     /// transport has checked that the sender holds the cluster key).
     pub async fn handle_peer(self: &Arc<Self>, ctx: &ReqCtx, req: PeerRequest) -> Handled {
         self.stats.count(req.op().name);
+        if let Some(e) = self.commits.failed() {
+            return Err(self.stopped(e));
+        }
         self.participant(ctx, req).await
     }
 
@@ -1018,6 +1040,14 @@ impl MdtService {
                 "a replay needs the client identity and sequence it was made under",
             )),
         }
+    }
+
+    /// The answer of an MDT whose commits failed (see `syncer`).
+    fn stopped(&self, why: &str) -> ServerError {
+        ServerError::store(format!(
+            "MDT{:04x} stopped serving: a commit failed ({why})",
+            self.index
+        ))
     }
 
     fn statfs(&self) -> Handled {

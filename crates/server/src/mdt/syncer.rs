@@ -51,6 +51,9 @@ pub struct CommitState {
     committed_tx: tokio::sync::watch::Sender<u64>,
     /// Commits made, changes they committed, and their fsync times.
     pub figures: CommitFigures,
+    /// Set when a commit failed: what was applied since the last good
+    /// commit may not be kept, so the MDT serves nothing more.
+    failed: std::sync::OnceLock<String>,
 }
 
 /// What the commits of an MDT did, for statistics: how many, how many
@@ -83,6 +86,13 @@ impl CommitFigures {
     }
 }
 
+/// The syncer thread's target, from its name (`mdt0-sync`).
+fn name_of_thread() -> String {
+    let t = std::thread::current();
+    let n = t.name().unwrap_or("mdt");
+    n.strip_suffix("-sync").unwrap_or(n).to_uppercase()
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -98,7 +108,13 @@ impl CommitState {
             committed: AtomicU64::new(last),
             committed_tx: tokio::sync::watch::channel(last).0,
             figures: CommitFigures::default(),
+            failed: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Why commits failed, once one has: the MDT has stopped serving.
+    pub fn failed(&self) -> Option<&str> {
+        self.failed.get().map(String::as_str)
     }
 
     /// Give the next transaction number to the batch `apply` applies, under
@@ -228,7 +244,20 @@ impl Syncer {
                                 .record(transno.saturating_sub(before), t0.elapsed());
                             state.set_committed(transno)
                         }
-                        Err(e) => tracing::error!("{e}"),
+                        Err(e) => {
+                            // The batches applied since the last good commit
+                            // may be lost: no more change may be answered.
+                            if state.failed.set(e.clone()).is_ok() {
+                                tracing::error!(
+                                    "{}: a commit (fsync) failed: {e}; it stops serving: every \
+                                     request is refused with EIO from now on, and changes not \
+                                     committed are answered with EIO, not acknowledged. Restart \
+                                     it once its disk is sound: clients replay the changes it \
+                                     answered before",
+                                    name_of_thread()
+                                );
+                            }
+                        }
                     }
                     for (_, w) in waiters {
                         let _ = w.send(r.clone());

@@ -344,6 +344,23 @@ impl Cluster {
         }
     }
 
+    /// Drop the MDT service and open it again on the same directory, on
+    /// the store `wrap` makes of its own (a test's store that fails on
+    /// demand).
+    pub async fn restart_mdt_on(
+        &self,
+        wrap: impl FnOnce(Arc<dyn loom_store::kv::KvStore>) -> Arc<dyn loom_store::kv::KvStore>,
+    ) {
+        self.close_mdt().await;
+        let d = self.mdt_dir();
+        let store = loom_store::kv::FjallStore::open(&d.join("db")).expect("open the MDT's store");
+        let peers = Arc::new(Peers::new(&self.addr, self.key.clone(), opts()));
+        let m = MdtService::open_on(0, &d, wrap(Arc::new(store)), peers, self.mdt_opts.clone())
+            .expect("open MDT");
+        m.start();
+        *self.slots.mdt.write().unwrap_or_else(|p| p.into_inner()) = Some(m);
+    }
+
     /// Drop the MDT service and open it again on the same directory.
     pub async fn restart_mdt(&self) {
         self.close_mdt().await;
