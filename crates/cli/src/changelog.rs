@@ -266,63 +266,83 @@ const FOLLOW_WAIT: Duration = Duration::from_secs(5);
 fn read(path: &std::path::Path, a: &ChangelogArgs) -> anyhow::Result<()> {
     let s = session(path)?;
     let list = mdts(&s, a.mdt)?;
-    let mut next: Vec<u64> = list.iter().map(|_| a.since.max(1)).collect();
-    let out = std::io::stdout();
-    loop {
-        let mut any = false;
-        for (i, m) in list.iter().enumerate() {
-            // Drain this MDT; when following several MDTs, only wait on
-            // one when none had anything.
+    let since = a.since.max(1);
+    if !a.follow {
+        for m in list {
+            let mut next = since;
             loop {
-                let wait = if a.follow && list.len() == 1 {
-                    FOLLOW_WAIT
-                } else {
-                    Duration::ZERO
-                };
-                let (recs, state) =
-                    s.rt.block_on(s.client.changelog_read(*m, next[i], PAGE, wait))
-                        .map_err(|e| failed(e, format!("reading MDT{m:04x}'s changelog")))?;
-                if !state.recording() && !a.follow {
+                let (recs, state) = s
+                    .rt
+                    .block_on(s.client.changelog_read(m, next, PAGE, Duration::ZERO))
+                    .map_err(|e| failed(e, format!("reading MDT{m:04x}'s changelog")))?;
+                if !state.recording() {
                     eprintln!(
                         "loom: MDT{m:04x} records no changes: no consumer is registered \
                          (loom changelog register MOUNT)"
                     );
                 }
                 let n = recs.len();
-                let mut lock = out.lock();
-                for r in recs {
-                    next[i] = r.index + 1;
-                    if a.mask.as_ref().is_some_and(|mk| !mk.0.contains(&r.kind)) {
-                        continue;
-                    }
-                    let line = if a.json { json(*m, &r) } else { text(*m, &r) };
-                    if writeln!(lock, "{line}").is_err() {
-                        // The reader went away (a pipe to head): done.
-                        return Ok(());
-                    }
+                next = recs.last().map_or(next, |r| r.index + 1);
+                if !emit(a, m, recs) {
+                    return Ok(());
                 }
-                let _ = lock.flush();
-                any |= n > 0;
                 if n < PAGE as usize {
                     break;
                 }
             }
         }
-        if !a.follow {
+        return Ok(());
+    }
+    // Following: one reader per MDT, each waiting on its MDT for the
+    // next records; they are printed as they come, whichever MDT.
+    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    for m in list {
+        let (client, tx) = (s.client.clone(), tx.clone());
+        s.rt.spawn(async move {
+            let mut next = since;
+            loop {
+                match client.changelog_read(m, next, PAGE, FOLLOW_WAIT).await {
+                    Ok((recs, _)) if recs.is_empty() => {}
+                    Ok((recs, _)) => {
+                        next = recs.last().map_or(next, |r| r.index + 1);
+                        if tx.send(Ok((m, recs))).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err((m, e))).await;
+                        return;
+                    }
+                }
+            }
+        });
+    }
+    drop(tx);
+    while let Some(r) = s.rt.block_on(rx.recv()) {
+        let (m, recs) =
+            r.map_err(|(m, e)| failed(e, format!("reading MDT{m:04x}'s changelog")))?;
+        if !emit(a, m, recs) {
             return Ok(());
         }
-        if !any && list.len() > 1 {
-            // Several MDTs followed: wait on the first for a while, then
-            // look at all again.
-            let (recs, _) =
-                s.rt.block_on(
-                    s.client
-                        .changelog_read(list[0], next[0], 1, FOLLOW_WAIT / 5),
-                )
-                .map_err(|e| failed(e, format!("reading MDT{:04x}'s changelog", list[0])))?;
-            let _ = recs;
+    }
+    Ok(())
+}
+
+/// Print MDT `m`'s records `recs` that `a.mask` lets through; false once
+/// the reader went away (a pipe to `head`).
+fn emit(a: &ChangelogArgs, m: u32, recs: Vec<ChangeRec>) -> bool {
+    let out = std::io::stdout();
+    let mut lock = out.lock();
+    for r in recs {
+        if a.mask.as_ref().is_some_and(|mk| !mk.0.contains(&r.kind)) {
+            continue;
+        }
+        let line = if a.json { json(m, &r) } else { text(m, &r) };
+        if writeln!(lock, "{line}").is_err() {
+            return false;
         }
     }
+    lock.flush().is_ok()
 }
 
 fn name_str(n: &loom_proto::Name) -> String {

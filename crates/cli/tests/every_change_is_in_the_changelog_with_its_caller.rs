@@ -524,3 +524,41 @@ fn cross_mdt_changes_are_recorded_once_on_each_mdt_they_touch() {
         }
     }
 }
+
+#[test]
+fn follow_prints_each_mdts_new_records_as_they_are_committed() {
+    let c = Cluster::up(2, 1, &[]);
+    let mnt = c.mnt.to_str().expect("utf-8");
+    loom_ok(&["changelog", "register", mnt]);
+    // --follow prints each MDT's new records as they are committed.
+    let far = c.path("far");
+    loom_ok(&["mkdir", "-i", "1", far.to_str().expect("utf-8")]);
+    let mut follow = std::process::Command::new(loom_bin())
+        .args(["changelog", mnt, "--follow", "--json", "--mask", "CREAT"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("loom changelog --follow");
+    let lines = std::io::BufRead::lines(std::io::BufReader::new(
+        follow.stdout.take().expect("stdout"),
+    ));
+    sh(&format!("touch {mnt}/followed {mnt}/far/followed-far"));
+    let seen = within(move || {
+        let mut names = Vec::new();
+        for l in lines {
+            let r: Value = serde_json::from_str(&l.expect("a line")).expect("JSON");
+            names.push((r["mdt"].as_u64().expect("mdt"), r["name"].as_str().expect("name").to_string()));
+            if names.len() == 2 {
+                break;
+            }
+        }
+        names
+    });
+    let _ = follow.kill();
+    let _ = follow.wait();
+    let mut seen = seen.expect("--follow printed the new records");
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![(0, "followed".to_string()), (1, "followed-far".to_string())]
+    );
+}
