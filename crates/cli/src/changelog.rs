@@ -271,10 +271,9 @@ fn read(path: &std::path::Path, a: &ChangelogArgs) -> anyhow::Result<()> {
         for m in list {
             let mut next = since;
             loop {
-                let (recs, state) = s
-                    .rt
-                    .block_on(s.client.changelog_read(m, next, PAGE, Duration::ZERO))
-                    .map_err(|e| failed(e, format!("reading MDT{m:04x}'s changelog")))?;
+                let (recs, state) =
+                    s.rt.block_on(s.client.changelog_read(m, next, PAGE, Duration::ZERO))
+                        .map_err(|e| failed(e, format!("reading MDT{m:04x}'s changelog")))?;
                 if !state.recording() {
                     eprintln!(
                         "loom: MDT{m:04x} records no changes: no consumer is registered \
@@ -319,8 +318,7 @@ fn read(path: &std::path::Path, a: &ChangelogArgs) -> anyhow::Result<()> {
     }
     drop(tx);
     while let Some(r) = s.rt.block_on(rx.recv()) {
-        let (m, recs) =
-            r.map_err(|(m, e)| failed(e, format!("reading MDT{m:04x}'s changelog")))?;
+        let (m, recs) = r.map_err(|(m, e)| failed(e, format!("reading MDT{m:04x}'s changelog")))?;
         if !emit(a, m, recs) {
             return Ok(());
         }

@@ -546,7 +546,10 @@ fn follow_prints_each_mdts_new_records_as_they_are_committed() {
         let mut names = Vec::new();
         for l in lines {
             let r: Value = serde_json::from_str(&l.expect("a line")).expect("JSON");
-            names.push((r["mdt"].as_u64().expect("mdt"), r["name"].as_str().expect("name").to_string()));
+            names.push((
+                r["mdt"].as_u64().expect("mdt"),
+                r["name"].as_str().expect("name").to_string(),
+            ));
             if names.len() == 2 {
                 break;
             }
