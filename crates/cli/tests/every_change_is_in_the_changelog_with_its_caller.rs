@@ -460,8 +460,38 @@ fn cross_mdt_changes_are_recorded_once_on_each_mdt_they_touch() {
     loom_ok(&["migrate", "-m", "1", mig.to_str().expect("utf-8")]);
     assert_eq!(mdt_of(&mig), 1);
 
+    // Root restripes a directory of MDT0 over both MDTs: its MDT records
+    // the layout change (LYOUT), in the batch that sets the layout.
+    let wide = c.path("wide");
+    std::fs::create_dir(&wide).expect("mkdir wide");
+    for i in 0..8 {
+        std::fs::write(wide.join(format!("e{i}")), b"").expect("an entry");
+    }
+    let wfid = Fid::from_ino(std::fs::metadata(&wide).expect("stat").ino()).to_string();
+    loom_ok(&[
+        "migrate",
+        "-c",
+        "2",
+        "-m",
+        "0,1",
+        wide.to_str().expect("utf-8"),
+    ]);
+
     let all = changelog_records(&c, &[]);
     assert_numbered_from_one(&all, &[0, 1]);
+    let layouts: Vec<&Value> = all
+        .iter()
+        .filter(|r| r["type"] == "LYOUT" && r["fid"].as_str() == Some(wfid.as_str()))
+        .collect();
+    assert_eq!(
+        layouts.len(),
+        1,
+        "LYOUT records of the restriped directory: {layouts:?}"
+    );
+    assert_eq!(
+        (&layouts[0]["mdt"], &layouts[0]["uid"]),
+        (&Value::from(0), &Value::from(0))
+    );
     for mdt in [0u64, 1] {
         let migs: Vec<&Value> = all
             .iter()

@@ -1068,7 +1068,7 @@ impl MdtService {
             }
             IntentOp::Migrate(ref m) => self.resolve_migrate(id, m, caller.as_ref()).await?,
             IntentOp::Restripe(ref m) => {
-                self.run_restripe(id, m.clone()).await?;
+                self.run_restripe(id, m.clone(), caller.clone()).await?;
             }
         }
         Ok(())

@@ -27,7 +27,9 @@ use super::request::Rq;
 use super::tx::{decode_record, read_inode, store_err, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
-use loom_proto::msg::{DirObject, FileKind, IntentRef, MdtRequest, PeerRequest, Reply, Role};
+use loom_proto::msg::{
+    DirObject, FileKind, IntentRef, MdtRequest, PeerRequest, Reply, ReqCtx, Role,
+};
 use loom_proto::{Errno, Fid, Layout, Name};
 use loom_store::kv::{KvStore, Space};
 use serde::{Deserialize, Serialize};
@@ -147,11 +149,17 @@ impl MdtService {
                 "only root may restripe directories (loom migrate -c)",
             ));
         }
-        self.restripe_as_mdt(dir, mdts).await
+        self.restripe_as_mdt(dir, mdts, ctx.ctx.clone()).await
     }
 
-    /// [`Self::restripe`] for the MDT itself (auto-split).
-    pub(super) async fn restripe_as_mdt(self: &Arc<Self>, dir: Fid, mdts: Vec<u32>) -> Handled {
+    /// [`Self::restripe`] for `caller` (the MDT itself, with a default
+    /// context, for an auto-split): recorded as its change (LYOUT).
+    pub(super) async fn restripe_as_mdt(
+        self: &Arc<Self>,
+        dir: Fid,
+        mdts: Vec<u32>,
+        caller: ReqCtx,
+    ) -> Handled {
         let all = self.peers.config().await?.indices(Role::Mdt);
         let mut seen = HashSet::new();
         if mdts.len() < 2
@@ -180,19 +188,28 @@ impl MdtService {
             mdts,
             shards: Vec::new(),
         };
+        let planned = super::changelog::Planned::of(&MdtRequest::Restripe {
+            fid: dir,
+            mdts: m.mdts.clone(),
+        });
         let id = self.log_intent(
-            &Rq::plain(&Default::default()),
+            &Rq::plain(&caller).logging(planned.as_ref()),
             &mut t,
             IntentOp::Restripe(m.clone()),
         )?;
         let ticket = self.apply_step(t)?;
         self.commit_through(ticket).await?;
-        let r = self.run_restripe(id, m).await;
+        let r = self.run_restripe(id, m, Some(caller)).await;
         self.resolve_on_error(r)
     }
 
     /// The steps of restripe intent `id` from wherever it stands.
-    pub(super) async fn run_restripe(self: &Arc<Self>, id: u64, mut m: RestripeIntent) -> Handled {
+    pub(super) async fn run_restripe(
+        self: &Arc<Self>,
+        id: u64,
+        mut m: RestripeIntent,
+        caller: Option<ReqCtx>,
+    ) -> Handled {
         let rec = read_inode(&*self.store, m.dir)?;
         if rec.layout.as_ref().and_then(|l| l.dir_shards()).is_some() {
             // Its last batch was applied: only the record was left.
@@ -238,7 +255,10 @@ impl MdtService {
                 }
             }
             m.shards = shards;
-            let rec = IntentRec::new(None, IntentOp::Restripe(m.clone()));
+            let rec = IntentRec {
+                caller: caller.clone(),
+                ..IntentRec::new(None, IntentOp::Restripe(m.clone()))
+            };
             self.set_intent(id, Some(&rec)).await?;
         }
         crate::fail::point("restripe:shards_made");
@@ -252,7 +272,7 @@ impl MdtService {
         self.restriped
             .any
             .store(true, std::sync::atomic::Ordering::Release);
-        let r = self.move_entries(id, &m, &layout).await;
+        let r = self.move_entries(id, &m, &layout, caller.as_ref()).await;
         let done = match r {
             Ok((ticket, moved)) => {
                 let c = self.commit_through(ticket).await;
@@ -284,6 +304,7 @@ impl MdtService {
         id: u64,
         m: &RestripeIntent,
         layout: &Layout,
+        caller: Option<&ReqCtx>,
     ) -> Result<(loom_store::kv::Ticket, u64), ServerError> {
         let mut per_shard: Vec<Vec<(Name, Fid, FileKind)>> = vec![Vec::new(); m.shards.len()];
         for (k, v) in self
@@ -360,7 +381,16 @@ impl MdtService {
         t.put_meta(&format!("{RESTRIPED}{}", m.dir), &m.dir)?;
         t.batch
             .delete(Space::Intents, super::intents::intent_key(id));
-        Ok((self.apply_step(t)?, moved))
+        // The directory's layout changed: recorded (LYOUT) in this batch.
+        let planned = super::changelog::Planned::of(&MdtRequest::Restripe {
+            fid: m.dir,
+            mdts: m.mdts.clone(),
+        });
+        let log = match (planned, caller) {
+            (Some(p), Some(c)) if self.changelog_recording() => p.records(&t, c)?,
+            _ => Vec::new(),
+        };
+        Ok((self.apply_batch(None, t, false, log)?, moved))
     }
 
     /// Put entries a restripe moves into shard `dir` of this MDT.
@@ -443,7 +473,7 @@ impl MdtService {
             let pos = mdts.iter().position(|m| *m == me.index).unwrap_or(0);
             let count = (me.split.count as usize).min(mdts.len());
             let pick: Vec<u32> = (0..count).map(|k| mdts[(pos + k) % mdts.len()]).collect();
-            match me.restripe_as_mdt(dir, pick).await {
+            match me.restripe_as_mdt(dir, pick, ReqCtx::default()).await {
                 Ok(_) => tracing::info!(
                     "MDT{:04x}: directory {dir} passed {limit} entries: split over {count} MDTs",
                     me.index
