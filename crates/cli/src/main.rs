@@ -13,6 +13,7 @@ mod jobstats;
 mod migrate;
 mod mount;
 mod noop;
+mod quota;
 mod registry;
 mod scrub;
 mod stats;
@@ -108,6 +109,10 @@ enum Cmd {
     /// MOUNT [--mdt N] [--since REC] [--follow] [--mask TYPES] [--json]`,
     /// `loom changelog register|clear|deregister|users ...`.
     Changelog(changelog::ChangelogArgs),
+    /// Inodes held per user, group and project, as `lfs quota`:
+    /// `loom quota [-u USER|-g GROUP|-p PROJID] [-v] MOUNT`; `loom quota
+    /// --check MOUNT` recounts every MDT and reports drift.
+    Quota(quota::QuotaArgs),
     // Benchmarks (mdtest, IOR, IO500; compare, sweep, suite). No doc
     // comment here: it would replace the long help of loom_bench::BenchArgs.
     Bench(loom_bench::BenchArgs),
@@ -154,6 +159,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Stats(a) => stats::stats(a),
         Cmd::Top(a) => stats::top(a),
         Cmd::Changelog(a) => changelog::changelog(a),
+        Cmd::Quota(a) => quota::quota(a),
         // Its own exit codes, as e2fsck's.
         Cmd::Fsck(a) => return Ok(fsck::fsck(a)),
         Cmd::Bench(a) => loom_bench::run(a),

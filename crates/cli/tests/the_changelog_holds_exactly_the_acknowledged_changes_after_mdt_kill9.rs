@@ -3,7 +3,8 @@
 //! commits held 300 ms so that each kill loses applied changes that the
 //! clients then replay. Afterwards each MDT's changelog holds exactly the
 //! changes the workers were answered, in the order they made them, once
-//! each, with their callers; record numbers have no gap or repeat.
+//! each, with their callers; record numbers have no gap or repeat. The
+//! quota counts, moved in the same commits, match a recount and a walk.
 mod common;
 use common::*;
 use loom_proto::Fid;
@@ -186,4 +187,22 @@ fn mdt_kill9_loops_keep_exactly_the_acknowledged_changes_in_the_changelog() {
             "{dir}: callers"
         );
     }
+
+    // The quota counts moved in the same commits: each MDT's recount
+    // agrees, and the unprivileged worker's inodes are what a walk finds.
+    let mnt = c.mnt.to_str().expect("utf-8");
+    let check = loom_ok(&["quota", "--check", mnt]);
+    assert_eq!(check.matches("counts match").count(), 2, "{check}");
+    let owned = std::fs::read_dir(c.path("w1"))
+        .expect("readdir")
+        .filter(|e| e.as_ref().expect("entry").metadata().expect("stat").uid() == 65534)
+        .count() as u64;
+    let out = loom_ok(&["quota", "-u", "65534", mnt]);
+    let files: u64 = out
+        .lines()
+        .nth(3)
+        .and_then(|l| l.split_whitespace().nth(4))
+        .and_then(|f| f.parse().ok())
+        .unwrap_or_else(|| panic!("a files figure in {out}"));
+    assert_eq!(files, owned, "inodes of uid 65534");
 }

@@ -34,7 +34,9 @@ impl Client {
         v
     }
 
-    async fn changelog_call(
+    /// One request to MDT `mdt` as the current caller, allowed `extra`
+    /// beyond the usual time (EINVAL for an MDT that does not exist).
+    pub(crate) async fn mdt_admin_call(
         &self,
         mdt: u32,
         req: MdtRequest,
@@ -73,7 +75,7 @@ impl Client {
             max,
             wait_ms,
         };
-        match self.changelog_call(mdt, req, wait).await? {
+        match self.mdt_admin_call(mdt, req, wait).await? {
             Reply::Changelog { records, state } => Ok((records, state)),
             other => Err(unexpected("ChangelogRead", &other)),
         }
@@ -83,7 +85,7 @@ impl Client {
     /// records changes from now on.
     pub async fn changelog_register(&self, mdt: u32) -> Result<u32, Errno> {
         let req = MdtRequest::ChangelogRegister;
-        match self.changelog_call(mdt, req, Duration::ZERO).await? {
+        match self.mdt_admin_call(mdt, req, Duration::ZERO).await? {
             Reply::ChangelogUser(id) => Ok(id),
             other => Err(unexpected("ChangelogRegister", &other)),
         }
@@ -94,7 +96,7 @@ impl Client {
     /// registered, EINVAL for a record not written yet.
     pub async fn changelog_clear(&self, mdt: u32, user: u32, upto: u64) -> Result<(), Errno> {
         let req = MdtRequest::ChangelogClear { user, upto };
-        match self.changelog_call(mdt, req, Duration::ZERO).await? {
+        match self.mdt_admin_call(mdt, req, Duration::ZERO).await? {
             Reply::Ok => Ok(()),
             other => Err(unexpected("ChangelogClear", &other)),
         }
@@ -103,7 +105,7 @@ impl Client {
     /// Forget consumer `user` of MDT `mdt`.
     pub async fn changelog_deregister(&self, mdt: u32, user: u32) -> Result<(), Errno> {
         let req = MdtRequest::ChangelogDeregister { user };
-        match self.changelog_call(mdt, req, Duration::ZERO).await? {
+        match self.mdt_admin_call(mdt, req, Duration::ZERO).await? {
             Reply::Ok => Ok(()),
             other => Err(unexpected("ChangelogDeregister", &other)),
         }
@@ -113,7 +115,7 @@ impl Client {
     /// their lag.
     pub async fn changelog_state(&self, mdt: u32) -> Result<ChangelogState, Errno> {
         let req = MdtRequest::ChangelogState;
-        match self.changelog_call(mdt, req, Duration::ZERO).await? {
+        match self.mdt_admin_call(mdt, req, Duration::ZERO).await? {
             Reply::ChangelogState(s) => Ok(s),
             other => Err(unexpected("ChangelogState", &other)),
         }

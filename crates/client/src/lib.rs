@@ -33,6 +33,7 @@ pub mod fresh;
 pub mod inode;
 pub mod io;
 pub mod meta;
+pub mod quota;
 pub mod registry;
 pub mod replay;
 pub mod routing;

@@ -130,8 +130,13 @@ pub fn remove(mountpoint: &Path) {
     let _ = std::fs::remove_file(file_for(&own_dir(), mountpoint));
 }
 
+/// Whether the mount's process lives. EPERM says it does: a user asking
+/// about root's mount may not signal it.
 fn alive(pid: u32) -> bool {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None) {
+        Ok(()) | Err(nix::errno::Errno::EPERM) => true,
+        Err(_) => false,
+    }
 }
 
 fn read_entries(dir: &Path) -> Vec<(PathBuf, Entry)> {

@@ -11,6 +11,7 @@
 //! - [`layout`]: file layouts (components, RAID-0 striping) and their maths.
 //! - [`changelog`]: each MDT's ordered record of the changes it committed.
 //! - [`compress`]: how a file's data is compressed on the OSTs.
+//! - [`quota`]: what each target counts per user, group and project.
 //! - [`grant`]: the space an OST reserves for a client's writes sent behind.
 //! - [`error`]: the wire's error codes, which are POSIX errno values.
 //! - [`name`]: file names, symlink targets and xattr names as bytes.
@@ -29,6 +30,7 @@ pub mod layout;
 pub mod lease;
 pub mod msg;
 pub mod name;
+pub mod quota;
 pub mod requests;
 
 pub use compress::Compress;

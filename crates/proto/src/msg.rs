@@ -906,6 +906,16 @@ pub enum Reply {
     ChangelogUser(u32),
     /// A changelog's state.
     ChangelogState(crate::changelog::ChangelogState),
+    /// What a target counts for one id.
+    QuotaUsage(crate::quota::QuotaUsage),
+    /// A recount of a target: the ids it holds anything of, and where
+    /// its counts differ from what it holds (empty: none).
+    QuotaCheck {
+        /// Ids found by the scan or counted.
+        ids: u64,
+        /// The differences.
+        drift: Vec<crate::quota::QuotaDrift>,
+    },
 }
 
 impl Reply {

@@ -28,6 +28,7 @@ use crate::msg::{
     Role, ScrubCmd, SetAttr, TargetInfo, Time,
 };
 use crate::name::Name;
+use crate::quota::QuotaId;
 use serde::{Deserialize, Serialize};
 
 /// What an operation does to the state of the service that serves it.
@@ -547,6 +548,18 @@ declare_requests! {
         /// The changelog's oldest and next record and its consumers.
         /// Answered `Reply::ChangelogState`.
         ChangelogState => 97, "changelog_state", Reads, Any;
+        /// What this MDT counts for one user, group or project. Root asks
+        /// for anyone; a user for their own uid, their groups (as the
+        /// request's caller carries them) and any project. Answered
+        /// `Reply::QuotaUsage`.
+        QuotaUsage {
+            /// Whose.
+            who: QuotaId,
+        } => 98, "quota_usage", Reads, Any;
+        /// Recount what this MDT holds per id and compare it with what it
+        /// counted (`loom quota --check`; root only). Answered
+        /// `Reply::QuotaCheck`.
+        QuotaCheck => 99, "quota_check", Reads, Any;
     }
 }
 

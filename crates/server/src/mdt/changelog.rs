@@ -193,7 +193,9 @@ impl Planned {
             | MdtRequest::ChangelogRegister
             | MdtRequest::ChangelogClear { .. }
             | MdtRequest::ChangelogDeregister { .. }
-            | MdtRequest::ChangelogState => None,
+            | MdtRequest::ChangelogState
+            | MdtRequest::QuotaUsage { .. }
+            | MdtRequest::QuotaCheck => None,
         }
     }
 

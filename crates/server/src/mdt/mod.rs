@@ -24,6 +24,7 @@ mod objects;
 mod orphans;
 mod perm;
 mod placement;
+mod quota;
 pub mod records;
 pub mod recovery;
 mod remote;
@@ -168,6 +169,8 @@ pub struct MdtService {
     scrub: Arc<crate::scrub::Scrub>,
     /// The record of committed changes, and its consumers.
     changelog: changelog::Changelog,
+    /// The inodes held per user, group and project.
+    quotas: quota::Quotas,
 }
 
 impl MdtService {
@@ -261,6 +264,7 @@ impl MdtService {
         let located = migrate::Located::load(&*store)?;
         let restriped = restripe::Restriped::load(&*store)?;
         let changelog = changelog::Changelog::load(&*store, index)?;
+        let quotas = quota::Quotas::load(&*store, index)?;
         let mdt = Arc::new(MdtService {
             index,
             dir: dir.to_path_buf(),
@@ -301,6 +305,7 @@ impl MdtService {
                 }),
             ),
             changelog,
+            quotas,
         });
         if index == 0 && tx::read_inode(&*mdt.store, Fid::ROOT).is_err() {
             mdt.create_root()?;
@@ -321,6 +326,7 @@ impl MdtService {
             default_layout: None,
             default_dir: None,
             default_compress: None,
+            proj_inherit: false,
         });
         let ticket = self.apply_step(t)?;
         self.store.sync_through(ticket)?;
@@ -409,6 +415,7 @@ impl MdtService {
         flushed: bool,
         log: Vec<loom_proto::changelog::ChangeRec>,
     ) -> Result<Ticket, ServerError> {
+        let quota = quota::Deltas::of(&t);
         let (batch, delta) = t.into_batch()?;
         let mut batch = batch;
         let forced = recorded_as.and_then(|(c, _)| c.replay.as_ref().map(|r| r.0));
@@ -439,6 +446,12 @@ impl MdtService {
             // The changelog's records go in the batch of the change:
             // numbered in commit order, kept exactly when the change is.
             let logged = self.changelog.append(&mut batch, log)?;
+            // So do the quota counts: exact whenever the change is kept.
+            let counts = if quota.is_empty() {
+                Vec::new()
+            } else {
+                self.quotas.stage(&mut batch, &quota)?
+            };
             let recorded = match recorded_as {
                 Some((c, reply)) => Some((
                     c.key,
@@ -457,6 +470,9 @@ impl MdtService {
             }
             if let Some(next) = logged {
                 self.changelog.published(next);
+            }
+            if !counts.is_empty() {
+                self.quotas.published(counts);
             }
             if let Some((key, pruned)) = recorded {
                 self.replies.commit(key, &pruned);
@@ -1035,6 +1051,8 @@ impl MdtService {
             }
             MdtRequest::ChangelogDeregister { user } => self.changelog_deregister(ctx, user).await,
             MdtRequest::ChangelogState => Ok(Reply::ChangelogState(self.changelog_state())),
+            MdtRequest::QuotaUsage { who } => self.quota_usage(ctx.ctx, who),
+            MdtRequest::QuotaCheck => self.quota_check(ctx.ctx).await,
             MdtRequest::Replay { .. } => Err(ServerError::refused(
                 Errno::EPROTO,
                 "a replay needs the client identity and sequence it was made under",

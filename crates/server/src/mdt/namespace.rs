@@ -301,7 +301,13 @@ impl MdtService {
             } else {
                 None
             },
+            // A directory that passes its project id on passes the
+            // passing on too (as ext4's and Lustre's PROJINHERIT).
+            proj_inherit: kind == FileKind::Dir && p.proj_inherit,
         };
+        if p.proj_inherit {
+            rec.attr.projid = p.attr.projid;
+        }
         fill(&mut rec);
         t.put_dentry(parent, name, &DentryRec { fid, kind })?;
         let pr = t.inode(parent)?;

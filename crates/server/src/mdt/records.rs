@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the inode record; stored in each record so later formats can
 /// read old ones.
-pub const INODE_REC_VERSION: u8 = 4;
+pub const INODE_REC_VERSION: u8 = 5;
 
 /// Everything the MDT keeps about one inode.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -46,6 +46,23 @@ pub struct InodeRec {
     /// (`setstripe --compress`; version 4, whose layouts carry the
     /// file's own).
     pub default_compress: Option<Compress>,
+    /// For directories: new entries take this directory's project id
+    /// (`loom project -s`; version 5).
+    pub proj_inherit: bool,
+}
+
+/// Version 4 of [`InodeRec`]: the current fields but `proj_inherit`.
+#[derive(Deserialize)]
+struct InodeRecV4 {
+    _version: u8,
+    attr: Attr,
+    parent: Fid,
+    layout: Option<Layout>,
+    symlink: Option<Name>,
+    default_stripe: Option<StripeSpec>,
+    default_layout: Option<LayoutSpec>,
+    default_dir: Option<DirDefault>,
+    default_compress: Option<Compress>,
 }
 
 /// The fields versions 1 to 3 of [`InodeRec`] start with (version 1 is
@@ -65,14 +82,32 @@ struct InodeRecV1 {
 impl InodeRec {
     /// Decode a stored inode record of any version (1: without
     /// `default_layout`, 2: without `default_dir`, 3: without
-    /// `default_compress` and with layouts of [`LayoutV1`]'s form).
+    /// `default_compress` and with layouts of [`LayoutV1`]'s form, 4:
+    /// without `proj_inherit`). The record comes back in the current form
+    /// and version, as it will be written back.
     pub fn decode(b: &[u8]) -> Result<InodeRec, loom_proto::WireError> {
         use loom_proto::msg::decode_prefix;
         let rest = match b.first() {
-            Some(&v) if v >= 4 => {
+            Some(&v) if v >= 5 => {
                 let (r, rest): (InodeRec, _) = decode_prefix(b)?;
                 trailing(rest)?;
                 return Ok(r);
+            }
+            Some(4) => {
+                let (r, rest): (InodeRecV4, _) = decode_prefix(b)?;
+                trailing(rest)?;
+                return Ok(InodeRec {
+                    version: INODE_REC_VERSION,
+                    attr: r.attr,
+                    parent: r.parent,
+                    layout: r.layout,
+                    symlink: r.symlink,
+                    default_stripe: r.default_stripe,
+                    default_layout: r.default_layout,
+                    default_dir: r.default_dir,
+                    default_compress: r.default_compress,
+                    proj_inherit: false,
+                });
             }
             _ => b,
         };
@@ -87,7 +122,7 @@ impl InodeRec {
         };
         trailing(rest)?;
         Ok(InodeRec {
-            version: v1.version,
+            version: INODE_REC_VERSION,
             attr: v1.attr,
             parent: v1.parent,
             layout: v1.layout.map(Layout::from),
@@ -96,6 +131,7 @@ impl InodeRec {
             default_layout,
             default_dir,
             default_compress: None,
+            proj_inherit: false,
         })
     }
 }
@@ -124,7 +160,7 @@ mod tests {
         let mut r = rec.clone();
         r.version = version;
         let full = loom_proto::msg::encode(&r).expect("encode");
-        let newer_fields = usize::from(4 - version);
+        let newer_fields = usize::from(INODE_REC_VERSION - version);
         full[..full.len() - newer_fields].to_vec()
     }
 
@@ -155,10 +191,16 @@ mod tests {
             default_layout: None,
             default_dir: None,
             default_compress: None,
+            proj_inherit: false,
         };
-        for v in [1u8, 2, 3] {
+        for v in [1u8, 2, 3, 4] {
             let r = InodeRec::decode(&old(&plain, v)).expect("an old record");
-            assert_eq!(r.version, v);
+            // Read into the current form, it is written back as one: a
+            // record of version 4 changed by this build reads again.
+            assert_eq!(r.version, INODE_REC_VERSION);
+            let again = InodeRec::decode(&loom_proto::msg::encode(&r).expect("encode"))
+                .expect("an old record written back");
+            assert_eq!(again.default_stripe, plain.default_stripe);
             assert_eq!(r.default_stripe, plain.default_stripe);
             assert!(r.default_layout.is_none() && r.default_dir.is_none());
         }
@@ -175,12 +217,14 @@ mod tests {
                 mdts: vec![0, 2],
                 hash: DirHash::NameHashMod,
             }),
+            proj_inherit: true,
             ..plain
         };
         let b = loom_proto::msg::encode(&full).expect("encode");
         let r = InodeRec::decode(&b).expect("a current record");
         assert_eq!(r.default_layout, full.default_layout);
         assert_eq!(r.default_dir, full.default_dir);
+        assert!(r.proj_inherit);
         let mut long = b.clone();
         long.push(0);
         assert!(InodeRec::decode(&long).is_err(), "trailing bytes");

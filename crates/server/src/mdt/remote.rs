@@ -406,6 +406,7 @@ impl MdtService {
             default_layout: None,
             default_dir: new.default_dir,
             default_compress: new.default_compress,
+            proj_inherit: false,
         };
         let reply = Reply::Entry {
             attr: shown_attr(&rec),

@@ -65,6 +65,10 @@ pub struct Tx<'a> {
     /// Writes that are not inode records.
     pub batch: Batch,
     inodes: BTreeMap<Fid, Option<InodeRec>>,
+    /// Each touched inode as the store held it before this transaction
+    /// (`None`: it did not exist): what the commit step counts against
+    /// `inodes` (see `quota`).
+    before: BTreeMap<Fid, Option<InodeRec>>,
     /// Names set (to an inode) or removed, in order.
     names: Vec<(Fid, Name, Option<Fid>)>,
     /// Change in the number of inodes.
@@ -80,6 +84,7 @@ impl<'a> Tx<'a> {
             store,
             batch: Batch::new(),
             inodes: BTreeMap::new(),
+            before: BTreeMap::new(),
             names: Vec::new(),
             inode_delta: 0,
             created: Vec::new(),
@@ -90,6 +95,7 @@ impl<'a> Tx<'a> {
     pub fn inode(&mut self, fid: Fid) -> Result<&mut InodeRec, ServerError> {
         if !self.inodes.contains_key(&fid) {
             let rec = read_inode(self.store, fid)?;
+            self.before.entry(fid).or_insert_with(|| Some(rec.clone()));
             self.inodes.insert(fid, Some(rec));
         }
         match self.inodes.get_mut(&fid) {
@@ -117,12 +123,25 @@ impl<'a> Tx<'a> {
     pub fn create_inode(&mut self, rec: InodeRec) {
         self.inode_delta += 1;
         self.created.push(rec.attr.fid);
+        // New FIDs are never in use (an adopted inode left its old MDT).
+        self.before.entry(rec.attr.fid).or_insert(None);
         self.inodes.insert(rec.attr.fid, Some(rec));
     }
 
     /// Remove inode `fid` (its xattrs go with it).
     pub fn delete_inode(&mut self, fid: Fid) -> Result<(), ServerError> {
         self.inode_delta -= 1;
+        if !self.before.contains_key(&fid) {
+            let rec = match read_inode(self.store, fid) {
+                Ok(r) => Some(r),
+                Err(ServerError::Refused {
+                    errno: Errno::ENOENT,
+                    ..
+                }) => None,
+                Err(e) => return Err(e),
+            };
+            self.before.insert(fid, rec);
+        }
         self.inodes.insert(fid, None);
         let prefix = fid.to_key();
         let mut after: Option<Vec<u8>> = None;
@@ -222,6 +241,16 @@ impl<'a> Tx<'a> {
     /// touch it, `Some(None)` if it removes it.
     pub fn touched(&self, fid: Fid) -> Option<Option<&InodeRec>> {
         self.inodes.get(&fid).map(|r| r.as_ref())
+    }
+
+    /// Every inode this transaction touches: as the store held it before
+    /// (`None`: it did not exist) and as the transaction leaves it
+    /// (`None`: removed).
+    pub fn images(&self) -> impl Iterator<Item = (Option<&InodeRec>, Option<&InodeRec>)> {
+        self.inodes.iter().map(|(fid, after)| {
+            let before = self.before.get(fid).and_then(|b| b.as_ref());
+            (before, after.as_ref())
+        })
     }
 
     /// Whether directory `dir` has no entries.
