@@ -13,6 +13,7 @@ mod jobstats;
 mod migrate;
 mod mount;
 mod noop;
+mod project;
 mod quota;
 mod registry;
 mod scrub;
@@ -113,6 +114,10 @@ enum Cmd {
     /// `loom quota [-u USER|-g GROUP|-p PROJID] [-v] MOUNT`; `loom quota
     /// --check MOUNT` recounts every MDT and reports drift.
     Quota(quota::QuotaArgs),
+    /// Project ids of files and directory trees, as `lfs project`: `loom
+    /// project -p ID [-s] [-r] PATH...` sets (root), `loom project [-d]
+    /// [-r] PATH...` lists, `-C` clears.
+    Project(project::ProjectArgs),
     // Benchmarks (mdtest, IOR, IO500; compare, sweep, suite). No doc
     // comment here: it would replace the long help of loom_bench::BenchArgs.
     Bench(loom_bench::BenchArgs),
@@ -160,6 +165,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Top(a) => stats::top(a),
         Cmd::Changelog(a) => changelog::changelog(a),
         Cmd::Quota(a) => quota::quota(a),
+        Cmd::Project(a) => project::project(a),
         // Its own exit codes, as e2fsck's.
         Cmd::Fsck(a) => return Ok(fsck::fsck(a)),
         Cmd::Bench(a) => loom_bench::run(a),

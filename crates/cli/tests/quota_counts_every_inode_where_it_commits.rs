@@ -196,3 +196,126 @@ fn a_user_sees_their_own_usage_and_not_others() {
     let o = loom(&["quota", "-u", "0", "-g", "0", &mnt]);
     assert!(!o.status.success(), "two kinds at once");
 }
+
+/// `loom project DIR -d`: the id and flag.
+fn project_of(p: &Path) -> (u32, char) {
+    let out = loom_ok(&["project", "-d", s(p)]);
+    let mut w = out.split_whitespace();
+    let id = w.next().expect("id").parse().expect("a number");
+    let flag = w.next().expect("flag").chars().next().expect("P or -");
+    (id, flag)
+}
+
+#[test]
+fn a_project_tree_counts_everything_made_in_it_on_every_mdt() {
+    let c = Cluster::up(2, 1, &[]);
+    let mnt = s(&c.mnt).to_string();
+    let home = c.path("home");
+    std::fs::create_dir(&home).expect("mkdir home");
+    std::fs::write(home.join("before"), b"x").expect("a file made before");
+    std::fs::create_dir(c.path("scratch")).expect("mkdir scratch");
+    std::fs::write(c.path("scratch/loose"), b"x").expect("write");
+    // Bad input first: -s on a file, and a project id that is no number.
+    let o = loom(&["project", "-p", "7", "-s", s(&home.join("before"))]);
+    assert!(!o.status.success(), "-s on a file");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a directory"));
+    assert_eq!(
+        project_of(&home.join("before")),
+        (0, '-'),
+        "nothing changed"
+    );
+    assert!(!loom(&["project", "-p", "x", &mnt]).status.success());
+
+    loom_ok(&["project", "-p", "1000", "-s", "-r", s(&home)]);
+    assert_eq!(project_of(&home), (1000, 'P'));
+    assert_eq!(project_of(&home.join("before")), (1000, '-'));
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    // Subdirectories on this MDT, on the other, and striped over both.
+    std::fs::create_dir(home.join("local")).expect("mkdir");
+    loom_ok(&["mkdir", "-i", "1", s(&home.join("remote"))]);
+    loom_ok(&["mkdir", "-c", "2", s(&home.join("striped"))]);
+    assert_eq!(mdt_of(&home.join("remote")), 1);
+    for d in ["local", "remote", "striped"] {
+        assert_eq!(project_of(&home.join(d)), (1000, 'P'), "{d}");
+        std::fs::set_permissions(home.join(d), std::fs::Permissions::from_mode(0o777))
+            .expect("chmod");
+    }
+    // The user fills it: every file and directory takes the project.
+    let user = r#"
+import os, sys
+h = sys.argv[1]
+for d in ("local", "remote", "striped"):
+    os.mkdir(f"{h}/{d}/deeper")
+    for i in range(10):
+        open(f"{h}/{d}/f{i}", "w").close()
+        open(f"{h}/{d}/deeper/g{i}", "w").close()
+os.rename(f"{h}/local/f0", f"{h}/remote/moved")
+os.rename(f"{h}/striped/f1", f"{h}/striped/renamed")
+"#;
+    let o = python3(true)
+        .arg("-c")
+        .arg(user)
+        .arg(&home)
+        .output()
+        .expect("python3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut all = Vec::new();
+    let mut stack = vec![home.clone()];
+    while let Some(p) = stack.pop() {
+        all.push(p.clone());
+        if p.is_dir() {
+            for e in std::fs::read_dir(&p).expect("readdir") {
+                stack.push(e.expect("entry").path());
+            }
+        }
+    }
+    assert_eq!(all.len(), 1 + 1 + 3 + 3 * (1 + 20), "the tree");
+    for p in &all {
+        assert_eq!(project_of(p).0, 1000, "{}", p.display());
+    }
+    assert_eq!(project_of(&c.path("scratch/loose")), (0, '-'));
+    let (total, per) = files(&["-v", "-p", "1000", &mnt]);
+    // A striped directory is an inode on each MDT it spans.
+    assert_eq!(total, all.len() as u64 + 1, "project 1000: {per:?}");
+    assert!(per.iter().all(|n| *n > 0), "on both MDTs: {per:?}");
+
+    // Into the project by rename: EXDEV, as ext4 and Lustre; mv copies.
+    let o = python3(false)
+        .arg("-c")
+        .arg("import os, sys\ntry:\n    os.rename(sys.argv[1], sys.argv[2])\nexcept OSError as e:\n    print(e.errno)")
+        .arg(c.path("scratch/loose"))
+        .arg(home.join("local/loose"))
+        .output()
+        .expect("python3");
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "18", "EXDEV");
+    sh(&format!(
+        "mv {}/scratch/loose {}/remote/loose",
+        mnt,
+        home.display()
+    ));
+    assert_eq!(project_of(&home.join("remote/loose")), (1000, '-'));
+    assert_eq!(files(&["-p", "1000", &mnt]).0, total + 1);
+    // A migrate keeps the project and its count.
+    loom_ok(&["migrate", "-m", "1", s(&home.join("local/deeper"))]);
+    assert_eq!(project_of(&home.join("local/deeper")), (1000, 'P'));
+    assert_eq!(files(&["-p", "1000", &mnt]).0, total + 1);
+    check_clean(&c);
+
+    // Setting is root's; clearing takes the tree out.
+    let key = c.state.join("client.key");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod key");
+    let o = as_nobody(&[
+        s(&loom_bin()),
+        "project",
+        "-p",
+        "5",
+        s(&home.join("local/f1")),
+    ]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("only root may set project ids"));
+    loom_ok(&["project", "-C", "-r", s(&home.join("remote"))]);
+    assert_eq!(project_of(&home.join("remote")), (0, '-'));
+    let remote_tree = 1 + 1 + 10 + 10 + 2; // itself, deeper, f*, g*, moved, loose
+    assert_eq!(files(&["-p", "1000", &mnt]).0, total + 1 - remote_tree);
+    check_clean(&c);
+}

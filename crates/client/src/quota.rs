@@ -1,11 +1,12 @@
 //! What each target counts per user, group and project (see
 //! [`loom_proto::quota`]): what `loom quota` shows, through the library.
 
+use crate::ctx::Caller;
 use crate::io::file::unexpected;
 use crate::Client;
 use loom_proto::msg::{MdtRequest, Reply};
 use loom_proto::quota::{QuotaDrift, QuotaId, QuotaUsage};
-use loom_proto::Errno;
+use loom_proto::{Errno, Fid};
 use std::time::Duration;
 
 /// A recount of one MDT (`loom quota --check`).
@@ -49,5 +50,49 @@ impl Client {
             }
         }
         Ok(out)
+    }
+}
+
+impl Client {
+    /// Give inode `fid` project id `projid` as `c` (root only, EPERM
+    /// otherwise); with `inherit`, a directory passes both to what is made
+    /// in it from then on (ENOTDIR for a non-directory). A striped
+    /// directory's every shard is set, last the master, so each places
+    /// its new entries in the project.
+    pub async fn set_project_as(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        projid: u32,
+        inherit: bool,
+    ) -> Result<(), Errno> {
+        let mut dirs = match self.dir_shards(c, fid).await? {
+            Some(shards) => shards.to_vec(),
+            None => vec![fid],
+        };
+        dirs.reverse();
+        for dir in dirs {
+            let req = MdtRequest::SetProject {
+                fid: dir,
+                projid,
+                inherit,
+            };
+            match self.mdt_call(c, dir, req).await? {
+                Reply::Project { .. } => {}
+                other => return Err(unexpected("SetProject", &other)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Inode `fid`'s project id and whether it passes it on.
+    pub async fn get_project(&self, c: &Caller, fid: Fid) -> Result<(u32, bool), Errno> {
+        match self
+            .mdt_call(c, fid, MdtRequest::GetProject { fid })
+            .await?
+        {
+            Reply::Project { projid, inherit } => Ok((projid, inherit)),
+            other => Err(unexpected("GetProject", &other)),
+        }
     }
 }

@@ -122,6 +122,8 @@ pub mod set {
     pub const ATIME: u32 = 1 << 4;
     /// Modification time.
     pub const MTIME: u32 = 1 << 5;
+    /// Project id, or whether a directory passes it on.
+    pub const PROJID: u32 = 1 << 6;
 }
 
 /// Bits of [`ChangeRec::flags`] of namespace records.

@@ -685,6 +685,11 @@ pub struct DirObject {
     pub default_dir: Option<DirDefault>,
     /// The parent's effective default compression of new files' data.
     pub default_compress: Option<crate::compress::Compress>,
+    /// Project id (the parent's, when it passes it on; a shard's
+    /// directory's own).
+    pub projid: u32,
+    /// Whether new entries take the project id (as the parent's flag).
+    pub proj_inherit: bool,
 }
 
 /// An inode one MDT hands to another (`PeerRequest::AdoptInodes`): its
@@ -915,6 +920,13 @@ pub enum Reply {
         ids: u64,
         /// The differences.
         drift: Vec<crate::quota::QuotaDrift>,
+    },
+    /// An inode's project id, and whether a directory passes it on.
+    Project {
+        /// The project id.
+        projid: u32,
+        /// Whether new entries take it.
+        inherit: bool,
     },
 }
 

@@ -560,6 +560,24 @@ declare_requests! {
         /// counted (`loom quota --check`; root only). Answered
         /// `Reply::QuotaCheck`.
         QuotaCheck => 99, "quota_check", Reads, Any;
+        /// Give inode `fid` project id `projid` (root only); a directory
+        /// with `inherit` passes both to the files and directories made in
+        /// it from then on (`loom project -p ID -s DIR`). ENOTDIR for
+        /// `inherit` on a non-directory. Answered `Reply::Project`.
+        SetProject {
+            /// The inode.
+            fid: Fid,
+            /// Its project id.
+            projid: u32,
+            /// Whether a directory's new entries take it.
+            inherit: bool,
+        } => 100, "set_project", Once, Any;
+        /// An inode's project id and whether it passes it on (`loom
+        /// project DIR`). Answered `Reply::Project`.
+        GetProject {
+            /// The inode.
+            fid: Fid,
+        } => 101, "get_project", Reads, Any;
     }
 }
 

@@ -118,6 +118,9 @@ impl Planned {
                     f,
                 )
             }
+            MdtRequest::SetProject { fid, .. } => {
+                p(Kind::Inode(K::SetAttr, *fid, None), set::PROJID)
+            }
             MdtRequest::SetAttr { fid, set: s } => {
                 let mut f = 0;
                 for (on, bit) in [
@@ -195,7 +198,8 @@ impl Planned {
             | MdtRequest::ChangelogDeregister { .. }
             | MdtRequest::ChangelogState
             | MdtRequest::QuotaUsage { .. }
-            | MdtRequest::QuotaCheck => None,
+            | MdtRequest::QuotaCheck
+            | MdtRequest::GetProject { .. } => None,
         }
     }
 

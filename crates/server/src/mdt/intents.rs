@@ -47,9 +47,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Version of the intent record (2: `DirObject` carries the default
-/// compression; 3: the record keeps its caller; versions 1 and 2 are
-/// still read).
-const INTENT_REC_VERSION: u8 = 3;
+/// compression; 3: the record keeps its caller; 4: `DirObject` carries
+/// the project id; versions 1 to 3 are still read).
+const INTENT_REC_VERSION: u8 = 4;
 /// Meta key of the next intent id: ids are never reused, since the parts
 /// done for an intent are found again by its id.
 pub const NEXT_INTENT: &str = "next_intent";
@@ -72,16 +72,21 @@ pub struct IntentRec {
     pub caller: Option<ReqCtx>,
 }
 
-/// The operations that have intents. Variants are append-only.
+/// The operations that have intents, as this version stores them.
+pub type IntentOp = IntentOpOf<DirObject>;
+
+/// The operations that have intents, over the form of a directory's
+/// objects (`D`: older versions stored `DirObject` with fewer fields).
+/// Variants are append-only.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub enum IntentOp {
+pub enum IntentOpOf<D> {
     /// Make directory `name` in `parent` from one object per MDT of `mdts`
     /// (part `k` on `mdts[k]`; part 0 is the master).
     Mkdir {
         /// Name, in `dir.parent` (on this MDT).
         name: Name,
         /// What each part makes (`others` unset).
-        dir: DirObject,
+        dir: D,
         /// MDT of each part.
         mdts: Vec<u32>,
         /// The request was answered with an error: undo, never finish.
@@ -129,8 +134,14 @@ impl IntentRec {
             Some(&2) => super::tx::decode_record::<V2>(b).map(|r| IntentRec {
                 version: r.version,
                 reply_to: r.reply_to,
-                op: r.op,
+                op: r.op.current(),
                 caller: None,
+            }),
+            Some(&3) => super::tx::decode_record::<V3>(b).map(|r| IntentRec {
+                version: r.version,
+                reply_to: r.reply_to,
+                op: r.op.current(),
+                caller: r.caller,
             }),
             _ => super::tx::decode_record(b),
         }
@@ -184,7 +195,78 @@ impl IntentRec {
 struct V2 {
     version: u8,
     reply_to: Option<(u64, u64, u64)>,
-    op: IntentOp,
+    op: IntentOpOf<DirObjectV3>,
+}
+
+/// Intent records of version 3, before `DirObject` had the project id.
+#[derive(Deserialize)]
+struct V3 {
+    version: u8,
+    reply_to: Option<(u64, u64, u64)>,
+    op: IntentOpOf<DirObjectV3>,
+    caller: Option<ReqCtx>,
+}
+
+/// `DirObject` as intent versions 2 and 3 stored it.
+#[derive(Deserialize)]
+struct DirObjectV3 {
+    parent: Fid,
+    perm: u32,
+    uid: u32,
+    gid: u32,
+    time: Time,
+    default_stripe: Option<loom_proto::StripeSpec>,
+    others: Option<Vec<Fid>>,
+    default_dir: Option<loom_proto::msg::DirDefault>,
+    default_compress: Option<loom_proto::Compress>,
+}
+
+impl IntentOpOf<DirObjectV3> {
+    /// The operation in the current form: directories made before project
+    /// ids have none.
+    fn current(self) -> IntentOp {
+        match self {
+            IntentOpOf::Mkdir {
+                name,
+                dir: d,
+                mdts,
+                aborted,
+            } => IntentOp::Mkdir {
+                name,
+                dir: DirObject {
+                    parent: d.parent,
+                    perm: d.perm,
+                    uid: d.uid,
+                    gid: d.gid,
+                    time: d.time,
+                    default_stripe: d.default_stripe,
+                    others: d.others,
+                    default_dir: d.default_dir,
+                    default_compress: d.default_compress,
+                    projid: 0,
+                    proj_inherit: false,
+                },
+                mdts,
+                aborted,
+            },
+            IntentOpOf::Rmdir {
+                parent,
+                name,
+                shards,
+                destroying,
+            } => IntentOp::Rmdir {
+                parent,
+                name,
+                shards,
+                destroying,
+            },
+            IntentOpOf::Rename(r) => IntentOp::Rename(r),
+            IntentOpOf::Link(l) => IntentOp::Link(l),
+            IntentOpOf::Unlink(u) => IntentOp::Unlink(u),
+            IntentOpOf::Migrate(m) => IntentOp::Migrate(m),
+            IntentOpOf::Restripe(r) => IntentOp::Restripe(r),
+        }
+    }
 }
 
 /// Intent records as version 1 wrote them, before `DirObject` had
@@ -250,6 +332,8 @@ mod v1 {
                         others: d.others,
                         default_dir: d.default_dir,
                         default_compress: None,
+                        projid: 0,
+                        proj_inherit: false,
                     },
                     mdts,
                     aborted,
@@ -452,6 +536,10 @@ impl MdtService {
                 others: None,
                 default_dir: self.default_dir(parent)?,
                 default_compress: self.default_compress(parent)?,
+                // As a local mkdir: the parent's project when it passes
+                // it on.
+                projid: if p.proj_inherit { p.attr.projid } else { 0 },
+                proj_inherit: p.proj_inherit,
             },
             mdts: mdts.clone(),
             aborted: false,
@@ -1149,5 +1237,72 @@ mod tests {
         assert_eq!(r.caller, Some(caller));
         let p = r.planned().expect("a link records");
         assert_eq!(p.change_kind(), loom_proto::changelog::ChangeKind::Link);
+    }
+
+    /// `DirObject` as version 3 wrote it.
+    #[derive(Serialize)]
+    struct DirObjectV3Out {
+        parent: Fid,
+        perm: u32,
+        uid: u32,
+        gid: u32,
+        time: Time,
+        default_stripe: Option<loom_proto::StripeSpec>,
+        others: Option<Vec<Fid>>,
+        default_dir: Option<loom_proto::msg::DirDefault>,
+        default_compress: Option<loom_proto::Compress>,
+    }
+
+    #[derive(Serialize)]
+    struct V3Out {
+        version: u8,
+        reply_to: Option<(u64, u64, u64)>,
+        op: IntentOpOf<DirObjectV3Out>,
+        caller: Option<ReqCtx>,
+    }
+
+    #[test]
+    fn a_version_3_mkdir_decodes_without_a_project_and_version_4_keeps_it() {
+        let dir = DirObjectV3Out {
+            parent: Fid::new(0, 7),
+            perm: 0o750,
+            uid: 65534,
+            gid: 65534,
+            time: Time::default(),
+            default_stripe: None,
+            others: None,
+            default_dir: None,
+            default_compress: Some(loom_proto::Compress::LZ4),
+        };
+        let op = IntentOpOf::Mkdir {
+            name: "d".into(),
+            dir,
+            mdts: vec![0, 1],
+            aborted: false,
+        };
+        let b = loom_proto::msg::encode(&V3Out {
+            version: 3,
+            reply_to: None,
+            op,
+            caller: Some(ReqCtx::default()),
+        })
+        .expect("encode");
+        let r = IntentRec::decode(&b).expect("a version 3 mkdir decodes");
+        let IntentOp::Mkdir { dir, mdts, .. } = &r.op else {
+            panic!("a mkdir: {:?}", r.op);
+        };
+        assert_eq!((dir.perm, dir.projid, dir.proj_inherit), (0o750, 0, false));
+        assert_eq!(dir.default_compress, Some(loom_proto::Compress::LZ4));
+        assert_eq!(mdts, &vec![0, 1]);
+        let mut now = IntentRec::new(None, r.op.clone());
+        if let IntentOp::Mkdir { dir, .. } = &mut now.op {
+            (dir.projid, dir.proj_inherit) = (42, true);
+        }
+        let b = super::super::tx::encode_record(&now).expect("encode");
+        let back = IntentRec::decode(&b).expect("a version 4 record");
+        let IntentOp::Mkdir { dir, .. } = &back.op else {
+            panic!("a mkdir");
+        };
+        assert_eq!((back.version, dir.projid, dir.proj_inherit), (4, 42, true));
     }
 }

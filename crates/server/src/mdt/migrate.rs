@@ -201,8 +201,30 @@ pub fn routed_by(req: &MdtRequest) -> Option<Fid> {
         | R::GetDefaultCompress { fid }
         | R::Migrate { fid, .. }
         | R::Restripe { fid, .. }
-        | R::ReaddirShard { fid, .. } => Some(*fid),
-        _ => None,
+        | R::ReaddirShard { fid, .. }
+        | R::SetProject { fid, .. }
+        | R::GetProject { fid } => Some(*fid),
+        R::StatFs
+        | R::Sync
+        | R::Disconnect
+        | R::CommitState
+        | R::Subscribe
+        | R::Replay { .. }
+        | R::OpStats
+        | R::Scrub { .. }
+        | R::ListObjects { .. }
+        | R::ReclaimObjects { .. }
+        | R::FsckScan { .. }
+        | R::FsckRepair { .. }
+        | R::JobStats
+        | R::ChangelogRead { .. }
+        | R::ChangelogRegister
+        | R::ChangelogClear { .. }
+        | R::ChangelogDeregister { .. }
+        | R::ChangelogState
+        | R::QuotaUsage { .. }
+        | R::QuotaCheck
+        | R::RenewOrphans { .. } => None,
     }
 }
 

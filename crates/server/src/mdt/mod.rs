@@ -1053,6 +1053,12 @@ impl MdtService {
             MdtRequest::ChangelogState => Ok(Reply::ChangelogState(self.changelog_state())),
             MdtRequest::QuotaUsage { who } => self.quota_usage(ctx.ctx, who),
             MdtRequest::QuotaCheck => self.quota_check(ctx.ctx).await,
+            MdtRequest::SetProject {
+                fid,
+                projid,
+                inherit,
+            } => self.set_project(ctx, fid, projid, inherit).await,
+            MdtRequest::GetProject { fid } => self.get_project(fid),
             MdtRequest::Replay { .. } => Err(ServerError::refused(
                 Errno::EPROTO,
                 "a replay needs the client identity and sequence it was made under",

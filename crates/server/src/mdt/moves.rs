@@ -294,6 +294,24 @@ impl MdtService {
             Some((d, _)) if d.fid == src.fid && !exchange => return Ok(None),
             _ => {}
         }
+        // As a rename on one MDT (`namespace::same_project`), from the
+        // attributes: a directory with a project id passes it on.
+        let other_project = |dir: &msg::Attr, projid: u32, n: &Name| {
+            if dir.projid != 0 && dir.projid != projid {
+                return Err(ServerError::refused(
+                    Errno::EXDEV,
+                    format!(
+                        "{n} is in project {projid}; the directory is in project {}",
+                        dir.projid
+                    ),
+                ));
+            }
+            Ok(())
+        };
+        other_project(&to_dir, src_attr.projid, name)?;
+        if let (true, Some((_, a))) = (exchange, &dst) {
+            other_project(&from_dir, a.projid, new_name)?;
+        }
         let src_dir = src.kind == FileKind::Dir;
         if let (Some((d, _)), false) = (&dst, exchange) {
             super::namespace::may_replace(src_dir, d.kind == FileKind::Dir, new_name)?;

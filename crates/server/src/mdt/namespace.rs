@@ -673,9 +673,9 @@ impl MdtService {
         let one_mdt = self.peers.config().await?.indices(Role::Mdt).len() == 1;
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
-        let from_dir = t.dir(parent)?.clone();
-        belongs_here(&from_dir, parent, name)?;
-        let from_dir = from_dir.attr;
+        let from_rec = t.dir(parent)?.clone();
+        belongs_here(&from_rec, parent, name)?;
+        let from_dir = from_rec.attr.clone();
         let src = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
         if parent == new_parent && name == new_name {
             return Ok(Reply::Ok);
@@ -710,9 +710,9 @@ impl MdtService {
                 .rename_distributed(ctx, (parent, name), (new_parent, new_name), flags, keep_for)
                 .await;
         }
-        let to_dir = t.dir(new_parent)?.clone();
-        belongs_here(&to_dir, new_parent, new_name)?;
-        let to_dir = to_dir.attr;
+        let to_rec = t.dir(new_parent)?.clone();
+        belongs_here(&to_rec, new_parent, new_name)?;
+        let to_dir = to_rec.attr.clone();
         if self.sealed.contains(new_parent) {
             return Err(being_removed(new_parent));
         }
@@ -725,6 +725,12 @@ impl MdtService {
             (&to_dir, new_name, dst.as_ref()),
             flags,
         )?;
+        let src_projid = t.inode(src.fid)?.attr.projid;
+        same_project(&to_rec, src_projid, name)?;
+        if let (true, Some(d)) = (exchange, &dst) {
+            let dst_projid = t.inode(d.fid)?.attr.projid;
+            same_project(&from_rec, dst_projid, new_name)?;
+        }
         let now = Time::now();
         let src_dir = src.kind == FileKind::Dir;
         if src_dir && parent != new_parent && self.is_within(&mut t, new_parent, src.fid)? {
@@ -981,6 +987,23 @@ impl MdtService {
         r.attr.ctime = Time::now();
         self.finish(ctx, t, g, Dropped::Freed(None)).await
     }
+}
+
+/// EXDEV when `name`, of project `projid`, would move into directory `to`
+/// that passes on another project id (as ext4 and Lustre): its usage
+/// would escape the project's count. `mv` then copies, and the copies
+/// take the directory's project.
+pub(super) fn same_project(to: &InodeRec, projid: u32, name: &Name) -> Result<(), ServerError> {
+    if !to.proj_inherit || to.attr.projid == projid {
+        return Ok(());
+    }
+    Err(ServerError::refused(
+        Errno::EXDEV,
+        format!(
+            "{name} is in project {projid}; the directory gives its entries project {}",
+            to.attr.projid
+        ),
+    ))
 }
 
 /// `ServerError::Restriped` if `name` belongs in another shard of

@@ -241,6 +241,53 @@ impl MdtService {
         Ok(Reply::QuotaUsage(self.quotas.usage(who)))
     }
 
+    /// Give inode `fid` project id `projid`, and a directory the passing
+    /// on of it (root only, as Lustre's `lfs project`): the inode's
+    /// usage moves to the new project in the same commit.
+    pub(super) async fn set_project(
+        &self,
+        ctx: &super::Rq<'_>,
+        fid: loom_proto::Fid,
+        projid: u32,
+        inherit: bool,
+    ) -> Handled {
+        if ctx.ctx.uid != 0 {
+            return Err(ServerError::refused(
+                Errno::EPERM,
+                "only root may set project ids (loom project)",
+            ));
+        }
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        let r = t.inode(fid)?;
+        if inherit && r.attr.kind != loom_proto::msg::FileKind::Dir {
+            return Err(ServerError::refused(
+                Errno::ENOTDIR,
+                format!("{fid} is not a directory: only a directory passes a project id on"),
+            ));
+        }
+        r.attr.projid = projid;
+        r.proj_inherit = inherit && r.attr.kind == loom_proto::msg::FileKind::Dir;
+        r.attr.ctime = loom_proto::msg::Time::now();
+        let reply = Reply::Project {
+            projid,
+            inherit: r.proj_inherit,
+        };
+        let ticket = self.apply(ctx, t, &reply)?;
+        drop(g);
+        self.settle(ctx, ticket).await?;
+        Ok(reply)
+    }
+
+    /// Inode `fid`'s project id and whether it passes it on.
+    pub(super) fn get_project(&self, fid: loom_proto::Fid) -> Handled {
+        let r = super::tx::read_inode(&*self.store, fid)?;
+        Ok(Reply::Project {
+            projid: r.attr.projid,
+            inherit: r.proj_inherit,
+        })
+    }
+
     /// Recount what this MDT holds and compare it with its counts (root
     /// only). Changes wait for the scan: it and the counts it is compared
     /// with see the same inodes.

@@ -396,7 +396,10 @@ impl MdtService {
         });
         let rec = InodeRec {
             version: INODE_REC_VERSION,
-            attr: new_attr(fid, FileKind::Dir, new.perm, new.uid, new.gid, new.time),
+            attr: loom_proto::msg::Attr {
+                projid: new.projid,
+                ..new_attr(fid, FileKind::Dir, new.perm, new.uid, new.gid, new.time)
+            },
             parent: new.parent,
             layout,
             symlink: None,
@@ -406,7 +409,7 @@ impl MdtService {
             default_layout: None,
             default_dir: new.default_dir,
             default_compress: new.default_compress,
-            proj_inherit: false,
+            proj_inherit: new.proj_inherit,
         };
         let reply = Reply::Entry {
             attr: shown_attr(&rec),

@@ -233,6 +233,8 @@ impl MdtService {
                 others: None,
                 default_dir: self.default_dir(m.dir)?,
                 default_compress: self.default_compress(m.dir)?,
+                projid: rec.attr.projid,
+                proj_inherit: rec.proj_inherit,
             };
             let mut shards = vec![m.dir];
             for (k, mdt) in m.mdts.iter().enumerate().skip(1) {
