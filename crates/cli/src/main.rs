@@ -114,6 +114,10 @@ enum Cmd {
     /// `loom quota [-u USER|-g GROUP|-p PROJID] [-v] MOUNT`; `loom quota
     /// --check MOUNT` recounts every MDT and reports drift.
     Quota(quota::QuotaArgs),
+    /// Set inode limits of a user, group or project, as `lfs setquota`:
+    /// `loom setquota -u USER|-g GROUP|-p PROJID [-i SOFT] [-I HARD]
+    /// [--grace SECS] MOUNT` (root).
+    Setquota(quota::SetquotaArgs),
     /// Project ids of files and directory trees, as `lfs project`: `loom
     /// project -p ID [-s] [-r] PATH...` sets (root), `loom project [-d]
     /// [-r] PATH...` lists, `-C` clears.
@@ -165,6 +169,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Top(a) => stats::top(a),
         Cmd::Changelog(a) => changelog::changelog(a),
         Cmd::Quota(a) => quota::quota(a),
+        Cmd::Setquota(a) => quota::setquota(a),
         Cmd::Project(a) => project::project(a),
         // Its own exit codes, as e2fsck's.
         Cmd::Fsck(a) => return Ok(fsck::fsck(a)),

@@ -5,7 +5,8 @@ use crate::registry;
 use crate::tools::{connect, errno, Session};
 use anyhow::bail;
 use clap::Args;
-use loom_proto::quota::{QuotaId, QuotaKind, QuotaUsage};
+use loom_proto::msg::Time;
+use loom_proto::quota::{QuotaId, QuotaKind, QuotaLimits};
 use loom_proto::Errno;
 use std::path::{Path, PathBuf};
 
@@ -15,8 +16,10 @@ use std::path::{Path, PathBuf};
     after_help = "Each MDT counts the inodes it holds per owner, group and project id, \
 in the same commit as the change that makes, removes or moves them: the counts are exact after \
 a crash of any server, a replay, `loom migrate` and a restripe. `files` is the sum over the MDTs; \
--v adds a line per MDT. Block usage is the OSTs' to count and is not counted yet (shown as -); \
-limits are not enforced yet.\n\n\
+-v adds a line per MDT. `quota` and `limit` are the soft and hard limits (0: none, see `loom \
+setquota`); `*` marks usage at or over one; `grace` is what is left of the soft limit's grace \
+(none: spent, creates answer EDQUOT). Block usage is the OSTs' to count and is not counted yet \
+(shown as -).\n\n\
 Without -u, -g or -p: the caller's user and group. Root sees anyone's usage; a user sees their \
 own, their groups' and any project's.\n\n\
 --check (root only) recounts every MDT from a scan of its inodes and reports where the counts \
@@ -122,34 +125,51 @@ fn show(s: &Session, mount: &Path, who: QuotaId, verbose: bool) -> anyhow::Resul
             errno(e, &format!("the usage of {who}"))
         }
     })?;
+    let (limits, soft_since) =
+        s.rt.block_on(s.client.get_quota(who))
+            .map_err(|e| errno(e, &format!("the limits of {who}")))?;
     let files: u64 = per_mdt.iter().map(|(_, u)| u.inodes).sum();
     println!("{}", heading(who));
     println!(
-        "{:>15} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}",
+        "{:>15} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>7}",
         "Filesystem", "kbytes", "quota", "limit", "grace", "files", "quota", "limit", "grace"
     );
     println!("{}", mount.display());
-    println!("{}", row(None, files));
+    let over = (limits.inode_hard != 0 && files >= limits.inode_hard)
+        || (limits.inode_soft != 0 && files > limits.inode_soft);
+    let files_shown = format!("{files}{}", if over { "*" } else { "" });
+    let grace = match soft_since {
+        Some(since) if limits.inode_soft != 0 && files > limits.inode_soft => {
+            let spent = Time::now().sec.saturating_sub(since.sec).max(0) as u64;
+            match limits.grace().checked_sub(spent) {
+                Some(left) if left > 0 => format!("{left}s"),
+                _ => "none".to_string(),
+            }
+        }
+        _ => "-".to_string(),
+    };
+    println!(
+        "{:>15} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>7}",
+        "",
+        "-",
+        limits.block_soft / 1024,
+        limits.block_hard / 1024,
+        "-",
+        files_shown,
+        limits.inode_soft,
+        limits.inode_hard,
+        grace
+    );
     if verbose {
         for (mdt, u) in &per_mdt {
             println!("{}-MDT{mdt:04x}_UUID", s.entry.fsname);
-            println!("{}", row(None, per_target(u)));
+            println!(
+                "{:>15} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>7}",
+                "", "-", "-", "-", "-", u.inodes, "-", "-", "-"
+            );
         }
     }
     Ok(())
-}
-
-fn per_target(u: &QuotaUsage) -> u64 {
-    u.inodes
-}
-
-/// One line of figures: kbytes (not counted yet), no limits.
-fn row(kbytes: Option<u64>, files: u64) -> String {
-    let kb = kbytes.map_or("-".to_string(), |k| k.to_string());
-    format!(
-        "{:>15} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}",
-        "", kb, "0", "0", "-", files, "0", "0", "-"
-    )
 }
 
 fn check(s: &Session) -> anyhow::Result<()> {
@@ -194,4 +214,100 @@ mod tests {
         let e = user_id("no-such-user-here").expect_err("unknown");
         assert!(e.to_string().contains("no user"), "{e}");
     }
+}
+
+/// Options of `loom setquota`.
+#[derive(Args)]
+#[command(
+    after_help = "Limits are kept by MDT0 (the quota master) and enforced by every MDT \
+from the next change of the id: past a hard limit, or past a soft one once its grace is spent, a \
+create, mkdir, symlink, mknod or chown into the id answers EDQUOT, through the mount and the \
+library alike. The MDTs hold shares of each limit granted by the master and give them back when \
+another MDT needs them, so the usage over all MDTs never passes a hard limit. Root's own changes \
+are not limited, as on Linux. Limits not given keep their value; 0 removes one.\n\n\
+Block limits (-b, -B) need block usage, which the OSTs do not count yet: they are refused.\n\n\
+Example, a home directory capped at 100,000 inodes: `loom project -p 1001 -s -r \
+/mnt/loom/home/alice && loom setquota -p 1001 -I 100000 /mnt/loom`."
+)]
+pub struct SetquotaArgs {
+    /// A user: name or uid.
+    #[arg(short = 'u', value_name = "USER", conflicts_with_all = ["group", "project"], required_unless_present_any = ["group", "project"])]
+    pub user: Option<String>,
+    /// A group: name or gid.
+    #[arg(short = 'g', value_name = "GROUP", conflicts_with = "project")]
+    pub group: Option<String>,
+    /// A project id.
+    #[arg(short = 'p', value_name = "PROJID")]
+    pub project: Option<u32>,
+    /// Soft block limit, in KiB (refused: blocks are not counted yet).
+    #[arg(short = 'b', value_name = "KIB")]
+    pub block_soft: Option<u64>,
+    /// Hard block limit, in KiB (refused: blocks are not counted yet).
+    #[arg(short = 'B', value_name = "KIB")]
+    pub block_hard: Option<u64>,
+    /// Soft inode limit (0: none).
+    #[arg(short = 'i', value_name = "INODES")]
+    pub inode_soft: Option<u64>,
+    /// Hard inode limit (0: none).
+    #[arg(short = 'I', value_name = "INODES")]
+    pub inode_hard: Option<u64>,
+    /// How long the soft limits may be passed, in seconds (default: a
+    /// week).
+    #[arg(long, value_name = "SECS")]
+    pub grace: Option<u64>,
+    /// A path on the loomfs mount.
+    pub path: PathBuf,
+}
+
+pub fn setquota(a: SetquotaArgs) -> anyhow::Result<()> {
+    if a.block_soft.is_some() || a.block_hard.is_some() {
+        bail!(
+            "block limits need block usage, which the OSTs do not count yet (inode limits: -i, -I)"
+        );
+    }
+    if a.inode_soft.is_none() && a.inode_hard.is_none() && a.grace.is_none() {
+        bail!("no limit given (-i SOFT, -I HARD, --grace SECS)");
+    }
+    let who = match (&a.user, &a.group, a.project) {
+        (Some(u), _, _) => QuotaId::user(user_id(u)?),
+        (_, Some(g), _) => QuotaId::group(group_id(g)?),
+        (_, _, Some(p)) => QuotaId::project(p),
+        (None, None, None) => bail!("whose limits: -u USER, -g GROUP or -p PROJID"),
+    };
+    let (entry, _) = registry::find(&a.path)?;
+    let s = connect(entry)?;
+    let refused = |e: Errno, what: &str| {
+        if e == Errno::EPERM {
+            anyhow::anyhow!("only root may set quota limits")
+        } else if e == Errno::EINVAL {
+            anyhow::anyhow!("{what}: a soft limit above its hard limit")
+        } else {
+            errno(e, what)
+        }
+    };
+    let (mut limits, _) =
+        s.rt.block_on(s.client.get_quota(who))
+            .map_err(|e| refused(e, &format!("the limits of {who}")))?;
+    let before: QuotaLimits = limits;
+    if let Some(v) = a.inode_soft {
+        limits.inode_soft = v;
+    }
+    if let Some(v) = a.inode_hard {
+        limits.inode_hard = v;
+    }
+    if let Some(v) = a.grace {
+        limits.grace_secs = v;
+    }
+    if limits.inode_hard != 0 && limits.inode_soft > limits.inode_hard {
+        bail!(
+            "the soft inode limit {} is above the hard one {}: nothing changed",
+            limits.inode_soft,
+            limits.inode_hard
+        );
+    }
+    if limits != before {
+        s.rt.block_on(s.client.set_quota(who, limits))
+            .map_err(|e| refused(e, &format!("setting the limits of {who}")))?;
+    }
+    Ok(())
 }

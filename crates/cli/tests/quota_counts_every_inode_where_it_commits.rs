@@ -55,6 +55,7 @@ fn figures(out: &str) -> (u64, Vec<u64>) {
             l.split_whitespace()
                 .nth(4)
                 .expect("files column")
+                .trim_end_matches('*')
                 .parse()
                 .expect("a number")
         })

@@ -4,8 +4,8 @@
 use crate::ctx::Caller;
 use crate::io::file::unexpected;
 use crate::Client;
-use loom_proto::msg::{MdtRequest, Reply};
-use loom_proto::quota::{QuotaDrift, QuotaId, QuotaUsage};
+use loom_proto::msg::{MdtRequest, Reply, Time};
+use loom_proto::quota::{QuotaDrift, QuotaId, QuotaLimits, QuotaUsage};
 use loom_proto::{Errno, Fid};
 use std::time::Duration;
 
@@ -93,6 +93,33 @@ impl Client {
         {
             Reply::Project { projid, inherit } => Ok((projid, inherit)),
             other => Err(unexpected("GetProject", &other)),
+        }
+    }
+}
+
+impl Client {
+    /// Set `who`'s limits (root only): kept by MDT0, the quota master,
+    /// and enforced by every MDT from its next change for `who`. All zero
+    /// removes them. EINVAL for a soft limit above its hard one.
+    pub async fn set_quota(&self, who: QuotaId, limits: QuotaLimits) -> Result<(), Errno> {
+        match self
+            .mdt_admin_call(0, MdtRequest::SetQuota { who, limits }, Duration::ZERO)
+            .await?
+        {
+            Reply::Ok => Ok(()),
+            other => Err(unexpected("SetQuota", &other)),
+        }
+    }
+
+    /// `who`'s limits (all zero: none) and since when it is over its soft
+    /// inode limit; who may ask as for [`Client::quota_usage`].
+    pub async fn get_quota(&self, who: QuotaId) -> Result<(QuotaLimits, Option<Time>), Errno> {
+        match self
+            .mdt_admin_call(0, MdtRequest::GetQuota { who }, Duration::ZERO)
+            .await?
+        {
+            Reply::QuotaLimits { limits, soft_since } => Ok((limits, soft_since)),
+            other => Err(unexpected("GetQuota", &other)),
         }
     }
 }

@@ -64,6 +64,8 @@ impl Errno {
     pub const ETIMEDOUT: Errno = Errno(110);
     /// Stale handle: the FID no longer exists.
     pub const ESTALE: Errno = Errno(116);
+    /// Over a quota: a hard limit, or a soft one past its grace.
+    pub const EDQUOT: Errno = Errno(122);
 
     /// The raw errno value.
     pub fn raw(self) -> i32 {
@@ -98,6 +100,7 @@ impl fmt::Debug for Errno {
             Errno::EOPNOTSUPP => "EOPNOTSUPP",
             Errno::EBADMSG => "EBADMSG",
             Errno::ETIMEDOUT => "ETIMEDOUT",
+            Errno::EDQUOT => "EDQUOT",
             Errno::ESTALE => "ESTALE",
             _ => return write!(f, "errno {}", self.0),
         };

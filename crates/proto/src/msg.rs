@@ -921,6 +921,22 @@ pub enum Reply {
         /// The differences.
         drift: Vec<crate::quota::QuotaDrift>,
     },
+    /// An id's limits (all zero: none), and since when it is over its
+    /// soft inode limit.
+    QuotaLimits {
+        /// The limits.
+        limits: crate::quota::QuotaLimits,
+        /// When usage went over the soft inode limit (its grace runs from
+        /// then), if it is over it.
+        soft_since: Option<Time>,
+    },
+    /// What the quota master lets an MDT hold of one id.
+    QuotaGrant {
+        /// Whether the id has limits (else nothing is enforced for it).
+        limited: bool,
+        /// Inodes the MDT may hold.
+        granted: u64,
+    },
     /// An inode's project id, and whether a directory passes it on.
     Project {
         /// The project id.

@@ -97,6 +97,42 @@ pub struct QuotaUsage {
     pub bytes: u64,
 }
 
+/// Limits of one id; 0 is no limit. Soft limits may be passed for the
+/// grace time, after which they hold as hard ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuotaLimits {
+    /// Inodes: soft limit.
+    pub inode_soft: u64,
+    /// Inodes: hard limit.
+    pub inode_hard: u64,
+    /// Bytes: soft limit.
+    pub block_soft: u64,
+    /// Bytes: hard limit.
+    pub block_hard: u64,
+    /// How long a soft limit may be passed, in seconds (0: the default,
+    /// [`DEFAULT_GRACE_SECS`]).
+    pub grace_secs: u64,
+}
+
+/// Grace of a soft limit when none is set: one week, as Lustre's.
+pub const DEFAULT_GRACE_SECS: u64 = 7 * 24 * 3600;
+
+impl QuotaLimits {
+    /// Whether any limit is set.
+    pub fn any(&self) -> bool {
+        self.inode_soft | self.inode_hard | self.block_soft | self.block_hard != 0
+    }
+
+    /// The grace in effect.
+    pub fn grace(&self) -> u64 {
+        if self.grace_secs == 0 {
+            DEFAULT_GRACE_SECS
+        } else {
+            self.grace_secs
+        }
+    }
+}
+
 /// Where a target's count and a recount of what it holds differ
 /// (`loom quota --check`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -28,7 +28,7 @@ use crate::msg::{
     Role, ScrubCmd, SetAttr, TargetInfo, Time,
 };
 use crate::name::Name;
-use crate::quota::QuotaId;
+use crate::quota::{QuotaId, QuotaLimits};
 use serde::{Deserialize, Serialize};
 
 /// What an operation does to the state of the service that serves it.
@@ -578,6 +578,22 @@ declare_requests! {
             /// The inode.
             fid: Fid,
         } => 101, "get_project", Reads, Any;
+        /// Set the limits of `who` (root only; sent to MDT0, which keeps
+        /// every limit and grants the MDTs their shares of it). All zero
+        /// removes them. Answered `Reply::Ok` once committed.
+        SetQuota {
+            /// Whose.
+            who: QuotaId,
+            /// The limits.
+            limits: QuotaLimits,
+        } => 102, "set_quota", Once, Any;
+        /// The limits of `who` and since when it is over its soft inode
+        /// limit (MDT0; who may ask as for `QuotaUsage`). Answered
+        /// `Reply::QuotaLimits`.
+        GetQuota {
+            /// Whose.
+            who: QuotaId,
+        } => 103, "get_quota", Reads, Any;
     }
 }
 
@@ -735,6 +751,29 @@ declare_requests! {
             /// The entries.
             entries: Vec<(Name, Fid, FileKind)>,
         } => 92, "put_entries", Changes, Peers;
+        /// MDT to MDT0 (the quota master): MDT `mdt` counts `usage`
+        /// inodes of `who` and needs `need` more than it was granted.
+        /// Answered `Reply::QuotaGrant`: whether `who` has limits and the
+        /// inodes the MDT may hold (at least `usage + need`, unless that
+        /// is over the limit: `EDQUOT`).
+        QuotaAcquire {
+            /// Whose.
+            who: QuotaId,
+            /// The asking MDT.
+            mdt: u32,
+            /// What it counts now.
+            usage: u64,
+            /// How many more it needs.
+            need: u64,
+        } => 104, "quota_acquire", Changes, Peers;
+        /// MDT0 to an MDT: give back what it holds of `who`'s grant beyond
+        /// its usage, and forget whether `who` is limited (its limits
+        /// changed, or another MDT needs the rest). Answered
+        /// `Reply::QuotaGrant` with the usage, now its grant.
+        QuotaRelease {
+            /// Whose.
+            who: QuotaId,
+        } => 105, "quota_release", Changes, Peers;
     }
 }
 

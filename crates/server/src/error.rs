@@ -54,6 +54,17 @@ pub enum ServerError {
     /// runs the change again (`MdtService::handle`); it never reaches
     /// the wire (EAGAIN if it did).
     Recall(Vec<loom_proto::msg::Lease>),
+    /// Not a failure: a client's change would take `who` past what this
+    /// MDT was granted of its quota (or the MDT does not know yet whether
+    /// `who` has limits), and applied nothing. The MDT asks the quota
+    /// master for `need` more and runs the change again
+    /// (`MdtService::handle`); EDQUOT if it reached the wire.
+    QuotaShort {
+        /// Whose quota.
+        who: loom_proto::quota::QuotaId,
+        /// How many inodes more than granted.
+        need: u64,
+    },
     /// Not a failure: the request named a directory restriped since the
     /// client learned its layout, for a name of another shard; nothing
     /// was done. Answered `Reply::Restriped` (ESTALE where it cannot be,
@@ -107,6 +118,7 @@ impl ServerError {
             | ServerError::Peer { errno, .. } => *errno,
             ServerError::Internal(_) => Errno::EIO,
             ServerError::Recall(_) => Errno::EAGAIN,
+            ServerError::QuotaShort { .. } => Errno::EDQUOT,
             ServerError::Restriped { .. } => Errno::ESTALE,
         }
     }
@@ -120,6 +132,9 @@ impl fmt::Display for ServerError {
             ServerError::Peer { errno, msg } => write!(f, "{errno}: peer: {msg}"),
             ServerError::Internal(msg) => write!(f, "EIO: internal: {msg}"),
             ServerError::Recall(l) => write!(f, "EAGAIN: {} leases to recall first", l.len()),
+            ServerError::QuotaShort { who, need } => {
+                write!(f, "EDQUOT: {need} inodes of {who} beyond this MDT's grant")
+            }
             ServerError::Restriped { dir, .. } => {
                 write!(f, "ESTALE: directory {dir} was restriped: ask its shard")
             }
@@ -144,6 +159,9 @@ pub fn answer<X>(target: TargetId, (r, x): (Handled, X)) -> (ReplyResult, X) {
             ServerError::Recall(_) => {
                 tracing::error!("{target}: a change waiting for a recall was answered")
             }
+            ServerError::QuotaShort { .. } => {
+                tracing::error!("{target}: a change waiting for a quota grant was answered")
+            }
             ServerError::Refused { .. }
             | ServerError::Peer { .. }
             | ServerError::Restriped { .. } => {}
@@ -162,6 +180,7 @@ impl From<ServerError> for WireError {
             ServerError::Internal(msg) => WireError::new(Errno::EIO, msg),
             e @ ServerError::Recall(_) => WireError::new(Errno::EAGAIN, e.to_string()),
             e @ ServerError::Restriped { .. } => WireError::new(Errno::ESTALE, e.to_string()),
+            e @ ServerError::QuotaShort { .. } => WireError::new(Errno::EDQUOT, e.to_string()),
         }
     }
 }

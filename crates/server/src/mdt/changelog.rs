@@ -199,7 +199,9 @@ impl Planned {
             | MdtRequest::ChangelogState
             | MdtRequest::QuotaUsage { .. }
             | MdtRequest::QuotaCheck
-            | MdtRequest::GetProject { .. } => None,
+            | MdtRequest::GetProject { .. }
+            | MdtRequest::SetQuota { .. }
+            | MdtRequest::GetQuota { .. } => None,
         }
     }
 
@@ -244,7 +246,9 @@ impl Planned {
             | PeerRequest::ReadInode { .. }
             | PeerRequest::ReadEntry { .. }
             | PeerRequest::TreeLock { .. }
-            | PeerRequest::PutEntries { .. } => None,
+            | PeerRequest::PutEntries { .. }
+            | PeerRequest::QuotaAcquire { .. }
+            | PeerRequest::QuotaRelease { .. } => None,
         }
     }
 

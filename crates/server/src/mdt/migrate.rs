@@ -224,7 +224,9 @@ pub fn routed_by(req: &MdtRequest) -> Option<Fid> {
         | R::ChangelogState
         | R::QuotaUsage { .. }
         | R::QuotaCheck
-        | R::RenewOrphans { .. } => None,
+        | R::RenewOrphans { .. }
+        | R::SetQuota { .. }
+        | R::GetQuota { .. } => None,
     }
 }
 
@@ -238,7 +240,15 @@ pub fn peer_routed_by(req: &PeerRequest) -> Option<Fid> {
         | P::ReadInode { fid }
         | P::Relink { fid, .. } => Some(*fid),
         P::ReadEntry { dir, .. } | P::SetEntry { dir, .. } => Some(*dir),
-        _ => None,
+        // Objects made or moved by their intent, trees, and quota grants.
+        P::AdoptInodes { .. }
+        | P::ForgetIntent { .. }
+        | P::MakeDirObject { .. }
+        | P::PutEntries { .. }
+        | P::UndoDirObject { .. }
+        | P::TreeLock { .. }
+        | P::QuotaAcquire { .. }
+        | P::QuotaRelease { .. } => None,
     }
 }
 

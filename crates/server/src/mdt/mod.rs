@@ -25,6 +25,7 @@ mod orphans;
 mod perm;
 mod placement;
 mod quota;
+mod quota_master;
 pub mod records;
 pub mod recovery;
 mod remote;
@@ -56,6 +57,10 @@ use crate::peers::Peers;
 /// remaining recalls following it (readers racing it could otherwise
 /// keep taking new leases).
 const MAX_RECALL_ROUNDS: u32 = 4;
+
+/// Grants a change asks the quota master for before it gives up (each
+/// round another change may have spent what the last one got).
+const MAX_QUOTA_ROUNDS: u32 = 8;
 
 /// How far the FID allocator skips ahead at start (see [`MdtService::open`]):
 /// more than the creates that can be applied but not yet synced at once.
@@ -169,8 +174,10 @@ pub struct MdtService {
     scrub: Arc<crate::scrub::Scrub>,
     /// The record of committed changes, and its consumers.
     changelog: changelog::Changelog,
-    /// The inodes held per user, group and project.
+    /// The inodes held per user, group and project, and the grants.
     quotas: quota::Quotas,
+    /// Every limit and grant (MDT0 only).
+    quota_master: quota_master::Master,
 }
 
 impl MdtService {
@@ -265,6 +272,7 @@ impl MdtService {
         let restriped = restripe::Restriped::load(&*store)?;
         let changelog = changelog::Changelog::load(&*store, index)?;
         let quotas = quota::Quotas::load(&*store, index)?;
+        let quota_master = quota_master::Master::load(&*store, index)?;
         let mdt = Arc::new(MdtService {
             index,
             dir: dir.to_path_buf(),
@@ -306,6 +314,7 @@ impl MdtService {
             ),
             changelog,
             quotas,
+            quota_master,
         });
         if index == 0 && tx::read_inode(&*mdt.store, Fid::ROOT).is_err() {
             mdt.create_root()?;
@@ -394,6 +403,13 @@ impl MdtService {
         let Some((c, touched)) = touched else {
             return self.apply_batch(None, t, flushed, log);
         };
+        // A client's change stays within this MDT's grants of every
+        // limited id it adds to (root's are not limited, as on Linux). A
+        // replay is not asked again: it was admitted when first applied,
+        // and was acknowledged.
+        if rq.ctx.uid != 0 && c.replay.is_none() {
+            self.quotas.admit(&quota::Deltas::of(&t))?;
+        }
         let maker = rq.ctx.client_id;
         let r = self.leases.apply(maker, rq.tok, &touched, late, || {
             self.apply_batch(recorded_as, t, flushed, log)
@@ -729,6 +745,7 @@ impl MdtService {
         let planned = changelog::Planned::of(&req);
         let mut recalled = Vec::new();
         let mut rounds = 0;
+        let mut quota_rounds = 0;
         let (r, current) = loop {
             let mut current = Current::new(key);
             current.recall_after = rounds >= MAX_RECALL_ROUNDS;
@@ -740,6 +757,33 @@ impl MdtService {
                     rounds += 1;
                     self.stats.count("recalled");
                     recalled.push(self.leases.recall(ctx.client_id, leases).await);
+                }
+                Err(ServerError::QuotaShort { who, need }) => {
+                    quota_rounds += 1;
+                    self.stats.count("quota_acquired");
+                    let r = if quota_rounds > MAX_QUOTA_ROUNDS {
+                        Err(ServerError::refused(
+                            Errno::EDQUOT,
+                            format!("{who}: no grant held after {MAX_QUOTA_ROUNDS} tries"),
+                        ))
+                    } else {
+                        self.acquire_quota(who, need).await
+                    };
+                    match r {
+                        Ok(()) => {}
+                        Err(e) if e.errno() != Errno::EDQUOT && !self.quotas.known_limited(who) => {
+                            // The master cannot be asked and `who` had no
+                            // limits: creates go on (an MDT0 outage stops
+                            // no one), and it is asked again later.
+                            tracing::warn!(
+                                "MDT{:04x}: the quota master did not answer for {who} ({e}); \
+                                 going on without limits for it",
+                                self.index
+                            );
+                            self.quotas.granted(who, false, 0);
+                        }
+                        Err(e) => break (Err(e), current),
+                    }
                 }
                 r => break (r, current),
             }
@@ -1059,6 +1103,8 @@ impl MdtService {
                 inherit,
             } => self.set_project(ctx, fid, projid, inherit).await,
             MdtRequest::GetProject { fid } => self.get_project(fid),
+            MdtRequest::SetQuota { who, limits } => self.set_quota(ctx, who, limits).await,
+            MdtRequest::GetQuota { who } => self.get_quota(ctx.ctx, who).await,
             MdtRequest::Replay { .. } => Err(ServerError::refused(
                 Errno::EPROTO,
                 "a replay needs the client identity and sequence it was made under",

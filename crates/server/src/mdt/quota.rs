@@ -91,9 +91,24 @@ impl Deltas {
     }
 }
 
-/// The counts, as committed batches left them.
+/// How long an MDT trusts that an id has no limits before it asks the
+/// master again (a limit set while the MDT could not be told holds on it
+/// after this at most).
+const UNLIMITED_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// What the quota master granted this MDT of one id.
+#[derive(Clone, Copy)]
+enum Grant {
+    /// No limits, as the master said at this time.
+    Unlimited(std::time::Instant),
+    /// Limited: this MDT may hold this many inodes of the id.
+    Up(u64),
+}
+
+/// The counts, as committed batches left them, and the grants.
 pub struct Quotas {
     usage: Mutex<HashMap<QuotaId, QuotaUsage>>,
+    grants: Mutex<HashMap<QuotaId, Grant>>,
 }
 
 impl Quotas {
@@ -119,6 +134,7 @@ impl Quotas {
             );
             return Ok(Quotas {
                 usage: Mutex::new(usage),
+                grants: Mutex::default(),
             });
         }
         let mut usage = HashMap::new();
@@ -140,6 +156,7 @@ impl Quotas {
         }
         Ok(Quotas {
             usage: Mutex::new(usage),
+            grants: Mutex::default(),
         })
     }
 
@@ -183,6 +200,60 @@ impl Quotas {
         self.lock().get(&who).copied().unwrap_or_default()
     }
 
+    fn grants(&self) -> std::sync::MutexGuard<'_, HashMap<QuotaId, Grant>> {
+        self.grants.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether a client's change that moves the counts by `d` stays within
+    /// what this MDT was granted: `ServerError::QuotaShort` for the first
+    /// id it does not (or that the master has not been asked about).
+    pub fn admit(&self, d: &Deltas) -> Result<(), ServerError> {
+        let usage = self.lock();
+        let grants = self.grants();
+        for (who, n) in &d.0 {
+            let Ok(n) = u64::try_from(*n) else { continue };
+            if n == 0 {
+                continue;
+            }
+            let used = usage.get(who).map_or(0, |u| u.inodes);
+            match grants.get(who) {
+                Some(Grant::Unlimited(at)) if at.elapsed() < UNLIMITED_FOR => {}
+                Some(Grant::Up(g)) if used + n <= *g => {}
+                Some(Grant::Up(g)) => {
+                    return Err(ServerError::QuotaShort {
+                        who: *who,
+                        need: used + n - g,
+                    })
+                }
+                _ => return Err(ServerError::QuotaShort { who: *who, need: n }),
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the master last said `who` has limits.
+    pub fn known_limited(&self, who: QuotaId) -> bool {
+        matches!(self.grants().get(&who), Some(Grant::Up(_)))
+    }
+
+    /// The master's answer for `who`.
+    pub fn granted(&self, who: QuotaId, limited: bool, granted: u64) {
+        let g = if limited {
+            Grant::Up(granted)
+        } else {
+            Grant::Unlimited(std::time::Instant::now())
+        };
+        self.grants().insert(who, g);
+    }
+
+    /// Give back what is granted of `who` beyond its usage, and forget
+    /// whether it is limited: the usage, now all this MDT holds.
+    pub fn release(&self, who: QuotaId) -> u64 {
+        let used = self.usage(who).inodes;
+        self.grants().remove(&who);
+        used
+    }
+
     fn all(&self) -> HashMap<QuotaId, QuotaUsage> {
         self.lock().clone()
     }
@@ -217,7 +288,7 @@ fn hex(b: &[u8]) -> String {
 /// Whether the caller may see `who`'s usage: root anyone's, a user their
 /// own, their groups' and any project's (a project is a directory tree,
 /// whose cap its users need to see).
-fn may_see(ctx: &ReqCtx, who: QuotaId) -> Result<(), ServerError> {
+pub(super) fn may_see(ctx: &ReqCtx, who: QuotaId) -> Result<(), ServerError> {
     let ok = ctx.uid == 0
         || match who.kind {
             QuotaKind::User => who.id == ctx.uid,

@@ -280,6 +280,13 @@ impl MdtService {
             }
             PeerRequest::UndoDirObject { intent } => self.undo_dir_object(intent).await,
             PeerRequest::SealDir { fid } => self.seal_dir(fid).await,
+            PeerRequest::QuotaAcquire {
+                who,
+                mdt,
+                usage,
+                need,
+            } => self.quota_acquire(who, mdt, usage, need).await,
+            PeerRequest::QuotaRelease { who } => self.quota_release(who).await,
             PeerRequest::UnsealDir { fid } => self.unseal_dir(fid).await,
             PeerRequest::DestroyDir { fid } => self.destroy_dir(&step, fid).await,
             PeerRequest::ForgetIntent { coord, id } => self.forget_intent(coord, id).await,

@@ -1,0 +1,366 @@
+//! The quota master, on MDT0: every id's limits, and the share of each
+//! limit it granted each MDT (Lustre's QMT and its slaves).
+//!
+//! An MDT enforces a limit locally against what it was granted: a
+//! client's change that would take an id past its grant is held back
+//! (`ServerError::QuotaShort`) while the MDT asks the master for more,
+//! then run again. The master grants when the limits allow; when they do
+//! not, it first takes back what other MDTs hold beyond their usage
+//! (`QuotaRelease`), so that EDQUOT comes only when the usage over all
+//! MDTs would pass the limit. Grants carry a little extra while far from
+//! a limit, so that an id's creates do not each ask; none near it.
+//!
+//! A soft limit may be passed for its grace: the master notes when the
+//! usage over all MDTs first went over it (from exact usages, taken back
+//! from the MDTs) and refuses past the grace. Grants and those times are
+//! committed before they are answered: a master that restarts never
+//! grants what it granted before.
+//!
+//! Stored in MDT0's meta keyspace: `quota/limit/<u|g|p>/<id>`
+//! ([`QuotaLimits`]), `quota/grant/<mdt>/<u|g|p>/<id>` (u64),
+//! `quota/soft/<u|g|p>/<id>` (the [`Time`] the soft limit was passed).
+
+use super::tx::{decode_record, store_err, Tx};
+use super::MdtService;
+use crate::error::{Handled, ServerError};
+use loom_proto::msg::{PeerRequest, Reply, ReqCtx, Role, Time};
+use loom_proto::quota::{QuotaId, QuotaKind, QuotaLimits};
+use loom_proto::Errno;
+use loom_store::kv::{KvStore, Space};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Extra inodes a grant carries while far from the limits.
+const CHUNK: u64 = 64;
+
+fn id_part(who: QuotaId) -> String {
+    format!("{}/{:08x}", who.kind.letter(), who.id)
+}
+
+fn limit_key(who: QuotaId) -> String {
+    format!("quota/limit/{}", id_part(who))
+}
+
+fn grant_key(mdt: u32, who: QuotaId) -> String {
+    format!("quota/grant/{mdt:08x}/{}", id_part(who))
+}
+
+fn soft_key(who: QuotaId) -> String {
+    format!("quota/soft/{}", id_part(who))
+}
+
+fn parse_id(s: &str) -> Option<QuotaId> {
+    let (letter, id) = s.split_once('/')?;
+    let mut l = letter.chars();
+    let kind = QuotaKind::from_letter(l.next()?)?;
+    if l.next().is_some() || id.len() != 8 {
+        return None;
+    }
+    Some(QuotaId {
+        kind,
+        id: u32::from_str_radix(id, 16).ok()?,
+    })
+}
+
+/// The master's state (meaningful on MDT0 only).
+#[derive(Default)]
+pub struct Master {
+    state: tokio::sync::Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    limits: HashMap<QuotaId, QuotaLimits>,
+    grants: HashMap<(QuotaId, u32), u64>,
+    soft_since: HashMap<QuotaId, Time>,
+}
+
+/// Every key of `store`'s meta keyspace under `prefix`, with its value.
+fn scan_meta(store: &dyn KvStore, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, ServerError> {
+    let mut out = Vec::new();
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let page = store
+            .scan(Space::Meta, prefix.as_bytes(), after.as_deref(), 1024)
+            .map_err(store_err)?;
+        for (k, v) in &page {
+            let k = String::from_utf8(k.clone()).map_err(|_| store_err("a quota key"))?;
+            out.push((k, v.clone()));
+        }
+        if page.len() < 1024 {
+            return Ok(out);
+        }
+        after = page.last().map(|(k, _)| k.clone());
+    }
+}
+
+impl Master {
+    /// Load the master's state (MDT0; an empty one elsewhere).
+    pub fn load(store: &dyn KvStore, index: u32) -> Result<Master, ServerError> {
+        let mut st = State::default();
+        if index == 0 {
+            let bad = |k: &str| store_err(format!("a quota key {k:?}"));
+            for (k, v) in scan_meta(store, "quota/limit/")? {
+                let who = parse_id(&k["quota/limit/".len()..]).ok_or_else(|| bad(&k))?;
+                st.limits.insert(who, decode_record(&v)?);
+            }
+            for (k, v) in scan_meta(store, "quota/grant/")? {
+                let rest = &k["quota/grant/".len()..];
+                let (mdt, id) = rest.split_once('/').ok_or_else(|| bad(&k))?;
+                let mdt = u32::from_str_radix(mdt, 16).map_err(|_| bad(&k))?;
+                let who = parse_id(id).ok_or_else(|| bad(&k))?;
+                st.grants.insert((who, mdt), decode_record(&v)?);
+            }
+            for (k, v) in scan_meta(store, "quota/soft/")? {
+                let who = parse_id(&k["quota/soft/".len()..]).ok_or_else(|| bad(&k))?;
+                st.soft_since.insert(who, decode_record(&v)?);
+            }
+        }
+        Ok(Master {
+            state: tokio::sync::Mutex::new(st),
+        })
+    }
+}
+
+fn not_master(what: &str) -> ServerError {
+    ServerError::refused(
+        Errno::EINVAL,
+        format!("{what}: limits are kept by MDT0, the quota master"),
+    )
+}
+
+impl MdtService {
+    /// Set `who`'s limits (root only, on MDT0), then have every MDT give
+    /// back its grant and forget what it knew of `who`.
+    pub(super) async fn set_quota(
+        self: &Arc<Self>,
+        ctx: &super::Rq<'_>,
+        who: QuotaId,
+        limits: QuotaLimits,
+    ) -> Handled {
+        if ctx.ctx.uid != 0 {
+            return Err(ServerError::refused(
+                Errno::EPERM,
+                "only root may set quota limits",
+            ));
+        }
+        if self.index != 0 {
+            return Err(not_master("setting a limit"));
+        }
+        if (limits.inode_soft > limits.inode_hard && limits.inode_hard != 0)
+            || (limits.block_soft > limits.block_hard && limits.block_hard != 0)
+        {
+            return Err(ServerError::refused(
+                Errno::EINVAL,
+                "a soft limit above its hard limit",
+            ));
+        }
+        let mut st = self.quota_master.state.lock().await;
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        if limits.any() {
+            t.put_meta(&limit_key(who), &limits)?;
+        } else {
+            t.batch.delete(Space::Meta, limit_key(who).into_bytes());
+            t.batch.delete(Space::Meta, soft_key(who).into_bytes());
+        }
+        let ticket = self.apply(ctx, t, &Reply::Ok)?;
+        drop(g);
+        if limits.any() {
+            st.limits.insert(who, limits);
+        } else {
+            st.limits.remove(&who);
+            st.soft_since.remove(&who);
+        }
+        self.commit_through(ticket).await?;
+        // Every MDT asks again before its next change for `who`; one that
+        // cannot be told now asks within `quota::UNLIMITED_FOR`.
+        for mdt in self.peers.config().await?.indices(Role::Mdt) {
+            if let Err(e) = self.take_back(&mut st, who, mdt).await {
+                tracing::warn!("MDT0000: MDT{mdt:04x} was not told of {who}'s limits: {e}");
+            }
+        }
+        Ok(Reply::Ok)
+    }
+
+    /// `who`'s limits and since when it is over its soft inode limit.
+    pub(super) async fn get_quota(&self, ctx: &ReqCtx, who: QuotaId) -> Handled {
+        super::quota::may_see(ctx, who)?;
+        if self.index != 0 {
+            return Err(not_master("reading a limit"));
+        }
+        let st = self.quota_master.state.lock().await;
+        Ok(Reply::QuotaLimits {
+            limits: st.limits.get(&who).copied().unwrap_or_default(),
+            soft_since: st.soft_since.get(&who).copied(),
+        })
+    }
+
+    /// MDT `mdt` gives back its grant of `who` beyond its usage: its
+    /// usage, which is its grant from now on.
+    async fn take_back(
+        self: &Arc<Self>,
+        st: &mut State,
+        who: QuotaId,
+        mdt: u32,
+    ) -> Result<u64, ServerError> {
+        // Straight to the MDT (not through `mdt_call`, which may run
+        // the master's own handlers again).
+        let reply = if mdt == self.index {
+            self.quota_release(who).await?
+        } else {
+            let req = PeerRequest::QuotaRelease { who };
+            let target = loom_proto::msg::TargetId::mdt(mdt);
+            let timeout = super::remote::PEER_TIMEOUT;
+            self.peers
+                .call(target, req, bytes::Bytes::new(), timeout)
+                .await?
+                .0
+        };
+        let used = match reply {
+            Reply::QuotaGrant { granted, .. } => granted,
+            other => {
+                return Err(ServerError::peer(
+                    Errno::EPROTO,
+                    format!("QuotaRelease answered {other:?}"),
+                ))
+            }
+        };
+        // Committed as an acquire's grant is: a restarted master must not
+        // take the grant for less than the usage it found.
+        let mut t = Tx::new(&*self.store);
+        t.put_meta(&grant_key(mdt, who), &used)?;
+        let ticket = self.apply_step(t)?;
+        self.commit_through(ticket).await?;
+        st.grants.insert((who, mdt), used);
+        Ok(used)
+    }
+
+    /// An MDT's part of `QuotaRelease`: between two changes (under the
+    /// namespace lock), so none runs on the grant it gives back.
+    pub(super) async fn quota_release(&self, who: QuotaId) -> Handled {
+        let _g = self.ns.lock().await;
+        let used = self.quotas.release(who);
+        Ok(Reply::QuotaGrant {
+            limited: true,
+            granted: used,
+        })
+    }
+
+    /// The master's part of `QuotaAcquire`: grant MDT `mdt`, which counts
+    /// `usage` inodes of `who`, `need` more, or EDQUOT.
+    pub(super) async fn quota_acquire(
+        self: &Arc<Self>,
+        who: QuotaId,
+        mdt: u32,
+        usage: u64,
+        need: u64,
+    ) -> Handled {
+        if self.index != 0 {
+            return Err(not_master("a grant"));
+        }
+        let mut st = self.quota_master.state.lock().await;
+        let Some(limits) = st.limits.get(&who).copied() else {
+            return Ok(Reply::QuotaGrant {
+                limited: false,
+                granted: 0,
+            });
+        };
+        let (soft, hard) = (limits.inode_soft, limits.inode_hard);
+        if soft == 0 && hard == 0 {
+            // Block limits only: nothing for an MDT to hold back.
+            return Ok(Reply::QuotaGrant {
+                limited: false,
+                granted: 0,
+            });
+        }
+        let want = usage + need;
+        let others = |st: &State| -> u64 {
+            st.grants
+                .iter()
+                .filter(|((w, m), _)| *w == who && *m != mdt)
+                .map(|(_, g)| *g)
+                .sum()
+        };
+        // Near a limit, the exact usage of every other MDT: what they
+        // hold beyond it is taken back.
+        let cap = if soft != 0 { soft } else { hard };
+        if others(&st) + want > cap {
+            let holders: Vec<u32> = st
+                .grants
+                .iter()
+                .filter(|((w, m), _)| *w == who && *m != mdt)
+                .map(|((_, m), _)| *m)
+                .collect();
+            for m in holders {
+                self.take_back(&mut st, who, m).await?;
+            }
+        }
+        let total = others(&st) + want;
+        let now = Time::now();
+        let mut t = Tx::new(&*self.store);
+        if hard != 0 && total > hard {
+            return Err(over(who, "hard", hard));
+        }
+        let over_soft = soft != 0 && total > soft;
+        if over_soft {
+            let since = *st.soft_since.entry(who).or_insert(now);
+            if now.sec.saturating_sub(since.sec) as u64 >= limits.grace() {
+                return Err(over(who, "soft", soft));
+            }
+            t.put_meta(&soft_key(who), &since)?;
+        } else if st.soft_since.remove(&who).is_some() {
+            t.batch.delete(Space::Meta, soft_key(who).into_bytes());
+        }
+        // A little extra while far from every limit; none past the soft
+        // one (each change then asks, and its grace is kept exactly).
+        let room = if over_soft {
+            0
+        } else {
+            let cap = if soft != 0 { soft } else { hard };
+            cap - total.min(cap)
+        };
+        let granted = want + CHUNK.min(room / 2);
+        t.put_meta(&grant_key(mdt, who), &granted)?;
+        let ticket = self.apply_step(t)?;
+        self.commit_through(ticket).await?;
+        st.grants.insert((who, mdt), granted);
+        Ok(Reply::QuotaGrant {
+            limited: true,
+            granted,
+        })
+    }
+
+    /// Ask the master for `need` more inodes of `who` than this MDT was
+    /// granted, and keep its answer (EDQUOT when the limits refuse).
+    pub(super) async fn acquire_quota(
+        self: &Arc<Self>,
+        who: QuotaId,
+        need: u64,
+    ) -> Result<(), ServerError> {
+        let usage = self.quotas.usage(who).inodes;
+        let req = PeerRequest::QuotaAcquire {
+            who,
+            mdt: self.index,
+            usage,
+            need,
+        };
+        match self.mdt_call(0, req).await? {
+            Reply::QuotaGrant { limited, granted } => {
+                self.quotas.granted(who, limited, granted);
+                Ok(())
+            }
+            other => Err(ServerError::peer(
+                Errno::EPROTO,
+                format!("QuotaAcquire answered {other:?}"),
+            )),
+        }
+    }
+}
+
+fn over(who: QuotaId, which: &str, limit: u64) -> ServerError {
+    ServerError::refused(
+        Errno::EDQUOT,
+        format!("{who} is at its {which} limit of {limit} inodes"),
+    )
+}
