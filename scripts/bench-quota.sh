@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# What enforcing quotas costs: mdtest creates and removes by an
+# unprivileged user (uid 65534, whose changes quotas limit; root's are
+# not) with no limits, and with inode limits set far above what the run
+# makes on its user and group (every create then counts against grants
+# from the quota master), interleaved round by round, each on a fresh
+# `loom up --mdts 2 --osts 4` (ext4 beside each, as the reference).
+#
+#   ./scripts/bench-quota.sh LOOM [ROUNDS]   (as root; default 3)
+#
+# Noise as in perf-gate.sh: the largest distance of any round's value
+# from its own state's median. Results: /var/tmp/loom-quota/.
+set -euo pipefail
+source "$(dirname "$0")/ab-lib.sh"
+[ $# -ge 1 ] && [ -x "$1" ] || { echo "usage: $0 LOOM [ROUNDS]" >&2; exit 2; }
+loom=$(realpath "$1") rounds=${2:-3}
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "$0: ROUNDS must be a positive number" >&2; exit 2; }
+state=/var/tmp/loom-quota-state mnt=/mnt/loom-quota out=/var/tmp/loom-quota ext4=/var/tmp/loom-quota-ext4
+bin=([old]=$loom [new]=$loom)
+trap ab_cleanup EXIT
+rm -rf "$out" "$ext4"; mkdir -p "$out" "$ext4"
+chmod 777 "$out" "$ext4"
+user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+
+for round in $(seq 1 "$rounds"); do
+    order="off on"
+    [ $((round % 2)) -eq 0 ] && order="on off"
+    for s in $order; do
+        echo "== round $round of $rounds: limits $s" >&2
+        ab_fresh_cluster "$loom" "$state" "$mnt" "$out/up.log"
+        mkdir -p "$mnt/md"
+        chmod 777 "$mnt/md"
+        if [ "$s" = on ]; then
+            "$loom" setquota -u 65534 -I 100000000 "$mnt"
+            "$loom" setquota -g 65534 -i 50000000 -I 100000000 "$mnt"
+        fi
+        # The user's tools read the mount's client key (issue #29).
+        chmod 644 "$state/client.key"
+        (cd "$out" && timeout 900 "${user[@]}" "$loom" bench compare md -F -u -n 2000 -p 4 -i 1 \
+            --no-progress --json "$out/md-$s-$round.json" ext4="$ext4" loomfs="$mnt/md" \
+            >"$out/md-$s-$round.txt")
+        "$loom" down --dir "$state" >/dev/null
+        wait
+    done
+done
+
+python3 - "$out" <<'PY'
+import collections, glob, json, statistics as st, sys
+out = sys.argv[1]
+v = collections.defaultdict(list)
+for f in glob.glob(f"{out}/md-*-*.json"):
+    _, s, _ = f.rsplit("/", 1)[1][:-5].split("-")
+    for x in json.load(open(f))["summaries"]:
+        v[(f"md {x['phase']} [{x['target']}]", s)].append(x["summary"]["median"])
+print(f"{'figure':28} {'off':>10} {'on':>10} {'on/off':>7} {'noise':>6}  rounds (off | on)")
+for fig in sorted({k for k, _ in v if "File creation" in k or "File removal" in k}):
+    off, on = v[(fig, "off")], v[(fig, "on")]
+    mo, mn = st.median(off), st.median(on)
+    noise = max(abs(x - m) / m for xs, m in [(off, mo), (on, mn)] for x in xs)
+    r = lambda xs: " ".join(f"{x:.0f}" for x in xs)
+    print(f"{fig:28} {mo:10.1f} {mn:10.1f} {mn / mo:7.2f} {noise * 100:5.0f}%  {r(off)} | {r(on)}")
+PY
