@@ -120,9 +120,15 @@ fn a_hard_limit_stops_creates_exactly_over_both_mdts_and_survives_kill9() {
         out.lines().nth(3).expect("figures").contains(" 30 "),
         "{out}"
     );
-    // Files on both MDTs in turn: exactly 30, then EDQUOT.
-    assert_eq!(fill(&[&a, &b], "f", 100), (30, EDQUOT));
+    // New directories of `a` go to MDT1: a mkdir there is a cross-MDT
+    // operation, whose part on MDT1 is held to the limit too.
+    loom_ok(&["setdirstripe", "-D", "-i", "1", s(&a)]);
+    assert_eq!(as_user("os.mkdir(p)", &a.join("sub")), 0);
+    assert_eq!(mdt_of(&a.join("sub")), 1);
+    // Files on both MDTs in turn: exactly 30 inodes, then EDQUOT.
+    assert_eq!(fill(&[&a, &b], "f", 100), (29, EDQUOT));
     assert_eq!(as_user("os.mkdir(p)", &a.join("d")), EDQUOT);
+    assert!(!a.join("d").exists(), "the refused mkdir left nothing");
     assert_eq!(as_user("os.symlink('x', p)", &b.join("l")), EDQUOT);
     assert_eq!(files(&["-u", "65534", &mnt]), "30*");
     // Root is not limited, and may give the user more than the limit.

@@ -623,6 +623,10 @@ declare_requests! {
             intent: IntentRef,
             /// What to make.
             dir: DirObject,
+            /// A client's mkdir tried the first time: held to the
+            /// caller's quota on this MDT (EDQUOT). A resolver finishing
+            /// an intent after a crash is not.
+            quota: bool,
         } => 45, "make_dir_object", Changes, Peers;
         /// MDT to MDT: remove what part `intent` made, if anything (an
         /// operation rolled back).

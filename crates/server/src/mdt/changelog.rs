@@ -228,7 +228,7 @@ impl Planned {
         match req {
             // A remote directory, or a striped one's master (part 0):
             // the directory itself. Other shards are its inner objects.
-            PeerRequest::MakeDirObject { intent, dir } if intent.index == 0 => {
+            PeerRequest::MakeDirObject { intent, dir, .. } if intent.index == 0 => {
                 p(Kind::Made(of, dir.parent))
             }
             PeerRequest::SetEntry { dir, name, to, .. } => match to {

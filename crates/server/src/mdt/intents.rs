@@ -549,7 +549,7 @@ impl MdtService {
         drop(g);
         self.resolve_on_error(self.commit_through(ticket).await)?;
         fail::point("mkdir_striped:logged");
-        let made = match self.make_parts(id, &op, Self::step_ctx(ctx)).await {
+        let made = match self.make_parts(id, &op, Self::step_ctx(ctx), true).await {
             Ok(m) => m,
             Err(e) => {
                 self.give_up_mkdir(id, &op).await;
@@ -628,7 +628,16 @@ impl MdtService {
 
     /// Make every part of mkdir intent `id`: the shards, then the master
     /// that lists them. The master's entry.
-    async fn make_parts(self: &Arc<Self>, id: u64, op: &IntentOp, step: Option<ReqCtx>) -> Handled {
+    /// `quota`: a client's first try, held to its caller's quota on each
+    /// MDT (a resolver's roll-forward is not: it may finish a mkdir that
+    /// was seen).
+    async fn make_parts(
+        self: &Arc<Self>,
+        id: u64,
+        op: &IntentOp,
+        step: Option<ReqCtx>,
+        quota: bool,
+    ) -> Handled {
         let IntentOp::Mkdir { dir, mdts, .. } = op else {
             return Err(ServerError::refused(Errno::EINVAL, "not a mkdir intent"));
         };
@@ -642,6 +651,7 @@ impl MdtService {
                 others,
                 ..dir.clone()
             },
+            quota,
         };
         let mut set = tokio::task::JoinSet::new();
         for (k, mdt) in mdts.iter().enumerate().skip(1) {
@@ -1074,7 +1084,7 @@ impl MdtService {
                 // used) before the crash took it back; parts are made again
                 // only where missing.
                 let Reply::Entry { attr, layout } = self
-                    .make_parts(id, &rec.op, step_for(caller.as_ref(), log))
+                    .make_parts(id, &rec.op, step_for(caller.as_ref(), log), false)
                     .await?
                 else {
                     return Err(ServerError::peer(

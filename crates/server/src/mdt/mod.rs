@@ -760,29 +760,8 @@ impl MdtService {
                 }
                 Err(ServerError::QuotaShort { who, need }) => {
                     quota_rounds += 1;
-                    self.stats.count("quota_acquired");
-                    let r = if quota_rounds > MAX_QUOTA_ROUNDS {
-                        Err(ServerError::refused(
-                            Errno::EDQUOT,
-                            format!("{who}: no grant held after {MAX_QUOTA_ROUNDS} tries"),
-                        ))
-                    } else {
-                        self.acquire_quota(who, need).await
-                    };
-                    match r {
-                        Ok(()) => {}
-                        Err(e) if e.errno() != Errno::EDQUOT && !self.quotas.known_limited(who) => {
-                            // The master cannot be asked and `who` had no
-                            // limits: creates go on (an MDT0 outage stops
-                            // no one), and it is asked again later.
-                            tracing::warn!(
-                                "MDT{:04x}: the quota master did not answer for {who} ({e}); \
-                                 going on without limits for it",
-                                self.index
-                            );
-                            self.quotas.granted(who, false, 0);
-                        }
-                        Err(e) => break (Err(e), current),
+                    if let Err(e) = self.quota_round(who, need, quota_rounds).await {
+                        break (Err(e), current);
                     }
                 }
                 r => break (r, current),

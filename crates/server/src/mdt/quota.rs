@@ -85,6 +85,15 @@ impl Deltas {
         Deltas(d)
     }
 
+    /// What a new inode of these ids adds.
+    pub fn new_inode(uid: u32, gid: u32, projid: u32) -> Deltas {
+        Deltas(vec![
+            (QuotaId::user(uid), 1),
+            (QuotaId::group(gid), 1),
+            (QuotaId::project(projid), 1),
+        ])
+    }
+
     /// No change.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()

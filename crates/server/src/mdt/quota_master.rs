@@ -333,6 +333,42 @@ impl MdtService {
         })
     }
 
+    /// [`Self::acquire_quota`], for a change held back by
+    /// `ServerError::QuotaShort` in its `round` (from 1): EDQUOT when the
+    /// limits refuse or after too many rounds. When the master cannot be
+    /// asked and `who` had no limits, the change goes on (an MDT0 outage
+    /// stops no one) and the master is asked again later.
+    pub(super) async fn quota_round(
+        self: &Arc<Self>,
+        who: QuotaId,
+        need: u64,
+        round: u32,
+    ) -> Result<(), ServerError> {
+        if round > super::MAX_QUOTA_ROUNDS {
+            return Err(ServerError::refused(
+                Errno::EDQUOT,
+                format!(
+                    "{who}: no grant held after {} tries",
+                    super::MAX_QUOTA_ROUNDS
+                ),
+            ));
+        }
+        self.stats.count("quota_acquired");
+        match self.acquire_quota(who, need).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.errno() != Errno::EDQUOT && !self.quotas.known_limited(who) => {
+                tracing::warn!(
+                    "MDT{:04x}: the quota master did not answer for {who} ({e}); \
+                     going on without limits for it",
+                    self.index
+                );
+                self.quotas.granted(who, false, 0);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Ask the master for `need` more inodes of `who` than this MDT was
     /// granted, and keep its answer (EDQUOT when the limits refuse).
     pub(super) async fn acquire_quota(
@@ -347,7 +383,19 @@ impl MdtService {
             usage,
             need,
         };
-        match self.mdt_call(0, req).await? {
+        // Straight to the master (not through `mdt_call`, whose local
+        // case runs peer handlers that may come back here).
+        let reply = if self.index == 0 {
+            self.quota_acquire(who, 0, usage, need).await?
+        } else {
+            let target = loom_proto::msg::TargetId::mdt(0);
+            let timeout = super::remote::PEER_TIMEOUT;
+            self.peers
+                .call(target, req, bytes::Bytes::new(), timeout)
+                .await?
+                .0
+        };
+        match reply {
             Reply::QuotaGrant { limited, granted } => {
                 self.quotas.granted(who, limited, granted);
                 Ok(())

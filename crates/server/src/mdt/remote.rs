@@ -275,8 +275,8 @@ impl MdtService {
                 entries,
             } => self.adopt_inodes(&step, intent, dir, inodes, entries).await,
             PeerRequest::PutEntries { dir, entries, .. } => self.put_entries(dir, entries).await,
-            PeerRequest::MakeDirObject { intent, dir } => {
-                self.make_dir_object(&step, intent, dir).await
+            PeerRequest::MakeDirObject { intent, dir, quota } => {
+                self.make_dir_object(&step, intent, dir, quota).await
             }
             PeerRequest::UndoDirObject { intent } => self.undo_dir_object(intent).await,
             PeerRequest::SealDir { fid } => self.seal_dir(fid).await,
@@ -373,9 +373,28 @@ impl MdtService {
         step: &Step<'_>,
         intent: IntentRef,
         new: DirObject,
+        quota: bool,
     ) -> Handled {
         self.ensure_fid_room().await?;
-        let g = self.ns.lock().await;
+        let mut rounds = 0;
+        let g = loop {
+            let g = self.ns.lock().await;
+            if !quota || step.ctx.uid == 0 || self.made(intent)? {
+                break g;
+            }
+            // A client's mkdir: held to its caller's quota on this MDT,
+            // as a local one is (see `handle`).
+            let d = super::quota::Deltas::new_inode(new.uid, new.gid, new.projid);
+            match self.quotas.admit(&d) {
+                Ok(()) => break g,
+                Err(ServerError::QuotaShort { who, need }) => {
+                    drop(g);
+                    rounds += 1;
+                    self.quota_round(who, need, rounds).await?;
+                }
+                Err(e) => return Err(e),
+            }
+        };
         if let Some(fid) = read_meta::<Fid>(&*self.store, &made_key(intent))? {
             if fid == UNDONE {
                 // A late copy of a part that was undone must not make it again.
@@ -431,6 +450,11 @@ impl MdtService {
         }
         let log = self.step_records(step, &t)?;
         self.commit_logged(t, g, reply, log, || {}).await
+    }
+
+    /// Whether part `intent` was made (or undone) already.
+    fn made(&self, intent: IntentRef) -> Result<bool, ServerError> {
+        Ok(read_meta::<Fid>(&*self.store, &made_key(intent))?.is_some())
     }
 
     async fn undo_dir_object(self: &Arc<Self>, intent: IntentRef) -> Handled {

@@ -245,6 +245,8 @@ impl MdtService {
                         index: k as u32,
                     },
                     dir: shape.clone(),
+                    // A restripe is root's (or the MDT's own).
+                    quota: false,
                 };
                 match self.mdt_call(*mdt, part).await? {
                     Reply::Entry { attr, .. } => shards.push(attr.fid),
