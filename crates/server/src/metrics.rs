@@ -325,7 +325,11 @@ pub fn render(node: &Node) -> String {
             );
         }
     }
-    let commits = node.commit_figures();
+    let mdts = node.mdts();
+    let commits: Vec<_> = mdts
+        .iter()
+        .map(|(i, m)| (loom_proto::msg::TargetId::mdt(*i), m.commit_figures()))
+        .collect();
     let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
     help(
         &mut out,

@@ -15,7 +15,7 @@ use loom_proto::msg::{
 use loom_proto::Errno;
 use loom_rpc::{Answer, Channel, ClientOptions, ClusterKey, Service};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -134,52 +134,147 @@ pub fn load_key(path: &Path) -> anyhow::Result<ClusterKey> {
 }
 
 /// The targets one process hosts, answering requests by target id.
+/// Targets are opened and closed while it runs: a closed target's
+/// requests are answered EAGAIN, so that its clients wait and try again
+/// (failover will open it on another server).
 pub struct Node {
+    hosted: std::sync::RwLock<Hosted>,
+    /// How long a job's or client's statistics stay after its last request.
+    stats_expiry: Duration,
+}
+
+#[derive(Default)]
+struct Hosted {
     mgs: Option<Arc<MgsService>>,
     mdts: HashMap<u32, Arc<MdtService>>,
     osts: HashMap<u32, Arc<OstService>>,
-    /// Every hosted MDT's and OST's statistics.
+    /// Every MDT's and OST's statistics, kept across a close and reopen.
     stats: HashMap<TargetId, Arc<TargetStats>>,
+    /// Targets closed while running.
+    closed: HashSet<TargetId>,
 }
 
 impl Node {
-    /// The statistics of every hosted MDT and OST, MDTs first.
+    /// A node hosting nothing yet.
+    pub fn new(stats_expiry: Duration) -> Node {
+        Node {
+            hosted: std::sync::RwLock::default(),
+            stats_expiry,
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Hosted> {
+        self.hosted.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Hosted> {
+        self.hosted.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn opened(&self, h: &mut Hosted, id: TargetId) {
+        h.closed.remove(&id);
+        if id.role != Role::Mgs {
+            let expiry = self.stats_expiry;
+            h.stats
+                .entry(id)
+                .or_insert_with(|| Arc::new(TargetStats::new(id, expiry)));
+        }
+    }
+
+    /// Serve the MGS from now on.
+    pub fn open_mgs(&self, m: Arc<MgsService>) {
+        let mut h = self.write();
+        self.opened(&mut h, TargetId::MGS);
+        h.mgs = Some(m);
+    }
+
+    /// Serve MDT `index` from now on (started by the caller).
+    pub fn open_mdt(&self, index: u32, m: Arc<MdtService>) {
+        let mut h = self.write();
+        self.opened(&mut h, TargetId::mdt(index));
+        h.mdts.insert(index, m);
+    }
+
+    /// Serve OST `index` from now on.
+    pub fn open_ost(&self, index: u32, o: Arc<OstService>) {
+        let mut h = self.write();
+        self.opened(&mut h, TargetId::ost(index));
+        h.osts.insert(index, o);
+    }
+
+    /// Stop serving the MGS; its requests are answered EAGAIN. The
+    /// service, for the caller to drop once the requests in flight end.
+    pub fn close_mgs(&self) -> Option<Arc<MgsService>> {
+        let mut h = self.write();
+        h.closed.insert(TargetId::MGS);
+        h.mgs.take()
+    }
+
+    /// Stop serving MDT `index`, as [`Node::close_mgs`].
+    pub fn close_mdt(&self, index: u32) -> Option<Arc<MdtService>> {
+        let mut h = self.write();
+        h.closed.insert(TargetId::mdt(index));
+        h.mdts.remove(&index)
+    }
+
+    /// Stop serving OST `index`, as [`Node::close_mgs`].
+    pub fn close_ost(&self, index: u32) -> Option<Arc<OstService>> {
+        let mut h = self.write();
+        h.closed.insert(TargetId::ost(index));
+        h.osts.remove(&index)
+    }
+
+    /// The MGS, if served.
+    pub fn mgs(&self) -> Option<Arc<MgsService>> {
+        self.read().mgs.clone()
+    }
+
+    /// MDT `index`, if served.
+    pub fn mdt(&self, index: u32) -> Option<Arc<MdtService>> {
+        self.read().mdts.get(&index).cloned()
+    }
+
+    /// OST `index`, if served.
+    pub fn ost(&self, index: u32) -> Option<Arc<OstService>> {
+        self.read().osts.get(&index).cloned()
+    }
+
+    /// Every served MDT, by index.
+    pub fn mdts(&self) -> Vec<(u32, Arc<MdtService>)> {
+        let mut v: Vec<_> = self
+            .read()
+            .mdts
+            .iter()
+            .map(|(i, m)| (*i, m.clone()))
+            .collect();
+        v.sort_by_key(|(i, _)| *i);
+        v
+    }
+
+    /// The statistics of every MDT and OST opened here, MDTs first.
     pub fn stats(&self) -> Vec<Arc<TargetStats>> {
-        let mut v: Vec<_> = self.stats.values().cloned().collect();
+        let mut v: Vec<_> = self.read().stats.values().cloned().collect();
         v.sort_by_key(|s| s.target);
         v
     }
 
-    /// Each hosted MDT's commit figures.
-    pub fn commit_figures(&self) -> Vec<(TargetId, &crate::mdt::syncer::CommitFigures)> {
-        let mut v: Vec<_> = self
-            .mdts
-            .iter()
-            .map(|(i, m)| (TargetId::mdt(*i), m.commit_figures()))
-            .collect();
-        v.sort_by_key(|(t, _)| *t);
-        v
-    }
-
-    /// Each hosted MDT's changelog bounds and consumers.
+    /// Each served MDT's changelog bounds and consumers.
     pub fn changelog_states(&self) -> Vec<(TargetId, loom_proto::changelog::ChangelogState)> {
-        let mut v: Vec<_> = self
-            .mdts
-            .iter()
-            .map(|(i, m)| (TargetId::mdt(*i), m.changelog_state()))
-            .collect();
-        v.sort_by_key(|(t, _)| *t);
-        v
+        self.mdts()
+            .into_iter()
+            .map(|(i, m)| (TargetId::mdt(i), m.changelog_state()))
+            .collect()
     }
 
     /// Counters a service keeps itself (checksums, scrub), by target.
     pub fn service_counters(&self) -> Vec<(TargetId, Vec<(String, u64)>)> {
-        let mut v: Vec<(TargetId, Vec<(String, u64)>)> = self
+        let h = self.read();
+        let mut v: Vec<(TargetId, Vec<(String, u64)>)> = h
             .osts
             .iter()
             .map(|(i, o)| (TargetId::ost(*i), o.stats()))
             .chain(
-                self.mdts
+                h.mdts
                     .iter()
                     .map(|(i, m)| (TargetId::mdt(*i), m.scrub_counters())),
             )
@@ -191,7 +286,8 @@ impl Node {
 
 impl Service for Node {
     async fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>, ch: &Arc<Channel>) -> Answer {
-        let Some(stats) = self.stats.get(&env.target).cloned() else {
+        let stats = self.read().stats.get(&env.target).cloned();
+        let Some(stats) = stats else {
             return self.dispatch(env, bulk, ch).await;
         };
         if matches!(
@@ -244,24 +340,31 @@ impl Node {
         let refused = |errno, msg: String| -> Answer {
             answer(t, (Err(ServerError::refused(errno, msg)), Vec::new())).into()
         };
-        let missing = || refused(Errno::EINVAL, format!("this server does not host {t}"));
+        let missing = || {
+            if self.read().closed.contains(&t) {
+                refused(Errno::EAGAIN, format!("{t} is closed on this server"))
+            } else {
+                refused(Errno::EINVAL, format!("this server does not host {t}"))
+            }
+        };
         // Each request type goes to its own service; a target of another
-        // role does not serve it.
+        // role does not serve it. The service is taken out of the table
+        // first: no lock is held while it runs.
         match (t.role, env.req) {
             (_, Request::Ping) => (Ok(Reply::Ok), Vec::new()).into(),
-            (Role::Mgs, Request::Mgs(req)) => match &self.mgs {
+            (Role::Mgs, Request::Mgs(req)) => match self.mgs() {
                 Some(m) => answer(t, m.handle(&env.ctx, req, bulk).await).into(),
                 None => missing(),
             },
-            (Role::Mdt, Request::Mdt(req)) => match self.mdts.get(&t.index) {
+            (Role::Mdt, Request::Mdt(req)) => match self.mdt(t.index) {
                 Some(m) => answer(t, m.handle(&env.ctx, req, Some(ch)).await).into(),
                 None => missing(),
             },
-            (Role::Mdt, Request::Peer(req)) => match self.mdts.get(&t.index) {
+            (Role::Mdt, Request::Peer(req)) => match self.mdt(t.index) {
                 Some(m) => answer(t, (m.handle_peer(&env.ctx, req).await, Vec::new())).into(),
                 None => missing(),
             },
-            (Role::Ost, Request::Ost(req)) => match self.osts.get(&t.index) {
+            (Role::Ost, Request::Ost(req)) => match self.ost(t.index) {
                 Some(o) => answer(t, o.handle(&env.ctx, req, bulk).await).into(),
                 None => missing(),
             },
@@ -280,13 +383,7 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
         ..ClientOptions::default()
     };
     let peers = Arc::new(Peers::new(&cfg.mgs, key.clone(), opts));
-    let mut node = Node {
-        mgs: None,
-        mdts: HashMap::new(),
-        osts: HashMap::new(),
-        stats: HashMap::new(),
-    };
-    let expiry = Duration::from_secs(cfg.stats_expiry_secs);
+    let node = Node::new(Duration::from_secs(cfg.stats_expiry_secs));
     let mdt_opts = crate::mdt::MdtOptions {
         recovery_window: Duration::from_secs(cfg.recovery_window_secs),
         commit_interval: Duration::from_millis(cfg.commit_interval_ms.max(1)),
@@ -307,20 +404,12 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
             );
         }
         match id.role {
-            Role::Mgs => node.mgs = Some(MgsService::open(dir, &cfg.fsname)?),
-            Role::Mdt => {
-                node.stats
-                    .insert(id.id(), Arc::new(TargetStats::new(id.id(), expiry)));
-                node.mdts.insert(
-                    id.index,
-                    MdtService::open_with(id.index, dir, peers.clone(), mdt_opts.clone())?,
-                );
-            }
-            Role::Ost => {
-                node.stats
-                    .insert(id.id(), Arc::new(TargetStats::new(id.id(), expiry)));
-                node.osts.insert(id.index, OstService::open(id.index, dir)?);
-            }
+            Role::Mgs => node.open_mgs(MgsService::open(dir, &cfg.fsname)?),
+            Role::Mdt => node.open_mdt(
+                id.index,
+                MdtService::open_with(id.index, dir, peers.clone(), mdt_opts.clone())?,
+            ),
+            Role::Ost => node.open_ost(id.index, OstService::open(id.index, dir)?),
         }
         infos.push(id);
     }
@@ -338,7 +427,7 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
             .with_context(|| format!("metrics endpoint: listening on {m}"))?;
         tokio::spawn(crate::metrics::serve(l, node.clone()));
     }
-    let dashboard = match (&cfg.dashboard_listen, &node.mgs) {
+    let dashboard = match (&cfg.dashboard_listen, node.mgs()) {
         (Some(d), Some(_)) => {
             let l = tokio::net::TcpListener::bind(d)
                 .await
@@ -348,7 +437,7 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
         }
         _ => String::new(),
     };
-    let mdts: Vec<_> = node.mdts.values().cloned().collect();
+    let mdts: Vec<_> = node.mdts().into_iter().map(|(_, m)| m).collect();
     let server = tokio::spawn(loom_rpc::serve(listener, key, node));
     for id in &infos {
         let req = MgsRequest::Register {

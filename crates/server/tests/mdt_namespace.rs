@@ -1863,7 +1863,7 @@ async fn objects_of_a_file_unlinked_while_its_ost_was_away_are_destroyed_after_a
     let path = c.object_path(o);
     // Take OST1 out of service: the destroy after unlink fails and its
     // record must stay for the next start.
-    let ost = c.slots_take_ost(1).expect("OST1 was open");
+    let ost = c.close_ost(1).expect("OST1 was open");
     c.ok(MdtRequest::Unlink {
         parent: ROOT,
         name: "f".into(),
@@ -1889,7 +1889,7 @@ async fn objects_of_a_file_unlinked_while_its_ost_was_away_are_destroyed_after_a
         1,
         "the record stays for the next start"
     );
-    c.slots_put_ost(1, ost);
+    c.reopen_ost(1, ost);
     c.restart_mdt().await;
     assert!(
         eventually(10, || !path.exists()).await,
@@ -2107,10 +2107,7 @@ async fn objects_of_many_unlinked_files_are_destroyed_in_a_few_requests() {
             .await;
         assert!(r.is_ok(), "unlink f{i}: {r:?}");
     }
-    let before = c
-        .slots
-        .ost_destroys
-        .load(std::sync::atomic::Ordering::SeqCst);
+    let before = c.ost_destroys();
     let r = c
         .call_as(7, FILES as u64 + 1, FILES as u64 + 1, MdtRequest::Sync)
         .await;
@@ -2128,10 +2125,7 @@ async fn objects_of_many_unlinked_files_are_destroyed_in_a_few_requests() {
         .await,
         "destroy records left 10 s after the sync"
     );
-    let requests = c
-        .slots
-        .ost_destroys
-        .load(std::sync::atomic::Ordering::SeqCst);
+    let requests = c.ost_destroys();
     // The first client change waited for its commit (it registers the
     // client): its destroy may have gone alone, before the Sync.
     assert!(

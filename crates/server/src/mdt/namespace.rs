@@ -725,11 +725,25 @@ impl MdtService {
             (&to_dir, new_name, dst.as_ref()),
             flags,
         )?;
-        let src_projid = t.inode(src.fid)?.attr.projid;
-        same_project(&to_rec, src_projid, name)?;
-        if let (true, Some(d)) = (exchange, &dst) {
-            let dst_projid = t.inode(d.fid)?.attr.projid;
-            same_project(&from_rec, dst_projid, new_name)?;
+        // Into a directory of another project: EXDEV. Only where the
+        // directory passes an id on and the inode is here (a remote
+        // directory's inode is on its own MDT; it stays in its project).
+        let projid_here = |t: &mut Tx<'_>, fid: Fid| -> Result<Option<u32>, ServerError> {
+            match t.inode(fid) {
+                Ok(r) => Ok(Some(r.attr.projid)),
+                Err(e) if e.errno() == Errno::ENOENT => Ok(None),
+                Err(e) => Err(e),
+            }
+        };
+        if to_rec.proj_inherit {
+            if let Some(p) = projid_here(&mut t, src.fid)? {
+                same_project(&to_rec, p, name)?;
+            }
+        }
+        if let (true, true, Some(d)) = (exchange, from_rec.proj_inherit, &dst) {
+            if let Some(p) = projid_here(&mut t, d.fid)? {
+                same_project(&from_rec, p, new_name)?;
+            }
         }
         let now = Time::now();
         let src_dir = src.kind == FileKind::Dir;

@@ -2,9 +2,10 @@
 //! a few OSTs behind a single RPC listener on 127.0.0.1:0, driven through a
 //! real [`RpcClient`] so every request takes the wire path.
 //!
-//! Services sit in swappable slots, so a test can drop any of them and
-//! reopen it on the same directory (a clean restart) while the listener,
-//! its address and the MGS registrations stay put.
+//! The listener serves a [`Node`], the server process's own table of
+//! targets: a test closes any target and reopens it on the same directory
+//! (a clean restart) as a running server does, while the listener, its
+//! address and the MGS registrations stay put.
 
 #![allow(dead_code)]
 
@@ -13,15 +14,14 @@ use loom_proto::msg::{
     Role, TargetId, TargetInfo,
 };
 use loom_proto::{Errno, Fid, Layout, ObjRef, StripeSpec, WireError};
-use loom_rpc::{Answer, ClientOptions, ClusterKey, RpcClient, Service};
-use loom_server::error::answer;
+use loom_rpc::{ClientOptions, ClusterKey, RpcClient};
 use loom_server::mdt::{MdtOptions, MdtService};
 use loom_server::mgs::MgsService;
+use loom_server::node::Node;
 use loom_server::ost::OstService;
 use loom_server::peers::Peers;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// File system name every target is registered for.
@@ -31,70 +31,6 @@ pub const FSNAME: &str = "t";
 pub const UID: u32 = 1000;
 /// See [`UID`].
 pub const GID: u32 = 100;
-
-fn read<T: Clone>(l: &RwLock<T>) -> T {
-    l.read().unwrap_or_else(|p| p.into_inner()).clone()
-}
-
-/// The services one listener answers for, by target id.
-#[derive(Default)]
-pub struct Slots {
-    mgs: RwLock<Option<Arc<MgsService>>>,
-    mdt: RwLock<Option<Arc<MdtService>>>,
-    osts: RwLock<HashMap<u32, Arc<OstService>>>,
-    /// `Destroy` requests that reached an OST.
-    pub ost_destroys: std::sync::atomic::AtomicU64,
-}
-
-fn not_hosted(t: TargetId) -> (Result<Reply, WireError>, Vec<u8>) {
-    (
-        Err(WireError::new(Errno::EAGAIN, format!("{t} is not open"))),
-        Vec::new(),
-    )
-}
-
-impl Service for Slots {
-    async fn handle(
-        self: Arc<Self>,
-        env: Envelope,
-        bulk: Vec<u8>,
-        ch: &Arc<loom_rpc::Channel>,
-    ) -> Answer {
-        let t = env.target;
-        match (t.role, env.req) {
-            (_, Request::Ping) => (Ok(Reply::Ok), Vec::new()).into(),
-            (Role::Mgs, Request::Mgs(req)) => match read(&self.mgs) {
-                Some(m) => answer(t, m.handle(&env.ctx, req, bulk).await).into(),
-                None => not_hosted(t).into(),
-            },
-            (Role::Mdt, Request::Mdt(req)) if t.index == 0 => match read(&self.mdt) {
-                Some(m) => answer(t, m.handle(&env.ctx, req, Some(ch)).await).into(),
-                None => not_hosted(t).into(),
-            },
-            (Role::Mdt, Request::Peer(req)) if t.index == 0 => match read(&self.mdt) {
-                Some(m) => answer(t, (m.handle_peer(&env.ctx, req).await, Vec::new())).into(),
-                None => not_hosted(t).into(),
-            },
-            (Role::Ost, Request::Ost(req)) => {
-                if matches!(req, loom_proto::msg::OstRequest::Destroy { .. }) {
-                    self.ost_destroys
-                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                }
-                let o = self
-                    .osts
-                    .read()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get(&t.index)
-                    .cloned();
-                match o {
-                    Some(o) => answer(t, o.handle(&env.ctx, req, bulk).await).into(),
-                    None => not_hosted(t).into(),
-                }
-            }
-            _ => not_hosted(t).into(),
-        }
-    }
-}
 
 /// A running in-process cluster.
 pub struct Cluster {
@@ -106,8 +42,8 @@ pub struct Cluster {
     pub addr: String,
     /// The cluster key.
     pub key: ClusterKey,
-    /// The services.
-    pub slots: Arc<Slots>,
+    /// The targets, as a server process holds them.
+    pub node: Arc<Node>,
     /// Indices of the OSTs.
     pub ost_indices: Vec<u32>,
     /// Settings MDT0 is opened with.
@@ -186,15 +122,15 @@ impl Cluster {
             .await
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local_addr").to_string();
-        let slots = Arc::new(Slots::default());
-        let server = tokio::spawn(loom_rpc::serve(listener, key.clone(), slots.clone()));
+        let node = Arc::new(Node::new(Duration::from_secs(60)));
+        let server = tokio::spawn(loom_rpc::serve(listener, key.clone(), node.clone()));
         let c = Cluster {
             client: Arc::new(RpcClient::new(addr.clone(), key.clone(), opts())),
             root,
             _tmp: tmp,
             addr,
             key,
-            slots,
+            node,
             ost_indices: osts.to_vec(),
             mdt_opts,
             server,
@@ -251,7 +187,7 @@ impl Cluster {
 
     fn open_mgs(&self) {
         let m = MgsService::open(&self.mgs_dir(), FSNAME).expect("open MGS");
-        *self.slots.mgs.write().unwrap_or_else(|p| p.into_inner()) = Some(m);
+        self.node.open_mgs(m);
     }
 
     fn open_osts(&self) {
@@ -259,11 +195,7 @@ impl Cluster {
             let d = self.ost_dir(i);
             std::fs::create_dir_all(&d).expect("create OST dir");
             let o = OstService::open(i, &d).expect("open OST");
-            self.slots
-                .osts
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(i, o);
+            self.node.open_ost(i, o);
         }
     }
 
@@ -273,7 +205,7 @@ impl Cluster {
         let peers = Arc::new(Peers::new(&self.addr, self.key.clone(), opts()));
         let m = MdtService::open_with(0, &d, peers, self.mdt_opts.clone()).expect("open MDT");
         m.start();
-        *self.slots.mdt.write().unwrap_or_else(|p| p.into_inner()) = Some(m);
+        self.node.open_mdt(0, m);
     }
 
     async fn register(&self, id: TargetId) {
@@ -300,46 +232,38 @@ impl Cluster {
 
     /// The open MDT service.
     pub fn mdt(&self) -> Arc<MdtService> {
-        read(&self.slots.mdt).expect("MDT is open")
+        self.node.mdt(0).expect("MDT is open")
     }
 
     /// The open OST `i`.
     pub fn ost(&self, i: u32) -> Arc<OstService> {
-        self.slots
-            .osts
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&i)
-            .cloned()
-            .expect("OST is open")
+        self.node.ost(i).expect("OST is open")
     }
 
-    /// Take OST `i` out of service (requests to it fail with EAGAIN).
-    pub fn slots_take_ost(&self, i: u32) -> Option<Arc<OstService>> {
-        self.slots
-            .osts
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&i)
+    /// Close OST `i` (requests to it are answered EAGAIN).
+    pub fn close_ost(&self, i: u32) -> Option<Arc<OstService>> {
+        self.node.close_ost(i)
     }
 
-    /// Put OST `i` back in service.
-    pub fn slots_put_ost(&self, i: u32, o: Arc<OstService>) {
-        self.slots
-            .osts
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(i, o);
+    /// Open OST `i` again.
+    pub fn reopen_ost(&self, i: u32, o: Arc<OstService>) {
+        self.node.open_ost(i, o);
+    }
+
+    /// `Destroy` requests the OSTs served.
+    pub fn ost_destroys(&self) -> u64 {
+        self.node
+            .stats()
+            .iter()
+            .filter(|s| s.target.role == Role::Ost)
+            .flat_map(|s| s.snapshot().ops)
+            .filter(|(op, _)| *op == "destroy")
+            .map(|(_, f)| f.count)
+            .sum()
     }
 
     async fn close_mdt(&self) {
-        let m = self
-            .slots
-            .mdt
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(m) = m {
+        if let Some(m) = self.node.close_mdt(0) {
             drop_last(m, "MDT0").await;
         }
     }
@@ -358,7 +282,7 @@ impl Cluster {
         let m = MdtService::open_on(0, &d, wrap(Arc::new(store)), peers, self.mdt_opts.clone())
             .expect("open MDT");
         m.start();
-        *self.slots.mdt.write().unwrap_or_else(|p| p.into_inner()) = Some(m);
+        self.node.open_mdt(0, m);
     }
 
     /// Drop the MDT service and open it again on the same directory.
@@ -370,23 +294,12 @@ impl Cluster {
     /// Drop every service, then open them all again on the same directories.
     pub async fn restart_all(&self) {
         self.close_mdt().await;
-        let osts: Vec<_> = self
-            .slots
-            .osts
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .collect();
-        for (i, o) in osts {
-            drop_last(o, &format!("OST{i}")).await;
+        for &i in &self.ost_indices {
+            if let Some(o) = self.node.close_ost(i) {
+                drop_last(o, &format!("OST{i}")).await;
+            }
         }
-        let m = self
-            .slots
-            .mgs
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(m) = m {
+        if let Some(m) = self.node.close_mgs() {
             drop_last(m, "MGS").await;
         }
         self.open_mgs();
