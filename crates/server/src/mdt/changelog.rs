@@ -205,6 +205,20 @@ impl Planned {
         }
     }
 
+    /// The directory a new inode is named in, for a change that makes
+    /// one (create, mknod, mkdir, symlink): what may grow a directory
+    /// past its split threshold (see `restripe`).
+    pub fn makes_in(&self) -> Option<Fid> {
+        match &self.kind {
+            Kind::Named(
+                ChangeKind::Create | ChangeKind::Mknod | ChangeKind::Mkdir | ChangeKind::Symlink,
+                dir,
+                _,
+            ) => Some(*dir),
+            _ => None,
+        }
+    }
+
     /// The record kind of the client operation.
     pub fn change_kind(&self) -> ChangeKind {
         match &self.kind {

@@ -906,12 +906,9 @@ impl MdtService {
         if let Some(restriped) = self.restriped_reply(&req).await? {
             return Ok(restriped);
         }
-        let splits = match &req {
-            MdtRequest::Create { parent, .. }
-            | MdtRequest::Mkdir { parent, .. }
-            | MdtRequest::Symlink { parent, .. } => Some(*parent),
-            _ => None,
-        };
+        // Derived from each request's declared changelog facts, which
+        // are matched exhaustively (`changelog::Planned::of`).
+        let splits = changelog::Planned::of(&req).and_then(|p| p.makes_in());
         match self.dispatch_here(ctx, req).await {
             Err(e) if e.errno() == Errno::ENOENT => self.moved_reply(routed_by).ok_or(e),
             // Restriped since the client learned the layout (perhaps
