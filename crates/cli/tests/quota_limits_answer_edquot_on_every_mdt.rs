@@ -156,6 +156,24 @@ fn a_hard_limit_stops_creates_exactly_over_both_mdts_and_survives_kill9() {
     let check = loom_ok(&["quota", "--check", &mnt]);
     assert_eq!(check.matches("counts match").count(), 2, "{check}");
 
+    // With room freed on MDT0, a create on MDT1 needs more than MDT1's
+    // share: while the master is down it waits for it, and is made once
+    // the master is back (neither refused nor let past the limit).
+    std::fs::remove_file(a.join("f8")).expect("unlink");
+    sh(&format!("sync {}", s(&a)));
+    c.kill9_latest("mdt0");
+    let waiting = python3(true)
+        .arg("-c")
+        .arg("import sys; open(sys.argv[1], 'w').close()")
+        .arg(b.join("while-mdt0-was-down"))
+        .spawn()
+        .expect("python3");
+    c.restart("mdt0");
+    let o = waiting.wait_with_output().expect("wait");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(files(&["-u", "65534", &mnt]), "30*");
+    assert_eq!(fill(&[&b, &a], "n", 10), (0, EDQUOT));
+
     // Through the library as the same user: refused alike.
     let key = c.state.join("client.key");
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod key");

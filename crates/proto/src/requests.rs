@@ -771,12 +771,16 @@ declare_requests! {
             need: u64,
         } => 104, "quota_acquire", Changes, Peers;
         /// MDT0 to an MDT: give back what it holds of `who`'s grant beyond
-        /// its usage, and forget whether `who` is limited (its limits
-        /// changed, or another MDT needs the rest). Answered
+        /// its usage (another MDT needs the rest, or its limits changed).
+        /// Answered
         /// `Reply::QuotaGrant` with the usage, now its grant.
         QuotaRelease {
             /// Whose.
             who: QuotaId,
+            /// Its limits changed: forget whether it is limited, and ask
+            /// again (else the MDT keeps knowing it is, with its usage as
+            /// its share, also while the master cannot be asked).
+            forget: bool,
         } => 105, "quota_release", Changes, Peers;
     }
 }

@@ -28,13 +28,25 @@ use std::sync::Mutex;
 const COUNTED: &str = "quota/counted";
 const COUNTED_VERSION: u8 = 1;
 const USAGE_PREFIX: &str = "quota/usage/";
+/// This MDT's share of a limited id, as the master last granted it or
+/// took it back: `quota/share/<u|g|p>/<id>` (u64).
+const SHARE_PREFIX: &str = "quota/share/";
 
 fn usage_key(who: QuotaId) -> String {
     format!("{USAGE_PREFIX}{}/{:08x}", who.kind.letter(), who.id)
 }
 
+/// Key of this MDT's share of `who`.
+pub fn share_key(who: QuotaId) -> String {
+    format!("{SHARE_PREFIX}{}/{:08x}", who.kind.letter(), who.id)
+}
+
 fn parse_usage_key(k: &[u8]) -> Option<QuotaId> {
-    let rest = std::str::from_utf8(k).ok()?.strip_prefix(USAGE_PREFIX)?;
+    parse_id(std::str::from_utf8(k).ok()?.strip_prefix(USAGE_PREFIX)?)
+}
+
+/// `<u|g|p>/<id, 8 hex digits>`.
+pub(super) fn parse_id(rest: &str) -> Option<QuotaId> {
     let (letter, id) = rest.split_once('/')?;
     let mut letters = letter.chars();
     let kind = QuotaKind::from_letter(letters.next()?)?;
@@ -141,10 +153,12 @@ impl Quotas {
                 "MDT{index:04x}: counted the inodes of {} users, groups and projects",
                 usage.len()
             );
-            return Ok(Quotas {
+            let q = Quotas {
                 usage: Mutex::new(usage),
                 grants: Mutex::default(),
-            });
+            };
+            q.load_shares(store)?;
+            return Ok(q);
         }
         let mut usage = HashMap::new();
         let mut after: Option<Vec<u8>> = None;
@@ -163,10 +177,12 @@ impl Quotas {
             }
             after = page.last().map(|(k, _)| k.clone());
         }
-        Ok(Quotas {
+        let q = Quotas {
             usage: Mutex::new(usage),
             grants: Mutex::default(),
-        })
+        };
+        q.load_shares(store)?;
+        Ok(q)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<QuotaId, QuotaUsage>> {
@@ -255,12 +271,44 @@ impl Quotas {
         self.grants().insert(who, g);
     }
 
-    /// Give back what is granted of `who` beyond its usage, and forget
-    /// whether it is limited: the usage, now all this MDT holds.
-    pub fn release(&self, who: QuotaId) -> u64 {
+    /// Give back what is granted of `who` beyond its usage: the usage,
+    /// now all this MDT holds. With `forget`, also whether `who` is
+    /// limited (its limits changed).
+    pub fn release(&self, who: QuotaId, forget: bool) -> u64 {
         let used = self.usage(who).inodes;
-        self.grants().remove(&who);
+        if forget {
+            self.grants().remove(&who);
+        } else {
+            self.grants().insert(who, Grant::Up(used));
+        }
         used
+    }
+
+    /// The shares this MDT holds of limited ids, as stored (see
+    /// [`share_key`]): known limited after a restart, also while the
+    /// master cannot be asked.
+    fn load_shares(&self, store: &dyn KvStore) -> Result<(), ServerError> {
+        let mut after: Option<Vec<u8>> = None;
+        let mut grants = self.grants();
+        loop {
+            let page = store
+                .scan(Space::Meta, SHARE_PREFIX.as_bytes(), after.as_deref(), 1024)
+                .map_err(store_err)?;
+            for (k, v) in &page {
+                let who = std::str::from_utf8(k)
+                    .ok()
+                    .and_then(|k| k.strip_prefix(SHARE_PREFIX))
+                    .and_then(parse_id)
+                    .ok_or_else(|| {
+                        store_err(format!("a quota key {:?}", String::from_utf8_lossy(k)))
+                    })?;
+                grants.insert(who, Grant::Up(decode_record(v)?));
+            }
+            if page.len() < 1024 {
+                return Ok(());
+            }
+            after = page.last().map(|(k, _)| k.clone());
+        }
     }
 
     fn all(&self) -> HashMap<QuotaId, QuotaUsage> {

@@ -20,15 +20,20 @@
 //! ([`QuotaLimits`]), `quota/grant/<mdt>/<u|g|p>/<id>` (u64),
 //! `quota/soft/<u|g|p>/<id>` (the [`Time`] the soft limit was passed).
 
+use super::quota::parse_id;
 use super::tx::{decode_record, store_err, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
 use loom_proto::msg::{PeerRequest, Reply, ReqCtx, Role, Time};
-use loom_proto::quota::{QuotaId, QuotaKind, QuotaLimits};
+use loom_proto::quota::{QuotaId, QuotaLimits};
 use loom_proto::Errno;
 use loom_store::kv::{KvStore, Space};
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// How long a change of a limited id whose share is spent waits for a
+/// master that does not answer (restarting, say) before it gives up.
+const MASTER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Most extra inodes a grant carries while far from the limits (a
 /// quarter of the room left, up to this): an MDT asks the master about
@@ -49,19 +54,6 @@ fn grant_key(mdt: u32, who: QuotaId) -> String {
 
 fn soft_key(who: QuotaId) -> String {
     format!("quota/soft/{}", id_part(who))
-}
-
-fn parse_id(s: &str) -> Option<QuotaId> {
-    let (letter, id) = s.split_once('/')?;
-    let mut l = letter.chars();
-    let kind = QuotaKind::from_letter(l.next()?)?;
-    if l.next().is_some() || id.len() != 8 {
-        return None;
-    }
-    Some(QuotaId {
-        kind,
-        id: u32::from_str_radix(id, 16).ok()?,
-    })
 }
 
 /// The master's state (meaningful on MDT0 only).
@@ -178,7 +170,7 @@ impl MdtService {
         // Every MDT asks again before its next change for `who`; one that
         // cannot be told now asks within `quota::UNLIMITED_FOR`.
         for mdt in self.peers.config().await?.indices(Role::Mdt) {
-            if let Err(e) = self.take_back(&mut st, who, mdt).await {
+            if let Err(e) = self.take_back(&mut st, who, mdt, true).await {
                 tracing::warn!("MDT0000: MDT{mdt:04x} was not told of {who}'s limits: {e}");
             }
         }
@@ -205,13 +197,14 @@ impl MdtService {
         st: &mut State,
         who: QuotaId,
         mdt: u32,
+        forget: bool,
     ) -> Result<u64, ServerError> {
         // Straight to the MDT (not through `mdt_call`, which may run
         // the master's own handlers again).
         let reply = if mdt == self.index {
-            self.quota_release(who).await?
+            self.quota_release(who, forget).await?
         } else {
-            let req = PeerRequest::QuotaRelease { who };
+            let req = PeerRequest::QuotaRelease { who, forget };
             let target = loom_proto::msg::TargetId::mdt(mdt);
             let timeout = super::remote::PEER_TIMEOUT;
             self.peers
@@ -240,13 +233,32 @@ impl MdtService {
 
     /// An MDT's part of `QuotaRelease`: between two changes (under the
     /// namespace lock), so none runs on the grant it gives back.
-    pub(super) async fn quota_release(&self, who: QuotaId) -> Handled {
-        let _g = self.ns.lock().await;
-        let used = self.quotas.release(who);
+    pub(super) async fn quota_release(&self, who: QuotaId, forget: bool) -> Handled {
+        let g = self.ns.lock().await;
+        let used = self.quotas.release(who, forget);
+        let ticket = self.keep_share(who, (!forget).then_some(used))?;
+        drop(g);
+        self.commit_through(ticket).await?;
         Ok(Reply::QuotaGrant {
             limited: true,
             granted: used,
         })
+    }
+
+    /// Store this MDT's share of `who` (`None`: not known to be limited),
+    /// so that a restarted MDT still holds a limited id to it.
+    fn keep_share(
+        &self,
+        who: QuotaId,
+        share: Option<u64>,
+    ) -> Result<loom_store::kv::Ticket, ServerError> {
+        let key = super::quota::share_key(who);
+        let mut t = Tx::new(&*self.store);
+        match share {
+            Some(g) => t.put_meta(&key, &g)?,
+            None => t.batch.delete(Space::Meta, key.into_bytes()),
+        }
+        self.apply_step(t)
     }
 
     /// The master's part of `QuotaAcquire`: grant MDT `mdt`, which counts
@@ -295,7 +307,7 @@ impl MdtService {
                 .map(|((_, m), _)| *m)
                 .collect();
             for m in holders {
-                self.take_back(&mut st, who, m).await?;
+                self.take_back(&mut st, who, m, false).await?;
             }
         }
         let total = others(&st) + want;
@@ -354,18 +366,33 @@ impl MdtService {
             ));
         }
         self.stats.count("quota_acquired");
-        match self.acquire_quota(who, need).await {
-            Ok(()) => Ok(()),
-            Err(e) if e.errno() != Errno::EDQUOT && !self.quotas.known_limited(who) => {
+        let deadline = std::time::Instant::now() + MASTER_WAIT;
+        let mut pause = std::time::Duration::from_millis(50);
+        loop {
+            let e = match self.acquire_quota(who, need).await {
+                Ok(()) => return Ok(()),
+                Err(e) if e.errno() == Errno::EDQUOT => return Err(e),
+                Err(e) => e,
+            };
+            if !self.quotas.known_limited(who) {
                 tracing::warn!(
                     "MDT{:04x}: the quota master did not answer for {who} ({e}); \
                      going on without limits for it",
                     self.index
                 );
                 self.quotas.granted(who, false, 0);
-                Ok(())
+                return Ok(());
             }
-            Err(e) => Err(e),
+            // Limited, and its share is spent: the change waits for the
+            // master (restarting, say) rather than pass the limit.
+            if std::time::Instant::now() + pause > deadline {
+                return Err(ServerError::refused(
+                    Errno::EAGAIN,
+                    format!("{who} is limited and the quota master did not answer: {e}"),
+                ));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(std::time::Duration::from_secs(2));
         }
     }
 
@@ -398,6 +425,9 @@ impl MdtService {
         match reply {
             Reply::QuotaGrant { limited, granted } => {
                 self.quotas.granted(who, limited, granted);
+                // Kept for a restart; not waited for (a share lost to a
+                // crash is asked for again).
+                self.keep_share(who, limited.then_some(granted))?;
                 Ok(())
             }
             other => Err(ServerError::peer(

@@ -286,7 +286,7 @@ impl MdtService {
                 usage,
                 need,
             } => self.quota_acquire(who, mdt, usage, need).await,
-            PeerRequest::QuotaRelease { who } => self.quota_release(who).await,
+            PeerRequest::QuotaRelease { who, forget } => self.quota_release(who, forget).await,
             PeerRequest::UnsealDir { fid } => self.unseal_dir(fid).await,
             PeerRequest::DestroyDir { fid } => self.destroy_dir(&step, fid).await,
             PeerRequest::ForgetIntent { coord, id } => self.forget_intent(coord, id).await,
