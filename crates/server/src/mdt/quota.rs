@@ -8,10 +8,13 @@
 //! out of one MDT in the batch that removes it, into the other in the one
 //! that adopts it). A chown moves the inode between two users' counts.
 //!
-//! Stored in the meta keyspace: `quota/usage/<u|g|p>/<id, 8 hex digits>`
-//! holds a [`QuotaUsage`]; `quota/counted` marks a store whose counts are
-//! complete. A store from before quotas is counted once, by a scan, when
-//! it is first opened.
+//! Stored in the meta keyspace as one count per (uid, gid, project)
+//! that some inode has: `quota/t/<uid><gid><projid>` (each 8 hex digits)
+//! holds a u64, so a create or unlink writes one record, not one per id
+//! (three cost creates 15%). The per-id counts are sums of these, kept in
+//! memory. `quota/counted` marks a store whose counts are complete; a
+//! store from before (or with the per-id keys of the first version) is
+//! counted once, by a scan, when it is opened.
 
 use super::records::InodeRec;
 use super::tx::{decode_record, encode_record, read_meta, store_err, Tx};
@@ -24,25 +27,73 @@ use loom_store::kv::{Batch, KvStore, Space};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
-/// Marks a store whose counts are complete: `u8`, the counting's version.
+/// Marks a store whose counts are complete: `u8`, the counting's version
+/// (1: per-id keys under `quota/usage/`, recounted; 2: per triple).
 const COUNTED: &str = "quota/counted";
-const COUNTED_VERSION: u8 = 1;
+const COUNTED_VERSION: u8 = 2;
 const USAGE_PREFIX: &str = "quota/usage/";
+const TRIPLE_PREFIX: &str = "quota/t/";
+
+/// The (uid, gid, project id) an inode counts against.
+type Triple = (u32, u32, u32);
+
+fn triple_key((u, g, p): Triple) -> String {
+    format!("{TRIPLE_PREFIX}{u:08x}{g:08x}{p:08x}")
+}
+
+fn parse_triple_key(k: &[u8]) -> Option<Triple> {
+    let rest = std::str::from_utf8(k).ok()?.strip_prefix(TRIPLE_PREFIX)?;
+    if rest.len() != 24 {
+        return None;
+    }
+    let n = |i: usize| u32::from_str_radix(rest.get(i..i + 8)?, 16).ok();
+    Some((n(0)?, n(8)?, n(16)?))
+}
+
+fn ids((u, g, p): Triple) -> [QuotaId; 3] {
+    [QuotaId::user(u), QuotaId::group(g), QuotaId::project(p)]
+}
+
+/// The counts: per triple, as stored, and per id, their sums.
+#[derive(Default)]
+struct Counts {
+    by_triple: HashMap<Triple, u64>,
+    by_id: HashMap<QuotaId, QuotaUsage>,
+}
+
+impl Counts {
+    fn of(by_triple: HashMap<Triple, u64>) -> Counts {
+        let mut c = Counts::default();
+        for (t, n) in by_triple {
+            c.set(t, n);
+        }
+        c
+    }
+
+    /// Triple `t` now counts `n`.
+    fn set(&mut self, t: Triple, n: u64) {
+        let old = self.by_triple.get(&t).copied().unwrap_or(0);
+        if n == 0 {
+            self.by_triple.remove(&t);
+        } else {
+            self.by_triple.insert(t, n);
+        }
+        for who in ids(t) {
+            let u = self.by_id.entry(who).or_default();
+            u.inodes = (u.inodes + n).saturating_sub(old);
+            if *u == QuotaUsage::default() {
+                self.by_id.remove(&who);
+            }
+        }
+    }
+}
 /// This MDT's share of a limited id, as the master last granted it or
 /// took it back: `quota/share/<u|g|p>/<id>` (u64).
 const SHARE_PREFIX: &str = "quota/share/";
 
-fn usage_key(who: QuotaId) -> String {
-    format!("{USAGE_PREFIX}{}/{:08x}", who.kind.letter(), who.id)
-}
-
 /// Key of this MDT's share of `who`.
 pub fn share_key(who: QuotaId) -> String {
     format!("{SHARE_PREFIX}{}/{:08x}", who.kind.letter(), who.id)
-}
-
-fn parse_usage_key(k: &[u8]) -> Option<QuotaId> {
-    parse_id(std::str::from_utf8(k).ok()?.strip_prefix(USAGE_PREFIX)?)
 }
 
 /// `<u|g|p>/<id, 8 hex digits>`.
@@ -59,56 +110,64 @@ pub(super) fn parse_id(rest: &str) -> Option<QuotaId> {
     })
 }
 
-/// The ids an inode counts against.
-fn ids_of(r: &InodeRec) -> [QuotaId; 3] {
-    [
-        QuotaId::user(r.attr.uid),
-        QuotaId::group(r.attr.gid),
-        QuotaId::project(r.attr.projid),
-    ]
+/// The triple an inode counts against.
+fn triple_of(r: &InodeRec) -> Triple {
+    (r.attr.uid, r.attr.gid, r.attr.projid)
 }
 
-/// What one transaction changes in the counts.
+/// What one transaction changes in the counts: per triple (what is
+/// stored) and per id (what limits are checked against).
 #[derive(Default)]
-pub struct Deltas(Vec<(QuotaId, i64)>);
+pub struct Deltas {
+    ids: Vec<(QuotaId, i64)>,
+    triples: Vec<(Triple, i64)>,
+}
+
+fn bump<K: PartialEq>(v: &mut Vec<(K, i64)>, k: K, n: i64) {
+    match v.iter_mut().find(|(w, _)| *w == k) {
+        Some((_, x)) => *x += n,
+        None => v.push((k, n)),
+    }
+}
 
 impl Deltas {
     /// The changes `t` makes: -1 for each id an inode counted against
     /// before it, +1 for each after it.
     pub fn of(t: &Tx<'_>) -> Deltas {
-        let mut d: Vec<(QuotaId, i64)> = Vec::new();
-        let mut add = |who: QuotaId, n: i64| match d.iter_mut().find(|(w, _)| *w == who) {
-            Some((_, v)) => *v += n,
-            None => d.push((who, n)),
-        };
+        let mut d = Deltas::default();
         for (before, after) in t.images() {
-            let (b, a) = (before.map(ids_of), after.map(ids_of));
+            let (b, a) = (before.map(triple_of), after.map(triple_of));
             if b == a {
                 continue;
             }
-            for who in b.into_iter().flatten() {
-                add(who, -1);
-            }
-            for who in a.into_iter().flatten() {
-                add(who, 1);
+            for (t, n) in [(b, -1), (a, 1)] {
+                if let Some(t) = t {
+                    d.add(t, n);
+                }
             }
         }
-        d.retain(|(_, n)| *n != 0);
-        Deltas(d)
+        d.ids.retain(|(_, n)| *n != 0);
+        d.triples.retain(|(_, n)| *n != 0);
+        d
+    }
+
+    fn add(&mut self, t: Triple, n: i64) {
+        bump(&mut self.triples, t, n);
+        for who in ids(t) {
+            bump(&mut self.ids, who, n);
+        }
     }
 
     /// What a new inode of these ids adds.
     pub fn new_inode(uid: u32, gid: u32, projid: u32) -> Deltas {
-        Deltas(vec![
-            (QuotaId::user(uid), 1),
-            (QuotaId::group(gid), 1),
-            (QuotaId::project(projid), 1),
-        ])
+        let mut d = Deltas::default();
+        d.add((uid, gid, projid), 1);
+        d
     }
 
     /// No change.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.triples.is_empty()
     }
 }
 
@@ -128,101 +187,92 @@ enum Grant {
 
 /// The counts, as committed batches left them, and the grants.
 pub struct Quotas {
-    usage: Mutex<HashMap<QuotaId, QuotaUsage>>,
+    counts: Mutex<Counts>,
     grants: Mutex<HashMap<QuotaId, Grant>>,
 }
 
 impl Quotas {
     /// Load the counts of `store`; a store that has none yet (made before
-    /// quotas) is counted by a scan first.
+    /// quotas, or counted per id) is counted by a scan first.
     pub fn load(store: &dyn KvStore, index: u32) -> Result<Quotas, ServerError> {
-        if read_meta::<u8>(store, COUNTED)?.is_none() {
-            let usage = recount(store)?;
+        let by_triple = if read_meta::<u8>(store, COUNTED)? == Some(COUNTED_VERSION) {
+            let mut m = HashMap::new();
+            for (k, v) in scan_meta(store, TRIPLE_PREFIX)? {
+                let t = parse_triple_key(&k).ok_or_else(|| {
+                    store_err(format!("a quota key {:?}", String::from_utf8_lossy(&k)))
+                })?;
+                m.insert(t, decode_record::<u64>(&v)?);
+            }
+            m
+        } else {
+            let m = recount(store)?;
             let mut b = Batch::new();
-            for (who, u) in &usage {
-                b.put(Space::Meta, usage_key(*who).into_bytes(), encode_record(u)?);
+            for (k, _) in scan_meta(store, USAGE_PREFIX)? {
+                b.delete(Space::Meta, k);
+            }
+            for (t, n) in &m {
+                b.put(Space::Meta, triple_key(*t).into_bytes(), encode_record(n)?);
             }
             b.put(
                 Space::Meta,
                 COUNTED.as_bytes().to_vec(),
                 encode_record(&COUNTED_VERSION)?,
             );
-            let t = store.apply(b).map_err(store_err)?;
-            store.sync_through(t).map_err(store_err)?;
+            let ticket = store.apply(b).map_err(store_err)?;
+            store.sync_through(ticket).map_err(store_err)?;
             tracing::info!(
-                "MDT{index:04x}: counted the inodes of {} users, groups and projects",
-                usage.len()
+                "MDT{index:04x}: counted its inodes by owner, group and project ({} kinds)",
+                m.len()
             );
-            let q = Quotas {
-                usage: Mutex::new(usage),
-                grants: Mutex::default(),
-            };
-            q.load_shares(store)?;
-            return Ok(q);
-        }
-        let mut usage = HashMap::new();
-        let mut after: Option<Vec<u8>> = None;
-        loop {
-            let page = store
-                .scan(Space::Meta, USAGE_PREFIX.as_bytes(), after.as_deref(), 1024)
-                .map_err(store_err)?;
-            for (k, v) in &page {
-                let who = parse_usage_key(k).ok_or_else(|| {
-                    store_err(format!("a quota key {:?}", String::from_utf8_lossy(k)))
-                })?;
-                usage.insert(who, decode_record::<QuotaUsage>(v)?);
-            }
-            if page.len() < 1024 {
-                break;
-            }
-            after = page.last().map(|(k, _)| k.clone());
-        }
+            m
+        };
         let q = Quotas {
-            usage: Mutex::new(usage),
+            counts: Mutex::new(Counts::of(by_triple)),
             grants: Mutex::default(),
         };
         q.load_shares(store)?;
         Ok(q)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<QuotaId, QuotaUsage>> {
-        self.usage.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Put the counts `d` leads to in `batch`, returning them for
     /// [`Quotas::published`] once the batch is applied. Called where
     /// batches are applied one at a time.
-    pub fn stage(
-        &self,
-        batch: &mut Batch,
-        d: &Deltas,
-    ) -> Result<Vec<(QuotaId, QuotaUsage)>, ServerError> {
-        let usage = self.lock();
-        let mut out = Vec::with_capacity(d.0.len());
-        for (who, n) in &d.0 {
-            let mut u = usage.get(who).copied().unwrap_or_default();
-            u.inodes = u.inodes.saturating_add_signed(*n);
-            batch.put(
-                Space::Meta,
-                usage_key(*who).into_bytes(),
-                encode_record(&u)?,
-            );
-            out.push((*who, u));
+    pub fn stage(&self, batch: &mut Batch, d: &Deltas) -> Result<Vec<(Triple, u64)>, ServerError> {
+        let c = self.lock();
+        let mut out = Vec::with_capacity(d.triples.len());
+        for (t, n) in &d.triples {
+            let now = c
+                .by_triple
+                .get(t)
+                .copied()
+                .unwrap_or(0)
+                .saturating_add_signed(*n);
+            let key = triple_key(*t).into_bytes();
+            if now == 0 {
+                batch.delete(Space::Meta, key);
+            } else {
+                batch.put(Space::Meta, key, encode_record(&now)?);
+            }
+            out.push((*t, now));
         }
         Ok(out)
     }
 
     /// The counts a staged batch set are applied.
-    pub fn published(&self, counts: Vec<(QuotaId, QuotaUsage)>) {
-        let mut usage = self.lock();
-        for (who, u) in counts {
-            usage.insert(who, u);
+    pub fn published(&self, counts: Vec<(Triple, u64)>) {
+        let mut c = self.lock();
+        for (t, n) in counts {
+            c.set(t, n);
         }
     }
 
     /// What is counted for `who`.
     pub fn usage(&self, who: QuotaId) -> QuotaUsage {
-        self.lock().get(&who).copied().unwrap_or_default()
+        self.lock().by_id.get(&who).copied().unwrap_or_default()
     }
 
     fn grants(&self) -> std::sync::MutexGuard<'_, HashMap<QuotaId, Grant>> {
@@ -233,9 +283,10 @@ impl Quotas {
     /// what this MDT was granted: `ServerError::QuotaShort` for the first
     /// id it does not (or that the master has not been asked about).
     pub fn admit(&self, d: &Deltas) -> Result<(), ServerError> {
-        let usage = self.lock();
+        let counts = self.lock();
+        let usage = &counts.by_id;
         let grants = self.grants();
-        for (who, n) in &d.0 {
+        for (who, n) in &d.ids {
             let Ok(n) = u64::try_from(*n) else { continue };
             if n == 0 {
                 continue;
@@ -312,13 +363,13 @@ impl Quotas {
     }
 
     fn all(&self) -> HashMap<QuotaId, QuotaUsage> {
-        self.lock().clone()
+        self.lock().by_id.clone()
     }
 }
 
-/// Count every inode of `store` by its ids.
-fn recount(store: &dyn KvStore) -> Result<HashMap<QuotaId, QuotaUsage>, ServerError> {
-    let mut usage: HashMap<QuotaId, QuotaUsage> = HashMap::new();
+/// Count every inode of `store` by its triple.
+fn recount(store: &dyn KvStore) -> Result<HashMap<Triple, u64>, ServerError> {
+    let mut by_triple: HashMap<Triple, u64> = HashMap::new();
     let mut after: Option<Vec<u8>> = None;
     loop {
         let page = store
@@ -327,14 +378,29 @@ fn recount(store: &dyn KvStore) -> Result<HashMap<QuotaId, QuotaUsage>, ServerEr
         for (k, v) in &page {
             let r = InodeRec::decode(v)
                 .map_err(|e| store_err(format!("inode {}: {}", hex(k), e.msg)))?;
-            for who in ids_of(&r) {
-                usage.entry(who).or_default().inodes += 1;
-            }
+            *by_triple.entry(triple_of(&r)).or_default() += 1;
         }
         if page.len() < 1024 {
-            return Ok(usage);
+            return Ok(by_triple);
         }
         after = page.last().map(|(k, _)| k.clone());
+    }
+}
+
+/// Every key of the meta keyspace under `prefix`, with its value.
+fn scan_meta(store: &dyn KvStore, prefix: &str) -> Result<loom_store::kv::Pairs, ServerError> {
+    let mut out = Vec::new();
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let page = store
+            .scan(Space::Meta, prefix.as_bytes(), after.as_deref(), 1024)
+            .map_err(store_err)?;
+        let done = page.len() < 1024;
+        after = page.last().map(|(k, _)| k.clone());
+        out.extend(page);
+        if done {
+            return Ok(out);
+        }
     }
 }
 
@@ -427,7 +493,7 @@ impl MdtService {
             ));
         }
         let _g = self.ns.lock().await;
-        let scanned = recount(&*self.store)?;
+        let scanned = Counts::of(recount(&*self.store)?).by_id;
         let counted = self.quotas.all();
         let mut ids: BTreeMap<QuotaId, (QuotaUsage, QuotaUsage)> = BTreeMap::new();
         for (who, u) in &counted {
@@ -459,16 +525,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn usage_keys_name_their_id_and_nothing_else_parses() {
-        for who in [
-            QuotaId::user(0),
-            QuotaId::group(65534),
-            QuotaId::project(u32::MAX),
-        ] {
-            assert_eq!(parse_usage_key(usage_key(who).as_bytes()), Some(who));
+    fn triple_keys_name_their_ids_and_nothing_else_parses() {
+        for t in [(0, 0, 0), (65534, 100, 7), (u32::MAX, 1, u32::MAX)] {
+            assert_eq!(parse_triple_key(triple_key(t).as_bytes()), Some(t));
         }
-        assert_eq!(parse_usage_key(b"quota/usage/x/00000001"), None);
-        assert_eq!(parse_usage_key(b"quota/usage/u/1"), None);
-        assert_eq!(parse_usage_key(b"quota/counted"), None);
+        assert_eq!(parse_triple_key(b"quota/t/0000000100000002"), None);
+        assert_eq!(parse_triple_key(b"quota/counted"), None);
+        assert_eq!(parse_id("p/0000002a"), Some(QuotaId::project(42)));
+        assert_eq!(parse_id("x/0000002a"), None);
+    }
+
+    #[test]
+    fn per_id_counts_are_the_sums_of_their_triples() {
+        let mut c = Counts::of(HashMap::from([
+            ((1, 10, 0), 3),
+            ((1, 20, 0), 2),
+            ((2, 10, 5), 4),
+        ]));
+        let n = |c: &Counts, who| c.by_id.get(&who).map_or(0, |u: &QuotaUsage| u.inodes);
+        assert_eq!(n(&c, QuotaId::user(1)), 5);
+        assert_eq!(n(&c, QuotaId::group(10)), 7);
+        assert_eq!(n(&c, QuotaId::project(0)), 5);
+        c.set((1, 10, 0), 1);
+        c.set((2, 10, 5), 0);
+        assert_eq!(n(&c, QuotaId::user(1)), 3);
+        assert_eq!(n(&c, QuotaId::group(10)), 1);
+        assert!(
+            !c.by_id.contains_key(&QuotaId::user(2)),
+            "counted down to nothing"
+        );
+        assert!(!c.by_triple.contains_key(&(2, 10, 5)));
     }
 }
