@@ -46,22 +46,10 @@ for round in $(seq 1 "$rounds"); do
     done
 done
 
+python3 "$(dirname "$0")/onoff-table.py" "$out" "File creation" "File removal" "write"
 python3 - "$out" <<'PY'
-import collections, glob, json, statistics as st, sys
+import statistics as st, sys
 out = sys.argv[1]
-v = collections.defaultdict(list)
-for f in glob.glob(f"{out}/*-*-*.json"):
-    name, s, _ = f.rsplit("/", 1)[1][:-5].rsplit("-", 2)
-    for x in json.load(open(f))["summaries"]:
-        v[(f"{name} {x['phase']} [{x['target']}]", s)].append(x["summary"]["median"])
-keep = ["File creation", "File removal", "write"]
-print(f"{'figure':28} {'off':>10} {'on':>10} {'on/off':>7} {'noise':>6}  rounds (off | on)")
-for fig in sorted({k for k, _ in v if any(p in k for p in keep)}):
-    off, on = v[(fig, "off")], v[(fig, "on")]
-    mo, mn = st.median(off), st.median(on)
-    noise = max(abs(x - m) / m for xs, m in [(off, mo), (on, mn)] for x in xs)
-    r = lambda xs: " ".join(f"{x:.0f}" for x in xs)
-    print(f"{fig:28} {mo:10.1f} {mn:10.1f} {mn / mo:7.2f} {noise * 100:5.0f}%  {r(off)} | {r(on)}")
 rates = []
 for line in open(f"{out}/read.txt"):
     _, n, b, e = line.split()

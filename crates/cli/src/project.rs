@@ -71,19 +71,21 @@ fn fid_of(p: &Path) -> anyhow::Result<(Fid, bool)> {
     Ok((Fid::from_ino(m.ino()), m.is_dir()))
 }
 
+/// The entries of directory `p`, sorted.
+fn entries(p: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(p)
+        .and_then(|d| d.map(|e| e.map(|e| e.path())).collect())
+        .with_context(|| format!("listing {}", p.display()))?;
+    names.sort();
+    Ok(names)
+}
+
 /// The paths under `p` (and `p`), depth first, directories before their
 /// entries.
 fn tree(p: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     out.push(p.to_path_buf());
-    let m = std::fs::symlink_metadata(p).with_context(|| format!("{}", p.display()))?;
-    if m.is_dir() {
-        let mut names: Vec<PathBuf> = std::fs::read_dir(p)
-            .with_context(|| format!("listing {}", p.display()))?
-            .map(|e| e.map(|e| e.path()))
-            .collect::<Result<_, _>>()
-            .with_context(|| format!("listing {}", p.display()))?;
-        names.sort();
-        for n in names {
+    if fid_of(p)?.1 {
+        for n in entries(p)? {
             tree(&n, out)?;
         }
     }
@@ -125,12 +127,7 @@ fn list(s: &Session, a: &ProjectArgs, p: &Path) -> anyhow::Result<()> {
     if a.recursive {
         tree(p, &mut paths)?;
     } else if is_dir && !a.dir_itself {
-        let mut names: Vec<PathBuf> = std::fs::read_dir(p)
-            .with_context(|| format!("listing {}", p.display()))?
-            .map(|e| e.map(|e| e.path()))
-            .collect::<Result<_, _>>()?;
-        names.sort();
-        paths = names;
+        paths = entries(p)?;
     } else {
         paths.push(p.to_path_buf());
     }

@@ -770,13 +770,30 @@ impl Client {
         op: &str,
         req: impl Fn(Fid) -> MdtRequest,
     ) -> Result<(), Errno> {
+        self.on_every_shard_answered(c, fid, op, req, |r| matches!(r, Reply::Ok))
+            .await
+    }
+
+    /// As [`Self::on_every_shard`], for a request whose every answer
+    /// `done` accepts.
+    pub(crate) async fn on_every_shard_answered(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        op: &str,
+        req: impl Fn(Fid) -> MdtRequest,
+        done: impl Fn(&Reply) -> bool,
+    ) -> Result<(), Errno> {
         let mut dirs = match self.dir_shards(c, fid).await? {
             Some(shards) => shards.to_vec(),
             None => vec![fid],
         };
         dirs.reverse();
         for dir in dirs {
-            Self::ok(self.mdt_call(c, dir, req(dir)).await?, op)?;
+            let r = self.mdt_call(c, dir, req(dir)).await?;
+            if !done(&r) {
+                return Err(unexpected(op, &r));
+            }
         }
         Ok(())
     }

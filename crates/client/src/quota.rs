@@ -66,23 +66,14 @@ impl Client {
         projid: u32,
         inherit: bool,
     ) -> Result<(), Errno> {
-        let mut dirs = match self.dir_shards(c, fid).await? {
-            Some(shards) => shards.to_vec(),
-            None => vec![fid],
+        let req = |dir| MdtRequest::SetProject {
+            fid: dir,
+            projid,
+            inherit,
         };
-        dirs.reverse();
-        for dir in dirs {
-            let req = MdtRequest::SetProject {
-                fid: dir,
-                projid,
-                inherit,
-            };
-            match self.mdt_call(c, dir, req).await? {
-                Reply::Project { .. } => {}
-                other => return Err(unexpected("SetProject", &other)),
-            }
-        }
-        Ok(())
+        let done = |r: &Reply| matches!(r, Reply::Project { .. });
+        self.on_every_shard_answered(c, fid, "SetProject", req, done)
+            .await
     }
 
     /// Inode `fid`'s project id and whether it passes it on.

@@ -221,6 +221,25 @@ struct DirObjectV3 {
     default_compress: Option<loom_proto::Compress>,
 }
 
+impl From<DirObjectV3> for DirObject {
+    /// Directories made before project ids have none.
+    fn from(d: DirObjectV3) -> DirObject {
+        DirObject {
+            parent: d.parent,
+            perm: d.perm,
+            uid: d.uid,
+            gid: d.gid,
+            time: d.time,
+            default_stripe: d.default_stripe,
+            others: d.others,
+            default_dir: d.default_dir,
+            default_compress: d.default_compress,
+            projid: 0,
+            proj_inherit: false,
+        }
+    }
+}
+
 impl IntentOpOf<DirObjectV3> {
     /// The operation in the current form: directories made before project
     /// ids have none.
@@ -233,19 +252,7 @@ impl IntentOpOf<DirObjectV3> {
                 aborted,
             } => IntentOp::Mkdir {
                 name,
-                dir: DirObject {
-                    parent: d.parent,
-                    perm: d.perm,
-                    uid: d.uid,
-                    gid: d.gid,
-                    time: d.time,
-                    default_stripe: d.default_stripe,
-                    others: d.others,
-                    default_dir: d.default_dir,
-                    default_compress: d.default_compress,
-                    projid: 0,
-                    proj_inherit: false,
-                },
+                dir: d.into(),
                 mdts,
                 aborted,
             },
@@ -273,7 +280,7 @@ impl IntentOpOf<DirObjectV3> {
 /// `default_compress`: an MDT that crashed mid-operation under an older
 /// build resolves them after an upgrade.
 mod v1 {
-    use loom_proto::msg::{DirDefault, DirObject, Time};
+    use loom_proto::msg::{DirDefault, Time};
     use loom_proto::{Fid, Name, StripeSpec};
     use serde::Deserialize;
 
@@ -322,7 +329,8 @@ mod v1 {
                     aborted,
                 } => super::IntentOp::Mkdir {
                     name,
-                    dir: DirObject {
+                    // Version 1 had no compression either.
+                    dir: super::DirObjectV3 {
                         parent: d.parent,
                         perm: d.perm,
                         uid: d.uid,
@@ -332,9 +340,8 @@ mod v1 {
                         others: d.others,
                         default_dir: d.default_dir,
                         default_compress: None,
-                        projid: 0,
-                        proj_inherit: false,
-                    },
+                    }
+                    .into(),
                     mdts,
                     aborted,
                 },

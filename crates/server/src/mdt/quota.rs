@@ -96,6 +96,16 @@ pub fn share_key(who: QuotaId) -> String {
     format!("{SHARE_PREFIX}{}/{:08x}", who.kind.letter(), who.id)
 }
 
+/// The id a meta key `PREFIX<u|g|p>/<id>` names; one that does not parse
+/// is damage.
+pub(super) fn id_under(k: &[u8], prefix: &str) -> Result<QuotaId, ServerError> {
+    std::str::from_utf8(k)
+        .ok()
+        .and_then(|k| k.strip_prefix(prefix))
+        .and_then(parse_id)
+        .ok_or_else(|| store_err(format!("a quota key {:?}", String::from_utf8_lossy(k))))
+}
+
 /// `<u|g|p>/<id, 8 hex digits>`.
 pub(super) fn parse_id(rest: &str) -> Option<QuotaId> {
     let (letter, id) = rest.split_once('/')?;
@@ -339,27 +349,11 @@ impl Quotas {
     /// [`share_key`]): known limited after a restart, also while the
     /// master cannot be asked.
     fn load_shares(&self, store: &dyn KvStore) -> Result<(), ServerError> {
-        let mut after: Option<Vec<u8>> = None;
         let mut grants = self.grants();
-        loop {
-            let page = store
-                .scan(Space::Meta, SHARE_PREFIX.as_bytes(), after.as_deref(), 1024)
-                .map_err(store_err)?;
-            for (k, v) in &page {
-                let who = std::str::from_utf8(k)
-                    .ok()
-                    .and_then(|k| k.strip_prefix(SHARE_PREFIX))
-                    .and_then(parse_id)
-                    .ok_or_else(|| {
-                        store_err(format!("a quota key {:?}", String::from_utf8_lossy(k)))
-                    })?;
-                grants.insert(who, Grant::Up(decode_record(v)?));
-            }
-            if page.len() < 1024 {
-                return Ok(());
-            }
-            after = page.last().map(|(k, _)| k.clone());
+        for (k, v) in scan_meta(store, SHARE_PREFIX)? {
+            grants.insert(id_under(&k, SHARE_PREFIX)?, Grant::Up(decode_record(&v)?));
         }
+        Ok(())
     }
 
     fn all(&self) -> HashMap<QuotaId, QuotaUsage> {
@@ -388,7 +382,10 @@ fn recount(store: &dyn KvStore) -> Result<HashMap<Triple, u64>, ServerError> {
 }
 
 /// Every key of the meta keyspace under `prefix`, with its value.
-fn scan_meta(store: &dyn KvStore, prefix: &str) -> Result<loom_store::kv::Pairs, ServerError> {
+pub(super) fn scan_meta(
+    store: &dyn KvStore,
+    prefix: &str,
+) -> Result<loom_store::kv::Pairs, ServerError> {
     let mut out = Vec::new();
     let mut after: Option<Vec<u8>> = None;
     loop {

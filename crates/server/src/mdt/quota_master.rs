@@ -20,7 +20,7 @@
 //! ([`QuotaLimits`]), `quota/grant/<mdt>/<u|g|p>/<id>` (u64),
 //! `quota/soft/<u|g|p>/<id>` (the [`Time`] the soft limit was passed).
 
-use super::quota::parse_id;
+use super::quota::{id_under, scan_meta};
 use super::tx::{decode_record, store_err, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
@@ -44,16 +44,20 @@ fn id_part(who: QuotaId) -> String {
     format!("{}/{:08x}", who.kind.letter(), who.id)
 }
 
+const LIMIT_PREFIX: &str = "quota/limit/";
+const GRANT_PREFIX: &str = "quota/grant/";
+const SOFT_PREFIX: &str = "quota/soft/";
+
 fn limit_key(who: QuotaId) -> String {
-    format!("quota/limit/{}", id_part(who))
+    format!("{LIMIT_PREFIX}{}", id_part(who))
 }
 
 fn grant_key(mdt: u32, who: QuotaId) -> String {
-    format!("quota/grant/{mdt:08x}/{}", id_part(who))
+    format!("{GRANT_PREFIX}{mdt:08x}/{}", id_part(who))
 }
 
 fn soft_key(who: QuotaId) -> String {
-    format!("quota/soft/{}", id_part(who))
+    format!("{SOFT_PREFIX}{}", id_part(who))
 }
 
 /// The master's state (meaningful on MDT0 only).
@@ -69,45 +73,30 @@ struct State {
     soft_since: HashMap<QuotaId, Time>,
 }
 
-/// Every key of `store`'s meta keyspace under `prefix`, with its value.
-fn scan_meta(store: &dyn KvStore, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, ServerError> {
-    let mut out = Vec::new();
-    let mut after: Option<Vec<u8>> = None;
-    loop {
-        let page = store
-            .scan(Space::Meta, prefix.as_bytes(), after.as_deref(), 1024)
-            .map_err(store_err)?;
-        for (k, v) in &page {
-            let k = String::from_utf8(k.clone()).map_err(|_| store_err("a quota key"))?;
-            out.push((k, v.clone()));
-        }
-        if page.len() < 1024 {
-            return Ok(out);
-        }
-        after = page.last().map(|(k, _)| k.clone());
-    }
-}
-
 impl Master {
     /// Load the master's state (MDT0; an empty one elsewhere).
     pub fn load(store: &dyn KvStore, index: u32) -> Result<Master, ServerError> {
         let mut st = State::default();
         if index == 0 {
-            let bad = |k: &str| store_err(format!("a quota key {k:?}"));
-            for (k, v) in scan_meta(store, "quota/limit/")? {
-                let who = parse_id(&k["quota/limit/".len()..]).ok_or_else(|| bad(&k))?;
-                st.limits.insert(who, decode_record(&v)?);
+            for (k, v) in scan_meta(store, LIMIT_PREFIX)? {
+                st.limits
+                    .insert(id_under(&k, LIMIT_PREFIX)?, decode_record(&v)?);
             }
-            for (k, v) in scan_meta(store, "quota/grant/")? {
-                let rest = &k["quota/grant/".len()..];
-                let (mdt, id) = rest.split_once('/').ok_or_else(|| bad(&k))?;
-                let mdt = u32::from_str_radix(mdt, 16).map_err(|_| bad(&k))?;
-                let who = parse_id(id).ok_or_else(|| bad(&k))?;
+            for (k, v) in scan_meta(store, SOFT_PREFIX)? {
+                st.soft_since
+                    .insert(id_under(&k, SOFT_PREFIX)?, decode_record(&v)?);
+            }
+            for (k, v) in scan_meta(store, GRANT_PREFIX)? {
+                // `<mdt, 8 hex digits>/<u|g|p>/<id>`
+                let mdt = k
+                    .get(GRANT_PREFIX.len()..GRANT_PREFIX.len() + 8)
+                    .and_then(|m| std::str::from_utf8(m).ok())
+                    .and_then(|m| u32::from_str_radix(m, 16).ok())
+                    .ok_or_else(|| {
+                        store_err(format!("a quota key {:?}", String::from_utf8_lossy(&k)))
+                    })?;
+                let who = id_under(&k, &format!("{GRANT_PREFIX}{mdt:08x}/"))?;
                 st.grants.insert((who, mdt), decode_record(&v)?);
-            }
-            for (k, v) in scan_meta(store, "quota/soft/")? {
-                let who = parse_id(&k["quota/soft/".len()..]).ok_or_else(|| bad(&k))?;
-                st.soft_since.insert(who, decode_record(&v)?);
             }
         }
         Ok(Master {
@@ -424,10 +413,14 @@ impl MdtService {
         };
         match reply {
             Reply::QuotaGrant { limited, granted } => {
+                let was_limited = self.quotas.known_limited(who);
                 self.quotas.granted(who, limited, granted);
                 // Kept for a restart; not waited for (a share lost to a
-                // crash is asked for again).
-                self.keep_share(who, limited.then_some(granted))?;
+                // crash is asked for again). An id that never had limits
+                // has nothing stored to remove.
+                if limited || was_limited {
+                    self.keep_share(who, limited.then_some(granted))?;
+                }
                 Ok(())
             }
             other => Err(ServerError::peer(
