@@ -294,7 +294,9 @@ impl LoomFs {
             Some(l) => l,
             None => self.client.get_layout_as(c, attr.fid).await?,
         };
-        Ok(self.client.open_as(c, attr.fid, layout, attr.size))
+        let f = self.client.open_as(c, attr.fid, layout, attr.size);
+        f.note_attr(&attr);
+        Ok(f)
     }
 }
 
@@ -349,6 +351,7 @@ impl BenchFs for LoomFs {
         let f = self
             .client
             .open_as(&self.caller, attr.fid, layout, attr.size);
+        f.note_attr(&attr);
         self.rt
             .block_on(async {
                 f.write(0, data).await?;
@@ -433,8 +436,11 @@ impl BenchFs for LoomFs {
                 let (attr, layout) = self.at_parent(path, |parent, name| {
                     self.rt.block_on(self.create_or_open(parent, name, false))
                 })?;
-                self.client
-                    .open_as(&self.caller, attr.fid, layout, attr.size)
+                let f = self
+                    .client
+                    .open_as(&self.caller, attr.fid, layout, attr.size);
+                f.note_attr(&attr);
+                f
             }
         };
         Ok(Box::new(LoomFile {

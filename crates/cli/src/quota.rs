@@ -1,11 +1,12 @@
 //! `loom quota`: what the file system counts per user, group and project,
-//! in `lfs quota`'s layout, and `--check`, a recount of every MDT.
+//! in `lfs quota`'s layout, and `--check`, a recount of every target;
+//! `loom setquota`.
 
 use crate::registry;
 use crate::tools::{connect, errno, Session};
 use anyhow::bail;
 use clap::Args;
-use loom_proto::msg::Time;
+use loom_proto::msg::{Role, Time};
 use loom_proto::quota::{QuotaId, QuotaKind, QuotaLimits};
 use loom_proto::Errno;
 use std::path::{Path, PathBuf};
@@ -15,15 +16,18 @@ use std::path::{Path, PathBuf};
 #[command(
     after_help = "Each MDT counts the inodes it holds per owner, group and project id, \
 in the same commit as the change that makes, removes or moves them: the counts are exact after \
-a crash of any server, a replay, `loom migrate` and a restripe. `files` is the sum over the MDTs; \
--v adds a line per MDT. `quota` and `limit` are the soft and hard limits (0: none, see `loom \
-setquota`); `*` marks usage at or over one; `grace` is what is left of the soft limit's grace \
-(none: spent, creates answer EDQUOT). Block usage is the OSTs' to count and is not counted yet \
-(shown as -).\n\n\
+a crash of any server, a replay, `loom migrate` and a restripe. Each OST counts the bytes its \
+objects take on its disk (as du, in KiB here) per owner, group and project of their files, from \
+the disk itself: exact after a crash too. `files` is the sum over the MDTs, `kbytes` over the \
+OSTs; -v adds a line per target. `quota` and `limit` are the soft and hard limits (0: none, see \
+`loom setquota`); `*` marks usage at or over one; `grace` is what is left of the soft limit's \
+grace (none: spent, creates or writes answer EDQUOT). Bytes of Data-on-MDT files are not \
+counted.\n\n\
 Without -u, -g or -p: the caller's user and group. Root sees anyone's usage; a user sees their \
 own, their groups' and any project's.\n\n\
---check (root only) recounts every MDT from a scan of its inodes and reports where the counts \
-differ (exit status 1 when they do). Changes on an MDT wait for its scan."
+--check (root only) recounts every MDT from a scan of its inodes and every OST from a scan of \
+its objects, and reports where the counts differ (exit status 1 when they do). Changes on a \
+target wait for its scan."
 )]
 pub struct QuotaArgs {
     /// A user: name or uid.
@@ -38,7 +42,7 @@ pub struct QuotaArgs {
     /// One line per target besides the total.
     #[arg(short = 'v')]
     pub verbose: bool,
-    /// Recount every MDT and report drift (root only).
+    /// Recount every MDT and OST and report drift (root only).
     #[arg(long, conflicts_with_all = ["user", "group", "project", "verbose"])]
     pub check: bool,
     /// A path on the loomfs mount (its mount point or anything under it).
@@ -117,29 +121,11 @@ pub fn quota(a: QuotaArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn show(s: &Session, mount: &Path, who: QuotaId, verbose: bool) -> anyhow::Result<()> {
-    let per_mdt = s.rt.block_on(s.client.quota_usage(who)).map_err(|e| {
-        if e == Errno::EPERM {
-            anyhow::anyhow!("{who}: only root may see the usage of another user or group")
-        } else {
-            errno(e, &format!("the usage of {who}"))
-        }
-    })?;
-    let (limits, soft_since) =
-        s.rt.block_on(s.client.get_quota(who))
-            .map_err(|e| errno(e, &format!("the limits of {who}")))?;
-    let files: u64 = per_mdt.iter().map(|(_, u)| u.inodes).sum();
-    println!("{}", heading(who));
-    println!(
-        "{:>15} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>7}",
-        "Filesystem", "kbytes", "quota", "limit", "grace", "files", "quota", "limit", "grace"
-    );
-    println!("{}", mount.display());
-    let over = (limits.inode_hard != 0 && files >= limits.inode_hard)
-        || (limits.inode_soft != 0 && files > limits.inode_soft);
-    let files_shown = format!("{files}{}", if over { "*" } else { "" });
-    let grace = match soft_since {
-        Some(since) if limits.inode_soft != 0 && files > limits.inode_soft => {
+/// What is left of a soft limit's grace: "-" when not over it, "none"
+/// when spent (the limit then holds as a hard one).
+fn grace_left(limits: &QuotaLimits, soft: u64, used: u64, since: Option<Time>) -> String {
+    match since {
+        Some(since) if soft != 0 && used > soft => {
             let spent = Time::now().sec.saturating_sub(since.sec).max(0) as u64;
             match limits.grace().checked_sub(spent) {
                 Some(left) if left > 0 => format!("{left}s"),
@@ -147,26 +133,66 @@ fn show(s: &Session, mount: &Path, who: QuotaId, verbose: bool) -> anyhow::Resul
             }
         }
         _ => "-".to_string(),
-    };
-    println!(
-        "{:>15} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>7}",
-        "",
-        "-",
-        limits.block_soft / 1024,
-        limits.block_hard / 1024,
-        "-",
-        files_shown,
-        limits.inode_soft,
-        limits.inode_hard,
-        grace
-    );
+    }
+}
+
+/// A usage with `*` when at or over a limit.
+fn marked(used: u64, shown: u64, soft: u64, hard: u64) -> String {
+    let over = (hard != 0 && used >= hard) || (soft != 0 && used > soft);
+    format!("{shown}{}", if over { "*" } else { "" })
+}
+
+fn row(cells: [&dyn std::fmt::Display; 9]) {
+    let [a, b, c, d, e, f, g, h, i] = cells;
+    println!("{a:>15} {b:>10} {c:>10} {d:>10} {e:>7} {f:>8} {g:>7} {h:>7} {i:>7}");
+}
+
+fn show(s: &Session, mount: &Path, who: QuotaId, verbose: bool) -> anyhow::Result<()> {
+    let per_target = s.rt.block_on(s.client.quota_usage(who)).map_err(|e| {
+        if e == Errno::EPERM {
+            anyhow::anyhow!("{who}: only root may see the usage of another user or group")
+        } else {
+            errno(e, &format!("the usage of {who}"))
+        }
+    })?;
+    let st =
+        s.rt.block_on(s.client.get_quota(who))
+            .map_err(|e| errno(e, &format!("the limits of {who}")))?;
+    let l = st.limits;
+    let files: u64 = per_target.iter().map(|(_, u)| u.inodes).sum();
+    let bytes: u64 = per_target.iter().map(|(_, u)| u.bytes).sum();
+    println!("{}", heading(who));
+    row([
+        &"Filesystem",
+        &"kbytes",
+        &"quota",
+        &"limit",
+        &"grace",
+        &"files",
+        &"quota",
+        &"limit",
+        &"grace",
+    ]);
+    println!("{}", mount.display());
+    row([
+        &"",
+        &marked(bytes, bytes / 1024, l.block_soft, l.block_hard),
+        &(l.block_soft / 1024),
+        &(l.block_hard / 1024),
+        &grace_left(&l, l.block_soft, bytes, st.block_soft_since),
+        &marked(files, files, l.inode_soft, l.inode_hard),
+        &l.inode_soft,
+        &l.inode_hard,
+        &grace_left(&l, l.inode_soft, files, st.inode_soft_since),
+    ]);
     if verbose {
-        for (mdt, u) in &per_mdt {
-            println!("{}-MDT{mdt:04x}_UUID", s.entry.fsname);
-            println!(
-                "{:>15} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>7}",
-                "", "-", "-", "-", "-", u.inodes, "-", "-", "-"
-            );
+        for (t, u) in &per_target {
+            println!("{}-{t}_UUID", s.entry.fsname);
+            let (kb, files): (String, String) = match t.role {
+                Role::Mdt => ("-".into(), u.inodes.to_string()),
+                _ => ((u.bytes / 1024).to_string(), "-".into()),
+            };
+            row([&"", &kb, &"-", &"-", &"-", &files, &"-", &"-", &"-"]);
         }
     }
     Ok(())
@@ -182,24 +208,56 @@ fn check(s: &Session) -> anyhow::Result<()> {
     })?;
     let mut drifted = 0;
     for c in &checks {
+        let mdt = c.target.role == Role::Mdt;
+        let what = if mdt { "inodes" } else { "bytes" };
+        let of = |u: &loom_proto::quota::QuotaUsage| if mdt { u.inodes } else { u.bytes };
         if c.drift.is_empty() {
             println!(
-                "{}-MDT{:04x}: {} ids, counts match the inodes held",
-                s.entry.fsname, c.mdt, c.ids
+                "{}-{}: {} ids, counts match the {what} held",
+                s.entry.fsname, c.target, c.ids
             );
         }
         for d in &c.drift {
             drifted += 1;
             println!(
-                "{}-MDT{:04x}: {}: counted {} inodes, holds {}",
-                s.entry.fsname, c.mdt, d.who, d.counted.inodes, d.scanned.inodes
+                "{}-{}: {}: counted {} {what}, holds {}",
+                s.entry.fsname,
+                c.target,
+                d.who,
+                of(&d.counted),
+                of(&d.scanned)
             );
         }
     }
     if drifted > 0 {
-        bail!("{drifted} counts differ from what the MDTs hold");
+        bail!("{drifted} counts differ from what the targets hold");
     }
     Ok(())
+}
+
+/// A block limit as `lfs setquota` takes it: KiB, or a number with a
+/// suffix k, M, G, T or P (powers of 1024). In bytes.
+fn block_limit(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() && t[..i].parse::<u64>().is_ok() => {
+            let m: u64 = match c.to_ascii_lowercase() {
+                'k' => 1 << 10,
+                'm' => 1 << 20,
+                'g' => 1 << 30,
+                't' => 1 << 40,
+                'p' => 1 << 50,
+                _ => return Err(format!("{s:?}: unknown unit {c:?} (k, M, G, T or P)")),
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1 << 10),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (KiB, or a number with k, M, G, T or P)"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("{s:?} is too large"))
 }
 
 #[cfg(test)]
@@ -214,18 +272,33 @@ mod tests {
         let e = user_id("no-such-user-here").expect_err("unknown");
         assert!(e.to_string().contains("no user"), "{e}");
     }
+
+    #[test]
+    fn block_limits_are_kib_or_sized_and_bad_ones_are_refused() {
+        assert_eq!(block_limit("100"), Ok(100 << 10));
+        assert_eq!(block_limit("8M"), Ok(8 << 20));
+        assert_eq!(block_limit("2g"), Ok(2 << 30));
+        assert!(block_limit("8X").is_err());
+        assert!(block_limit("-1").is_err());
+        assert!(block_limit("").is_err());
+        assert!(block_limit("99999999999P").is_err());
+    }
 }
 
 /// Options of `loom setquota`.
 #[derive(Args)]
 #[command(
     after_help = "Limits are kept by MDT0 (the quota master) and enforced by every MDT \
-from the next change of the id: past a hard limit, or past a soft one once its grace is spent, a \
-create, mkdir, symlink, mknod or chown into the id answers EDQUOT, through the mount and the \
-library alike. The MDTs hold shares of each limit granted by the master and give them back when \
-another MDT needs them, so the usage over all MDTs never passes a hard limit. Root's own changes \
-are not limited, as on Linux. Limits not given keep their value; 0 removes one.\n\n\
-Block limits (-b, -B) need block usage, which the OSTs do not count yet: they are refused.\n\n\
+(inodes) and OST (blocks) from the next change of the id: past a hard limit, or past a soft one \
+once its grace is spent, a create, mkdir, symlink, mknod or chown into the id answers EDQUOT, \
+and so does a write that would take more blocks, through the mount and the library alike. The \
+targets hold shares of each limit granted by the master and give them back when another needs \
+them, so the usage over all MDTs (all OSTs) never passes a hard limit by more than what clients \
+had already acknowledged to their programs: near a block limit an OST tells each client to \
+stop writing behind for that owner, so a client overshoots by at most its space grant (64 MiB \
+per OST). Root's own changes are not limited, as on Linux. Limits not given keep their value; 0 \
+removes one.\n\n\
+Block limits are in KiB, as lfs's, or with a unit: -B 10G.\n\n\
 Example, a home directory capped at 100,000 inodes: `loom project -p 1001 -s -r \
 /mnt/loom/home/alice && loom setquota -p 1001 -I 100000 /mnt/loom`."
 )]
@@ -239,11 +312,11 @@ pub struct SetquotaArgs {
     /// A project id.
     #[arg(short = 'p', value_name = "PROJID")]
     pub project: Option<u32>,
-    /// Soft block limit, in KiB (refused: blocks are not counted yet).
-    #[arg(short = 'b', value_name = "KIB")]
+    /// Soft block limit: KiB, or with a unit k, M, G, T, P (0: none).
+    #[arg(short = 'b', value_name = "KIB", value_parser = block_limit)]
     pub block_soft: Option<u64>,
-    /// Hard block limit, in KiB (refused: blocks are not counted yet).
-    #[arg(short = 'B', value_name = "KIB")]
+    /// Hard block limit: KiB, or with a unit k, M, G, T, P (0: none).
+    #[arg(short = 'B', value_name = "KIB", value_parser = block_limit)]
     pub block_hard: Option<u64>,
     /// Soft inode limit (0: none).
     #[arg(short = 'i', value_name = "INODES")]
@@ -260,13 +333,15 @@ pub struct SetquotaArgs {
 }
 
 pub fn setquota(a: SetquotaArgs) -> anyhow::Result<()> {
-    if a.block_soft.is_some() || a.block_hard.is_some() {
-        bail!(
-            "block limits need block usage, which the OSTs do not count yet (inode limits: -i, -I)"
-        );
-    }
-    if a.inode_soft.is_none() && a.inode_hard.is_none() && a.grace.is_none() {
-        bail!("no limit given (-i SOFT, -I HARD, --grace SECS)");
+    let none = [
+        a.block_soft,
+        a.block_hard,
+        a.inode_soft,
+        a.inode_hard,
+        a.grace,
+    ];
+    if none.iter().all(Option::is_none) {
+        bail!("no limit given (-b SOFT, -B HARD, -i SOFT, -I HARD, --grace SECS)");
     }
     let who = match (&a.user, &a.group, a.project) {
         (Some(u), _, _) => QuotaId::user(user_id(u)?),
@@ -285,10 +360,17 @@ pub fn setquota(a: SetquotaArgs) -> anyhow::Result<()> {
             errno(e, what)
         }
     };
-    let (mut limits, _) =
+    let mut limits =
         s.rt.block_on(s.client.get_quota(who))
-            .map_err(|e| refused(e, &format!("the limits of {who}")))?;
+            .map_err(|e| refused(e, &format!("the limits of {who}")))?
+            .limits;
     let before: QuotaLimits = limits;
+    if let Some(v) = a.block_soft {
+        limits.block_soft = v;
+    }
+    if let Some(v) = a.block_hard {
+        limits.block_hard = v;
+    }
     if let Some(v) = a.inode_soft {
         limits.inode_soft = v;
     }
@@ -303,6 +385,13 @@ pub fn setquota(a: SetquotaArgs) -> anyhow::Result<()> {
             "the soft inode limit {} is above the hard one {}: nothing changed",
             limits.inode_soft,
             limits.inode_hard
+        );
+    }
+    if limits.block_hard != 0 && limits.block_soft > limits.block_hard {
+        bail!(
+            "the soft block limit {} KiB is above the hard one {} KiB: nothing changed",
+            limits.block_soft / 1024,
+            limits.block_hard / 1024
         );
     }
     if limits != before {

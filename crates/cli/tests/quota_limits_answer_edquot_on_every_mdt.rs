@@ -101,7 +101,6 @@ fn a_hard_limit_stops_creates_exactly_over_both_mdts_and_survives_kill9() {
             vec!["-u", "65534", "-i", "9", "-I", "5"],
             "above the hard one",
         ),
-        (vec!["-u", "65534", "-B", "1024"], "block limits"),
         (vec!["-u", "65534"], "no limit given"),
     ] {
         let o = loom(&[&["setquota"], &args[..], &[&mnt]].concat());

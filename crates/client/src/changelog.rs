@@ -17,7 +17,7 @@ use loom_proto::Errno;
 use std::time::Duration;
 
 /// How long a call may take beyond the time the MDT waits for a record.
-const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Client {
     /// The MDTs of the file system, in index order.

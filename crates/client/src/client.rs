@@ -285,7 +285,7 @@ impl Client {
             _ => return Err(Errno::EINVAL),
         };
         let f = self.open_as(caller, fid, layout, attr.size);
-        f.note_mode(attr.perm);
+        f.note_attr(&attr);
         Ok((attr, f))
     }
 
@@ -308,7 +308,7 @@ impl Client {
         }
         let attr = self.with_local_size(attr);
         let f = self.open_as(caller, fid, layout, attr.size);
-        f.note_mode(attr.perm);
+        f.note_attr(&attr);
         Some((attr, f, gen))
     }
 

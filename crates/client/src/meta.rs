@@ -412,6 +412,9 @@ impl Client {
                             obj: *obj,
                             size,
                             pack: layout.compress,
+                            // A truncate takes no blocks; the next write
+                            // names the owner.
+                            owner: None,
                         },
                     ));
                 }
@@ -1059,6 +1062,18 @@ impl Client {
         req: impl Fn(TargetId) -> Request,
         read: impl Fn(TargetId, Reply) -> Result<T, Errno>,
     ) -> Vec<(TargetId, Result<T, Errno>)> {
+        self.ask_targets_within(only, STATFS_TIMEOUT, req, read)
+            .await
+    }
+
+    /// As [`Client::ask_targets`], each allowed `timeout`.
+    pub(crate) async fn ask_targets_within<T: Send + 'static>(
+        &self,
+        only: Option<TargetId>,
+        timeout: Duration,
+        req: impl Fn(TargetId) -> Request,
+        read: impl Fn(TargetId, Reply) -> Result<T, Errno>,
+    ) -> Vec<(TargetId, Result<T, Errno>)> {
         let config = self.router.config();
         let mut ids: Vec<TargetId> = config
             .targets
@@ -1074,7 +1089,7 @@ impl Client {
             let (router, ctx, id, req) = (self.router_handle(), self.ctx(&c), *id, req(*id));
             set.spawn(async move {
                 let r = router
-                    .call_within(id, ctx, req, Bytes::new(), STATFS_TIMEOUT)
+                    .call_within(id, ctx, req, Bytes::new(), timeout)
                     .await;
                 (i, r)
             });

@@ -1,55 +1,85 @@
 //! What each target counts per user, group and project (see
 //! [`loom_proto::quota`]): what `loom quota` shows, through the library.
 
+use crate::changelog::CALL_TIMEOUT;
 use crate::ctx::Caller;
 use crate::io::file::unexpected;
 use crate::Client;
-use loom_proto::msg::{MdtRequest, Reply, Time};
+use loom_proto::msg::{MdtRequest, OstRequest, Reply, Request, Role, TargetId, Time};
 use loom_proto::quota::{QuotaDrift, QuotaId, QuotaLimits, QuotaUsage};
 use loom_proto::{Errno, Fid};
 use std::time::Duration;
 
-/// A recount of one MDT (`loom quota --check`).
+/// A recount of one target (`loom quota --check`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QuotaCheck {
-    /// The MDT.
-    pub mdt: u32,
+    /// The MDT or OST.
+    pub target: TargetId,
     /// Ids it holds anything of.
     pub ids: u64,
     /// Where its counts differ from what it holds.
     pub drift: Vec<QuotaDrift>,
 }
 
+/// An id's limits and the grace its soft limits run on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QuotaState {
+    /// The limits (all zero: none).
+    pub limits: QuotaLimits,
+    /// Since when the usage is over the soft inode limit, if it is.
+    pub inode_soft_since: Option<Time>,
+    /// Since when the usage is over the soft block limit, if it is.
+    pub block_soft_since: Option<Time>,
+}
+
+/// Every answer, or the first failure.
+fn all<T>(v: Vec<(TargetId, Result<T, Errno>)>) -> Result<Vec<(TargetId, T)>, Errno> {
+    v.into_iter().map(|(t, r)| r.map(|x| (t, x))).collect()
+}
+
 impl Client {
-    /// What each MDT counts for `who`, in MDT order. Root may ask for
-    /// anyone; a user for their own uid, their groups and any project
-    /// (EPERM otherwise).
-    pub async fn quota_usage(&self, who: QuotaId) -> Result<Vec<(u32, QuotaUsage)>, Errno> {
-        let mut out = Vec::new();
-        for mdt in self.mdts() {
-            let req = MdtRequest::QuotaUsage { who };
-            match self.mdt_admin_call(mdt, req, Duration::ZERO).await? {
-                Reply::QuotaUsage(u) => out.push((mdt, u)),
-                other => return Err(unexpected("QuotaUsage", &other)),
-            }
-        }
-        Ok(out)
+    /// What each target counts for `who`: the MDTs their inodes, the OSTs
+    /// their bytes, MDTs first, in index order. Root may ask for anyone;
+    /// a user for their own uid, their groups and any project (EPERM
+    /// otherwise). Any target that does not answer fails the whole.
+    pub async fn quota_usage(&self, who: QuotaId) -> Result<Vec<(TargetId, QuotaUsage)>, Errno> {
+        all(self
+            .ask_targets_within(
+                None,
+                CALL_TIMEOUT,
+                |id| match id.role {
+                    Role::Mdt => Request::Mdt(MdtRequest::QuotaUsage { who }),
+                    _ => Request::Ost(OstRequest::QuotaUsage { who }),
+                },
+                |_, r| match r {
+                    Reply::QuotaUsage(u) => Ok(u),
+                    other => Err(unexpected("QuotaUsage", &other)),
+                },
+            )
+            .await)
     }
 
-    /// Recount every MDT and compare with its counts (root only). A scan
-    /// of a large MDT takes a while, and its changes wait for it.
+    /// Recount every MDT and OST and compare with its counts (root only),
+    /// all at once. A scan of a large target takes a while, and its
+    /// changes wait for it.
     pub async fn quota_check(&self) -> Result<Vec<QuotaCheck>, Errno> {
-        let mut out = Vec::new();
-        for mdt in self.mdts() {
-            let r = self
-                .mdt_admin_call(mdt, MdtRequest::QuotaCheck, Duration::from_secs(600))
-                .await?;
-            match r {
-                Reply::QuotaCheck { ids, drift } => out.push(QuotaCheck { mdt, ids, drift }),
-                other => return Err(unexpected("QuotaCheck", &other)),
-            }
-        }
-        Ok(out)
+        let v = all(self
+            .ask_targets_within(
+                None,
+                CALL_TIMEOUT + Duration::from_secs(600),
+                |id| match id.role {
+                    Role::Mdt => Request::Mdt(MdtRequest::QuotaCheck),
+                    _ => Request::Ost(OstRequest::QuotaCheck),
+                },
+                |_, r| match r {
+                    Reply::QuotaCheck { ids, drift } => Ok((ids, drift)),
+                    other => Err(unexpected("QuotaCheck", &other)),
+                },
+            )
+            .await)?;
+        Ok(v.into_iter()
+            .map(|(target, (ids, drift))| QuotaCheck { target, ids, drift })
+            .collect())
     }
 }
 
@@ -90,7 +120,8 @@ impl Client {
 
 impl Client {
     /// Set `who`'s limits (root only): kept by MDT0, the quota master,
-    /// and enforced by every MDT from its next change for `who`. All zero
+    /// and enforced by every MDT (inodes) and OST (bytes) from its next
+    /// change for `who`. All zero
     /// removes them. EINVAL for a soft limit above its hard one.
     pub async fn set_quota(&self, who: QuotaId, limits: QuotaLimits) -> Result<(), Errno> {
         match self
@@ -102,14 +133,22 @@ impl Client {
         }
     }
 
-    /// `who`'s limits (all zero: none) and since when it is over its soft
-    /// inode limit; who may ask as for [`Client::quota_usage`].
-    pub async fn get_quota(&self, who: QuotaId) -> Result<(QuotaLimits, Option<Time>), Errno> {
+    /// `who`'s limits and since when it is over its soft limits; who may
+    /// ask as for [`Client::quota_usage`].
+    pub async fn get_quota(&self, who: QuotaId) -> Result<QuotaState, Errno> {
         match self
             .mdt_admin_call(0, MdtRequest::GetQuota { who }, Duration::ZERO)
             .await?
         {
-            Reply::QuotaLimits { limits, soft_since } => Ok((limits, soft_since)),
+            Reply::QuotaLimits {
+                limits,
+                soft_since,
+                block_soft_since,
+            } => Ok(QuotaState {
+                limits,
+                inode_soft_since: soft_since,
+                block_soft_since,
+            }),
             other => Err(unexpected("GetQuota", &other)),
         }
     }

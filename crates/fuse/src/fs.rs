@@ -439,7 +439,7 @@ impl LoomFs {
             None => self.run(self.client.get_layout_as(&c, attr.fid))?,
         };
         let f = self.client.open_as(&c, attr.fid, layout, attr.size);
-        f.note_mode(attr.perm);
+        f.note_attr(&attr);
         Ok((attr, self.insert_file(f)))
     }
 
@@ -527,7 +527,7 @@ impl LoomFs {
         if truncate {
             attr = self.run(self.client.truncate_at_open(&c, f, file.layout()))?;
             // A user's truncate may have cleared set-user-ID.
-            file.note_mode(attr.perm);
+            file.note_attr(&attr);
         }
         // Close-to-open: what another mount wrote and closed before this
         // open (or this truncate) must show, whatever the kernel cached.

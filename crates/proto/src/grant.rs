@@ -52,6 +52,19 @@ pub fn cost(offset: u64, len: u64, packed: bool) -> u64 {
     bytes + sums.div_ceil(BLOCK) * BLOCK + BLOCK
 }
 
+/// The bytes of data a write of `len` bytes at object offset `offset`
+/// may add to its object: every block (or compressed chunk) it touches,
+/// without the checksums and overhead [`cost`] adds. What a block quota
+/// charges a write before it runs (the OST then counts what it took).
+pub fn data_cost(offset: u64, len: u64, packed: bool) -> u64 {
+    if len == 0 {
+        return 0;
+    }
+    let end = offset.saturating_add(len);
+    let unit = if packed { PACKED_CHUNK } else { BLOCK };
+    (end.div_ceil(unit) - offset / unit) * unit
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,6 +84,14 @@ mod tests {
             cost(PACKED_CHUNK - 1, 2, true),
             2 * PACKED_CHUNK + 2 * BLOCK
         );
+    }
+
+    #[test]
+    fn a_write_charges_a_quota_its_blocks_only() {
+        assert_eq!(data_cost(0, 0, false), 0);
+        assert_eq!(data_cost(1 << 20, 1 << 20, false), 1 << 20);
+        assert_eq!(data_cost(4095, 2, false), 2 * BLOCK);
+        assert_eq!(data_cost(10, 10, true), PACKED_CHUNK);
     }
 
     #[test]

@@ -853,6 +853,10 @@ pub enum Reply {
         boot: u64,
         /// Bytes added to the client's grant on this OST.
         grant: u64,
+        /// The object's owner is near a block limit on this OST: the
+        /// client sends its next writes for that owner here synchronously
+        /// (not behind), so that EDQUOT is the write's error.
+        quota_near: bool,
     },
     /// An inode as its MDT stores it (`PeerRequest::ReadInode`).
     Inode {
@@ -922,19 +926,21 @@ pub enum Reply {
         drift: Vec<crate::quota::QuotaDrift>,
     },
     /// An id's limits (all zero: none), and since when it is over its
-    /// soft inode limit.
+    /// soft limits.
     QuotaLimits {
         /// The limits.
         limits: crate::quota::QuotaLimits,
         /// When usage went over the soft inode limit (its grace runs from
         /// then), if it is over it.
         soft_since: Option<Time>,
+        /// The same for the soft block limit.
+        block_soft_since: Option<Time>,
     },
-    /// What the quota master lets an MDT hold of one id.
+    /// What the quota master lets an MDT or OST hold of one id.
     QuotaGrant {
         /// Whether the id has limits (else nothing is enforced for it).
         limited: bool,
-        /// Inodes the MDT may hold.
+        /// Inodes (an MDT) or bytes (an OST) the target may hold.
         granted: u64,
     },
     /// An inode's project id, and whether a directory passes it on.

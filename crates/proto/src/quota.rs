@@ -88,6 +88,33 @@ impl std::fmt::Display for QuotaId {
     }
 }
 
+/// Whom an object's bytes count against: its file's owner, group and
+/// project id, as the MDT holds them. Clients send it with the writes
+/// that may make or grow an object, and the MDT sends it to the objects
+/// of a file whose owner, group or project changes (`ObjSetOwner`).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+pub struct Owner {
+    /// The file's uid.
+    pub uid: u32,
+    /// The file's gid.
+    pub gid: u32,
+    /// The file's project id.
+    pub projid: u32,
+}
+
+impl Owner {
+    /// The three ids the bytes count against.
+    pub fn ids(self) -> [QuotaId; 3] {
+        [
+            QuotaId::user(self.uid),
+            QuotaId::group(self.gid),
+            QuotaId::project(self.projid),
+        ]
+    }
+}
+
 /// What one target counts for one id.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuotaUsage {

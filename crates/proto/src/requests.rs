@@ -25,10 +25,10 @@ use crate::fid::Fid;
 use crate::layout::{LayoutSpec, ObjRef, StripeSpec};
 use crate::msg::{
     DirDefault, DirObject, DirStripe, FileKind, FsckFix, FsckScan, IntentRef, MovedInode, Replayed,
-    Role, ScrubCmd, SetAttr, TargetInfo, Time,
+    Role, ScrubCmd, SetAttr, TargetId, TargetInfo, Time,
 };
 use crate::name::Name;
-use crate::quota::{QuotaId, QuotaLimits};
+use crate::quota::{Owner, QuotaId, QuotaLimits};
 use serde::{Deserialize, Serialize};
 
 /// What an operation does to the state of the service that serves it.
@@ -755,22 +755,22 @@ declare_requests! {
             /// The entries.
             entries: Vec<(Name, Fid, FileKind)>,
         } => 92, "put_entries", Changes, Peers;
-        /// MDT to MDT0 (the quota master): MDT `mdt` counts `usage`
-        /// inodes of `who` and needs `need` more than it was granted.
-        /// Answered `Reply::QuotaGrant`: whether `who` has limits and the
-        /// inodes the MDT may hold (at least `usage + need`, unless that
-        /// is over the limit: `EDQUOT`).
+        /// MDT or OST to MDT0 (the quota master): `target` counts `usage`
+        /// inodes (an MDT) or bytes (an OST) of `who` and needs `need`
+        /// more than it was granted. Answered `Reply::QuotaGrant`:
+        /// whether `who` has limits and what the target may hold (at
+        /// least `usage + need`, unless that is over the limit: `EDQUOT`).
         QuotaAcquire {
             /// Whose.
             who: QuotaId,
-            /// The asking MDT.
-            mdt: u32,
+            /// The asking target: an MDT for inodes, an OST for bytes.
+            target: TargetId,
             /// What it counts now.
             usage: u64,
             /// How many more it needs.
             need: u64,
         } => 104, "quota_acquire", Changes, Peers;
-        /// MDT0 to an MDT: give back what it holds of `who`'s grant beyond
+        /// MDT0 to an MDT: give back what it holds of `who`'s inode grant beyond
         /// its usage (another MDT needs the rest, or its limits changed).
         /// Answered
         /// `Reply::QuotaGrant` with the usage, now its grant.
@@ -802,6 +802,10 @@ declare_requests! {
             /// `grant::cost`, or 0: the client waits for this write, and
             /// it may only use space not granted to others).
             grant_used: u64,
+            /// Whom the object's bytes count against (the file's owner,
+            /// group and project), if the client knows: an object made or
+            /// found with another owner takes this one.
+            owner: Option<Owner>,
         } => 50, "obj_write", Changes, Any;
         /// Read up to `len` bytes; the reply's bulk holds them (short at the
         /// object's end; holes read as zeros).
@@ -822,6 +826,8 @@ declare_requests! {
             /// As for `ObjWrite`: the object is made compressed if this
             /// truncate makes it.
             pack: Option<Compress>,
+            /// As for `ObjWrite`.
+            owner: Option<Owner>,
         } => 52, "obj_truncate", Changes, Any;
         /// Deallocate a byte range, keeping the size.
         ObjPunch {
@@ -861,6 +867,8 @@ declare_requests! {
             offset: u64,
             /// Length.
             len: u64,
+            /// As for `ObjWrite`.
+            owner: Option<Owner>,
         } => 58, "obj_allocate", Changes, Any;
         /// Space and inode usage of a target (MDT or OST).
         StatFs => 39, "statfs", Reads, Any;
@@ -877,6 +885,33 @@ declare_requests! {
         } => 76, "list_objects", Reads, Any;
         /// As the MDT's: the jobs and clients this OST served recently.
         JobStats => 80, "job_stats", Reads, Any;
+        /// The bytes this OST holds for `who` (who may ask as for the
+        /// MDT's). Answered `Reply::QuotaUsage`.
+        QuotaUsage {
+            /// Whose.
+            who: QuotaId,
+        } => 98, "quota_usage", Reads, Any;
+        /// Recount the bytes this OST holds per id from its objects and
+        /// compare (root only). Answered `Reply::QuotaCheck`.
+        QuotaCheck => 99, "quota_check", Reads, Any;
+        /// MDT0 to an OST: give back what it holds of `who`'s block grant
+        /// beyond its usage. Answered `Reply::QuotaGrant` with the usage.
+        QuotaRelease {
+            /// Whose.
+            who: QuotaId,
+            /// Its limits changed: forget whether it is limited.
+            forget: bool,
+        } => 105, "quota_release", Changes, Peers;
+        /// MDT to an OST: the file these objects belong to changed owner,
+        /// group or project; their bytes count against `owner` from now.
+        /// Objects not made yet are skipped (their first write carries
+        /// the owner).
+        ObjSetOwner {
+            /// Objects, all on the receiving OST.
+            objs: Vec<ObjRef>,
+            /// The new owner.
+            owner: Owner,
+        } => 106, "obj_set_owner", Changes, Peers;
     }
 }
 

@@ -22,6 +22,7 @@ pub mod mgs;
 pub mod node;
 pub mod ost;
 pub mod peers;
+pub mod quota;
 pub mod scrub;
 pub mod stats;
 pub mod target;

@@ -409,7 +409,11 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
                 id.index,
                 MdtService::open_with(id.index, dir, peers.clone(), mdt_opts.clone())?,
             ),
-            Role::Ost => node.open_ost(id.index, OstService::open(id.index, dir)?),
+            Role::Ost => {
+                let o = OstService::open(id.index, dir)?;
+                o.use_peers(peers.clone());
+                node.open_ost(id.index, o)
+            }
         }
         infos.push(id);
     }

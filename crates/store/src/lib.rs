@@ -14,6 +14,7 @@ pub mod checked;
 pub mod durable;
 pub mod kv;
 pub mod object;
+pub mod owners;
 pub mod packed;
 pub mod sums;
 

@@ -58,8 +58,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 use crate::checked::{self, BadBlock, Fault, Files};
+use crate::owners::{self, Owners};
 use crate::packed::{self, Delta, Packed};
 use crate::sums::{self, read_full};
+use loom_proto::quota::Owner;
 use loom_proto::Compress;
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -181,6 +183,8 @@ struct Obj {
     data: File,
     /// Its checksum file, once opened or made.
     sums: OnceLock<Sums>,
+    /// Whom its bytes count against, once read (see `crate::owners`).
+    owner: Mutex<Option<Owner>>,
 }
 
 /// An object's checksum file and what its header says.
@@ -309,6 +313,8 @@ pub struct ObjectStore {
     require_sums: bool,
     /// What compressed objects hold and take.
     usage: Usage,
+    /// The bytes held per owner (see `crate::owners`).
+    owners: Owners,
 }
 
 impl std::fmt::Debug for ObjectStore {
@@ -352,6 +358,7 @@ impl ObjectStore {
             gen: next_incarnation(dir)?,
             require_sums: false,
             usage: Usage::default(),
+            owners: Owners::default(),
         };
         let marker = dir.join(CHECKSUMS_FILE);
         if fresh {
@@ -364,6 +371,10 @@ impl ObjectStore {
         };
         let next = store.load_watermark()?;
         *lock(&store.next_id) = next;
+        let store = ObjectStore {
+            owners: Owners::of(store.count_owners()?),
+            ..store
+        };
         tracing::debug!(dir = %dir.display(), next_id = next, "object store opened");
         Ok(store)
     }
@@ -465,6 +476,7 @@ impl ObjectStore {
         let file = Arc::new(Obj {
             data: file,
             sums: OnceLock::new(),
+            owner: Mutex::new(None),
         });
         cache.insert(oid, file.clone());
         Ok(Some(file))
@@ -570,6 +582,108 @@ impl ObjectStore {
             .map_err(|e| ObjectError::io("stat", Some(oid), &self.object_path(oid), e))
     }
 
+    /// The bytes `obj`'s data file takes on disk.
+    fn taken_by(&self, oid: u64, obj: &Obj) -> Result<u64, ObjectError> {
+        obj.data
+            .metadata()
+            .map(|m| owners::taken(&m))
+            .map_err(|e| ObjectError::io("stat", Some(oid), &self.object_path(oid), e))
+    }
+
+    /// Whom `obj`'s bytes count against (read once per handle).
+    fn owner_of(&self, oid: u64, obj: &Obj) -> Result<Owner, ObjectError> {
+        let mut o = lock(&obj.owner);
+        if let Some(o) = *o {
+            return Ok(o);
+        }
+        let found = owners::read(&obj.data)
+            .map_err(|e| ObjectError::io("getxattr", Some(oid), &self.object_path(oid), e))?;
+        *o = Some(found);
+        Ok(found)
+    }
+
+    /// Run `change` of `obj` (its lock held) and count the bytes it moved
+    /// against the object's owner, also when it fails part way.
+    fn charged<T>(
+        &self,
+        oid: u64,
+        obj: &Obj,
+        change: impl FnOnce() -> Result<T, ObjectError>,
+    ) -> Result<T, ObjectError> {
+        let before = self.taken_by(oid, obj)?;
+        let r = change();
+        let after = self.taken_by(oid, obj)?;
+        self.owners.moved(self.owner_of(oid, obj)?, before, after);
+        r
+    }
+
+    /// Make `owner` the owner of object `oid`'s bytes, moving what it
+    /// takes from its old owner's count. A missing object is made only
+    /// with `create` (a write that carries the owner is about to make it).
+    pub fn set_owner(&self, oid: u64, owner: Owner, create: bool) -> Result<(), ObjectError> {
+        let _g = self.lock_of(oid).write().unwrap_or_else(|p| p.into_inner());
+        let Some(obj) = self.handle(oid, create)? else {
+            return Ok(());
+        };
+        let old = self.owner_of(oid, &obj)?;
+        if old == owner {
+            return Ok(());
+        }
+        owners::write(&obj.data, owner)
+            .map_err(|e| ObjectError::io("setxattr", Some(oid), &self.object_path(oid), e))?;
+        *lock(&obj.owner) = Some(owner);
+        let n = self.taken_by(oid, &obj)?;
+        self.owners.moved(old, n, 0);
+        self.owners.moved(owner, 0, n);
+        Ok(())
+    }
+
+    /// Whom object `oid`'s bytes count against ((0, 0, 0) for an object
+    /// not made yet).
+    pub fn owner(&self, oid: u64) -> Result<Owner, ObjectError> {
+        let _g = self.lock_of(oid).read().unwrap_or_else(|p| p.into_inner());
+        match self.handle(oid, false)? {
+            Some(obj) => self.owner_of(oid, &obj),
+            None => Ok(Owner::default()),
+        }
+    }
+
+    /// The bytes held per owner, as counted.
+    pub fn owner_usage(&self) -> HashMap<Owner, u64> {
+        self.owners.snapshot()
+    }
+
+    /// The bytes held for `who`, as counted.
+    pub fn id_usage(&self, who: loom_proto::quota::QuotaId) -> u64 {
+        self.owners.of_id(who)
+    }
+
+    /// Count the bytes held per owner from every object's file (at
+    /// opening; and for `loom quota --check`, whose caller compares it
+    /// with [`ObjectStore::owner_usage`] while no change runs).
+    pub fn count_owners(&self) -> Result<HashMap<Owner, u64>, ObjectError> {
+        let mut m: HashMap<Owner, u64> = HashMap::new();
+        for b in 0..=255u8 {
+            for oid in self.objects_in(b)? {
+                let path = self.object_path(oid);
+                let n = match fs::metadata(&path) {
+                    Ok(md) => owners::taken(&md),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(ObjectError::io("stat", Some(oid), &path, e)),
+                };
+                let o = match owners::read_at(&path) {
+                    Ok(o) => o,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(ObjectError::io("getxattr", Some(oid), &path, e)),
+                };
+                if n > 0 {
+                    *m.entry(o).or_default() += n;
+                }
+            }
+        }
+        Ok(m)
+    }
+
     /// The files of `oid` for a change, made if missing (compressed under
     /// `pack` if this makes it).
     fn for_change(&self, oid: u64, pack: Option<Compress>) -> Result<Arc<Obj>, ObjectError> {
@@ -621,13 +735,13 @@ impl ObjectStore {
         }
         let _g = self.lock_of(oid).write().unwrap_or_else(|p| p.into_inner());
         let obj = self.for_change(oid, pack)?;
-        match self.view(&obj, obj.sums.get()) {
+        self.charged(oid, &obj, || match self.view(&obj, obj.sums.get()) {
             View::Packed(p) => self.moved(oid, p.write(offset, data)),
             View::Plain(files) => {
                 let size = self.size_of(oid, &obj)?;
                 checked::write(&files, self.gen, offset, data, size).map_err(|f| self.fault(oid, f))
             }
-        }
+        })
     }
 
     /// Read up to `len` bytes at `offset` of object `oid`: short at the
@@ -745,13 +859,13 @@ impl ObjectStore {
                 return Ok(());
             }
             let obj = self.for_change(oid, pack)?;
-            match self.view(&obj, obj.sums.get()) {
-                View::Packed(p) => self.moved(oid, p.resize(size))?,
+            self.charged(oid, &obj, || match self.view(&obj, obj.sums.get()) {
+                View::Packed(p) => self.moved(oid, p.resize(size)),
                 View::Plain(files) => {
                     let old = self.size_of(oid, &obj)?;
-                    checked::resize(&files, self.gen, old, size).map_err(|f| self.fault(oid, f))?
+                    checked::resize(&files, self.gen, old, size).map_err(|f| self.fault(oid, f))
                 }
-            }
+            })?;
         }
         // Durable before the reply: the MDT records the new size next, and
         // a lost truncate would let old bytes reappear when the file grows.
@@ -771,31 +885,30 @@ impl ObjectStore {
                 return Ok(());
             }
             let obj = self.for_change(oid, None)?;
-            let files = match self.view(&obj, obj.sums.get()) {
-                View::Packed(p) => {
-                    self.moved(oid, p.punch(offset, len))?;
-                    None
-                }
-                View::Plain(files) => Some(files),
-            };
-            if let Some(files) = files {
-                let size = self.size_of(oid, &obj)?;
-                let f = &obj.data;
-                let mode =
-                    FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE;
-                checked::punch(&files, self.gen, offset, len, size, || {
-                    // Both fit in off_t: checked by end_of above.
-                    match nix::fcntl::fallocate(f.as_raw_fd(), mode, offset as i64, len as i64) {
-                        Ok(()) => Ok(()),
-                        Err(nix::errno::Errno::EOPNOTSUPP) => zero_range(f, offset, len, size),
-                        Err(e) => Err(Fault::Io("punch", io::Error::from_raw_os_error(e as i32))),
-                    }
-                })
-                .map_err(|f| self.fault(oid, f))?;
-            }
+            self.charged(oid, &obj, || self.punch_in(oid, &obj, offset, len))?;
         }
         // Durable before the reply, as truncate.
         self.sync(oid)
+    }
+
+    /// Deallocate [offset, offset + len) of `obj`, its lock held.
+    fn punch_in(&self, oid: u64, obj: &Obj, offset: u64, len: u64) -> Result<(), ObjectError> {
+        let files = match self.view(obj, obj.sums.get()) {
+            View::Packed(p) => return self.moved(oid, p.punch(offset, len)),
+            View::Plain(files) => files,
+        };
+        let size = self.size_of(oid, obj)?;
+        let f = &obj.data;
+        let mode = FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE;
+        checked::punch(&files, self.gen, offset, len, size, || {
+            // Both fit in off_t: checked by end_of in `punch`.
+            match nix::fcntl::fallocate(f.as_raw_fd(), mode, offset as i64, len as i64) {
+                Ok(()) => Ok(()),
+                Err(nix::errno::Errno::EOPNOTSUPP) => zero_range(f, offset, len, size),
+                Err(e) => Err(Fault::Io("punch", io::Error::from_raw_os_error(e as i32))),
+            }
+        })
+        .map_err(|f| self.fault(oid, f))
     }
 
     /// Reserve the blocks of [offset, offset + len) of object `oid`,
@@ -818,13 +931,12 @@ impl ObjectStore {
                 return Err(failed(io::Error::from_raw_os_error(libc::EOPNOTSUPP)));
             }
             let mode = FallocateFlags::FALLOC_FL_KEEP_SIZE;
-            if let Err(e) =
+            self.charged(oid, &obj, || {
                 nix::fcntl::fallocate(obj.data.as_raw_fd(), mode, offset as i64, len as i64)
-            {
-                // ENOSPC and EOPNOTSUPP are expected outcomes, the caller's
-                // to report.
-                return Err(failed(io::Error::from_raw_os_error(e as i32)));
-            }
+                    // ENOSPC and EOPNOTSUPP are expected outcomes, the
+                    // caller's to report.
+                    .map_err(|e| failed(io::Error::from_raw_os_error(e as i32)))
+            })?;
         }
         // A reservation lost in a crash would let a later write fail.
         self.sync(oid)
@@ -930,6 +1042,12 @@ impl ObjectStore {
     pub fn destroy(&self, oid: u64) -> Result<(), ObjectError> {
         let _g = self.lock_of(oid).write().unwrap_or_else(|p| p.into_inner());
         let gone = self.packed_usage_of(oid).ok().flatten();
+        let path = self.object_path(oid);
+        let held = match fs::metadata(&path) {
+            Ok(m) => Some((owners::taken(&m), owners::read_at(&path))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(ObjectError::io("stat", Some(oid), &path, e)),
+        };
         {
             let mut cache = lock(&self.handles);
             cache.map.remove(&oid);
@@ -941,6 +1059,11 @@ impl ObjectStore {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(ObjectError::io("unlink", Some(oid), &path, e)),
             }
+        }
+        match held {
+            Some((n, Ok(o))) => self.owners.moved(o, n, 0),
+            Some((_, Err(e))) => tracing::warn!(oid, "destroyed an object whose owner did not read ({e}): its owner's count is off until the OST restarts"),
+            None => {}
         }
         if let Some((logical, stored)) = gone {
             self.usage.add(

@@ -24,6 +24,7 @@ use loom_proto::grant;
 use loom_proto::layout::object_range_for;
 use loom_proto::layout::Pattern;
 use loom_proto::msg::{MdtRequest, OstRequest, Reply, Time};
+use loom_proto::quota::Owner;
 use loom_proto::{Errno, Fid, Layout, ObjRef};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -74,6 +75,10 @@ pub struct OpenFile {
     /// [`super::readahead`]); `None` on a mount (the kernel reads ahead)
     /// or for a file with nothing on OSTs.
     readahead: Option<(u64, tokio::sync::Mutex<ReadAhead>)>,
+    /// Whom the file's bytes count against (its owner, group and project
+    /// as last known here), sent with writes for the OSTs' quotas; `None`
+    /// until known (the OST then keeps the object's own).
+    owner: Mutex<Option<Owner>>,
 }
 
 /// What a read needs, owned, so that reading ahead can run it as a task.
@@ -227,6 +232,7 @@ impl OpenFile {
                 }),
             client,
             layout,
+            owner: Mutex::new(None),
         }
     }
 
@@ -240,6 +246,32 @@ impl OpenFile {
         let held = self.client.router.fresh.size_leased(self.fid);
         self.defers.store(held, Ordering::Release);
         held
+    }
+
+    /// What this handle learned of the file's attributes: its mode (see
+    /// [`OpenFile::note_mode`]) and whom its bytes count against.
+    pub fn note_attr(&self, attr: &loom_proto::msg::Attr) {
+        self.note_mode(attr.perm);
+        *self.owner.lock().unwrap_or_else(|p| p.into_inner()) = Some(Owner {
+            uid: attr.uid,
+            gid: attr.gid,
+            projid: attr.projid,
+        });
+    }
+
+    /// Whom the file's bytes count against, if known.
+    fn owner(&self) -> Option<Owner> {
+        *self.owner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether an OST this write goes to said the file's owner is near a
+    /// block limit there: the write is then waited for.
+    fn quota_near(&self, costs: &[(u32, u64)]) -> bool {
+        self.owner().is_some_and(|o| {
+            costs
+                .iter()
+                .any(|&(ost, _)| self.client.grants.quota_near(ost, o))
+        })
     }
 
     /// Tell the handle the file's permission bits as last seen, so that a
@@ -379,7 +411,10 @@ impl OpenFile {
         }
         // What gathering this write needs: grant for it, taken now.
         let taken = if self.may_gather(offset, data.len()) {
-            self.client.grants.take(&self.costs(offset, data.len())?)
+            let costs = self.costs(offset, data.len())?;
+            (!self.quota_near(&costs))
+                .then(|| self.client.grants.take(&costs))
+                .flatten()
         } else {
             None
         };
@@ -526,6 +561,8 @@ impl OpenFile {
         let grants = &self.client.grants;
         let mut taken = match taken {
             Some(t) => t,
+            // Near a block limit: waited for, so EDQUOT is the write's.
+            None if self.quota_near(&costs) => Taken::default(),
             None => grants.take(&costs).unwrap_or_default(),
         };
         let used: Vec<u64> = costs
@@ -534,6 +571,7 @@ impl OpenFile {
             .collect();
         grants.give_back(taken);
         let behind = used.iter().all(|&u| u > 0);
+        let owner = self.owner();
         let mut set = JoinSet::new();
         for ((obj, ext), grant_used) in exts.iter().zip(used) {
             let obj = *obj;
@@ -543,13 +581,14 @@ impl OpenFile {
                 offset: ext.obj_offset,
                 pack: self.layout.compress,
                 grant_used,
+                owner,
             };
             let (client, caller) = (self.client.clone(), self.caller.clone());
             set.spawn(async move { (obj.ost, client.ost_call(&caller, obj.ost, req, bulk).await) });
         }
         let client = self.client.clone();
         let done = async move {
-            let r = join_written(set, &client).await;
+            let r = join_written(set, &client, owner).await;
             drop(budget);
             r
         };
@@ -743,7 +782,7 @@ impl OpenFile {
         // Each object's share of the range, as one request per object, and
         // the share on the MDT as one change.
         let parts = components_in(&self.layout, offset, end);
-        let each = |make: fn(ObjRef, u64, u64) -> OstRequest| -> Vec<(u32, OstRequest)> {
+        let each = |make: &dyn Fn(ObjRef, u64, u64) -> OstRequest| -> Vec<(u32, OstRequest)> {
             let mut v = Vec::new();
             for &(from, to, pattern) in &parts {
                 if let Pattern::Raid0 {
@@ -763,7 +802,13 @@ impl OpenFile {
             v
         };
         let punch = |obj, offset, len| OstRequest::ObjPunch { obj, offset, len };
-        let allocate = |obj, offset, len| OstRequest::ObjAllocate { obj, offset, len };
+        let owner = self.owner();
+        let allocate = |obj, offset, len| OstRequest::ObjAllocate {
+            obj,
+            offset,
+            len,
+            owner,
+        };
         let (client, c) = (&self.client, &self.caller);
         if what != Allocation::Reserve {
             // The MDT keeps no space to reserve; its bytes are zeroed.
@@ -782,20 +827,20 @@ impl OpenFile {
         match what {
             Allocation::Reserve => {
                 client
-                    .ost_call_each(c, each(allocate), "ObjAllocate")
+                    .ost_call_each(c, each(&allocate), "ObjAllocate")
                     .await?
             }
-            Allocation::Punch => client.ost_call_each(c, each(punch), "ObjPunch").await?,
+            Allocation::Punch => client.ost_call_each(c, each(&punch), "ObjPunch").await?,
             // Zeroed chunks of a compressed object take no space: there
             // is nothing to reserve after the punch.
             Allocation::Zero if compressed => {
-                client.ost_call_each(c, each(punch), "ObjPunch").await?
+                client.ost_call_each(c, each(&punch), "ObjPunch").await?
             }
             // Zeroing = deallocate, then reserve the range again.
             Allocation::Zero => {
-                client.ost_call_each(c, each(punch), "ObjPunch").await?;
+                client.ost_call_each(c, each(&punch), "ObjPunch").await?;
                 client
-                    .ost_call_each(c, each(allocate), "ObjAllocate")
+                    .ost_call_each(c, each(&allocate), "ObjAllocate")
                     .await?;
             }
         }
@@ -851,11 +896,27 @@ type Answered = (u32, Result<(Reply, Vec<u8>), Errno>);
 
 /// Wait for every write of `set`, credit the space each OST granted in
 /// its answer; the first error wins.
-async fn join_written(mut set: JoinSet<Answered>, client: &Client) -> Result<(), Errno> {
+async fn join_written(
+    mut set: JoinSet<Answered>,
+    client: &Client,
+    owner: Option<Owner>,
+) -> Result<(), Errno> {
     while let Some(res) = set.join_next().await {
         let (ost, r) = res.map_err(join_error)?;
         match r? {
-            (Reply::Written { boot, grant }, _) => client.grants.credit(ost, boot, grant),
+            (
+                Reply::Written {
+                    boot,
+                    grant,
+                    quota_near,
+                },
+                _,
+            ) => {
+                client.grants.credit(ost, boot, grant);
+                if let Some(o) = owner {
+                    client.grants.quota_answer(ost, o, quota_near);
+                }
+            }
             (other, _) => return Err(unexpected("ObjWrite", &other)),
         }
     }

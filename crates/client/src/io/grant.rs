@@ -8,6 +8,7 @@
 //! what it granted) replaces it.
 
 use loom_proto::grant::CLIENT_DROPS_AFTER;
+use loom_proto::quota::Owner;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -16,7 +17,15 @@ use std::time::Instant;
 #[derive(Debug, Default)]
 pub struct Grants {
     held: Mutex<HashMap<u32, Held>>,
+    /// Owners an OST said are near a block limit there, and when: their
+    /// writes to it are not sent behind for [`NEAR_FOR`], so that EDQUOT
+    /// is the write's error.
+    near: Mutex<HashMap<(u32, Owner), Instant>>,
 }
+
+/// How long a write is not sent behind after its OST said its owner is
+/// near a limit (each answer meanwhile says it again, or not).
+pub const NEAR_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[derive(Debug)]
 struct Held {
@@ -134,6 +143,29 @@ impl Grants {
     /// Bytes held on `ost` (for tests and statistics).
     pub fn held(&self, ost: u32) -> u64 {
         self.lock().get(&ost).map_or(0, |h| h.bytes)
+    }
+}
+
+impl Grants {
+    /// OST `ost` answered a write of `owner`'s bytes, near a block limit
+    /// there or not.
+    pub fn quota_answer(&self, ost: u32, owner: Owner, near: bool) {
+        let mut m = self.near.lock().unwrap_or_else(|p| p.into_inner());
+        if near {
+            m.insert((ost, owner), Instant::now());
+        } else if !m.is_empty() {
+            m.remove(&(ost, owner));
+        }
+    }
+
+    /// Whether `owner`'s writes to `ost` must be waited for (near a limit).
+    pub fn quota_near(&self, ost: u32, owner: Owner) -> bool {
+        let mut m = self.near.lock().unwrap_or_else(|p| p.into_inner());
+        if m.is_empty() {
+            return false;
+        }
+        m.retain(|_, at| at.elapsed() < NEAR_FOR);
+        m.contains_key(&(ost, owner))
     }
 }
 

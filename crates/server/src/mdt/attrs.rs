@@ -49,16 +49,21 @@ impl MdtService {
             r.attr.size = r.attr.size.max(end);
         }
         let old_size = r.attr.size;
+        let old_owner = owner_of(&r.attr);
         perm::apply_setattr(&Cred::of(ctx), &mut r.attr, &set, Time::now())?;
         let attr = r.attr.clone();
+        let layout = r.layout.clone();
         if set.size.is_some() {
-            let layout = r.layout.clone();
             self.dom_truncate(&mut t, fid, layout.as_ref(), old_size, attr.size)?;
         }
+        let new_owner = owner_of(&attr);
         let reply = Reply::Attr(attr);
         let ticket = self.apply(ctx, t, &reply)?;
         drop(g);
         self.settle(ctx, ticket).await?;
+        if let Some(l) = layout.filter(|_| new_owner != old_owner) {
+            self.owner_to_objects(&l, new_owner).await;
+        }
         Ok(reply)
     }
 
@@ -211,4 +216,13 @@ pub(super) fn regular_file(fid: Fid, kind: FileKind) -> Result<(), ServerError> 
         Errno::EINVAL,
         format!("{fid} is not a regular file"),
     ))
+}
+
+/// Whom a file's bytes on the OSTs count against.
+pub(super) fn owner_of(a: &loom_proto::msg::Attr) -> loom_proto::quota::Owner {
+    loom_proto::quota::Owner {
+        uid: a.uid,
+        gid: a.gid,
+        projid: a.projid,
+    }
 }

@@ -443,3 +443,40 @@ fn stripe_count(requested: i32, n: usize) -> usize {
         c => (c as usize).min(n).min(MAX_STRIPE_COUNT as usize),
     }
 }
+
+/// How long the MDT waits for an OST to take a file's new owner.
+const OWNER_TIMEOUT: Duration = Duration::from_secs(20);
+
+impl MdtService {
+    /// A file whose owner, group or project changed (committed): its
+    /// objects' bytes count against the new owner from now on. An OST
+    /// that cannot be told now learns it from the next write, which
+    /// carries the owner; until then its bytes stay with the old one
+    /// (logged).
+    pub(super) async fn owner_to_objects(&self, layout: &Layout, owner: loom_proto::quota::Owner) {
+        let mut by_ost: std::collections::BTreeMap<u32, Vec<ObjRef>> = Default::default();
+        for o in layout.objects() {
+            by_ost.entry(o.ost).or_default().push(o);
+        }
+        let mut calls = tokio::task::JoinSet::new();
+        for (ost, objs) in by_ost {
+            let peers = self.peers.clone();
+            calls.spawn(async move {
+                let req = OstRequest::ObjSetOwner { objs, owner };
+                let r = peers
+                    .call(TargetId::ost(ost), req, Bytes::new(), OWNER_TIMEOUT)
+                    .await;
+                (ost, r)
+            });
+        }
+        while let Some(done) = calls.join_next().await {
+            let Ok((ost, r)) = done else { continue };
+            if let Err(e) = r {
+                tracing::warn!(
+                    "MDT{:04x}: OST{ost:04x} was not told a file's new owner {owner:?}: {e}",
+                    self.index
+                );
+            }
+        }
+    }
+}

@@ -20,11 +20,12 @@ use super::records::InodeRec;
 use super::tx::{decode_record, encode_record, read_meta, store_err, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
+use crate::quota::{may_see, Grant, Shares};
 use loom_proto::msg::{Reply, ReqCtx};
-use loom_proto::quota::{QuotaDrift, QuotaId, QuotaKind, QuotaUsage};
+use loom_proto::quota::{QuotaId, QuotaKind, QuotaUsage};
 use loom_proto::Errno;
 use loom_store::kv::{Batch, KvStore, Space};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// Marks a store whose counts are complete: `u8`, the counting's version
@@ -181,24 +182,10 @@ impl Deltas {
     }
 }
 
-/// How long an MDT trusts that an id has no limits before it asks the
-/// master again (a limit set while the MDT could not be told holds on it
-/// after this at most).
-const UNLIMITED_FOR: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// What the quota master granted this MDT of one id.
-#[derive(Clone, Copy)]
-enum Grant {
-    /// No limits, as the master said at this time.
-    Unlimited(std::time::Instant),
-    /// Limited: this MDT may hold this many inodes of the id.
-    Up(u64),
-}
-
 /// The counts, as committed batches left them, and the grants.
 pub struct Quotas {
     counts: Mutex<Counts>,
-    grants: Mutex<HashMap<QuotaId, Grant>>,
+    shares: Shares,
 }
 
 impl Quotas {
@@ -238,7 +225,7 @@ impl Quotas {
         };
         let q = Quotas {
             counts: Mutex::new(Counts::of(by_triple)),
-            grants: Mutex::default(),
+            shares: Shares::default(),
         };
         q.load_shares(store)?;
         Ok(q)
@@ -285,51 +272,36 @@ impl Quotas {
         self.lock().by_id.get(&who).copied().unwrap_or_default()
     }
 
-    fn grants(&self) -> std::sync::MutexGuard<'_, HashMap<QuotaId, Grant>> {
-        self.grants.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Whether a client's change that moves the counts by `d` stays within
     /// what this MDT was granted: `ServerError::QuotaShort` for the first
     /// id it does not (or that the master has not been asked about).
     pub fn admit(&self, d: &Deltas) -> Result<(), ServerError> {
         let counts = self.lock();
         let usage = &counts.by_id;
-        let grants = self.grants();
         for (who, n) in &d.ids {
             let Ok(n) = u64::try_from(*n) else { continue };
             if n == 0 {
                 continue;
             }
             let used = usage.get(who).map_or(0, |u| u.inodes);
-            match grants.get(who) {
-                Some(Grant::Unlimited(at)) if at.elapsed() < UNLIMITED_FOR => {}
-                Some(Grant::Up(g)) if used + n <= *g => {}
+            match self.shares.get(*who) {
+                Some(Grant::Unlimited(_)) => {}
+                Some(Grant::Up(g)) if used + n <= g => {}
                 Some(Grant::Up(g)) => {
                     return Err(ServerError::QuotaShort {
                         who: *who,
                         need: used + n - g,
                     })
                 }
-                _ => return Err(ServerError::QuotaShort { who: *who, need: n }),
+                None => return Err(ServerError::QuotaShort { who: *who, need: n }),
             }
         }
         Ok(())
     }
 
-    /// Whether the master last said `who` has limits.
-    pub fn known_limited(&self, who: QuotaId) -> bool {
-        matches!(self.grants().get(&who), Some(Grant::Up(_)))
-    }
-
-    /// The master's answer for `who`.
-    pub fn granted(&self, who: QuotaId, limited: bool, granted: u64) {
-        let g = if limited {
-            Grant::Up(granted)
-        } else {
-            Grant::Unlimited(std::time::Instant::now())
-        };
-        self.grants().insert(who, g);
+    /// This MDT's shares of limited ids.
+    pub fn shares(&self) -> &Shares {
+        &self.shares
     }
 
     /// Give back what is granted of `who` beyond its usage: the usage,
@@ -337,11 +309,7 @@ impl Quotas {
     /// limited (its limits changed).
     pub fn release(&self, who: QuotaId, forget: bool) -> u64 {
         let used = self.usage(who).inodes;
-        if forget {
-            self.grants().remove(&who);
-        } else {
-            self.grants().insert(who, Grant::Up(used));
-        }
+        self.shares.release(who, used, forget);
         used
     }
 
@@ -349,9 +317,9 @@ impl Quotas {
     /// [`share_key`]): known limited after a restart, also while the
     /// master cannot be asked.
     fn load_shares(&self, store: &dyn KvStore) -> Result<(), ServerError> {
-        let mut grants = self.grants();
         for (k, v) in scan_meta(store, SHARE_PREFIX)? {
-            grants.insert(id_under(&k, SHARE_PREFIX)?, Grant::Up(decode_record(&v)?));
+            self.shares
+                .granted(id_under(&k, SHARE_PREFIX)?, true, decode_record(&v)?);
         }
         Ok(())
     }
@@ -405,26 +373,6 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// Whether the caller may see `who`'s usage: root anyone's, a user their
-/// own, their groups' and any project's (a project is a directory tree,
-/// whose cap its users need to see).
-pub(super) fn may_see(ctx: &ReqCtx, who: QuotaId) -> Result<(), ServerError> {
-    let ok = ctx.uid == 0
-        || match who.kind {
-            QuotaKind::User => who.id == ctx.uid,
-            QuotaKind::Group => who.id == ctx.gid || ctx.groups.contains(&who.id),
-            QuotaKind::Project => true,
-        };
-    if ok {
-        Ok(())
-    } else {
-        Err(ServerError::refused(
-            Errno::EPERM,
-            format!("only root may see the usage of another {}", who.kind.name()),
-        ))
-    }
-}
-
 impl MdtService {
     /// What this MDT counts for `who`.
     pub(super) fn quota_usage(&self, ctx: &ReqCtx, who: QuotaId) -> Handled {
@@ -457,9 +405,12 @@ impl MdtService {
                 format!("{fid} is not a directory: only a directory passes a project id on"),
             ));
         }
+        let moved = r.attr.projid != projid;
         r.attr.projid = projid;
         r.proj_inherit = inherit && r.attr.kind == loom_proto::msg::FileKind::Dir;
         r.attr.ctime = loom_proto::msg::Time::now();
+        let owner = super::attrs::owner_of(&r.attr);
+        let layout = r.layout.clone().filter(|_| moved);
         let reply = Reply::Project {
             projid,
             inherit: r.proj_inherit,
@@ -467,6 +418,9 @@ impl MdtService {
         let ticket = self.apply(ctx, t, &reply)?;
         drop(g);
         self.settle(ctx, ticket).await?;
+        if let Some(l) = layout {
+            self.owner_to_objects(&l, owner).await;
+        }
         Ok(reply)
     }
 
@@ -491,29 +445,7 @@ impl MdtService {
         }
         let _g = self.ns.lock().await;
         let scanned = Counts::of(recount(&*self.store)?).by_id;
-        let counted = self.quotas.all();
-        let mut ids: BTreeMap<QuotaId, (QuotaUsage, QuotaUsage)> = BTreeMap::new();
-        for (who, u) in &counted {
-            ids.entry(*who).or_default().0 = *u;
-        }
-        for (who, u) in &scanned {
-            ids.entry(*who).or_default().1 = *u;
-        }
-        // An id counted down to nothing is no drift.
-        ids.retain(|_, (c, s)| *c != QuotaUsage::default() || *s != QuotaUsage::default());
-        let drift = ids
-            .iter()
-            .filter(|(_, (c, s))| c.inodes != s.inodes)
-            .map(|(who, (c, s))| QuotaDrift {
-                who: *who,
-                counted: *c,
-                scanned: *s,
-            })
-            .collect();
-        Ok(Reply::QuotaCheck {
-            ids: ids.len() as u64,
-            drift,
-        })
+        Ok(crate::quota::drift(&self.quotas.all(), &scanned))
     }
 }
 

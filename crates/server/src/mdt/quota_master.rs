@@ -1,7 +1,9 @@
 //! The quota master, on MDT0: every id's limits, and the share of each
-//! limit it granted each MDT (Lustre's QMT and its slaves).
+//! limit it granted each target (Lustre's QMT and its slaves): inode
+//! limits to the MDTs, block limits to the OSTs.
 //!
-//! An MDT enforces a limit locally against what it was granted: a
+//! An MDT enforces a limit locally against what it was granted (an OST
+//! likewise, see `ost::quota`): a
 //! client's change that would take an id past its grant is held back
 //! (`ServerError::QuotaShort`) while the MDT asks the master for more,
 //! then run again. The master grants when the limits allow; when they do
@@ -17,28 +19,76 @@
 //! grants what it granted before.
 //!
 //! Stored in MDT0's meta keyspace: `quota/limit/<u|g|p>/<id>`
-//! ([`QuotaLimits`]), `quota/grant/<mdt>/<u|g|p>/<id>` (u64),
-//! `quota/soft/<u|g|p>/<id>` (the [`Time`] the soft limit was passed).
+//! ([`QuotaLimits`]), `quota/grant/<mdt>/<u|g|p>/<id>` and
+//! `quota/ogrant/<ost>/<u|g|p>/<id>` (u64: inodes, bytes),
+//! `quota/soft/<u|g|p>/<id>` and `quota/bsoft/<u|g|p>/<id>` (the [`Time`]
+//! the soft inode or block limit was passed).
 
 use super::quota::{id_under, scan_meta};
 use super::tx::{decode_record, store_err, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
-use loom_proto::msg::{PeerRequest, Reply, ReqCtx, Role, Time};
+use crate::quota::MASTER_WAIT;
+use loom_proto::msg::{OstRequest, PeerRequest, Reply, ReqCtx, Role, TargetId, Time};
 use loom_proto::quota::{QuotaId, QuotaLimits};
 use loom_proto::Errno;
 use loom_store::kv::{KvStore, Space};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// How long a change of a limited id whose share is spent waits for a
-/// master that does not answer (restarting, say) before it gives up.
-const MASTER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
-
 /// Most extra inodes a grant carries while far from the limits (a
 /// quarter of the room left, up to this): an MDT asks the master about
 /// once per this many creates of a limited id.
 const MAX_EXTRA: u64 = 1024;
+
+/// The same for bytes: an OST asks about once per this many bytes
+/// written of a limited id while far from its limits.
+const MAX_EXTRA_BYTES: u64 = 1 << 30;
+
+/// What a target's share counts: an MDT's inodes, an OST's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Res {
+    Inodes,
+    Bytes,
+}
+
+impl Res {
+    fn of(target: TargetId) -> Res {
+        match target.role {
+            Role::Ost => Res::Bytes,
+            _ => Res::Inodes,
+        }
+    }
+
+    /// (soft, hard) of `l` for this resource.
+    fn limits(self, l: &QuotaLimits) -> (u64, u64) {
+        match self {
+            Res::Inodes => (l.inode_soft, l.inode_hard),
+            Res::Bytes => (l.block_soft, l.block_hard),
+        }
+    }
+
+    fn soft_prefix(self) -> &'static str {
+        match self {
+            Res::Inodes => SOFT_PREFIX,
+            Res::Bytes => BSOFT_PREFIX,
+        }
+    }
+
+    fn max_extra(self) -> u64 {
+        match self {
+            Res::Inodes => MAX_EXTRA,
+            Res::Bytes => MAX_EXTRA_BYTES,
+        }
+    }
+
+    fn unit(self) -> &'static str {
+        match self {
+            Res::Inodes => "inodes",
+            Res::Bytes => "bytes",
+        }
+    }
+}
 
 fn id_part(who: QuotaId) -> String {
     format!("{}/{:08x}", who.kind.letter(), who.id)
@@ -46,18 +96,28 @@ fn id_part(who: QuotaId) -> String {
 
 const LIMIT_PREFIX: &str = "quota/limit/";
 const GRANT_PREFIX: &str = "quota/grant/";
+const OGRANT_PREFIX: &str = "quota/ogrant/";
 const SOFT_PREFIX: &str = "quota/soft/";
+const BSOFT_PREFIX: &str = "quota/bsoft/";
 
 fn limit_key(who: QuotaId) -> String {
     format!("{LIMIT_PREFIX}{}", id_part(who))
 }
 
-fn grant_key(mdt: u32, who: QuotaId) -> String {
-    format!("{GRANT_PREFIX}{mdt:08x}/{}", id_part(who))
+fn grant_prefix(role: Role) -> &'static str {
+    match role {
+        Role::Ost => OGRANT_PREFIX,
+        _ => GRANT_PREFIX,
+    }
 }
 
-fn soft_key(who: QuotaId) -> String {
-    format!("{SOFT_PREFIX}{}", id_part(who))
+fn grant_key(target: TargetId, who: QuotaId) -> String {
+    let prefix = grant_prefix(target.role);
+    format!("{prefix}{:08x}/{}", target.index, id_part(who))
+}
+
+fn soft_key(res: Res, who: QuotaId) -> String {
+    format!("{}{}", res.soft_prefix(), id_part(who))
 }
 
 /// The master's state (meaningful on MDT0 only).
@@ -69,8 +129,8 @@ pub struct Master {
 #[derive(Default)]
 struct State {
     limits: HashMap<QuotaId, QuotaLimits>,
-    grants: HashMap<(QuotaId, u32), u64>,
-    soft_since: HashMap<QuotaId, Time>,
+    grants: HashMap<(QuotaId, TargetId), u64>,
+    soft_since: HashMap<(QuotaId, Res), Time>,
 }
 
 impl Master {
@@ -82,21 +142,28 @@ impl Master {
                 st.limits
                     .insert(id_under(&k, LIMIT_PREFIX)?, decode_record(&v)?);
             }
-            for (k, v) in scan_meta(store, SOFT_PREFIX)? {
-                st.soft_since
-                    .insert(id_under(&k, SOFT_PREFIX)?, decode_record(&v)?);
+            for res in [Res::Inodes, Res::Bytes] {
+                let prefix = res.soft_prefix();
+                for (k, v) in scan_meta(store, prefix)? {
+                    st.soft_since
+                        .insert((id_under(&k, prefix)?, res), decode_record(&v)?);
+                }
             }
-            for (k, v) in scan_meta(store, GRANT_PREFIX)? {
-                // `<mdt, 8 hex digits>/<u|g|p>/<id>`
-                let mdt = k
-                    .get(GRANT_PREFIX.len()..GRANT_PREFIX.len() + 8)
-                    .and_then(|m| std::str::from_utf8(m).ok())
-                    .and_then(|m| u32::from_str_radix(m, 16).ok())
-                    .ok_or_else(|| {
-                        store_err(format!("a quota key {:?}", String::from_utf8_lossy(&k)))
-                    })?;
-                let who = id_under(&k, &format!("{GRANT_PREFIX}{mdt:08x}/"))?;
-                st.grants.insert((who, mdt), decode_record(&v)?);
+            for role in [Role::Mdt, Role::Ost] {
+                let prefix = grant_prefix(role);
+                for (k, v) in scan_meta(store, prefix)? {
+                    // `<index, 8 hex digits>/<u|g|p>/<id>`
+                    let index = k
+                        .get(prefix.len()..prefix.len() + 8)
+                        .and_then(|m| std::str::from_utf8(m).ok())
+                        .and_then(|m| u32::from_str_radix(m, 16).ok())
+                        .ok_or_else(|| {
+                            store_err(format!("a quota key {:?}", String::from_utf8_lossy(&k)))
+                        })?;
+                    let who = id_under(&k, &format!("{prefix}{index:08x}/"))?;
+                    let target = TargetId { role, index };
+                    st.grants.insert((who, target), decode_record(&v)?);
+                }
             }
         }
         Ok(Master {
@@ -145,7 +212,9 @@ impl MdtService {
             t.put_meta(&limit_key(who), &limits)?;
         } else {
             t.batch.delete(Space::Meta, limit_key(who).into_bytes());
-            t.batch.delete(Space::Meta, soft_key(who).into_bytes());
+            for res in [Res::Inodes, Res::Bytes] {
+                t.batch.delete(Space::Meta, soft_key(res, who).into_bytes());
+            }
         }
         let ticket = self.apply(ctx, t, &Reply::Ok)?;
         drop(g);
@@ -153,49 +222,59 @@ impl MdtService {
             st.limits.insert(who, limits);
         } else {
             st.limits.remove(&who);
-            st.soft_since.remove(&who);
+            st.soft_since.retain(|(w, _), _| *w != who);
         }
         self.commit_through(ticket).await?;
-        // Every MDT asks again before its next change for `who`; one that
-        // cannot be told now asks within `quota::UNLIMITED_FOR`.
-        for mdt in self.peers.config().await?.indices(Role::Mdt) {
-            if let Err(e) = self.take_back(&mut st, who, mdt, true).await {
-                tracing::warn!("MDT0000: MDT{mdt:04x} was not told of {who}'s limits: {e}");
+        // Every MDT and OST asks again before its next change for `who`;
+        // one that cannot be told now asks within `quota::UNLIMITED_FOR`.
+        let config = self.peers.config().await?;
+        for role in [Role::Mdt, Role::Ost] {
+            for index in config.indices(role) {
+                let target = TargetId { role, index };
+                if let Err(e) = self.take_back(&mut st, who, target, true).await {
+                    tracing::warn!("MDT0000: {target} was not told of {who}'s limits: {e}");
+                }
             }
         }
         Ok(Reply::Ok)
     }
 
-    /// `who`'s limits and since when it is over its soft inode limit.
+    /// `who`'s limits and since when it is over its soft limits.
     pub(super) async fn get_quota(&self, ctx: &ReqCtx, who: QuotaId) -> Handled {
-        super::quota::may_see(ctx, who)?;
+        crate::quota::may_see(ctx, who)?;
         if self.index != 0 {
             return Err(not_master("reading a limit"));
         }
         let st = self.quota_master.state.lock().await;
         Ok(Reply::QuotaLimits {
             limits: st.limits.get(&who).copied().unwrap_or_default(),
-            soft_since: st.soft_since.get(&who).copied(),
+            soft_since: st.soft_since.get(&(who, Res::Inodes)).copied(),
+            block_soft_since: st.soft_since.get(&(who, Res::Bytes)).copied(),
         })
     }
 
-    /// MDT `mdt` gives back its grant of `who` beyond its usage: its
+    /// `target` gives back its grant of `who` beyond its usage: its
     /// usage, which is its grant from now on.
     async fn take_back(
         self: &Arc<Self>,
         st: &mut State,
         who: QuotaId,
-        mdt: u32,
+        target: TargetId,
         forget: bool,
     ) -> Result<u64, ServerError> {
-        // Straight to the MDT (not through `mdt_call`, which may run
+        // Straight to the target (not through `mdt_call`, which may run
         // the master's own handlers again).
-        let reply = if mdt == self.index {
+        let timeout = super::remote::PEER_TIMEOUT;
+        let reply = if target == TargetId::mdt(self.index) {
             self.quota_release(who, forget).await?
+        } else if target.role == Role::Ost {
+            let req = OstRequest::QuotaRelease { who, forget };
+            self.peers
+                .call(target, req, bytes::Bytes::new(), timeout)
+                .await?
+                .0
         } else {
             let req = PeerRequest::QuotaRelease { who, forget };
-            let target = loom_proto::msg::TargetId::mdt(mdt);
-            let timeout = super::remote::PEER_TIMEOUT;
             self.peers
                 .call(target, req, bytes::Bytes::new(), timeout)
                 .await?
@@ -213,10 +292,10 @@ impl MdtService {
         // Committed as an acquire's grant is: a restarted master must not
         // take the grant for less than the usage it found.
         let mut t = Tx::new(&*self.store);
-        t.put_meta(&grant_key(mdt, who), &used)?;
+        t.put_meta(&grant_key(target, who), &used)?;
         let ticket = self.apply_step(t)?;
         self.commit_through(ticket).await?;
-        st.grants.insert((who, mdt), used);
+        st.grants.insert((who, target), used);
         Ok(used)
     }
 
@@ -250,84 +329,80 @@ impl MdtService {
         self.apply_step(t)
     }
 
-    /// The master's part of `QuotaAcquire`: grant MDT `mdt`, which counts
-    /// `usage` inodes of `who`, `need` more, or EDQUOT.
+    /// The master's part of `QuotaAcquire`: grant `target` (an MDT for
+    /// inodes, an OST for bytes), which counts `usage` of `who`, `need`
+    /// more, or EDQUOT.
     pub(super) async fn quota_acquire(
         self: &Arc<Self>,
         who: QuotaId,
-        mdt: u32,
+        target: TargetId,
         usage: u64,
         need: u64,
     ) -> Handled {
         if self.index != 0 {
             return Err(not_master("a grant"));
         }
+        let unlimited = Ok(Reply::QuotaGrant {
+            limited: false,
+            granted: 0,
+        });
+        let res = Res::of(target);
         let mut st = self.quota_master.state.lock().await;
         let Some(limits) = st.limits.get(&who).copied() else {
-            return Ok(Reply::QuotaGrant {
-                limited: false,
-                granted: 0,
-            });
+            return unlimited;
         };
-        let (soft, hard) = (limits.inode_soft, limits.inode_hard);
+        let (soft, hard) = res.limits(&limits);
         if soft == 0 && hard == 0 {
-            // Block limits only: nothing for an MDT to hold back.
-            return Ok(Reply::QuotaGrant {
-                limited: false,
-                granted: 0,
-            });
+            // Limits of the other resource only: nothing to hold back here.
+            return unlimited;
         }
         let want = usage + need;
+        let same = move |w: &QuotaId, t: &TargetId| *w == who && *t != target && Res::of(*t) == res;
         let others = |st: &State| -> u64 {
             st.grants
                 .iter()
-                .filter(|((w, m), _)| *w == who && *m != mdt)
+                .filter(|((w, t), _)| same(w, t))
                 .map(|(_, g)| *g)
                 .sum()
         };
-        // Near a limit, the exact usage of every other MDT: what they
+        // Near a limit, the exact usage of every other target: what they
         // hold beyond it is taken back.
         let cap = if soft != 0 { soft } else { hard };
         if others(&st) + want > cap {
-            let holders: Vec<u32> = st
+            let holders: Vec<TargetId> = st
                 .grants
-                .iter()
-                .filter(|((w, m), _)| *w == who && *m != mdt)
-                .map(|((_, m), _)| *m)
+                .keys()
+                .filter(|(w, t)| same(w, t))
+                .map(|(_, t)| *t)
                 .collect();
-            for m in holders {
-                self.take_back(&mut st, who, m, false).await?;
+            for t in holders {
+                self.take_back(&mut st, who, t, false).await?;
             }
         }
         let total = others(&st) + want;
         let now = Time::now();
         let mut t = Tx::new(&*self.store);
         if hard != 0 && total > hard {
-            return Err(over(who, "hard", hard));
+            return Err(over(who, "hard", hard, res));
         }
         let over_soft = soft != 0 && total > soft;
         if over_soft {
-            let since = *st.soft_since.entry(who).or_insert(now);
+            let since = *st.soft_since.entry((who, res)).or_insert(now);
             if now.sec.saturating_sub(since.sec) as u64 >= limits.grace() {
-                return Err(over(who, "soft", soft));
+                return Err(over(who, "soft", soft, res));
             }
-            t.put_meta(&soft_key(who), &since)?;
-        } else if st.soft_since.remove(&who).is_some() {
-            t.batch.delete(Space::Meta, soft_key(who).into_bytes());
+            t.put_meta(&soft_key(res, who), &since)?;
+        } else if st.soft_since.remove(&(who, res)).is_some() {
+            t.batch.delete(Space::Meta, soft_key(res, who).into_bytes());
         }
         // A little extra while far from every limit; none past the soft
         // one (each change then asks, and its grace is kept exactly).
-        let room = if over_soft {
-            0
-        } else {
-            let cap = if soft != 0 { soft } else { hard };
-            cap - total.min(cap)
-        };
-        let granted = want + MAX_EXTRA.min(room / 4);
-        t.put_meta(&grant_key(mdt, who), &granted)?;
+        let room = if over_soft { 0 } else { cap - total.min(cap) };
+        let granted = want + res.max_extra().min(room / 4);
+        t.put_meta(&grant_key(target, who), &granted)?;
         let ticket = self.apply_step(t)?;
         self.commit_through(ticket).await?;
-        st.grants.insert((who, mdt), granted);
+        st.grants.insert((who, target), granted);
         Ok(Reply::QuotaGrant {
             limited: true,
             granted,
@@ -363,13 +438,13 @@ impl MdtService {
                 Err(e) if e.errno() == Errno::EDQUOT => return Err(e),
                 Err(e) => e,
             };
-            if !self.quotas.known_limited(who) {
+            if !self.quotas.shares().known_limited(who) {
                 tracing::warn!(
                     "MDT{:04x}: the quota master did not answer for {who} ({e}); \
                      going on without limits for it",
                     self.index
                 );
-                self.quotas.granted(who, false, 0);
+                self.quotas.shares().granted(who, false, 0);
                 return Ok(());
             }
             // Limited, and its share is spent: the change waits for the
@@ -393,16 +468,17 @@ impl MdtService {
         need: u64,
     ) -> Result<(), ServerError> {
         let usage = self.quotas.usage(who).inodes;
+        let target = TargetId::mdt(self.index);
         let req = PeerRequest::QuotaAcquire {
             who,
-            mdt: self.index,
+            target,
             usage,
             need,
         };
         // Straight to the master (not through `mdt_call`, whose local
         // case runs peer handlers that may come back here).
         let reply = if self.index == 0 {
-            self.quota_acquire(who, 0, usage, need).await?
+            self.quota_acquire(who, target, usage, need).await?
         } else {
             let target = loom_proto::msg::TargetId::mdt(0);
             let timeout = super::remote::PEER_TIMEOUT;
@@ -413,8 +489,8 @@ impl MdtService {
         };
         match reply {
             Reply::QuotaGrant { limited, granted } => {
-                let was_limited = self.quotas.known_limited(who);
-                self.quotas.granted(who, limited, granted);
+                let was_limited = self.quotas.shares().known_limited(who);
+                self.quotas.shares().granted(who, limited, granted);
                 // Kept for a restart; not waited for (a share lost to a
                 // crash is asked for again). An id that never had limits
                 // has nothing stored to remove.
@@ -431,9 +507,9 @@ impl MdtService {
     }
 }
 
-fn over(who: QuotaId, which: &str, limit: u64) -> ServerError {
+fn over(who: QuotaId, which: &str, limit: u64, res: Res) -> ServerError {
     ServerError::refused(
         Errno::EDQUOT,
-        format!("{who} is at its {which} limit of {limit} inodes"),
+        format!("{who} is at its {which} limit of {limit} {}", res.unit()),
     )
 }

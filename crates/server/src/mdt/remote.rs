@@ -282,10 +282,10 @@ impl MdtService {
             PeerRequest::SealDir { fid } => self.seal_dir(fid).await,
             PeerRequest::QuotaAcquire {
                 who,
-                mdt,
+                target,
                 usage,
                 need,
-            } => self.quota_acquire(who, mdt, usage, need).await,
+            } => self.quota_acquire(who, target, usage, need).await,
             PeerRequest::QuotaRelease { who, forget } => self.quota_release(who, forget).await,
             PeerRequest::UnsealDir { fid } => self.unseal_dir(fid).await,
             PeerRequest::DestroyDir { fid } => self.destroy_dir(&step, fid).await,

@@ -14,9 +14,11 @@
 //!
 //! Writes spend and earn the clients' space grants ([`grants`]): a write
 //! covered by its client's grant always finds room; one that is not must
-//! fit beside every grant, or it is refused with ENOSPC.
+//! fit beside every grant, or it is refused with ENOSPC. They are also
+//! admitted against their owner's block quotas ([`quota`]).
 
 mod grants;
+pub mod quota;
 mod stats;
 mod walk;
 
@@ -27,8 +29,10 @@ use loom_proto::frame::MAX_BULK;
 use loom_proto::grant;
 use loom_proto::msg::Finding;
 use loom_proto::msg::{OstRequest, Reply, ReqCtx, ScrubCmd, StatFs, TargetId};
+use loom_proto::quota::Owner;
 use loom_proto::{Compress, Errno, ObjRef};
 use loom_store::object::{ObjectError, ObjectStore};
+use quota::OstQuota;
 use stats::OpStats;
 use std::path::Path;
 use std::sync::Arc;
@@ -38,6 +42,15 @@ pub const MAX_READ: u32 = MAX_BULK;
 /// Most object ids one precreate request may reserve.
 pub const MAX_PRECREATE: u32 = 100_000;
 
+/// An `ObjWrite`'s fields but its data.
+struct Write {
+    obj: ObjRef,
+    offset: u64,
+    pack: Option<Compress>,
+    grant_used: u64,
+    owner: Option<Owner>,
+}
+
 /// One OST.
 #[derive(Debug)]
 pub struct OstService {
@@ -46,6 +59,7 @@ pub struct OstService {
     stats: OpStats,
     scrub: Arc<Scrub>,
     grants: Grants,
+    quota: OstQuota,
 }
 
 impl OstService {
@@ -72,7 +86,14 @@ impl OstService {
             store,
             stats: OpStats::default(),
             grants: Grants::default(),
+            quota: OstQuota::new(index),
         }))
+    }
+
+    /// Reach the quota master through `peers` from now on (without, no
+    /// id is limited here).
+    pub fn use_peers(&self, peers: Arc<crate::peers::Peers>) {
+        self.quota.use_peers(peers);
     }
 
     /// This OST's index.
@@ -110,10 +131,17 @@ impl OstService {
                 offset,
                 pack,
                 grant_used,
+                owner,
             } => {
                 let n = bulk.len() as u64;
-                let w = self.write(ctx.client_id, obj, offset, bulk, pack, grant_used);
-                (w.await, Vec::new(), n)
+                let w = Write {
+                    obj,
+                    offset,
+                    pack,
+                    grant_used,
+                    owner,
+                };
+                (self.write(ctx, w, bulk).await, Vec::new(), n)
             }
             OstRequest::ObjRead { obj, offset, len } => match self.read(obj, offset, len).await {
                 Ok(data) => {
@@ -122,15 +150,25 @@ impl OstService {
                 }
                 Err(e) => (Err(e), Vec::new(), 0),
             },
-            OstRequest::ObjTruncate { obj, size, pack } => {
-                (self.truncate(obj, size, pack).await, Vec::new(), 0)
-            }
+            OstRequest::ObjTruncate {
+                obj,
+                size,
+                pack,
+                owner,
+            } => (self.truncate(obj, size, pack, owner).await, Vec::new(), 0),
             OstRequest::ObjPunch { obj, offset, len } => {
                 (self.punch(obj, offset, len).await, Vec::new(), len)
             }
-            OstRequest::ObjAllocate { obj, offset, len } => {
-                (self.allocate(obj, offset, len).await, Vec::new(), len)
-            }
+            OstRequest::ObjAllocate {
+                obj,
+                offset,
+                len,
+                owner,
+            } => (
+                self.allocate(ctx, obj, offset, len, owner).await,
+                Vec::new(),
+                len,
+            ),
             OstRequest::ObjSync { obj } => (self.sync(obj).await, Vec::new(), 0),
             OstRequest::Precreate { count } => (self.precreate(count).await, Vec::new(), 0),
             OstRequest::Destroy { objs } => (self.destroy(objs).await, Vec::new(), 0),
@@ -138,6 +176,18 @@ impl OstService {
             OstRequest::StatFs => (self.statfs().await, Vec::new(), 0),
             OstRequest::Scrub { cmd } => (Ok(self.scrub(cmd)), Vec::new(), 0),
             OstRequest::ListObjects { bucket } => (self.list(bucket).await, Vec::new(), 0),
+            OstRequest::QuotaUsage { who } => {
+                (self.quota.usage(ctx, &self.store, who), Vec::new(), 0)
+            }
+            OstRequest::QuotaCheck => (self.quota_check(ctx).await, Vec::new(), 0),
+            OstRequest::QuotaRelease { who, forget } => (
+                self.quota.release(&self.store, who, forget).await,
+                Vec::new(),
+                0,
+            ),
+            OstRequest::ObjSetOwner { objs, owner } => {
+                (self.set_owner(objs, owner).await, Vec::new(), 0)
+            }
             // The server process answers it before it reaches the OST.
             OstRequest::JobStats => (
                 Err(ServerError::refused(
@@ -185,22 +235,26 @@ impl OstService {
         }
     }
 
-    /// Store a write of `client`'s that spends `grant_used` bytes of its
-    /// grant, and top the grant up.
-    async fn write(
-        &self,
-        client: u64,
-        obj: ObjRef,
-        offset: u64,
-        data: Vec<u8>,
-        pack: Option<Compress>,
-        grant_used: u64,
-    ) -> Handled {
-        let oid = self.check(obj)?;
-        let pack = checked_pack(pack)?;
+    /// Store a write of `ctx`'s client that spends `w.grant_used` bytes of
+    /// its grant, and top the grant up.
+    async fn write(&self, ctx: &ReqCtx, w: Write, data: Vec<u8>) -> Handled {
+        let client = ctx.client_id;
+        let oid = self.check(w.obj)?;
+        let pack = checked_pack(w.pack)?;
         let packed = pack.is_some_and(|c| c.is_on());
-        let cost = grant::cost(offset, data.len() as u64, packed);
-        let Some(spent) = self.grants.spend(client, grant_used, cost, || self.disk()) else {
+        let cost = grant::cost(w.offset, data.len() as u64, packed);
+        let _change = self.quota.changes.read().await;
+        let owner = self.owner_for(oid, w.owner).await?;
+        let behind = w.grant_used > 0;
+        let charge = grant::data_cost(w.offset, data.len() as u64, packed);
+        let admitted = self
+            .quota
+            .admit(&self.store, owner, charge, behind, ctx.uid == 0)
+            .await?;
+        let Some(spent) = self
+            .grants
+            .spend(client, w.grant_used, cost, || self.disk())
+        else {
             return Err(ServerError::refused(
                 Errno::ENOSPC,
                 format!(
@@ -209,13 +263,30 @@ impl OstService {
                 ),
             ));
         };
-        self.blocking(move |s| s.write(oid, offset, &data, pack))
-            .await?;
+        let offset = w.offset;
+        let set = w.owner;
+        self.blocking(move |s| {
+            if let Some(o) = set {
+                s.set_owner(oid, o, true)?;
+            }
+            s.write(oid, offset, &data, pack)
+        })
+        .await?;
         drop(spent);
         Ok(Reply::Written {
             boot: self.grants.boot(),
             grant: self.grants.top_up(client, || self.disk()),
+            quota_near: admitted.near,
         })
+    }
+
+    /// Whom a change of object `oid` counts against: the owner the client
+    /// sent, else the object's own.
+    async fn owner_for(&self, oid: u64, sent: Option<Owner>) -> Result<Owner, ServerError> {
+        match sent {
+            Some(o) => Ok(o),
+            None => self.blocking(move |s| s.owner(oid)).await,
+        }
     }
 
     /// The disk's space now, for the grants (`None`, and so no room, if
@@ -244,23 +315,93 @@ impl OstService {
         self.blocking(move |s| s.read(oid, offset, len)).await
     }
 
-    async fn truncate(&self, obj: ObjRef, size: u64, pack: Option<Compress>) -> Handled {
+    /// Set an object's size. A truncate takes no blocks (a file grown
+    /// by it is sparse), so no quota holds it back.
+    async fn truncate(
+        &self,
+        obj: ObjRef,
+        size: u64,
+        pack: Option<Compress>,
+        owner: Option<Owner>,
+    ) -> Handled {
         let oid = self.check(obj)?;
         let pack = checked_pack(pack)?;
-        self.blocking(move |s| s.truncate(oid, size, pack)).await?;
+        let _change = self.quota.changes.read().await;
+        self.blocking(move |s| {
+            if let Some(o) = owner.filter(|_| size > 0) {
+                s.set_owner(oid, o, true)?;
+            }
+            s.truncate(oid, size, pack)
+        })
+        .await?;
         Ok(Reply::Ok)
     }
 
     async fn punch(&self, obj: ObjRef, offset: u64, len: u64) -> Handled {
         let oid = self.check(obj)?;
+        let _change = self.quota.changes.read().await;
         self.blocking(move |s| s.punch(oid, offset, len)).await?;
         Ok(Reply::Ok)
     }
 
-    async fn allocate(&self, obj: ObjRef, offset: u64, len: u64) -> Handled {
+    /// Reserve blocks: admitted against the owner's quotas as a write
+    /// the client waits for.
+    async fn allocate(
+        &self,
+        ctx: &ReqCtx,
+        obj: ObjRef,
+        offset: u64,
+        len: u64,
+        owner: Option<Owner>,
+    ) -> Handled {
         let oid = self.check(obj)?;
-        self.blocking(move |s| s.allocate(oid, offset, len)).await?;
+        let _change = self.quota.changes.read().await;
+        let who = self.owner_for(oid, owner).await?;
+        let _admitted = self
+            .quota
+            .admit(&self.store, who, len, false, ctx.uid == 0)
+            .await?;
+        self.blocking(move |s| {
+            if let Some(o) = owner {
+                s.set_owner(oid, o, true)?;
+            }
+            s.allocate(oid, offset, len)
+        })
+        .await?;
         Ok(Reply::Ok)
+    }
+
+    /// The objects of a file whose owner changed count against `owner`.
+    async fn set_owner(&self, objs: Vec<ObjRef>, owner: Owner) -> Handled {
+        let oids = objs
+            .into_iter()
+            .map(|o| self.check(o))
+            .collect::<Result<Vec<u64>, ServerError>>()?;
+        let _change = self.quota.changes.read().await;
+        self.blocking(move |s| {
+            oids.iter()
+                .try_for_each(|&oid| s.set_owner(oid, owner, false))
+        })
+        .await?;
+        Ok(Reply::Ok)
+    }
+
+    /// Recount the bytes held per id from the objects and compare them
+    /// with the counts (root only); changes wait meanwhile.
+    async fn quota_check(&self, ctx: &ReqCtx) -> Handled {
+        if ctx.uid != 0 {
+            return Err(ServerError::refused(
+                Errno::EPERM,
+                "only root may check the quota counts",
+            ));
+        }
+        let _quiet = self.quota.changes.write().await;
+        let scanned = self.blocking(|s| s.count_owners()).await?;
+        let counted = self.store.owner_usage();
+        Ok(crate::quota::drift(
+            &quota::by_id(&counted),
+            &quota::by_id(&scanned),
+        ))
     }
 
     async fn sync(&self, obj: ObjRef) -> Handled {
@@ -287,6 +428,7 @@ impl OstService {
             .into_iter()
             .map(|o| self.check(o))
             .collect::<Result<Vec<u64>, ServerError>>()?;
+        let _change = self.quota.changes.read().await;
         self.blocking(move |s| oids.iter().try_for_each(|&oid| s.destroy(oid)))
             .await?;
         Ok(Reply::Ok)
@@ -385,6 +527,7 @@ mod tests {
                 offset: 5,
                 pack: None,
                 grant_used: 0,
+                owner: None,
             },
             b"hello".to_vec(),
         )
@@ -425,6 +568,7 @@ mod tests {
                 offset: 0,
                 pack: None,
                 grant_used: 0,
+                owner: None,
             },
             vec![7u8; 100],
         )
@@ -436,6 +580,7 @@ mod tests {
                 obj: o,
                 size: 50,
                 pack: None,
+                owner: None,
             },
             vec![],
         )
@@ -481,6 +626,7 @@ mod tests {
                 offset: 0,
                 pack: None,
                 grant_used: 0,
+                owner: None,
             },
             b"x".to_vec(),
         )

@@ -543,6 +543,7 @@ impl Cluster {
                     offset: 0,
                     pack: None,
                     grant_used: 0,
+                    owner: None,
                 },
                 data,
             )
