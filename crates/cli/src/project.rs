@@ -8,6 +8,7 @@ use crate::tools::{caller, connect, errno, Session};
 use anyhow::{bail, Context};
 use clap::Args;
 use loom_proto::Fid;
+use std::io::IsTerminal;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -107,7 +108,15 @@ fn set(s: &Session, a: &ProjectArgs, p: &Path, projid: u32, inherit: bool) -> an
         paths.push(p.to_path_buf());
     }
     let c = caller();
-    for path in paths {
+    // A large tree takes a while: progress on a terminal, every 2 s.
+    let shown = std::io::stderr().is_terminal();
+    let mut shown_at = std::time::Instant::now();
+    let total = paths.len();
+    for (done, path) in paths.into_iter().enumerate() {
+        if shown && shown_at.elapsed() >= std::time::Duration::from_secs(2) {
+            shown_at = std::time::Instant::now();
+            eprintln!("loom project: {}: {done}/{total} set", p.display());
+        }
         let (fid, dir) = fid_of(&path)?;
         s.rt.block_on(s.client.set_project_as(&c, fid, projid, inherit && dir))
             .map_err(|e| {

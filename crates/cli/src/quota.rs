@@ -9,6 +9,7 @@ use clap::Args;
 use loom_proto::msg::{Role, Time};
 use loom_proto::quota::{QuotaId, QuotaKind, QuotaLimits};
 use loom_proto::Errno;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 /// Options of `loom quota`.
@@ -21,8 +22,8 @@ objects take on its disk (as du, in KiB here) per owner, group and project of th
 the disk itself: exact after a crash too. `files` is the sum over the MDTs, `kbytes` over the \
 OSTs; -v adds a line per target. `quota` and `limit` are the soft and hard limits (0: none, see \
 `loom setquota`); `*` marks usage at or over one; `grace` is what is left of the soft limit's \
-grace (none: spent, creates or writes answer EDQUOT). Bytes of Data-on-MDT files are not \
-counted.\n\n\
+grace (none: spent, creates or writes answer EDQUOT). An MDT also counts the bytes of \
+Data-on-MDT components (a file's size up to the component's end), in `kbytes` too.\n\n\
 Without -u, -g or -p: the caller's user and group. Root sees anyone's usage; a user sees their \
 own, their groups' and any project's.\n\n\
 --check (root only) recounts every MDT from a scan of its inodes and every OST from a scan of \
@@ -188,9 +189,11 @@ fn show(s: &Session, mount: &Path, who: QuotaId, verbose: bool) -> anyhow::Resul
     if verbose {
         for (t, u) in &per_target {
             println!("{}-{t}_UUID", s.entry.fsname);
-            let (kb, files): (String, String) = match t.role {
-                Role::Mdt => ("-".into(), u.inodes.to_string()),
-                _ => ((u.bytes / 1024).to_string(), "-".into()),
+            // An MDT holds inodes and Data-on-MDT bytes, an OST bytes.
+            let kb = (u.bytes / 1024).to_string();
+            let files = match t.role {
+                Role::Mdt => u.inodes.to_string(),
+                _ => "-".into(),
             };
             row([&"", &kb, &"-", &"-", &"-", &files, &"-", &"-", &"-"]);
         }
@@ -199,6 +202,11 @@ fn show(s: &Session, mount: &Path, who: QuotaId, verbose: bool) -> anyhow::Resul
 }
 
 fn check(s: &Session) -> anyhow::Result<()> {
+    if std::io::stderr().is_terminal() {
+        eprintln!(
+            "loom quota: recounting every MDT and OST at once (changes on each wait for its scan)..."
+        );
+    }
     let checks = s.rt.block_on(s.client.quota_check()).map_err(|e| {
         if e == Errno::EPERM {
             anyhow::anyhow!("only root may check the quota counts")
@@ -210,7 +218,13 @@ fn check(s: &Session) -> anyhow::Result<()> {
     for c in &checks {
         let mdt = c.target.role == Role::Mdt;
         let what = if mdt { "inodes" } else { "bytes" };
-        let of = |u: &loom_proto::quota::QuotaUsage| if mdt { u.inodes } else { u.bytes };
+        let shown = |u: &loom_proto::quota::QuotaUsage| {
+            if mdt {
+                format!("{} inodes and {} bytes", u.inodes, u.bytes)
+            } else {
+                format!("{} bytes", u.bytes)
+            }
+        };
         if c.drift.is_empty() {
             println!(
                 "{}-{}: {} ids, counts match the {what} held",
@@ -220,12 +234,12 @@ fn check(s: &Session) -> anyhow::Result<()> {
         for d in &c.drift {
             drifted += 1;
             println!(
-                "{}-{}: {}: counted {} {what}, holds {}",
+                "{}-{}: {}: counted {}, holds {}",
                 s.entry.fsname,
                 c.target,
                 d.who,
-                of(&d.counted),
-                of(&d.scanned)
+                shown(&d.counted),
+                shown(&d.scanned)
             );
         }
     }
@@ -289,7 +303,8 @@ mod tests {
 #[derive(Args)]
 #[command(
     after_help = "Limits are kept by MDT0 (the quota master) and enforced by every MDT \
-(inodes) and OST (blocks) from the next change of the id: past a hard limit, or past a soft one \
+(inodes, and the bytes of Data-on-MDT components) and OST (blocks) from the next change of \
+the id: past a hard limit, or past a soft one \
 once its grace is spent, a create, mkdir, symlink, mknod or chown into the id answers EDQUOT, \
 and so does a write that would take more blocks, through the mount and the library alike. The \
 targets hold shares of each limit granted by the master and give them back when another needs \

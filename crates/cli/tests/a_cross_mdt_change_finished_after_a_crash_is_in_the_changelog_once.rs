@@ -3,7 +3,9 @@
 //! coordinating MDT between two steps (`LOOM_FAIL_AT`); the restarted MDT
 //! finishes it from its intent log and the user's resent request gets
 //! its answer. It is then recorded exactly once on each MDT it touched,
-//! as the user's change under the user's job.
+//! as the user's change under the user's job. A cross-MDT mkdir given up
+//! after its parts were made (a failure injected with `LOOM_FAIL_AT`)
+//! records the undo of the part that recorded what it made.
 mod common;
 use common::*;
 use std::time::{Duration, Instant};
@@ -104,4 +106,56 @@ fn cross_mdt_changes_cut_by_a_coordinator_crash_are_recorded_once_on_each_mdt() 
         .expect("the coordinator's record");
     assert_eq!(r["name"], "g", "{r}");
     assert_eq!(r["source_name"], "f", "{r}");
+}
+
+#[test]
+fn a_cross_mdt_mkdir_given_up_after_its_parts_were_made_records_their_undo() {
+    let c = Cluster::up(2, 1, &[]);
+    let d = c.open_dir("d");
+    // New directories of `d` (on MDT0) are striped over both MDTs, their
+    // master on MDT1: MDT1 records the master it makes.
+    loom_ok(&[
+        "setdirstripe",
+        "-D",
+        "-c",
+        "2",
+        "-i",
+        "1",
+        d.to_str().expect("utf-8"),
+    ]);
+    let mnt = c.mnt.to_str().expect("utf-8").to_string();
+    loom_ok(&["changelog", "register", &mnt]);
+    // MDT0, the coordinator, fails once every part is made.
+    c.kill9("mdt0");
+    let _armed = c.start_armed("mdt0", "mkdir_striped:parts_made:error", 1);
+    let s = d.join("s");
+    let o = python3(true)
+        .arg("-c")
+        .arg(format!(
+            "import os\ntry:\n    os.mkdir({:?})\n    print(0)\nexcept OSError as e:\n    print(e.errno)",
+            s.display().to_string()
+        ))
+        .output()
+        .expect("python3");
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "5", "EIO");
+    assert!(!s.exists(), "the given-up mkdir left nothing");
+    let all = changelog_records(&c, &[]);
+    assert_numbered_from_one(&all, &[0, 1]);
+    let on = |mdt: u64, kind: &str| -> Vec<&serde_json::Value> {
+        all.iter()
+            .filter(|r| r["mdt"] == mdt && r["type"] == kind)
+            .collect()
+    };
+    let (made, undone) = (on(1, "MKDIR"), on(1, "RMDIR"));
+    assert_eq!((made.len(), undone.len()), (1, 1), "{all:#?}");
+    assert_eq!(made[0]["fid"], undone[0]["fid"], "{all:#?}");
+    assert!(made[0]["index"].as_u64() < undone[0]["index"].as_u64());
+    for r in [made[0], undone[0]] {
+        assert_eq!(r["uid"], 65534, "{r}");
+    }
+    // MDT0 made only a shard (an inner object) and no name: nothing.
+    assert!(
+        on(0, "MKDIR").is_empty() && on(0, "RMDIR").is_empty(),
+        "{all:#?}"
+    );
 }

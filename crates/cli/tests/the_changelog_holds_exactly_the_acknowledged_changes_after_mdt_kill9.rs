@@ -192,7 +192,11 @@ fn mdt_kill9_loops_keep_exactly_the_acknowledged_changes_in_the_changelog() {
     // agrees, and the unprivileged worker's inodes are what a walk finds.
     let mnt = c.mnt.to_str().expect("utf-8");
     let check = loom_ok(&["quota", "--check", mnt]);
-    assert_eq!(check.matches("counts match the inodes").count(), 2, "{check}");
+    assert_eq!(
+        check.matches("counts match the inodes").count(),
+        2,
+        "{check}"
+    );
     let owned = std::fs::read_dir(c.path("w1"))
         .expect("readdir")
         .filter(|e| e.as_ref().expect("entry").metadata().expect("stat").uid() == 65534)

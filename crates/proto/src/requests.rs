@@ -756,7 +756,7 @@ declare_requests! {
             entries: Vec<(Name, Fid, FileKind)>,
         } => 92, "put_entries", Changes, Peers;
         /// MDT or OST to MDT0 (the quota master): `target` counts `usage`
-        /// inodes (an MDT) or bytes (an OST) of `who` and needs `need`
+        /// inodes or bytes of `who` and needs `need`
         /// more than it was granted. Answered `Reply::QuotaGrant`:
         /// whether `who` has limits and what the target may hold (at
         /// least `usage + need`, unless that is over the limit: `EDQUOT`).
@@ -769,6 +769,9 @@ declare_requests! {
             usage: u64,
             /// How many more it needs.
             need: u64,
+            /// Bytes (an OST's, or an MDT's Data-on-MDT bytes), else
+            /// inodes.
+            bytes: bool,
         } => 104, "quota_acquire", Changes, Peers;
         /// MDT0 to an MDT: give back what it holds of `who`'s inode grant beyond
         /// its usage (another MDT needs the rest, or its limits changed).
@@ -781,6 +784,9 @@ declare_requests! {
             /// again (else the MDT keeps knowing it is, with its usage as
             /// its share, also while the master cannot be asked).
             forget: bool,
+            /// Its share of a block limit (Data-on-MDT bytes), else of an
+            /// inode limit.
+            bytes: bool,
         } => 105, "quota_release", Changes, Peers;
     }
 }

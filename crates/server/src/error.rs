@@ -62,8 +62,10 @@ pub enum ServerError {
     QuotaShort {
         /// Whose quota.
         who: loom_proto::quota::QuotaId,
-        /// How many inodes more than granted.
+        /// How many inodes (bytes) more than granted.
         need: u64,
+        /// Of which: inodes, or Data-on-MDT bytes.
+        res: crate::quota::Res,
     },
     /// Not a failure: the request named a directory restriped since the
     /// client learned its layout, for a name of another shard; nothing
@@ -132,8 +134,9 @@ impl fmt::Display for ServerError {
             ServerError::Peer { errno, msg } => write!(f, "{errno}: peer: {msg}"),
             ServerError::Internal(msg) => write!(f, "EIO: internal: {msg}"),
             ServerError::Recall(l) => write!(f, "EAGAIN: {} leases to recall first", l.len()),
-            ServerError::QuotaShort { who, need } => {
-                write!(f, "EDQUOT: {need} inodes of {who} beyond this MDT's grant")
+            ServerError::QuotaShort { who, need, res } => {
+                let unit = res.unit();
+                write!(f, "EDQUOT: {need} {unit} of {who} beyond this MDT's grant")
             }
             ServerError::Restriped { dir, .. } => {
                 write!(f, "ESTALE: directory {dir} was restriped: ask its shard")

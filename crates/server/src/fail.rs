@@ -1,7 +1,9 @@
 //! Crash points for tests, as Lustre's `fail_loc`: a server started with
 //! `LOOM_FAIL_AT=NAME` kills itself with SIGKILL when it reaches the point
 //! named NAME, so a test can crash it between two steps of an operation
-//! and check what the restart recovers. Unset (always, outside tests),
+//! and check what the restart recovers. Points that may also fail (a
+//! step's error, to test the paths that undo) do so with
+//! `LOOM_FAIL_AT=NAME:error`. Unset (always, outside tests),
 //! a point costs one comparison.
 
 use std::sync::OnceLock;
@@ -39,5 +41,17 @@ pub fn request(op: &str) {
         if armed.strip_prefix("request:") == Some(op) {
             die(armed);
         }
+    }
+}
+
+/// Die here as [`point`] does; or, if `NAME:error` is armed, fail as a
+/// step that went wrong would (EIO), for tests of what undoes it.
+pub fn point_or_error(name: &str) -> Result<(), crate::error::ServerError> {
+    point(name);
+    match armed().and_then(|a| a.strip_suffix(":error")) {
+        Some(n) if n == name => Err(crate::error::ServerError::internal(format!(
+            "{ENV}={name}:error: a failure injected for a test"
+        ))),
+        _ => Ok(()),
     }
 }

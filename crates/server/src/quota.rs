@@ -20,6 +20,43 @@ pub const UNLIMITED_FOR: Duration = Duration::from_secs(30);
 /// master that does not answer (restarting, say) before it gives up.
 pub const MASTER_WAIT: Duration = Duration::from_secs(30);
 
+/// What a share counts: inodes (MDTs), or bytes (OSTs, and MDTs for
+/// their Data-on-MDT bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Res {
+    /// Inodes.
+    Inodes,
+    /// Bytes.
+    Bytes,
+}
+
+impl Res {
+    /// The resource `bytes` names on the wire.
+    pub fn of(bytes: bool) -> Res {
+        if bytes {
+            Res::Bytes
+        } else {
+            Res::Inodes
+        }
+    }
+
+    /// Its name in messages.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Res::Inodes => "inodes",
+            Res::Bytes => "bytes",
+        }
+    }
+
+    /// Of `u`, what this resource counts.
+    pub fn of_usage(self, u: &QuotaUsage) -> u64 {
+        match self {
+            Res::Inodes => u.inodes,
+            Res::Bytes => u.bytes,
+        }
+    }
+}
+
 /// What the master last said of one id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Grant {

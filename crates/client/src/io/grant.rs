@@ -9,7 +9,7 @@
 
 use loom_proto::grant::CLIENT_DROPS_AFTER;
 use loom_proto::quota::Owner;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -17,15 +17,13 @@ use std::time::Instant;
 #[derive(Debug, Default)]
 pub struct Grants {
     held: Mutex<HashMap<u32, Held>>,
-    /// Owners an OST said are near a block limit there, and when: their
-    /// writes to it are not sent behind for [`NEAR_FOR`], so that EDQUOT
-    /// is the write's error.
-    near: Mutex<HashMap<(u32, Owner), Instant>>,
+    /// Owners an OST said are near a block limit there: their writes to
+    /// it are not sent behind until an answer of that OST to one of them
+    /// says they are no longer near, so that EDQUOT is the write's error
+    /// (and what a client stores past a limit is only what it had sent
+    /// behind before the first such answer).
+    near: Mutex<HashSet<(u32, Owner)>>,
 }
-
-/// How long a write is not sent behind after its OST said its owner is
-/// near a limit (each answer meanwhile says it again, or not).
-pub const NEAR_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[derive(Debug)]
 struct Held {
@@ -152,7 +150,7 @@ impl Grants {
     pub fn quota_answer(&self, ost: u32, owner: Owner, near: bool) {
         let mut m = self.near.lock().unwrap_or_else(|p| p.into_inner());
         if near {
-            m.insert((ost, owner), Instant::now());
+            m.insert((ost, owner));
         } else if !m.is_empty() {
             m.remove(&(ost, owner));
         }
@@ -160,12 +158,8 @@ impl Grants {
 
     /// Whether `owner`'s writes to `ost` must be waited for (near a limit).
     pub fn quota_near(&self, ost: u32, owner: Owner) -> bool {
-        let mut m = self.near.lock().unwrap_or_else(|p| p.into_inner());
-        if m.is_empty() {
-            return false;
-        }
-        m.retain(|_, at| at.elapsed() < NEAR_FOR);
-        m.contains_key(&(ost, owner))
+        let m = self.near.lock().unwrap_or_else(|p| p.into_inner());
+        !m.is_empty() && m.contains(&(ost, owner))
     }
 }
 

@@ -63,6 +63,8 @@ enum Kind {
     /// The inode the transaction makes, named in directory `parent` on
     /// another MDT (a remote directory, or a striped one's master).
     Made(ChangeKind, Fid),
+    /// The inodes the transaction removes, made by a part it undoes.
+    Unmade(ChangeKind),
 }
 
 impl Planned {
@@ -222,7 +224,11 @@ impl Planned {
     /// The record kind of the client operation.
     pub fn change_kind(&self) -> ChangeKind {
         match &self.kind {
-            Kind::Named(k, ..) | Kind::Unnamed(k, ..) | Kind::Inode(k, ..) | Kind::Made(k, _) => *k,
+            Kind::Named(k, ..)
+            | Kind::Unnamed(k, ..)
+            | Kind::Inode(k, ..)
+            | Kind::Made(k, _)
+            | Kind::Unmade(k) => *k,
             Kind::Moved(..) => ChangeKind::Rename,
         }
     }
@@ -245,6 +251,8 @@ impl Planned {
             PeerRequest::MakeDirObject { intent, dir, .. } if intent.index == 0 => {
                 p(Kind::Made(of, dir.parent))
             }
+            // Its undo: the directory goes, recorded as the made one was.
+            PeerRequest::UndoDirObject { intent } if intent.index == 0 => p(Kind::Unmade(of)),
             PeerRequest::SetEntry { dir, name, to, .. } => match to {
                 Some(_) => p(Kind::Named(of, *dir, name.clone())),
                 None => p(Kind::Unnamed(of, *dir, name.clone())),
@@ -365,6 +373,14 @@ impl Planned {
                 .created()
                 .iter()
                 .map(|fid| rec(*k, *fid, *parent, None))
+                .collect(),
+            Kind::Unmade(k) => t
+                .removed()
+                .map(|(fid, was)| {
+                    let mut r = rec(*k, fid, was.parent, None);
+                    r.flags |= ns::LAST_LINK;
+                    r
+                })
                 .collect(),
         })
     }

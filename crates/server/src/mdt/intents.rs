@@ -426,6 +426,18 @@ pub(super) fn step_for(
     })
 }
 
+/// The context of a rollback's steps on other MDTs: as [`step_for`],
+/// but what a step undoes is recorded as a removal, so that a part that
+/// recorded what it made records it going back.
+pub(super) fn undo_for(
+    caller: Option<&ReqCtx>,
+    log: Option<&super::changelog::Planned>,
+) -> Option<ReqCtx> {
+    let mut c = step_for(caller, log)?;
+    c.step_of = Some(loom_proto::changelog::ChangeKind::Rmdir);
+    Some(c)
+}
+
 impl MdtService {
     /// The MDTs of a new directory's parts, master first: `count` MDTs in
     /// index order starting at `start_mdt` (this MDT if -1), wrapping.
@@ -559,13 +571,16 @@ impl MdtService {
         let made = match self.make_parts(id, &op, Self::step_ctx(ctx), true).await {
             Ok(m) => m,
             Err(e) => {
-                self.give_up_mkdir(id, &op).await;
+                self.give_up_mkdir(ctx, id, &op).await;
                 return Err(e);
             }
         };
-        fail::point("mkdir_striped:parts_made");
+        if let Err(e) = fail::point_or_error("mkdir_striped:parts_made") {
+            self.give_up_mkdir(ctx, id, &op).await;
+            return Err(e);
+        }
         let Reply::Entry { attr, layout } = made else {
-            self.give_up_mkdir(id, &op).await;
+            self.give_up_mkdir(ctx, id, &op).await;
             return Err(ServerError::peer(
                 Errno::EPROTO,
                 "MakeDirObject answered no entry",
@@ -579,11 +594,11 @@ impl MdtService {
             }
             Ok(None) => {
                 // Taken (or the parent removed) by a local change meanwhile.
-                self.give_up_mkdir(id, &op).await;
+                self.give_up_mkdir(ctx, id, &op).await;
                 Err(super::namespace::exists(name))
             }
             Err(e) => {
-                self.give_up_mkdir(id, &op).await;
+                self.give_up_mkdir(ctx, id, &op).await;
                 Err(e)
             }
         }
@@ -697,14 +712,14 @@ impl MdtService {
     /// marked aborted first, so that a resolver taking over undoes it too
     /// rather than finish it. If an MDT cannot be reached, it is left to
     /// [`Self::resolve_intents`].
-    async fn give_up_mkdir(self: &Arc<Self>, id: u64, op: &IntentOp) {
+    async fn give_up_mkdir(self: &Arc<Self>, rq: &Rq<'_>, id: u64, op: &IntentOp) {
         let IntentOp::Mkdir {
             name, dir, mdts, ..
         } = op
         else {
             return;
         };
-        let aborted = IntentRec::new(
+        let mut aborted = IntentRec::new(
             None,
             IntentOp::Mkdir {
                 name: name.clone(),
@@ -713,8 +728,12 @@ impl MdtService {
                 aborted: true,
             },
         );
+        // Kept, so that a resolver finishing the rollback records it as
+        // the caller's too.
+        aborted.caller = rq.log.map(|_| rq.ctx.clone());
+        let undo = undo_for(Some(rq.ctx), rq.log);
         let undone = match self.set_intent(id, Some(&aborted)).await {
-            Ok(()) => self.undo_mkdir(id, mdts).await,
+            Ok(()) => self.undo_mkdir(id, mdts, undo).await,
             Err(e) => Err(e),
         };
         if let Err(e) = undone {
@@ -723,14 +742,21 @@ impl MdtService {
         }
     }
 
-    async fn undo_mkdir(self: &Arc<Self>, id: u64, mdts: &[u32]) -> Result<(), ServerError> {
+    /// Remove what mkdir intent `id`'s parts made, under `undo` (see
+    /// [`undo_for`]), then the intent.
+    async fn undo_mkdir(
+        self: &Arc<Self>,
+        id: u64,
+        mdts: &[u32],
+        undo: Option<ReqCtx>,
+    ) -> Result<(), ServerError> {
         for (k, mdt) in mdts.iter().enumerate() {
             let intent = IntentRef {
                 coord: self.index,
                 id,
                 index: k as u32,
             };
-            self.mdt_call(*mdt, PeerRequest::UndoDirObject { intent })
+            self.mdt_call_as(*mdt, PeerRequest::UndoDirObject { intent }, undo.clone())
                 .await?;
         }
         self.set_intent(id, None).await?;
@@ -1079,7 +1105,8 @@ impl MdtService {
                 aborted: true,
                 ..
             } => {
-                self.undo_mkdir(id, mdts).await?;
+                self.undo_mkdir(id, mdts, undo_for(caller.as_ref(), log))
+                    .await?;
                 tracing::info!(
                     id,
                     "MDT{:04x}: rolled back a failed cross-MDT mkdir",
@@ -1116,7 +1143,8 @@ impl MdtService {
                     );
                 } else {
                     // The name went to something else meanwhile.
-                    self.undo_mkdir(id, mdts).await?;
+                    self.undo_mkdir(id, mdts, undo_for(caller.as_ref(), log))
+                        .await?;
                     tracing::info!(
                         id,
                         "MDT{:04x}: undid a cross-MDT mkdir whose name was taken",

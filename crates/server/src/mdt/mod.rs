@@ -758,9 +758,9 @@ impl MdtService {
                     self.stats.count("recalled");
                     recalled.push(self.leases.recall(ctx.client_id, leases).await);
                 }
-                Err(ServerError::QuotaShort { who, need }) => {
+                Err(ServerError::QuotaShort { who, need, res }) => {
                     quota_rounds += 1;
-                    if let Err(e) = self.quota_round(who, need, quota_rounds).await {
+                    if let Err(e) = self.quota_round(who, need, res, quota_rounds).await {
                         break (Err(e), current);
                     }
                 }

@@ -1,4 +1,5 @@
-//! The inodes this MDT holds, counted per user, group and project.
+//! The inodes this MDT holds, and the bytes of their Data-on-MDT
+//! components, counted per user, group and project.
 //!
 //! The count moves in the commit step ([`MdtService::apply_batch`]) from
 //! each transaction's before- and after-images of the inodes it touches,
@@ -8,19 +9,23 @@
 //! out of one MDT in the batch that removes it, into the other in the one
 //! that adopts it). A chown moves the inode between two users' counts.
 //!
+//! A file's Data-on-MDT bytes count as its size up to the end of its
+//! Data-on-MDT component (the MDT stores them whole, in 64 KiB blocks,
+//! holes aside).
+//!
 //! Stored in the meta keyspace as one count per (uid, gid, project)
 //! that some inode has: `quota/t/<uid><gid><projid>` (each 8 hex digits)
-//! holds a u64, so a create or unlink writes one record, not one per id
-//! (three cost creates 15%). The per-id counts are sums of these, kept in
-//! memory. `quota/counted` marks a store whose counts are complete; a
-//! store from before (or with the per-id keys of the first version) is
-//! counted once, by a scan, when it is opened.
+//! holds a [`Held`], so a create or unlink writes one record, not one per
+//! id (three cost creates 15%). The per-id counts are sums of these, kept
+//! in memory. `quota/counted` marks a store whose counts are complete; a
+//! store from before (or counted by an older version) is counted once,
+//! by a scan, when it is opened.
 
 use super::records::InodeRec;
 use super::tx::{decode_record, encode_record, read_meta, store_err, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
-use crate::quota::{may_see, Grant, Shares};
+use crate::quota::{may_see, Grant, Res, Shares};
 use loom_proto::msg::{Reply, ReqCtx};
 use loom_proto::quota::{QuotaId, QuotaKind, QuotaUsage};
 use loom_proto::Errno;
@@ -29,9 +34,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// Marks a store whose counts are complete: `u8`, the counting's version
-/// (1: per-id keys under `quota/usage/`, recounted; 2: per triple).
+/// (1: per-id keys under `quota/usage/`; 2: inodes per triple; 3: inodes
+/// and Data-on-MDT bytes per triple). Older ones are recounted.
 const COUNTED: &str = "quota/counted";
-const COUNTED_VERSION: u8 = 2;
+const COUNTED_VERSION: u8 = 3;
 const USAGE_PREFIX: &str = "quota/usage/";
 const TRIPLE_PREFIX: &str = "quota/t/";
 
@@ -55,15 +61,38 @@ fn ids((u, g, p): Triple) -> [QuotaId; 3] {
     [QuotaId::user(u), QuotaId::group(g), QuotaId::project(p)]
 }
 
+/// What one triple holds: a record's value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Held {
+    /// Inodes.
+    pub inodes: u64,
+    /// Data-on-MDT bytes.
+    pub bytes: u64,
+}
+
+impl Held {
+    fn is_empty(&self) -> bool {
+        *self == Held::default()
+    }
+
+    /// `self` moved by `d` (inodes, bytes).
+    fn moved(self, (di, db): (i64, i64)) -> Held {
+        Held {
+            inodes: self.inodes.saturating_add_signed(di),
+            bytes: self.bytes.saturating_add_signed(db),
+        }
+    }
+}
+
 /// The counts: per triple, as stored, and per id, their sums.
 #[derive(Default)]
 struct Counts {
-    by_triple: HashMap<Triple, u64>,
+    by_triple: HashMap<Triple, Held>,
     by_id: HashMap<QuotaId, QuotaUsage>,
 }
 
 impl Counts {
-    fn of(by_triple: HashMap<Triple, u64>) -> Counts {
+    fn of(by_triple: HashMap<Triple, Held>) -> Counts {
         let mut c = Counts::default();
         for (t, n) in by_triple {
             c.set(t, n);
@@ -71,30 +100,41 @@ impl Counts {
         c
     }
 
-    /// Triple `t` now counts `n`.
-    fn set(&mut self, t: Triple, n: u64) {
-        let old = self.by_triple.get(&t).copied().unwrap_or(0);
-        if n == 0 {
+    /// Triple `t` now holds `n`.
+    fn set(&mut self, t: Triple, n: Held) {
+        let old = self.by_triple.get(&t).copied().unwrap_or_default();
+        if n.is_empty() {
             self.by_triple.remove(&t);
         } else {
             self.by_triple.insert(t, n);
         }
         for who in ids(t) {
             let u = self.by_id.entry(who).or_default();
-            u.inodes = (u.inodes + n).saturating_sub(old);
+            u.inodes = (u.inodes + n.inodes).saturating_sub(old.inodes);
+            u.bytes = (u.bytes + n.bytes).saturating_sub(old.bytes);
             if *u == QuotaUsage::default() {
                 self.by_id.remove(&who);
             }
         }
     }
 }
-/// This MDT's share of a limited id, as the master last granted it or
-/// took it back: `quota/share/<u|g|p>/<id>` (u64).
-const SHARE_PREFIX: &str = "quota/share/";
 
-/// Key of this MDT's share of `who`.
-pub fn share_key(who: QuotaId) -> String {
-    format!("{SHARE_PREFIX}{}/{:08x}", who.kind.letter(), who.id)
+/// This MDT's share of a limited id, as the master last granted it or
+/// took it back: `quota/share/<u|g|p>/<id>` (u64, inodes) and
+/// `quota/bshare/<u|g|p>/<id>` (u64, Data-on-MDT bytes).
+const SHARE_PREFIX: &str = "quota/share/";
+const BSHARE_PREFIX: &str = "quota/bshare/";
+
+fn share_prefix(res: Res) -> &'static str {
+    match res {
+        Res::Inodes => SHARE_PREFIX,
+        Res::Bytes => BSHARE_PREFIX,
+    }
+}
+
+/// Key of this MDT's share of `who`'s `res` limit.
+pub fn share_key(who: QuotaId, res: Res) -> String {
+    format!("{}{}/{:08x}", share_prefix(res), who.kind.letter(), who.id)
 }
 
 /// The id a meta key `PREFIX<u|g|p>/<id>` names; one that does not parse
@@ -126,43 +166,53 @@ fn triple_of(r: &InodeRec) -> Triple {
     (r.attr.uid, r.attr.gid, r.attr.projid)
 }
 
-/// What one transaction changes in the counts: per triple (what is
-/// stored) and per id (what limits are checked against).
-#[derive(Default)]
-pub struct Deltas {
-    ids: Vec<(QuotaId, i64)>,
-    triples: Vec<(Triple, i64)>,
+/// The Data-on-MDT bytes of an inode: its size up to the end of its
+/// Data-on-MDT component.
+fn dom_bytes(r: &InodeRec) -> u64 {
+    r.layout
+        .as_ref()
+        .map_or(0, |l| r.attr.size.min(l.dom_end()))
 }
 
-fn bump<K: PartialEq>(v: &mut Vec<(K, i64)>, k: K, n: i64) {
+/// What one transaction changes in the counts (inodes, bytes): per
+/// triple (what is stored) and per id (what limits are checked against).
+#[derive(Default)]
+pub struct Deltas {
+    ids: Vec<(QuotaId, (i64, i64))>,
+    triples: Vec<(Triple, (i64, i64))>,
+}
+
+fn bump<K: PartialEq>(v: &mut Vec<(K, (i64, i64))>, k: K, (i, b): (i64, i64)) {
     match v.iter_mut().find(|(w, _)| *w == k) {
-        Some((_, x)) => *x += n,
-        None => v.push((k, n)),
+        Some((_, x)) => *x = (x.0 + i, x.1 + b),
+        None => v.push((k, (i, b))),
     }
 }
 
 impl Deltas {
-    /// The changes `t` makes: -1 for each id an inode counted against
-    /// before it, +1 for each after it.
+    /// The changes `t` makes: an inode and its Data-on-MDT bytes counted
+    /// out of the ids it counted against before it, into those after it.
     pub fn of(t: &Tx<'_>) -> Deltas {
         let mut d = Deltas::default();
         for (before, after) in t.images() {
-            let (b, a) = (before.map(triple_of), after.map(triple_of));
+            let counted = |r: &InodeRec| (triple_of(r), dom_bytes(r) as i64);
+            let (b, a) = (before.map(counted), after.map(counted));
             if b == a {
                 continue;
             }
-            for (t, n) in [(b, -1), (a, 1)] {
-                if let Some(t) = t {
-                    d.add(t, n);
-                }
+            if let Some((t, n)) = b {
+                d.add(t, (-1, -n));
+            }
+            if let Some((t, n)) = a {
+                d.add(t, (1, n));
             }
         }
-        d.ids.retain(|(_, n)| *n != 0);
-        d.triples.retain(|(_, n)| *n != 0);
+        d.ids.retain(|(_, n)| *n != (0, 0));
+        d.triples.retain(|(_, n)| *n != (0, 0));
         d
     }
 
-    fn add(&mut self, t: Triple, n: i64) {
+    fn add(&mut self, t: Triple, n: (i64, i64)) {
         bump(&mut self.triples, t, n);
         for who in ids(t) {
             bump(&mut self.ids, who, n);
@@ -172,7 +222,7 @@ impl Deltas {
     /// What a new inode of these ids adds.
     pub fn new_inode(uid: u32, gid: u32, projid: u32) -> Deltas {
         let mut d = Deltas::default();
-        d.add((uid, gid, projid), 1);
+        d.add((uid, gid, projid), (1, 0));
         d
     }
 
@@ -185,12 +235,15 @@ impl Deltas {
 /// The counts, as committed batches left them, and the grants.
 pub struct Quotas {
     counts: Mutex<Counts>,
+    /// Shares of inode limits.
     shares: Shares,
+    /// Shares of block limits, for Data-on-MDT bytes.
+    bshares: Shares,
 }
 
 impl Quotas {
     /// Load the counts of `store`; a store that has none yet (made before
-    /// quotas, or counted per id) is counted by a scan first.
+    /// quotas, or counted by an older version) is counted by a scan first.
     pub fn load(store: &dyn KvStore, index: u32) -> Result<Quotas, ServerError> {
         let by_triple = if read_meta::<u8>(store, COUNTED)? == Some(COUNTED_VERSION) {
             let mut m = HashMap::new();
@@ -198,14 +251,16 @@ impl Quotas {
                 let t = parse_triple_key(&k).ok_or_else(|| {
                     store_err(format!("a quota key {:?}", String::from_utf8_lossy(&k)))
                 })?;
-                m.insert(t, decode_record::<u64>(&v)?);
+                m.insert(t, decode_record::<Held>(&v)?);
             }
             m
         } else {
             let m = recount(store)?;
             let mut b = Batch::new();
-            for (k, _) in scan_meta(store, USAGE_PREFIX)? {
-                b.delete(Space::Meta, k);
+            for prefix in [USAGE_PREFIX, TRIPLE_PREFIX] {
+                for (k, _) in scan_meta(store, prefix)? {
+                    b.delete(Space::Meta, k);
+                }
             }
             for (t, n) in &m {
                 b.put(Space::Meta, triple_key(*t).into_bytes(), encode_record(n)?);
@@ -226,6 +281,7 @@ impl Quotas {
         let q = Quotas {
             counts: Mutex::new(Counts::of(by_triple)),
             shares: Shares::default(),
+            bshares: Shares::default(),
         };
         q.load_shares(store)?;
         Ok(q)
@@ -238,18 +294,13 @@ impl Quotas {
     /// Put the counts `d` leads to in `batch`, returning them for
     /// [`Quotas::published`] once the batch is applied. Called where
     /// batches are applied one at a time.
-    pub fn stage(&self, batch: &mut Batch, d: &Deltas) -> Result<Vec<(Triple, u64)>, ServerError> {
+    pub fn stage(&self, batch: &mut Batch, d: &Deltas) -> Result<Vec<(Triple, Held)>, ServerError> {
         let c = self.lock();
         let mut out = Vec::with_capacity(d.triples.len());
         for (t, n) in &d.triples {
-            let now = c
-                .by_triple
-                .get(t)
-                .copied()
-                .unwrap_or(0)
-                .saturating_add_signed(*n);
+            let now = c.by_triple.get(t).copied().unwrap_or_default().moved(*n);
             let key = triple_key(*t).into_bytes();
-            if now == 0 {
+            if now.is_empty() {
                 batch.delete(Space::Meta, key);
             } else {
                 batch.put(Space::Meta, key, encode_record(&now)?);
@@ -260,7 +311,7 @@ impl Quotas {
     }
 
     /// The counts a staged batch set are applied.
-    pub fn published(&self, counts: Vec<(Triple, u64)>) {
+    pub fn published(&self, counts: Vec<(Triple, Held)>) {
         let mut c = self.lock();
         for (t, n) in counts {
             c.set(t, n);
@@ -274,42 +325,50 @@ impl Quotas {
 
     /// Whether a client's change that moves the counts by `d` stays within
     /// what this MDT was granted: `ServerError::QuotaShort` for the first
-    /// id it does not (or that the master has not been asked about).
+    /// id and resource it does not (or that the master has not been asked
+    /// about).
     pub fn admit(&self, d: &Deltas) -> Result<(), ServerError> {
         let counts = self.lock();
         let usage = &counts.by_id;
-        for (who, n) in &d.ids {
-            let Ok(n) = u64::try_from(*n) else { continue };
-            if n == 0 {
-                continue;
-            }
-            let used = usage.get(who).map_or(0, |u| u.inodes);
-            match self.shares.get(*who) {
-                Some(Grant::Unlimited(_)) => {}
-                Some(Grant::Up(g)) if used + n <= g => {}
-                Some(Grant::Up(g)) => {
-                    return Err(ServerError::QuotaShort {
-                        who: *who,
-                        need: used + n - g,
-                    })
+        for (who, (di, db)) in &d.ids {
+            let u = usage.get(who).copied().unwrap_or_default();
+            for (res, n) in [(Res::Inodes, *di), (Res::Bytes, *db)] {
+                let Ok(n) = u64::try_from(n) else { continue };
+                if n == 0 {
+                    continue;
                 }
-                None => return Err(ServerError::QuotaShort { who: *who, need: n }),
+                let used = res.of_usage(&u);
+                let short = |need| ServerError::QuotaShort {
+                    who: *who,
+                    need,
+                    res,
+                };
+                // The master grants `usage + need`: ask for the change's
+                // own amount beyond the usage.
+                match self.shares(res).get(*who) {
+                    Some(Grant::Unlimited(_)) => {}
+                    Some(Grant::Up(g)) if used + n <= g => {}
+                    Some(Grant::Up(_)) | None => return Err(short(n)),
+                }
             }
         }
         Ok(())
     }
 
-    /// This MDT's shares of limited ids.
-    pub fn shares(&self) -> &Shares {
-        &self.shares
+    /// This MDT's shares of limited ids' `res` limits.
+    pub fn shares(&self, res: Res) -> &Shares {
+        match res {
+            Res::Inodes => &self.shares,
+            Res::Bytes => &self.bshares,
+        }
     }
 
-    /// Give back what is granted of `who` beyond its usage: the usage,
-    /// now all this MDT holds. With `forget`, also whether `who` is
-    /// limited (its limits changed).
-    pub fn release(&self, who: QuotaId, forget: bool) -> u64 {
-        let used = self.usage(who).inodes;
-        self.shares.release(who, used, forget);
+    /// Give back what is granted of `who`'s `res` beyond its usage: the
+    /// usage, now all this MDT holds. With `forget`, also whether `who`
+    /// is limited (its limits changed).
+    pub fn release(&self, who: QuotaId, res: Res, forget: bool) -> u64 {
+        let used = res.of_usage(&self.usage(who));
+        self.shares(res).release(who, used, forget);
         used
     }
 
@@ -317,9 +376,12 @@ impl Quotas {
     /// [`share_key`]): known limited after a restart, also while the
     /// master cannot be asked.
     fn load_shares(&self, store: &dyn KvStore) -> Result<(), ServerError> {
-        for (k, v) in scan_meta(store, SHARE_PREFIX)? {
-            self.shares
-                .granted(id_under(&k, SHARE_PREFIX)?, true, decode_record(&v)?);
+        for res in [Res::Inodes, Res::Bytes] {
+            let prefix = share_prefix(res);
+            for (k, v) in scan_meta(store, prefix)? {
+                self.shares(res)
+                    .granted(id_under(&k, prefix)?, true, decode_record(&v)?);
+            }
         }
         Ok(())
     }
@@ -330,8 +392,8 @@ impl Quotas {
 }
 
 /// Count every inode of `store` by its triple.
-fn recount(store: &dyn KvStore) -> Result<HashMap<Triple, u64>, ServerError> {
-    let mut by_triple: HashMap<Triple, u64> = HashMap::new();
+fn recount(store: &dyn KvStore) -> Result<HashMap<Triple, Held>, ServerError> {
+    let mut by_triple: HashMap<Triple, Held> = HashMap::new();
     let mut after: Option<Vec<u8>> = None;
     loop {
         let page = store
@@ -340,7 +402,9 @@ fn recount(store: &dyn KvStore) -> Result<HashMap<Triple, u64>, ServerError> {
         for (k, v) in &page {
             let r = InodeRec::decode(v)
                 .map_err(|e| store_err(format!("inode {}: {}", hex(k), e.msg)))?;
-            *by_triple.entry(triple_of(&r)).or_default() += 1;
+            let h = by_triple.entry(triple_of(&r)).or_default();
+            h.inodes += 1;
+            h.bytes += dom_bytes(&r);
         }
         if page.len() < 1024 {
             return Ok(by_triple);
@@ -466,19 +530,26 @@ mod tests {
 
     #[test]
     fn per_id_counts_are_the_sums_of_their_triples() {
+        let h = |inodes| Held {
+            inodes,
+            bytes: inodes * 100,
+        };
         let mut c = Counts::of(HashMap::from([
-            ((1, 10, 0), 3),
-            ((1, 20, 0), 2),
-            ((2, 10, 5), 4),
+            ((1, 10, 0), h(3)),
+            ((1, 20, 0), h(2)),
+            ((2, 10, 5), h(4)),
         ]));
         let n = |c: &Counts, who| c.by_id.get(&who).map_or(0, |u: &QuotaUsage| u.inodes);
+        let bytes = |c: &Counts, who| c.by_id.get(&who).map_or(0, |u: &QuotaUsage| u.bytes);
         assert_eq!(n(&c, QuotaId::user(1)), 5);
         assert_eq!(n(&c, QuotaId::group(10)), 7);
         assert_eq!(n(&c, QuotaId::project(0)), 5);
-        c.set((1, 10, 0), 1);
-        c.set((2, 10, 5), 0);
+        assert_eq!(bytes(&c, QuotaId::group(10)), 700);
+        c.set((1, 10, 0), h(1));
+        c.set((2, 10, 5), h(0));
         assert_eq!(n(&c, QuotaId::user(1)), 3);
         assert_eq!(n(&c, QuotaId::group(10)), 1);
+        assert_eq!(bytes(&c, QuotaId::user(1)), 300);
         assert!(
             !c.by_id.contains_key(&QuotaId::user(2)),
             "counted down to nothing"

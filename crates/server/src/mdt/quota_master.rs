@@ -28,7 +28,7 @@ use super::quota::{id_under, scan_meta};
 use super::tx::{decode_record, store_err, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
-use crate::quota::MASTER_WAIT;
+use crate::quota::{Res, MASTER_WAIT};
 use loom_proto::msg::{OstRequest, PeerRequest, Reply, ReqCtx, Role, TargetId, Time};
 use loom_proto::quota::{QuotaId, QuotaLimits};
 use loom_proto::Errno;
@@ -45,48 +45,26 @@ const MAX_EXTRA: u64 = 1024;
 /// written of a limited id while far from its limits.
 const MAX_EXTRA_BYTES: u64 = 1 << 30;
 
-/// What a target's share counts: an MDT's inodes, an OST's bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Res {
-    Inodes,
-    Bytes,
+/// What the master keeps of one limit: its (soft, hard) for `res`, the
+/// prefix of its soft-limit times, and the most extra a grant carries.
+fn soft_hard(res: Res, l: &QuotaLimits) -> (u64, u64) {
+    match res {
+        Res::Inodes => (l.inode_soft, l.inode_hard),
+        Res::Bytes => (l.block_soft, l.block_hard),
+    }
 }
 
-impl Res {
-    fn of(target: TargetId) -> Res {
-        match target.role {
-            Role::Ost => Res::Bytes,
-            _ => Res::Inodes,
-        }
+fn soft_prefix(res: Res) -> &'static str {
+    match res {
+        Res::Inodes => SOFT_PREFIX,
+        Res::Bytes => BSOFT_PREFIX,
     }
+}
 
-    /// (soft, hard) of `l` for this resource.
-    fn limits(self, l: &QuotaLimits) -> (u64, u64) {
-        match self {
-            Res::Inodes => (l.inode_soft, l.inode_hard),
-            Res::Bytes => (l.block_soft, l.block_hard),
-        }
-    }
-
-    fn soft_prefix(self) -> &'static str {
-        match self {
-            Res::Inodes => SOFT_PREFIX,
-            Res::Bytes => BSOFT_PREFIX,
-        }
-    }
-
-    fn max_extra(self) -> u64 {
-        match self {
-            Res::Inodes => MAX_EXTRA,
-            Res::Bytes => MAX_EXTRA_BYTES,
-        }
-    }
-
-    fn unit(self) -> &'static str {
-        match self {
-            Res::Inodes => "inodes",
-            Res::Bytes => "bytes",
-        }
+fn max_extra(res: Res) -> u64 {
+    match res {
+        Res::Inodes => MAX_EXTRA,
+        Res::Bytes => MAX_EXTRA_BYTES,
     }
 }
 
@@ -97,6 +75,7 @@ fn id_part(who: QuotaId) -> String {
 const LIMIT_PREFIX: &str = "quota/limit/";
 const GRANT_PREFIX: &str = "quota/grant/";
 const OGRANT_PREFIX: &str = "quota/ogrant/";
+const BGRANT_PREFIX: &str = "quota/bgrant/";
 const SOFT_PREFIX: &str = "quota/soft/";
 const BSOFT_PREFIX: &str = "quota/bsoft/";
 
@@ -104,20 +83,31 @@ fn limit_key(who: QuotaId) -> String {
     format!("{LIMIT_PREFIX}{}", id_part(who))
 }
 
-fn grant_prefix(role: Role) -> &'static str {
-    match role {
-        Role::Ost => OGRANT_PREFIX,
+/// Where grants to targets of `role` of `res` are kept: MDTs' inode
+/// shares (`grant`), OSTs' byte shares (`ogrant`), MDTs' Data-on-MDT
+/// byte shares (`bgrant`).
+fn grant_prefix(role: Role, res: Res) -> &'static str {
+    match (role, res) {
+        (Role::Ost, _) => OGRANT_PREFIX,
+        (_, Res::Bytes) => BGRANT_PREFIX,
         _ => GRANT_PREFIX,
     }
 }
 
-fn grant_key(target: TargetId, who: QuotaId) -> String {
-    let prefix = grant_prefix(target.role);
+/// Every kind of share the master grants.
+const SLAVES: [(Role, Res); 3] = [
+    (Role::Mdt, Res::Inodes),
+    (Role::Mdt, Res::Bytes),
+    (Role::Ost, Res::Bytes),
+];
+
+fn grant_key(target: TargetId, res: Res, who: QuotaId) -> String {
+    let prefix = grant_prefix(target.role, res);
     format!("{prefix}{:08x}/{}", target.index, id_part(who))
 }
 
 fn soft_key(res: Res, who: QuotaId) -> String {
-    format!("{}{}", res.soft_prefix(), id_part(who))
+    format!("{}{}", soft_prefix(res), id_part(who))
 }
 
 /// The master's state (meaningful on MDT0 only).
@@ -129,7 +119,7 @@ pub struct Master {
 #[derive(Default)]
 struct State {
     limits: HashMap<QuotaId, QuotaLimits>,
-    grants: HashMap<(QuotaId, TargetId), u64>,
+    grants: HashMap<(QuotaId, TargetId, Res), u64>,
     soft_since: HashMap<(QuotaId, Res), Time>,
 }
 
@@ -143,14 +133,14 @@ impl Master {
                     .insert(id_under(&k, LIMIT_PREFIX)?, decode_record(&v)?);
             }
             for res in [Res::Inodes, Res::Bytes] {
-                let prefix = res.soft_prefix();
+                let prefix = soft_prefix(res);
                 for (k, v) in scan_meta(store, prefix)? {
                     st.soft_since
                         .insert((id_under(&k, prefix)?, res), decode_record(&v)?);
                 }
             }
-            for role in [Role::Mdt, Role::Ost] {
-                let prefix = grant_prefix(role);
+            for (role, res) in SLAVES {
+                let prefix = grant_prefix(role, res);
                 for (k, v) in scan_meta(store, prefix)? {
                     // `<index, 8 hex digits>/<u|g|p>/<id>`
                     let index = k
@@ -162,7 +152,7 @@ impl Master {
                         })?;
                     let who = id_under(&k, &format!("{prefix}{index:08x}/"))?;
                     let target = TargetId { role, index };
-                    st.grants.insert((who, target), decode_record(&v)?);
+                    st.grants.insert((who, target, res), decode_record(&v)?);
                 }
             }
         }
@@ -228,10 +218,10 @@ impl MdtService {
         // Every MDT and OST asks again before its next change for `who`;
         // one that cannot be told now asks within `quota::UNLIMITED_FOR`.
         let config = self.peers.config().await?;
-        for role in [Role::Mdt, Role::Ost] {
+        for (role, res) in SLAVES {
             for index in config.indices(role) {
                 let target = TargetId { role, index };
-                if let Err(e) = self.take_back(&mut st, who, target, true).await {
+                if let Err(e) = self.take_back(&mut st, who, target, res, true).await {
                     tracing::warn!("MDT0000: {target} was not told of {who}'s limits: {e}");
                 }
             }
@@ -253,20 +243,22 @@ impl MdtService {
         })
     }
 
-    /// `target` gives back its grant of `who` beyond its usage: its
-    /// usage, which is its grant from now on.
+    /// `target` gives back its grant of `who`'s `res` beyond its usage:
+    /// its usage, which is its grant from now on.
     async fn take_back(
         self: &Arc<Self>,
         st: &mut State,
         who: QuotaId,
         target: TargetId,
+        res: Res,
         forget: bool,
     ) -> Result<u64, ServerError> {
         // Straight to the target (not through `mdt_call`, which may run
         // the master's own handlers again).
         let timeout = super::remote::PEER_TIMEOUT;
+        let bytes = res == Res::Bytes;
         let reply = if target == TargetId::mdt(self.index) {
-            self.quota_release(who, forget).await?
+            self.quota_release(who, forget, res).await?
         } else if target.role == Role::Ost {
             let req = OstRequest::QuotaRelease { who, forget };
             self.peers
@@ -274,7 +266,7 @@ impl MdtService {
                 .await?
                 .0
         } else {
-            let req = PeerRequest::QuotaRelease { who, forget };
+            let req = PeerRequest::QuotaRelease { who, forget, bytes };
             self.peers
                 .call(target, req, bytes::Bytes::new(), timeout)
                 .await?
@@ -292,19 +284,19 @@ impl MdtService {
         // Committed as an acquire's grant is: a restarted master must not
         // take the grant for less than the usage it found.
         let mut t = Tx::new(&*self.store);
-        t.put_meta(&grant_key(target, who), &used)?;
+        t.put_meta(&grant_key(target, res, who), &used)?;
         let ticket = self.apply_step(t)?;
         self.commit_through(ticket).await?;
-        st.grants.insert((who, target), used);
+        st.grants.insert((who, target, res), used);
         Ok(used)
     }
 
     /// An MDT's part of `QuotaRelease`: between two changes (under the
     /// namespace lock), so none runs on the grant it gives back.
-    pub(super) async fn quota_release(&self, who: QuotaId, forget: bool) -> Handled {
+    pub(super) async fn quota_release(&self, who: QuotaId, forget: bool, res: Res) -> Handled {
         let g = self.ns.lock().await;
-        let used = self.quotas.release(who, forget);
-        let ticket = self.keep_share(who, (!forget).then_some(used))?;
+        let used = self.quotas.release(who, res, forget);
+        let ticket = self.keep_share(who, res, (!forget).then_some(used))?;
         drop(g);
         self.commit_through(ticket).await?;
         Ok(Reply::QuotaGrant {
@@ -318,9 +310,10 @@ impl MdtService {
     fn keep_share(
         &self,
         who: QuotaId,
+        res: Res,
         share: Option<u64>,
     ) -> Result<loom_store::kv::Ticket, ServerError> {
-        let key = super::quota::share_key(who);
+        let key = super::quota::share_key(who, res);
         let mut t = Tx::new(&*self.store);
         match share {
             Some(g) => t.put_meta(&key, &g)?,
@@ -329,13 +322,14 @@ impl MdtService {
         self.apply_step(t)
     }
 
-    /// The master's part of `QuotaAcquire`: grant `target` (an MDT for
-    /// inodes, an OST for bytes), which counts `usage` of `who`, `need`
-    /// more, or EDQUOT.
+    /// The master's part of `QuotaAcquire`: grant `target`, which counts
+    /// `usage` of `who`'s `res` (an OST's bytes, an MDT's inodes or
+    /// Data-on-MDT bytes), `need` more, or EDQUOT.
     pub(super) async fn quota_acquire(
         self: &Arc<Self>,
         who: QuotaId,
         target: TargetId,
+        res: Res,
         usage: u64,
         need: u64,
     ) -> Handled {
@@ -346,22 +340,26 @@ impl MdtService {
             limited: false,
             granted: 0,
         });
-        let res = Res::of(target);
         let mut st = self.quota_master.state.lock().await;
         let Some(limits) = st.limits.get(&who).copied() else {
             return unlimited;
         };
-        let (soft, hard) = res.limits(&limits);
+        let (soft, hard) = soft_hard(res, &limits);
         if soft == 0 && hard == 0 {
             // Limits of the other resource only: nothing to hold back here.
             return unlimited;
         }
         let want = usage + need;
-        let same = move |w: &QuotaId, t: &TargetId| *w == who && *t != target && Res::of(*t) == res;
+        // The other shares of the same limit: every target's of `res` but
+        // this one's (an MDT's Data-on-MDT bytes and the OSTs' bytes share
+        // one block limit).
+        let same = move |w: &QuotaId, t: &TargetId, r: &Res| {
+            *w == who && *r == res && (*t, *r) != (target, res)
+        };
         let others = |st: &State| -> u64 {
             st.grants
                 .iter()
-                .filter(|((w, t), _)| same(w, t))
+                .filter(|((w, t, r), _)| same(w, t, r))
                 .map(|(_, g)| *g)
                 .sum()
         };
@@ -372,11 +370,11 @@ impl MdtService {
             let holders: Vec<TargetId> = st
                 .grants
                 .keys()
-                .filter(|(w, t)| same(w, t))
-                .map(|(_, t)| *t)
+                .filter(|(w, t, r)| same(w, t, r))
+                .map(|(_, t, _)| *t)
                 .collect();
             for t in holders {
-                self.take_back(&mut st, who, t, false).await?;
+                self.take_back(&mut st, who, t, res, false).await?;
             }
         }
         let total = others(&st) + want;
@@ -398,11 +396,11 @@ impl MdtService {
         // A little extra while far from every limit; none past the soft
         // one (each change then asks, and its grace is kept exactly).
         let room = if over_soft { 0 } else { cap - total.min(cap) };
-        let granted = want + res.max_extra().min(room / 4);
-        t.put_meta(&grant_key(target, who), &granted)?;
+        let granted = want + max_extra(res).min(room / 4);
+        t.put_meta(&grant_key(target, res, who), &granted)?;
         let ticket = self.apply_step(t)?;
         self.commit_through(ticket).await?;
-        st.grants.insert((who, target), granted);
+        st.grants.insert((who, target, res), granted);
         Ok(Reply::QuotaGrant {
             limited: true,
             granted,
@@ -412,12 +410,13 @@ impl MdtService {
     /// [`Self::acquire_quota`], for a change held back by
     /// `ServerError::QuotaShort` in its `round` (from 1): EDQUOT when the
     /// limits refuse or after too many rounds. When the master cannot be
-    /// asked and `who` had no limits, the change goes on (an MDT0 outage
-    /// stops no one) and the master is asked again later.
+    /// asked and `who` had no `res` limit, the change goes on (an MDT0
+    /// outage stops no one) and the master is asked again later.
     pub(super) async fn quota_round(
         self: &Arc<Self>,
         who: QuotaId,
         need: u64,
+        res: Res,
         round: u32,
     ) -> Result<(), ServerError> {
         if round > super::MAX_QUOTA_ROUNDS {
@@ -430,21 +429,22 @@ impl MdtService {
             ));
         }
         self.stats.count("quota_acquired");
+        let shares = self.quotas.shares(res);
         let deadline = std::time::Instant::now() + MASTER_WAIT;
         let mut pause = std::time::Duration::from_millis(50);
         loop {
-            let e = match self.acquire_quota(who, need).await {
+            let e = match self.acquire_quota(who, need, res).await {
                 Ok(()) => return Ok(()),
                 Err(e) if e.errno() == Errno::EDQUOT => return Err(e),
                 Err(e) => e,
             };
-            if !self.quotas.shares().known_limited(who) {
+            if !shares.known_limited(who) {
                 tracing::warn!(
                     "MDT{:04x}: the quota master did not answer for {who} ({e}); \
                      going on without limits for it",
                     self.index
                 );
-                self.quotas.shares().granted(who, false, 0);
+                shares.granted(who, false, 0);
                 return Ok(());
             }
             // Limited, and its share is spent: the change waits for the
@@ -460,25 +460,27 @@ impl MdtService {
         }
     }
 
-    /// Ask the master for `need` more inodes of `who` than this MDT was
+    /// Ask the master for `need` more of `who`'s `res` than this MDT was
     /// granted, and keep its answer (EDQUOT when the limits refuse).
     pub(super) async fn acquire_quota(
         self: &Arc<Self>,
         who: QuotaId,
         need: u64,
+        res: Res,
     ) -> Result<(), ServerError> {
-        let usage = self.quotas.usage(who).inodes;
+        let usage = res.of_usage(&self.quotas.usage(who));
         let target = TargetId::mdt(self.index);
         let req = PeerRequest::QuotaAcquire {
             who,
             target,
             usage,
             need,
+            bytes: res == Res::Bytes,
         };
         // Straight to the master (not through `mdt_call`, whose local
         // case runs peer handlers that may come back here).
         let reply = if self.index == 0 {
-            self.quota_acquire(who, target, usage, need).await?
+            self.quota_acquire(who, target, res, usage, need).await?
         } else {
             let target = loom_proto::msg::TargetId::mdt(0);
             let timeout = super::remote::PEER_TIMEOUT;
@@ -489,13 +491,14 @@ impl MdtService {
         };
         match reply {
             Reply::QuotaGrant { limited, granted } => {
-                let was_limited = self.quotas.shares().known_limited(who);
-                self.quotas.shares().granted(who, limited, granted);
+                let shares = self.quotas.shares(res);
+                let was_limited = shares.known_limited(who);
+                shares.granted(who, limited, granted);
                 // Kept for a restart; not waited for (a share lost to a
                 // crash is asked for again). An id that never had limits
                 // has nothing stored to remove.
                 if limited || was_limited {
-                    self.keep_share(who, limited.then_some(granted))?;
+                    self.keep_share(who, res, limited.then_some(granted))?;
                 }
                 Ok(())
             }

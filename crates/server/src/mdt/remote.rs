@@ -278,15 +278,22 @@ impl MdtService {
             PeerRequest::MakeDirObject { intent, dir, quota } => {
                 self.make_dir_object(&step, intent, dir, quota).await
             }
-            PeerRequest::UndoDirObject { intent } => self.undo_dir_object(intent).await,
+            PeerRequest::UndoDirObject { intent } => self.undo_dir_object(&step, intent).await,
             PeerRequest::SealDir { fid } => self.seal_dir(fid).await,
             PeerRequest::QuotaAcquire {
                 who,
                 target,
                 usage,
                 need,
-            } => self.quota_acquire(who, target, usage, need).await,
-            PeerRequest::QuotaRelease { who, forget } => self.quota_release(who, forget).await,
+                bytes,
+            } => {
+                let res = crate::quota::Res::of(bytes || target.role == loom_proto::msg::Role::Ost);
+                self.quota_acquire(who, target, res, usage, need).await
+            }
+            PeerRequest::QuotaRelease { who, forget, bytes } => {
+                self.quota_release(who, forget, crate::quota::Res::of(bytes))
+                    .await
+            }
             PeerRequest::UnsealDir { fid } => self.unseal_dir(fid).await,
             PeerRequest::DestroyDir { fid } => self.destroy_dir(&step, fid).await,
             PeerRequest::ForgetIntent { coord, id } => self.forget_intent(coord, id).await,
@@ -387,10 +394,10 @@ impl MdtService {
             let d = super::quota::Deltas::new_inode(new.uid, new.gid, new.projid);
             match self.quotas.admit(&d) {
                 Ok(()) => break g,
-                Err(ServerError::QuotaShort { who, need }) => {
+                Err(ServerError::QuotaShort { who, need, res }) => {
                     drop(g);
                     rounds += 1;
-                    self.quota_round(who, need, rounds).await?;
+                    self.quota_round(who, need, res, rounds).await?;
                 }
                 Err(e) => return Err(e),
             }
@@ -457,7 +464,9 @@ impl MdtService {
         Ok(read_meta::<Fid>(&*self.store, &made_key(intent))?.is_some())
     }
 
-    async fn undo_dir_object(self: &Arc<Self>, intent: IntentRef) -> Handled {
+    /// Remove what part `intent` made, if anything; recorded as `step`
+    /// says (the undo of a part that recorded what it made).
+    async fn undo_dir_object(self: &Arc<Self>, step: &Step<'_>, intent: IntentRef) -> Handled {
         let g = self.ns.lock().await;
         let key = made_key(intent);
         let fid = read_meta::<Fid>(&*self.store, &key)?;
@@ -479,7 +488,8 @@ impl MdtService {
                 tracing::error!(%fid, "not undoing a directory that has entries");
             }
         }
-        self.commit_step(t, g, Reply::Ok, || {}).await
+        let log = self.step_records(step, &t)?;
+        self.commit_logged(t, g, Reply::Ok, log, || {}).await
     }
 
     async fn seal_dir(self: &Arc<Self>, fid: Fid) -> Handled {

@@ -243,6 +243,14 @@ impl<'a> Tx<'a> {
         self.inodes.get(&fid).map(|r| r.as_ref())
     }
 
+    /// The inodes this transaction removes, as the store held them.
+    pub fn removed(&self) -> impl Iterator<Item = (Fid, &InodeRec)> {
+        self.inodes
+            .iter()
+            .filter(|(_, after)| after.is_none())
+            .filter_map(|(fid, _)| Some((*fid, self.before.get(fid)?.as_ref()?)))
+    }
+
     /// Every inode this transaction touches: as the store held it before
     /// (`None`: it did not exist) and as the transaction leaves it
     /// (`None`: removed).

@@ -243,6 +243,7 @@ impl OstQuota {
             target: TargetId::ost(self.index),
             usage: self.used(store, who),
             need,
+            bytes: true,
         };
         let timeout = MASTER_TIMEOUT;
         match peers
@@ -266,7 +267,8 @@ impl OstQuota {
     /// (`QuotaRelease`): answered with that usage.
     pub async fn release(&self, store: &ObjectStore, who: QuotaId, forget: bool) -> Handled {
         let _asking = self.asking.lock().await;
-        let used = store.id_usage(who);
+        // With what writes under way may still take: they were admitted.
+        let used = self.used(store, who);
         self.shares.release(who, used, forget);
         Ok(Reply::QuotaGrant {
             limited: true,
