@@ -269,7 +269,7 @@ fn a_hard_block_limit_stops_writes_on_four_osts_and_the_counts_follow_chown_and_
 
 #[test]
 fn a_project_tree_is_capped_while_another_is_not_and_a_soft_limit_holds_after_its_grace() {
-    let c = Cluster::up(1, 4, &[]);
+    let mut c = Cluster::up(1, 4, &[]);
     let mnt = s(&c.mnt).to_string();
     let (capped, open) = (c.path("capped"), c.path("open"));
     for d in [&capped, &open] {
@@ -277,8 +277,10 @@ fn a_project_tree_is_capped_while_another_is_not_and_a_soft_limit_holds_after_it
         loom_ok(&["setstripe", "-c", "2", s(d)]);
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).expect("chmod");
     }
-    loom_ok(&["project", "-p", "77", "-s", s(&capped)]);
-    loom_ok(&["setquota", "-p", "77", "-B", "4M", &mnt]);
+    // Set from a second mount of the file system; enforced on the first.
+    let m2 = c.second_mount("m2");
+    loom_ok(&["project", "-p", "77", "-s", s(&m2.join("capped"))]);
+    loom_ok(&["setquota", "-p", "77", "-B", "4M", s(&m2)]);
     let (made, err) = fill(&[&capped], "p", MIB, 10);
     assert_eq!((made, err), (4, EDQUOT), "a 4 MiB project cap");
     assert_eq!(
@@ -313,6 +315,11 @@ fn a_project_tree_is_capped_while_another_is_not_and_a_soft_limit_holds_after_it
     }
     let grace = &figures(&["-g", "65534", &mnt])[3];
     assert_eq!(grace, "none", "the soft limit's grace is spent");
+    // The second mount sees the same usage and limits.
+    assert_eq!(
+        figures(&["-g", "65534", s(&m2)]),
+        figures(&["-g", "65534", &mnt])
+    );
     check_clean(&mnt, 4);
 }
 
