@@ -315,6 +315,8 @@ pub struct ObjectStore {
     usage: Usage,
     /// The bytes held per owner (see `crate::owners`).
     owners: Owners,
+    /// Owners could not be stored (no extended attributes): said once.
+    owners_unkept: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for ObjectStore {
@@ -359,6 +361,7 @@ impl ObjectStore {
             require_sums: false,
             usage: Usage::default(),
             owners: Owners::default(),
+            owners_unkept: Default::default(),
         };
         let marker = dir.join(CHECKSUMS_FILE);
         if fresh {
@@ -622,17 +625,41 @@ impl ObjectStore {
     /// with `create` (a write that carries the owner is about to make it).
     pub fn set_owner(&self, oid: u64, owner: Owner, create: bool) -> Result<(), ObjectError> {
         let _g = self.lock_of(oid).write().unwrap_or_else(|p| p.into_inner());
-        let Some(obj) = self.handle(oid, create)? else {
-            return Ok(());
-        };
-        let old = self.owner_of(oid, &obj)?;
+        match self.handle(oid, create)? {
+            Some(obj) => self.own(oid, &obj, owner),
+            None => Ok(()),
+        }
+    }
+
+    /// [`ObjectStore::set_owner`] of an open object, its lock held.
+    fn own(&self, oid: u64, obj: &Obj, owner: Owner) -> Result<(), ObjectError> {
+        let old = self.owner_of(oid, obj)?;
         if old == owner {
             return Ok(());
         }
-        owners::write(&obj.data, owner)
-            .map_err(|e| ObjectError::io("setxattr", Some(oid), &self.object_path(oid), e))?;
+        match owners::write(&obj.data, owner) {
+            Ok(()) => {}
+            // A file system without extended attributes: the data is not
+            // refused for it; the owner is kept while the handle is.
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                if !self
+                    .owners_unkept
+                    .swap(true, std::sync::atomic::Ordering::Relaxed)
+                {
+                    tracing::error!(dir = %self.dir.display(), "{e}: this OST counts bytes per owner only until it restarts");
+                }
+            }
+            Err(e) => {
+                return Err(ObjectError::io(
+                    "setxattr",
+                    Some(oid),
+                    &self.object_path(oid),
+                    e,
+                ))
+            }
+        }
         *lock(&obj.owner) = Some(owner);
-        let n = self.taken_by(oid, &obj)?;
+        let n = self.taken_by(oid, obj)?;
         self.owners.moved(old, n, 0);
         self.owners.moved(owner, 0, n);
         Ok(())
@@ -729,12 +756,28 @@ impl ObjectStore {
         data: &[u8],
         pack: Option<Compress>,
     ) -> Result<(), ObjectError> {
+        self.write_as(oid, offset, data, pack, None)
+    }
+
+    /// [`ObjectStore::write`], the object taking `owner` first if given
+    /// (as [`ObjectStore::set_owner`], under the same lock).
+    pub fn write_as(
+        &self,
+        oid: u64,
+        offset: u64,
+        data: &[u8],
+        pack: Option<Compress>,
+        owner: Option<Owner>,
+    ) -> Result<(), ObjectError> {
         end_of(oid, offset, data.len() as u64)?;
         if data.is_empty() {
             return Ok(());
         }
         let _g = self.lock_of(oid).write().unwrap_or_else(|p| p.into_inner());
         let obj = self.for_change(oid, pack)?;
+        if let Some(o) = owner {
+            self.own(oid, &obj, o)?;
+        }
         self.charged(oid, &obj, || match self.view(&obj, obj.sums.get()) {
             View::Packed(p) => self.moved(oid, p.write(offset, data)),
             View::Plain(files) => {

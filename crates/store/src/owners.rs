@@ -45,7 +45,10 @@ fn decode(b: &[u8]) -> Option<Owner> {
 fn answered(r: rustix::io::Result<usize>, buf: &[u8]) -> io::Result<Owner> {
     let n = match r {
         Ok(n) => n,
-        Err(rustix::io::Errno::NODATA) => return Ok(Owner::default()),
+        // None set, or a file system that keeps none (see `write`).
+        Err(rustix::io::Errno::NODATA | rustix::io::Errno::OPNOTSUPP) => {
+            return Ok(Owner::default())
+        }
         Err(e) => return Err(e.into()),
     };
     decode(&buf[..n]).ok_or_else(|| {

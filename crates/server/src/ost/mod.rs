@@ -263,15 +263,9 @@ impl OstService {
                 ),
             ));
         };
-        let offset = w.offset;
-        let set = w.owner;
-        self.blocking(move |s| {
-            if let Some(o) = set {
-                s.set_owner(oid, o, true)?;
-            }
-            s.write(oid, offset, &data, pack)
-        })
-        .await?;
+        let (offset, owner) = (w.offset, w.owner);
+        self.blocking(move |s| s.write_as(oid, offset, &data, pack, owner))
+            .await?;
         drop(spent);
         Ok(Reply::Written {
             boot: self.grants.boot(),
