@@ -32,6 +32,7 @@ mod remote;
 pub mod replies;
 pub mod request;
 mod restripe;
+mod staged;
 pub mod syncer;
 mod tx;
 mod walk;
@@ -45,6 +46,7 @@ use records::{meta, InodeRec, INODE_REC_VERSION};
 use recovery::{Recovery, Registered};
 use replies::{ReplyCache, ReplyKey};
 use request::{Current, Rq};
+use staged::{Later, Session, Staged, Whole};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -662,6 +664,33 @@ impl MdtService {
         self.recovery.open();
     }
 
+    /// A session's own request (see [`Session`]), also answered while
+    /// the MDT recovers.
+    async fn session_request(
+        &self,
+        ctx: &ReqCtx,
+        s: Session,
+        ch: Option<&Arc<Channel>>,
+    ) -> (Handled, Option<Commit>) {
+        let r = match s {
+            Session::CommitState => Ok(Reply::Ok),
+            Session::Subscribe => match ch {
+                Some(ch) => {
+                    self.leases.subscribe(ctx.client_id, ch);
+                    Ok(Reply::Ok)
+                }
+                None => Err(ServerError::refused(
+                    Errno::EOPNOTSUPP,
+                    "leases need a connection to call back on",
+                )),
+            },
+            Session::Replay { entries, last } => {
+                self.take_replay(ctx.client_id, entries, last).await
+            }
+        };
+        (r, Some(self.commit_state(0)))
+    }
+
     /// Handle one request that came on connection `ch`; a client's gets
     /// this MDT's commit state with its answer. A change that can be
     /// resent runs once per (client, sequence): a resend waits for its
@@ -680,43 +709,27 @@ impl MdtService {
             // A peer MDT or a tool without a sequence: no commit state.
             return (self.dispatch(&Rq::plain(ctx), req).await, None);
         }
-        match req {
-            MdtRequest::CommitState => return (Ok(Reply::Ok), Some(self.commit_state(0))),
-            MdtRequest::Subscribe => {
-                let r = match ch {
-                    Some(ch) => {
-                        self.leases.subscribe(ctx.client_id, ch);
-                        Ok(Reply::Ok)
-                    }
-                    None => Err(ServerError::refused(
-                        Errno::EOPNOTSUPP,
-                        "leases need a connection to call back on",
-                    )),
-                };
-                return (r, Some(self.commit_state(0)));
-            }
-            MdtRequest::Replay { entries, last, .. } => {
-                let r = self.take_replay(ctx.client_id, entries, last).await;
-                return (r, Some(self.commit_state(0)));
-            }
-            _ => {}
-        }
+        let op = req.op().name;
+        let later = match Staged::of(req) {
+            Staged::Session(s) => return self.session_request(ctx, s, ch).await,
+            Staged::Later(l) => l,
+        };
         if !self.recovery.is_open() {
             self.recovery.wait_open().await;
         }
-        crate::fail::request(req.op().name);
-        match req {
-            MdtRequest::Sync => {
+        crate::fail::request(op);
+        let req = match later {
+            Later::Whole(Whole::Sync) => {
                 let r = self.commit_all().await.map(|_| Reply::Ok);
                 return (r, Some(self.commit_state(0)));
             }
-            MdtRequest::Disconnect => {
+            Later::Whole(Whole::Disconnect) => {
                 self.leases.unsubscribe(ctx.client_id);
                 let r = self.disconnect(ctx.client_id).await.map(|_| Reply::Ok);
                 return (r, Some(self.commit_state(0)));
             }
-            _ => {}
-        }
+            Later::Op(r) => r,
+        };
         let tok = self.leases.reading(ctx.client_id, ch);
         let Some(key) = ReplyKey::of(ctx, &req) else {
             return self.read(ctx, req, tok).await;
