@@ -422,3 +422,49 @@ fn block_counts_stay_exact_through_kill9_of_an_ost_and_an_mdt_mid_write() {
         );
     }
 }
+
+/// The bytes the objects of `file` take on disk.
+fn object_bytes(c: &Cluster, file: &Path) -> u64 {
+    c.object_files(s(file))
+        .iter()
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.blocks() * 512))
+        .sum()
+}
+
+#[test]
+fn a_chown_reaches_an_ost_that_was_down_also_across_kill9_of_the_mdt() {
+    let mut c = Cluster::up(1, 2, &[]);
+    let mnt = s(&c.mnt).to_string();
+    let d = c.path("d");
+    std::fs::create_dir(&d).expect("mkdir");
+    loom_ok(&["setstripe", "-c", "2", "-S", "1M", s(&d)]);
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    // Two 2 MiB files by uid 65534, 1 MiB on each OST.
+    assert_eq!(fill(&[&d], "f", 2 * MIB, 2), (2, 0));
+    let (f0, f1) = (d.join("f0"), d.join("f1"));
+    let (b0, b1) = (object_bytes(&c, &f0), object_bytes(&c, &f1));
+    assert_eq!(kbytes(&["-u", "65534", &mnt]) * 1024, b0 + b1);
+
+    // A chown while OST1 is down: answered at once; OST0 has it, OST1
+    // once it is back.
+    c.kill9_latest("ost1");
+    nix::unistd::chown(&f0, Some(4242.into()), None).expect("chown with an OST down");
+    c.restart("ost1");
+    until("OST1 learned f0's new owner", || {
+        kbytes(&["-u", "4242", &mnt]) * 1024 == b0
+    });
+
+    // Again, and the MDT killed before it could tell OST1: the record
+    // kept in the chown's own batch brings it back after the restart.
+    c.kill9_latest("ost1");
+    nix::unistd::chown(&f1, Some(4242.into()), None).expect("chown with an OST down");
+    c.kill9_latest("mdt0");
+    c.restart("mdt0");
+    c.restart("ost1");
+    until(
+        "OST1 learned f1's new owner after the MDT's restart",
+        || kbytes(&["-u", "4242", &mnt]) * 1024 == b0 + b1,
+    );
+    assert_eq!(kbytes(&["-u", "65534", &mnt]), 0);
+    check_clean(&mnt, 2);
+}

@@ -1,5 +1,6 @@
 //! Attributes, sizes and extended attributes.
 
+use super::owners::file_owner;
 use super::perm::{self, Cred};
 use super::records::xattr_key;
 use super::request::Rq;
@@ -10,6 +11,7 @@ use loom_proto::msg::{xattr_flags, Attr, FileKind, Reply, SetAttr, Time};
 use loom_proto::Name;
 use loom_proto::{Errno, Fid};
 use loom_store::kv::Space;
+use std::sync::Arc;
 
 /// Longest xattr name (Linux XATTR_NAME_MAX).
 const XATTR_NAME_MAX: usize = 255;
@@ -39,7 +41,7 @@ pub fn new_attr(fid: Fid, kind: FileKind, perm: u32, uid: u32, gid: u32, now: Ti
 impl MdtService {
     /// Change attributes under POSIX's rules for the caller (see
     /// [`perm::apply_setattr`]).
-    pub(super) async fn setattr(&self, ctx: &Rq<'_>, fid: Fid, set: SetAttr) -> Handled {
+    pub(super) async fn setattr(self: &Arc<Self>, ctx: &Rq<'_>, fid: Fid, set: SetAttr) -> Handled {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let r = t.inode(fid)?;
@@ -49,21 +51,23 @@ impl MdtService {
             r.attr.size = r.attr.size.max(end);
         }
         let old_size = r.attr.size;
-        let old_owner = owner_of(&r.attr);
+        let old_owner = file_owner(&r.attr);
         perm::apply_setattr(&Cred::of(ctx), &mut r.attr, &set, Time::now())?;
         let attr = r.attr.clone();
         let layout = r.layout.clone();
         if set.size.is_some() {
             self.dom_truncate(&mut t, fid, layout.as_ref(), old_size, attr.size)?;
         }
-        let new_owner = owner_of(&attr);
+        let new_owner = file_owner(&attr);
+        let told = match new_owner != old_owner {
+            true => self.note_owner(&mut t, fid, layout.as_ref(), new_owner)?,
+            false => None,
+        };
         let reply = Reply::Attr(attr);
         let ticket = self.apply(ctx, t, &reply)?;
         drop(g);
         self.settle(ctx, ticket).await?;
-        if let Some(l) = layout.filter(|_| new_owner != old_owner) {
-            self.owner_to_objects(&l, new_owner).await;
-        }
+        self.tell_owner(told);
         Ok(reply)
     }
 
@@ -216,13 +220,4 @@ pub(super) fn regular_file(fid: Fid, kind: FileKind) -> Result<(), ServerError> 
         Errno::EINVAL,
         format!("{fid} is not a regular file"),
     ))
-}
-
-/// Whom a file's bytes on the OSTs count against.
-pub(super) fn owner_of(a: &loom_proto::msg::Attr) -> loom_proto::quota::Owner {
-    loom_proto::quota::Owner {
-        uid: a.uid,
-        gid: a.gid,
-        projid: a.projid,
-    }
 }

@@ -22,6 +22,7 @@ mod moves;
 mod namespace;
 mod objects;
 mod orphans;
+mod owners;
 mod perm;
 mod placement;
 mod quota;
@@ -155,6 +156,8 @@ pub struct MdtService {
     orphans: orphans::Orphans,
     /// Files whose objects are to be destroyed once their unlink commits.
     destroys: Arc<destroys::Destroys>,
+    /// A task tells OSTs the owners noted and not told yet (`owners`).
+    owner_retrying: std::sync::atomic::AtomicBool,
     /// Makes applied changes durable, many at a time.
     syncer: syncer::Syncer,
     /// Transaction numbers given and committed.
@@ -294,6 +297,7 @@ impl MdtService {
             replies,
             orphans,
             destroys: Arc::default(),
+            owner_retrying: Default::default(),
             syncer,
             commits,
             clients,
@@ -576,6 +580,7 @@ impl MdtService {
         self.spawn_destroyer();
         let me = self.clone();
         tokio::spawn(async move { me.resume_destroys().await });
+        self.spawn_owner_retry();
         self.spawn_orphan_sweeper();
         let me = self.clone();
         tokio::spawn(async move {

@@ -31,7 +31,7 @@ use loom_proto::quota::{QuotaId, QuotaKind, QuotaUsage};
 use loom_proto::Errno;
 use loom_store::kv::{Batch, KvStore, Space};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Marks a store whose counts are complete: `u8`, the counting's version
 /// (1: per-id keys under `quota/usage/`; 2: inodes per triple; 3: inodes
@@ -448,7 +448,7 @@ impl MdtService {
     /// on of it (root only, as Lustre's `lfs project`): the inode's
     /// usage moves to the new project in the same commit.
     pub(super) async fn set_project(
-        &self,
+        self: &Arc<Self>,
         ctx: &super::Rq<'_>,
         fid: loom_proto::Fid,
         projid: u32,
@@ -473,18 +473,17 @@ impl MdtService {
         r.attr.projid = projid;
         r.proj_inherit = inherit && r.attr.kind == loom_proto::msg::FileKind::Dir;
         r.attr.ctime = loom_proto::msg::Time::now();
-        let owner = super::attrs::owner_of(&r.attr);
+        let owner = super::owners::file_owner(&r.attr);
         let layout = r.layout.clone().filter(|_| moved);
         let reply = Reply::Project {
             projid,
             inherit: r.proj_inherit,
         };
+        let told = self.note_owner(&mut t, fid, layout.as_ref(), owner)?;
         let ticket = self.apply(ctx, t, &reply)?;
         drop(g);
         self.settle(ctx, ticket).await?;
-        if let Some(l) = layout {
-            self.owner_to_objects(&l, owner).await;
-        }
+        self.tell_owner(told);
         Ok(reply)
     }
 
