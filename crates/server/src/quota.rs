@@ -101,6 +101,21 @@ impl Shares {
         self.lock().insert(who, g);
     }
 
+    /// Every id known to be limited, with its share (what a target keeps
+    /// across a restart).
+    pub fn limited(&self) -> Vec<(QuotaId, u64)> {
+        let mut v: Vec<(QuotaId, u64)> = self
+            .lock()
+            .iter()
+            .filter_map(|(w, g)| match g {
+                Grant::Up(n) => Some((*w, *n)),
+                Grant::Unlimited(_) => None,
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
     /// The master takes back what is granted of `who` beyond `used`:
     /// `used` is the share from now on, or, with `forget` (its limits
     /// changed), nothing is known of `who` any more.

@@ -11,7 +11,12 @@
 //! DIR/checksums            present on targets made with checksums: every
 //!                          object with data must have a `.sum` file
 //! DIR/incarnation          how many times the store was opened, decimal
+//! DIR/quota-shares         the OST's shares of limited quota ids (kept by
+//!                          the server's `ost::quota`, not by this store)
 //! ```
+//!
+//! Each object's data file carries its owner in the xattr
+//! `user.loom.owner` (see `crate::owners`).
 //!
 //! Every read verifies the checksum of each block it touches and answers a
 //! block that fails with [`ObjectError::Corrupt`], never with its bytes;

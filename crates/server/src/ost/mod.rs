@@ -86,7 +86,7 @@ impl OstService {
             store,
             stats: OpStats::default(),
             grants: Grants::default(),
-            quota: OstQuota::new(index),
+            quota: OstQuota::open(index, dir)?,
         }))
     }
 

@@ -15,9 +15,10 @@
 //!
 //! Writes under way hold what they may take ([`Admitted`]) until they
 //! are done, so that concurrent writes cannot all pass on the same room.
-//! Root's writes are not limited, as on Linux. The shares live in
-//! memory: a restarted OST asks again (while MDT0 cannot be asked, it
-//! does not know an id is limited, and lets its writes pass).
+//! Root's writes are not limited, as on Linux. The shares of limited ids
+//! are kept in the OST's directory ([`SHARES_FILE`], rewritten whole and
+//! atomically when one changes), so a restarted OST holds a limited id
+//! to its share also while MDT0 cannot be asked.
 
 use crate::error::{Handled, ServerError};
 use crate::peers::Peers;
@@ -35,12 +36,18 @@ use std::time::{Duration, Instant};
 /// its limit here: a client's full space grant, what it may send behind.
 pub const NEAR: u64 = grant::TARGET;
 
+/// The file in an OST's directory holding its shares of limited ids
+/// (postcard: `Vec<(QuotaId, u64)>`).
+pub const SHARES_FILE: &str = "quota-shares";
+
 /// How long one question to the master may take.
 const MASTER_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The OST's quota state.
 pub struct OstQuota {
     index: u32,
+    /// Where the shares are kept.
+    shares_file: std::path::PathBuf,
     /// Servers to reach the master through (none in tests of a lone OST:
     /// nothing is limited then).
     peers: OnceLock<Arc<Peers>>,
@@ -95,15 +102,53 @@ impl std::fmt::Debug for OstQuota {
 }
 
 impl OstQuota {
-    /// The quota state of OST `index`.
-    pub fn new(index: u32) -> OstQuota {
-        OstQuota {
+    /// The quota state of OST `index` in directory `dir`, with the shares
+    /// kept there.
+    pub fn open(index: u32, dir: &std::path::Path) -> anyhow::Result<OstQuota> {
+        let shares_file = dir.join(SHARES_FILE);
+        let shares = Shares::default();
+        match std::fs::read(&shares_file) {
+            Ok(b) => match postcard::from_bytes::<Vec<(QuotaId, u64)>>(&b) {
+                Ok(kept) => {
+                    for (who, n) in kept {
+                        shares.granted(who, true, n);
+                    }
+                }
+                // What the master granted can be asked again: a damaged
+                // file does not stop the OST.
+                Err(e) => tracing::warn!(
+                    "OST{index:04x}: {} is damaged ({e}): its quota shares are asked again",
+                    shares_file.display()
+                ),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => anyhow::bail!("OST{index:04x}: reading {}: {e}", shares_file.display()),
+        }
+        Ok(OstQuota {
             index,
+            shares_file,
             peers: OnceLock::new(),
-            shares: Shares::default(),
+            shares,
             pending: Mutex::default(),
             asking: tokio::sync::Mutex::new(()),
             changes: tokio::sync::RwLock::new(()),
+        })
+    }
+
+    /// Keep the shares of limited ids (after one changed), so that a
+    /// restart still knows them. A failure is logged: the OST then asks
+    /// the master again after a restart, as one without the file does.
+    fn keep_shares(&self) {
+        let kept = self.shares.limited();
+        let r = postcard::to_allocvec(&kept)
+            .map_err(std::io::Error::other)
+            .and_then(|b| loom_store::durable::write_atomic(&self.shares_file, &b));
+        if let Err(e) = r {
+            tracing::warn!(
+                "OST{:04x}: keeping quota shares in {}: {e}",
+                self.index,
+                self.shares_file.display()
+            );
         }
     }
 
@@ -251,7 +296,11 @@ impl OstQuota {
             .await
         {
             Ok((Reply::QuotaGrant { limited, granted }, _)) => {
+                let was = self.shares.known_limited(who);
                 self.shares.granted(who, limited, granted);
+                if limited || was {
+                    self.keep_shares();
+                }
                 Asked::Granted
             }
             Ok((other, _)) => Asked::Unreachable(ServerError::peer(
@@ -270,6 +319,7 @@ impl OstQuota {
         // With what writes under way may still take: they were admitted.
         let used = self.used(store, who);
         self.shares.release(who, used, forget);
+        self.keep_shares();
         Ok(Reply::QuotaGrant {
             limited: true,
             granted: used,
@@ -295,4 +345,32 @@ pub fn by_id(by_owner: &HashMap<Owner, u64>) -> HashMap<QuotaId, QuotaUsage> {
         }
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_of_limited_ids_outlive_a_restart() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let q = OstQuota::open(3, d.path()).expect("open");
+        let (a, b) = (QuotaId::user(65534), QuotaId::project(7));
+        q.shares.granted(a, true, 8 << 20);
+        q.shares.granted(b, false, 0);
+        q.keep_shares();
+        let again = OstQuota::open(3, d.path()).expect("reopen");
+        assert_eq!(again.shares.get(a), Some(Grant::Up(8 << 20)));
+        assert!(again.shares.known_limited(a));
+        assert_eq!(again.shares.get(b), None, "no limit is not kept");
+        // Forgotten (its limits changed), it is gone after a restart too.
+        again.shares.release(a, 0, true);
+        again.keep_shares();
+        let third = OstQuota::open(3, d.path()).expect("reopen");
+        assert!(!third.shares.known_limited(a));
+        // A damaged file does not stop the OST: it asks the master again.
+        std::fs::write(d.path().join(SHARES_FILE), b"\xff\xff\xff").expect("damage");
+        let fourth = OstQuota::open(3, d.path()).expect("opens all the same");
+        assert!(fourth.shares.limited().is_empty());
+    }
 }
