@@ -276,3 +276,25 @@ fn a_project_tree_is_capped_and_another_is_not() {
         .to_lowercase()
         .contains("quota"));
 }
+
+#[test]
+fn what_root_gives_a_user_past_its_limit_on_one_mdt_holds_the_user_back_on_the_other() {
+    let c = Cluster::up(2, 1, &[]);
+    let mnt = s(&c.mnt).to_string();
+    let (a, b) = open_dirs(&c);
+    loom_ok(&["setquota", "-u", "65534", "-I", "10", &mnt]);
+    // The user's own creates on MDT1: it holds a share of the limit.
+    assert_eq!(fill(&[&b], "u", 4), (4, 0));
+    // Root gives the user 8 more there: 12, past the limit of 10. Root
+    // is not held back, and the master hears of it.
+    for i in 0..8 {
+        let f = b.join(format!("root{i}"));
+        std::fs::write(&f, b"").expect("root creates");
+        nix::unistd::chown(&f, Some(65534.into()), None).expect("chown");
+    }
+    assert_eq!(files(&["-u", "65534", &mnt]), "12*");
+    // So MDT0 grants the user nothing: the usage over both is past the
+    // limit.
+    assert_eq!(fill(&[&a], "v", 5), (0, EDQUOT));
+    assert_eq!(files(&["-u", "65534", &mnt]), "12*");
+}

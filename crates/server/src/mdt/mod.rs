@@ -61,6 +61,10 @@ use crate::peers::Peers;
 /// keep taking new leases).
 const MAX_RECALL_ROUNDS: u32 = 4;
 
+/// How long root's change that took an id past this MDT's share waits
+/// for the quota master to hear of it before answering.
+const OVERSHOOT_REPORT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Grants a change asks the quota master for before it gives up (each
 /// round another change may have spent what the last one got).
 const MAX_QUOTA_ROUNDS: u32 = 8;
@@ -415,6 +419,8 @@ impl MdtService {
         // and was acknowledged.
         if rq.ctx.uid != 0 && c.replay.is_none() {
             self.quotas.admit(&quota::Deltas::of(&t))?;
+        } else if c.replay.is_none() {
+            self.quotas.overshot(&quota::Deltas::of(&t));
         }
         let maker = rq.ctx.client_id;
         let r = self.leases.apply(maker, rq.tok, &touched, late, || {
@@ -927,7 +933,15 @@ impl MdtService {
         // Derived from each request's declared changelog facts, which
         // are matched exhaustively (`changelog::Planned::of`).
         let splits = changelog::Planned::of(&req).and_then(|p| p.makes_in());
-        match self.dispatch_here(ctx, req).await {
+        let r = self.dispatch_here(ctx, req).await;
+        if ctx.ctx.uid == 0 && self.quotas.has_overshot() {
+            // Root took an id past this MDT's share: the master hears of
+            // it before the answer, unless it is slow to (then after).
+            let me = self.clone();
+            let report = tokio::spawn(async move { me.report_overshoot().await });
+            let _ = tokio::time::timeout(OVERSHOOT_REPORT_WAIT, report).await;
+        }
+        match r {
             Err(e) if e.errno() == Errno::ENOENT => self.moved_reply(routed_by).ok_or(e),
             // Restriped since the client learned the layout (perhaps
             // while this waited for the namespace lock).

@@ -234,6 +234,9 @@ impl Deltas {
 
 /// The counts, as committed batches left them, and the grants.
 pub struct Quotas {
+    /// Ids a change exempt from limits took past this MDT's share, for
+    /// the master to hear of ([`Quotas::overshot`]).
+    overshot: Mutex<Vec<(QuotaId, Res)>>,
     counts: Mutex<Counts>,
     /// Shares of inode limits.
     shares: Shares,
@@ -279,6 +282,7 @@ impl Quotas {
             m
         };
         let q = Quotas {
+            overshot: Mutex::default(),
             counts: Mutex::new(Counts::of(by_triple)),
             shares: Shares::default(),
             bshares: Shares::default(),
@@ -353,6 +357,50 @@ impl Quotas {
             }
         }
         Ok(())
+    }
+
+    /// A change exempt from limits (root's) moves the counts by `d`:
+    /// note every limited id it takes past this MDT's share, for the
+    /// master to hear of. Called before the change is applied, with the
+    /// counts as they are.
+    pub fn overshot(&self, d: &Deltas) {
+        let counts = self.lock();
+        let mut over = Vec::new();
+        for (who, (di, db)) in &d.ids {
+            let u = counts.by_id.get(who).copied().unwrap_or_default();
+            for (res, n) in [(Res::Inodes, *di), (Res::Bytes, *db)] {
+                let Ok(n) = u64::try_from(n) else { continue };
+                if let Some(Grant::Up(g)) = self.shares(res).get(*who) {
+                    if n > 0 && res.of_usage(&u) + n > g {
+                        over.push((*who, res));
+                    }
+                }
+            }
+        }
+        drop(counts);
+        if !over.is_empty() {
+            self.overshot
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(over);
+        }
+    }
+
+    /// Whether [`Quotas::overshot`] noted any id not reported yet.
+    pub fn has_overshot(&self) -> bool {
+        !self
+            .overshot
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+
+    /// The ids noted by [`Quotas::overshot`] since the last call.
+    pub fn take_overshot(&self) -> Vec<(QuotaId, Res)> {
+        let mut v = std::mem::take(&mut *self.overshot.lock().unwrap_or_else(|p| p.into_inner()));
+        v.sort_by_key(|(w, r)| (*w, *r == Res::Bytes));
+        v.dedup();
+        v
     }
 
     /// This MDT's shares of limited ids' `res` limits.

@@ -349,6 +349,9 @@ impl MdtService {
             // Limits of the other resource only: nothing to hold back here.
             return unlimited;
         }
+        if need == 0 {
+            return self.overshot(&mut st, who, target, res, usage).await;
+        }
         let want = usage + need;
         // The other shares of the same limit: every target's of `res` but
         // this one's (an MDT's Data-on-MDT bytes and the OSTs' bytes share
@@ -405,6 +408,44 @@ impl MdtService {
             limited: true,
             granted,
         })
+    }
+
+    /// A report, not a request (`QuotaAcquire` with `need` 0): `target`
+    /// holds `usage` of `who`, past its share (root's change, which no
+    /// limit holds back). Counted from now on, so that other targets are
+    /// not granted room the id no longer has; never refused.
+    async fn overshot(
+        self: &Arc<Self>,
+        st: &mut State,
+        who: QuotaId,
+        target: TargetId,
+        res: Res,
+        usage: u64,
+    ) -> Handled {
+        let held = st.grants.get(&(who, target, res)).copied().unwrap_or(0);
+        let granted = held.max(usage);
+        let mut t = Tx::new(&*self.store);
+        t.put_meta(&grant_key(target, res, who), &granted)?;
+        let ticket = self.apply_step(t)?;
+        self.commit_through(ticket).await?;
+        st.grants.insert((who, target, res), granted);
+        Ok(Reply::QuotaGrant {
+            limited: true,
+            granted,
+        })
+    }
+
+    /// Tell the master of every id a change exempt from limits (root's)
+    /// took past this MDT's share (see `Quotas::overshot`).
+    pub(super) async fn report_overshoot(self: &Arc<Self>) {
+        for (who, res) in self.quotas.take_overshot() {
+            if let Err(e) = self.acquire_quota(who, 0, res).await {
+                tracing::warn!(
+                    "MDT{:04x}: telling the quota master {who} is past its share: {e}",
+                    self.index
+                );
+            }
+        }
     }
 
     /// [`Self::acquire_quota`], for a change held back by

@@ -263,14 +263,20 @@ impl OstService {
                 ),
             ));
         };
-        let (offset, owner) = (w.offset, w.owner);
-        self.blocking(move |s| s.write_as(oid, offset, &data, pack, owner))
+        let (offset, sent) = (w.offset, w.owner);
+        self.blocking(move |s| s.write_as(oid, offset, &data, pack, sent))
             .await?;
         drop(spent);
+        let quota_near = admitted.near;
+        drop(admitted);
+        if ctx.uid == 0 {
+            // Root may have taken an id past this OST's share.
+            self.quota.after_exempt(&self.store, owner).await;
+        }
         Ok(Reply::Written {
             boot: self.grants.boot(),
             grant: self.grants.top_up(client, || self.disk()),
-            quota_near: admitted.near,
+            quota_near,
         })
     }
 
@@ -377,6 +383,10 @@ impl OstService {
                 .try_for_each(|&oid| s.set_owner(oid, owner, false))
         })
         .await?;
+        // A chown is root's (or the owner's own): not held back by
+        // limits, but the master hears if it took an id past this OST's
+        // share, so that other targets are not granted room it lacks.
+        self.quota.after_exempt(&self.store, owner).await;
         Ok(Reply::Ok)
     }
 

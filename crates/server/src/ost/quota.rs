@@ -312,6 +312,29 @@ impl OstQuota {
         }
     }
 
+    /// After a write exempt from limits (root's) of `owner`'s bytes: the
+    /// master hears of every limited id it took past this OST's share
+    /// (`QuotaAcquire` with `need` 0), so that other targets are not
+    /// granted room the id no longer has.
+    pub async fn after_exempt(&self, store: &ObjectStore, owner: Owner) {
+        if self.peers.get().is_none() {
+            return;
+        }
+        for who in owner.ids() {
+            let over =
+                matches!(self.shares.get(who), Some(Grant::Up(g)) if self.used(store, who) > g);
+            if over {
+                let _asking = self.asking.lock().await;
+                if let Asked::Unreachable(e) | Asked::Refused(e) = self.ask(store, who, 0).await {
+                    tracing::warn!(
+                        "OST{:04x}: telling the quota master {who} is past its share: {e}",
+                        self.index
+                    );
+                }
+            }
+        }
+    }
+
     /// The master takes back `who`'s share beyond what this OST holds
     /// (`QuotaRelease`): answered with that usage.
     pub async fn release(&self, store: &ObjectStore, who: QuotaId, forget: bool) -> Handled {
