@@ -101,6 +101,12 @@ impl Shares {
         self.lock().insert(who, g);
     }
 
+    /// Whether any id is known to be limited (else no change can pass a
+    /// share).
+    pub fn any_limited(&self) -> bool {
+        self.lock().values().any(|g| matches!(g, Grant::Up(_)))
+    }
+
     /// Every id known to be limited, with its share (what a target keeps
     /// across a restart).
     pub fn limited(&self) -> Vec<(QuotaId, u64)> {

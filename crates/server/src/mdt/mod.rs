@@ -419,7 +419,7 @@ impl MdtService {
         // and was acknowledged.
         if rq.ctx.uid != 0 && c.replay.is_none() {
             self.quotas.admit(&quota::Deltas::of(&t))?;
-        } else if c.replay.is_none() {
+        } else if c.replay.is_none() && self.quotas.any_limited() {
             self.quotas.overshot(&quota::Deltas::of(&t));
         }
         let maker = rq.ctx.client_id;

@@ -386,6 +386,12 @@ impl Quotas {
         }
     }
 
+    /// Whether this MDT knows of any limited id (else no change can pass
+    /// a share, and [`Quotas::overshot`] need not look).
+    pub fn any_limited(&self) -> bool {
+        self.shares.any_limited() || self.bshares.any_limited()
+    }
+
     /// Whether [`Quotas::overshot`] noted any id not reported yet.
     pub fn has_overshot(&self) -> bool {
         !self
