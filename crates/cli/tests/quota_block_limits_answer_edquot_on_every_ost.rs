@@ -468,3 +468,29 @@ fn a_chown_reaches_an_ost_that_was_down_also_across_kill9_of_the_mdt() {
     assert_eq!(kbytes(&["-u", "65534", &mnt]), 0);
     check_clean(&mnt, 2);
 }
+
+#[test]
+fn what_root_writes_for_a_user_on_one_ost_holds_the_user_back_on_the_other() {
+    let c = Cluster::up(1, 2, &[]);
+    let mnt = s(&c.mnt).to_string();
+    let (d0, d1) = (c.path("on0"), c.path("on1"));
+    for (d, ost) in [(&d0, "0"), (&d1, "1")] {
+        std::fs::create_dir(d).expect("mkdir");
+        loom_ok(&["setstripe", "-c", "1", "-i", ost, s(d)]);
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    }
+    // A limit far enough that a share carries room beyond each write.
+    loom_ok(&["setquota", "-u", "65534", "-B", "200M", &mnt]);
+    // The user's own 1 MiB on OST0: OST0 holds a share of the limit.
+    assert_eq!(fill(&[&d0], "u", MIB, 1), (1, 0));
+    // Root writes 190 MiB more into a file of the user's there: 191 MiB.
+    // Root is not held back, and the master hears of it.
+    assert_eq!(fill(&[&d0], "r", 0, 1), (1, 0));
+    std::fs::write(d0.join("r0"), vec![9u8; 190 * MIB as usize]).expect("root writes");
+    assert!(kbytes(&["-u", "65534", &mnt]) >= 191 * 1024);
+    // So OST1 grants the user no more than the 9 MiB left of the limit.
+    let (made, err) = fill(&[&d1], "v", MIB, 40);
+    assert_eq!(err, EDQUOT, "made {made}");
+    assert!(made <= 9, "{made} MiB past what the limit leaves");
+    assert!(kbytes(&["-u", "65534", &mnt]) <= 200 * 1024);
+}
