@@ -417,14 +417,15 @@ impl MdtService {
         // limited id it adds to (root's are not limited, as on Linux). A
         // replay is not asked again: it was admitted when first applied,
         // and was acknowledged.
+        let quota = quota::Deltas::of(&t);
         if rq.ctx.uid != 0 && c.replay.is_none() {
-            self.quotas.admit(&quota::Deltas::of(&t))?;
+            self.quotas.admit(&quota)?;
         } else if c.replay.is_none() && self.quotas.any_limited() {
-            self.quotas.overshot(&quota::Deltas::of(&t));
+            self.quotas.overshot(&quota);
         }
         let maker = rq.ctx.client_id;
         let r = self.leases.apply(maker, rq.tok, &touched, late, || {
-            self.apply_batch(recorded_as, t, flushed, log)
+            self.apply_counted(recorded_as, t, quota, flushed, log)
         })?;
         match r {
             Ok((ticket, granted, late)) => {
@@ -444,6 +445,19 @@ impl MdtService {
         log: Vec<loom_proto::changelog::ChangeRec>,
     ) -> Result<Ticket, ServerError> {
         let quota = quota::Deltas::of(&t);
+        self.apply_counted(recorded_as, t, quota, flushed, log)
+    }
+
+    /// [`Self::apply_batch`] of `t`, whose quota counts `quota` moves
+    /// (computed once by a caller that checked them already).
+    fn apply_counted(
+        &self,
+        recorded_as: Option<(&Current, &Reply)>,
+        t: Tx<'_>,
+        quota: quota::Deltas,
+        flushed: bool,
+        log: Vec<loom_proto::changelog::ChangeRec>,
+    ) -> Result<Ticket, ServerError> {
         let (batch, delta) = t.into_batch()?;
         let mut batch = batch;
         let forced = recorded_as.and_then(|(c, _)| c.replay.as_ref().map(|r| r.0));

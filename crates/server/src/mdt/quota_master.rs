@@ -283,12 +283,26 @@ impl MdtService {
         };
         // Committed as an acquire's grant is: a restarted master must not
         // take the grant for less than the usage it found.
-        let mut t = Tx::new(&*self.store);
-        t.put_meta(&grant_key(target, res, who), &used)?;
+        let t = Tx::new(&*self.store);
+        self.commit_grant(st, t, (who, target, res), used).await?;
+        Ok(used)
+    }
+
+    /// Keep `granted` as the grant `key` names, with what else `t` holds,
+    /// committed before the caller answers anyone.
+    async fn commit_grant(
+        &self,
+        st: &mut State,
+        mut t: Tx<'_>,
+        key: (QuotaId, TargetId, Res),
+        granted: u64,
+    ) -> Result<(), ServerError> {
+        let (who, target, res) = key;
+        t.put_meta(&grant_key(target, res, who), &granted)?;
         let ticket = self.apply_step(t)?;
         self.commit_through(ticket).await?;
-        st.grants.insert((who, target, res), used);
-        Ok(used)
+        st.grants.insert(key, granted);
+        Ok(())
     }
 
     /// An MDT's part of `QuotaRelease`: between two changes (under the
@@ -400,10 +414,8 @@ impl MdtService {
         // one (each change then asks, and its grace is kept exactly).
         let room = if over_soft { 0 } else { cap - total.min(cap) };
         let granted = want + max_extra(res).min(room / 4);
-        t.put_meta(&grant_key(target, res, who), &granted)?;
-        let ticket = self.apply_step(t)?;
-        self.commit_through(ticket).await?;
-        st.grants.insert((who, target, res), granted);
+        self.commit_grant(&mut st, t, (who, target, res), granted)
+            .await?;
         Ok(Reply::QuotaGrant {
             limited: true,
             granted,
@@ -424,11 +436,9 @@ impl MdtService {
     ) -> Handled {
         let held = st.grants.get(&(who, target, res)).copied().unwrap_or(0);
         let granted = held.max(usage);
-        let mut t = Tx::new(&*self.store);
-        t.put_meta(&grant_key(target, res, who), &granted)?;
-        let ticket = self.apply_step(t)?;
-        self.commit_through(ticket).await?;
-        st.grants.insert((who, target, res), granted);
+        let t = Tx::new(&*self.store);
+        self.commit_grant(st, t, (who, target, res), granted)
+            .await?;
         Ok(Reply::QuotaGrant {
             limited: true,
             granted,

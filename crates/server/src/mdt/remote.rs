@@ -287,7 +287,7 @@ impl MdtService {
                 need,
                 bytes,
             } => {
-                let res = crate::quota::Res::of(bytes || target.role == loom_proto::msg::Role::Ost);
+                let res = crate::quota::Res::of(bytes);
                 self.quota_acquire(who, target, res, usage, need).await
             }
             PeerRequest::QuotaRelease { who, forget, bytes } => {
