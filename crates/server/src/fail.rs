@@ -3,7 +3,8 @@
 //! named NAME, so a test can crash it between two steps of an operation
 //! and check what the restart recovers. Points that may also fail (a
 //! step's error, to test the paths that undo) do so with
-//! `LOOM_FAIL_AT=NAME:error`. Unset (always, outside tests),
+//! `LOOM_FAIL_AT=NAME:error`; points that may hold their task up, to
+//! open a race's window, do so with `NAME:delay`. Unset (always, outside tests),
 //! a point costs one comparison.
 
 use std::sync::OnceLock;
@@ -53,5 +54,18 @@ pub fn point_or_error(name: &str) -> Result<(), crate::error::ServerError> {
             "{ENV}={name}:error: a failure injected for a test"
         ))),
         _ => Ok(()),
+    }
+}
+
+/// How long a point armed with `NAME:delay` holds up its task.
+pub const DELAY: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// If `NAME:delay` is armed, hold this task up for [`DELAY`] here: it
+/// opens the window of a race for a test that shows it cannot happen
+/// (what the test checks must hold whatever the order).
+pub async fn delay(name: &str) {
+    if armed().and_then(|a| a.strip_suffix(":delay")) == Some(name) {
+        tracing::warn!("{ENV}={name}:delay: holding this task up for {DELAY:?}");
+        tokio::time::sleep(DELAY).await;
     }
 }

@@ -1022,6 +1022,7 @@ impl MdtService {
     /// with growing pauses while other MDTs cannot be reached. Client
     /// changes are let in once the log is empty.
     pub(super) async fn resolve_intents(self: Arc<Self>) {
+        crate::fail::delay("resolve").await;
         let mut pause = Duration::from_millis(200);
         loop {
             match self.resolve_pass().await {
@@ -1205,6 +1206,42 @@ impl MdtService {
             }
         }
         Ok(())
+    }
+
+    /// Finish every migrate or restripe intent logged for directory
+    /// `dir`; how many there were. Called with `dist` held, before a new
+    /// one is logged: a request resent after a step failed would
+    /// otherwise start over beside the one the resolver is to finish
+    /// (and a second restripe would make a second set of shards).
+    pub(super) async fn finish_intents_on(
+        self: &Arc<Self>,
+        dir: Fid,
+    ) -> Result<usize, ServerError> {
+        let mut done = 0;
+        for (k, v) in self
+            .store
+            .scan(Space::Intents, &[], None, usize::MAX)
+            .map_err(store_err)?
+        {
+            let Ok(id) = <[u8; 8]>::try_from(k.as_slice()).map(u64::from_be_bytes) else {
+                continue;
+            };
+            let rec = IntentRec::decode(&v)?;
+            let on = match &rec.op {
+                IntentOp::Migrate(m) => m.dir == dir,
+                IntentOp::Restripe(m) => m.dir == dir,
+                IntentOp::Mkdir { .. }
+                | IntentOp::Rmdir { .. }
+                | IntentOp::Rename(_)
+                | IntentOp::Link(_)
+                | IntentOp::Unlink(_) => false,
+            };
+            if on {
+                self.resolve_one(id, rec).await?;
+                done += 1;
+            }
+        }
+        Ok(done)
     }
 
     /// Whether the log holds intents (at start: recovery is needed).

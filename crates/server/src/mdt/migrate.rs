@@ -299,6 +299,10 @@ impl MdtService {
             });
         }
         let _one_at_a_time = self.dist.lock().await;
+        if self.finish_intents_on(dir).await? > 0 {
+            // The directory may have left this MDT with it.
+            self.plain_dir(dir, "migrated (the tree under it is)")?;
+        }
         let started = std::time::Instant::now();
         // 1. No new leases on it; the ones held are taken back (a size
         // is reported to this MDT before its recall is answered).

@@ -39,7 +39,7 @@ mod tx;
 mod walk;
 
 use crate::error::{Handled, ServerError};
-use loom_proto::msg::{Commit, FileKind, MdtRequest, PeerRequest, Reply, ReqCtx, Time};
+use loom_proto::msg::{Commit, Effect, FileKind, MdtRequest, PeerRequest, Reply, ReqCtx, Time};
 use loom_proto::{lease, Errno, Fid};
 use loom_rpc::Channel;
 use loom_store::kv::{FjallStore, KvStore, Ticket};
@@ -755,14 +755,18 @@ impl MdtService {
             }
             Later::Op(r) => r,
         };
+        // Every change waits for the intents a crash left to be resolved,
+        // also one that is not answered from the reply cache (a restripe
+        // or migrate resent after the restart would otherwise start over
+        // beside the one being finished).
+        if req.op().effect != Effect::Reads && !*self.recovered.borrow() {
+            let mut rx = self.recovered.subscribe();
+            let _ = rx.wait_for(|done| *done).await;
+        }
         let tok = self.leases.reading(ctx.client_id, ch);
         let Some(key) = ReplyKey::of(ctx, &req) else {
             return self.read(ctx, req, tok).await;
         };
-        if !*self.recovered.borrow() {
-            let mut rx = self.recovered.subscribe();
-            let _ = rx.wait_for(|done| *done).await;
-        }
         let _running = self.replies.enter(key).await;
         match self.replies.lookup(&*self.store, key) {
             Ok(Some((transno, r))) => {

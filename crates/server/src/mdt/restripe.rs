@@ -174,6 +174,13 @@ impl MdtService {
                 ),
             ));
         }
+        if self.striped_over(dir, &mdts).await? {
+            // Done already: this request resent after a crash, or again.
+            return Ok(Reply::Migrated {
+                moved: 0,
+                stayed: 0,
+            });
+        }
         self.plain_dir(dir, "restriped again")?;
         if super::tx::read_meta::<Fid>(&*self.store, &shard_key(dir))?.is_some() {
             return Err(ServerError::refused(
@@ -182,6 +189,15 @@ impl MdtService {
             ));
         }
         let _one_at_a_time = self.dist.lock().await;
+        if self.finish_intents_on(dir).await? > 0 {
+            if self.striped_over(dir, &mdts).await? {
+                return Ok(Reply::Migrated {
+                    moved: 0,
+                    stayed: 0,
+                });
+            }
+            self.plain_dir(dir, "restriped again")?;
+        }
         let mut t = Tx::new(&*self.store);
         let m = RestripeIntent {
             dir,
@@ -201,6 +217,23 @@ impl MdtService {
         self.commit_through(ticket).await?;
         let r = self.run_restripe(id, m, Some(caller)).await;
         self.resolve_on_error(r)
+    }
+
+    /// Whether `dir` is striped over `mdts` already, in that order.
+    async fn striped_over(&self, dir: Fid, mdts: &[u32]) -> Result<bool, ServerError> {
+        let rec = read_inode(&*self.store, dir)?;
+        let Some(shards) = rec.layout.as_ref().and_then(|l| l.dir_shards()) else {
+            return Ok(false);
+        };
+        if shards.len() != mdts.len() {
+            return Ok(false);
+        }
+        for (shard, mdt) in shards.iter().zip(mdts) {
+            if self.owner_of(*shard).await? != *mdt {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// The steps of restripe intent `id` from wherever it stands.
