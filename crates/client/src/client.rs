@@ -76,7 +76,11 @@ pub struct Client {
     /// reports a failed write-back.
     unseen: AtomicUsize,
     /// Where background work (orphan releases from `Drop`) runs.
-    rt: tokio::runtime::Handle,
+    pub(crate) rt: tokio::runtime::Handle,
+    /// File locks this client's owners hold (see `locks`).
+    pub(crate) locks: crate::locks::HeldLocks,
+    /// Itself, for background tasks that must not keep it alive.
+    pub(crate) me: std::sync::OnceLock<std::sync::Weak<Client>>,
 }
 
 impl Client {
@@ -131,7 +135,10 @@ impl Client {
             grants: Default::default(),
             unseen: AtomicUsize::new(0),
             rt: tokio::runtime::Handle::current(),
+            locks: Default::default(),
+            me: std::sync::OnceLock::new(),
         });
+        let _ = client.me.set(Arc::downgrade(&client));
         client.spawn_orphan_renewal();
         client.router.set_reporter(client.size_reporter());
         client.router.spawn_recovery(client.ctxs.client_id());

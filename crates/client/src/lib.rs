@@ -17,6 +17,7 @@
 //!   names, list and shards), its open handles and its writes in flight.
 //! - [`fresh`]: the table of those objects, and until when what they know
 //!   is valid: under a lease until recalled, else the attribute timeout.
+//! - [`locks`]: file locks (flock, POSIX, OFD) held across clients.
 //! - [`replay`]: changes MDTs acknowledged and have not committed, kept
 //!   and replayed to a restarted MDT.
 //! - [`registry`]: the live mounts of this machine (`/run/loom/mounts`), so
@@ -32,6 +33,7 @@ pub mod error;
 pub mod fresh;
 pub mod inode;
 pub mod io;
+pub mod locks;
 pub mod meta;
 pub mod quota;
 pub mod registry;

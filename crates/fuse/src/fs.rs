@@ -13,9 +13,15 @@
 //!   `FOPEN_KEEP_CACHE`, so the kernel drops the file's cached pages too:
 //!   size and data written and closed elsewhere before our open are read
 //!   fresh.
-//! - A read-only open is answered with `FOPEN_NOFLUSH`: its close has
-//!   nothing to flush and does not wait for a FUSE round trip (opens that
-//!   may write keep the flush, which reports failed writes).
+//! - Every close sends a FLUSH (no `FOPEN_NOFLUSH`): the kernel leaves
+//!   the release of the closing process's POSIX locks to it. The flush of
+//!   a read-only handle, or of a file made here under its size lease,
+//!   only drops locks (no round trip unless the owner held one); that of
+//!   a handle that may write also waits for the data and reports failed
+//!   writes.
+//! - Locks (flock, POSIX, OFD) are the cluster's (`loom_client::locks`):
+//!   a blocking one waits off the FUSE worker; a flock's go at the
+//!   release of its open file description.
 //! - An inode that vanished (removed on another mount while our dentry
 //!   was cached) answers ESTALE, not ENOENT: the kernel then walks the path
 //!   again with revalidation and finds what the name is now.
@@ -25,7 +31,7 @@
 //!   `io::writeback` and `io::grant`), and the size reaches the MDT at
 //!   close (flush), or, for a file this mount made (it holds the file's
 //!   size lease), at the release, which close(2) does not wait for: its
-//!   create answers `FOPEN_NOFLUSH`, so its close sends no FLUSH.
+//!   close's FLUSH only drops locks.
 //!   A write to a file opened O_SYNC or O_DSYNC (or with RWF_DSYNC) is
 //!   followed by an fsync request from the kernel itself, which makes the
 //!   objects durable and reports the size before write(2) returns.
@@ -45,12 +51,13 @@ use crate::attr::{file_attr, file_type, wire_time};
 use crate::kept::{Kept, KeptPages};
 use fuser::{
     AccessFlags, BsdFileFlags, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
-    ReplyXattr, Request, TimeOrNow, WriteFlags,
+    InitFlags, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
+    ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLock, ReplyOpen,
+    ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use loom_client::ctx::GroupsCache;
 use loom_client::{Allocation, Caller, Client, OpenFile};
+use loom_proto::lock::LockKind;
 use loom_proto::msg::{access, Attr, DirEntry, FileKind, SetAttr, SetTime, StatFs, Time};
 use loom_proto::{Errno, Fid, Name};
 use std::collections::HashMap;
@@ -106,6 +113,14 @@ pub struct LoomFs {
     kept: Arc<KeptPages>,
     /// Open handles that may write: whether each may read too (O_RDWR).
     writable: Mutex<HashMap<u64, bool>>,
+    /// Open handles whose close has no data to flush (read-only ones, and
+    /// files made here under their size lease): their FLUSH, which the
+    /// kernel sends for the POSIX lock owner's sake, only drops locks.
+    quiet: Mutex<std::collections::HashSet<u64>>,
+    /// The lock owners that locked through each open handle: at its
+    /// release their locks on the file go (OFD locks, whose owner is the
+    /// open file description, get no unlock from the kernel at close).
+    lockers: Mutex<HashMap<u64, std::collections::HashSet<u64>>>,
     /// Files whose kept bytes the store thread hands to the kernel.
     to_store: Mutex<mpsc::Sender<u64>>,
     /// FUSE worker threads, and the one that may store from inside a
@@ -242,6 +257,8 @@ impl LoomFs {
             groups: GroupsCache::default(),
             kept,
             writable: Mutex::new(HashMap::new()),
+            quiet: Mutex::new(Default::default()),
+            lockers: Mutex::new(HashMap::new()),
             to_store: Mutex::new(to_store),
             workers,
             storing: Mutex::new(()),
@@ -270,6 +287,10 @@ impl LoomFs {
     /// process's supplementary groups.
     fn caller(&self, req: &Request) -> Caller {
         Caller::of_process(req.uid(), req.gid(), req.pid(), &self.groups)
+    }
+
+    fn lock_quiet(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<u64>> {
+        self.quiet.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn lock_told(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Told>> {
@@ -858,11 +879,48 @@ fn reply_empty(reply: ReplyEmpty, r: R<()>) {
     }
 }
 
+/// Whether thread `pid` has SIGKILL pending (it is being killed): from
+/// the pending-signal masks in `/proc/PID/status`. A thread that is gone
+/// counts as killed.
+fn killed(pid: u32) -> bool {
+    const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return true;
+    };
+    status.lines().any(|l| {
+        let mask = l
+            .strip_prefix("SigPnd:")
+            .or_else(|| l.strip_prefix("ShdPnd:"));
+        mask.and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .is_some_and(|m| m & SIGKILL_BIT != 0)
+    })
+}
+
+/// The lock kind of an F_RDLCK or F_WRLCK.
+fn lock_kind(typ: i32) -> Option<LockKind> {
+    match typ {
+        libc::F_RDLCK => Some(LockKind::Read),
+        libc::F_WRLCK => Some(LockKind::Write),
+        _ => None,
+    }
+}
+
 impl Filesystem for LoomFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         // The same capabilities as the no-op reference (settings.rs), so
         // that benchmarks compare like with like.
         crate::settings::negotiate(config);
+        // Locks through the file system, held across every client (see
+        // `loom_client::locks`); the no-op reference takes none, and its
+        // locks stay the kernel's own (this costs the benchmarks nothing:
+        // no lock is taken by them).
+        if let Err(missing) =
+            config.add_capabilities(InitFlags::FUSE_POSIX_LOCKS | InitFlags::FUSE_FLOCK_LOCKS)
+        {
+            tracing::warn!(
+                "kernel lacks FUSE lock capabilities {missing:?}: locks are this node's only"
+            );
+        }
         Ok(())
     }
 
@@ -1082,6 +1140,9 @@ impl Filesystem for LoomFs {
         // The same open flags as the no-op reference (settings.rs).
         match self.do_open(req, ino, flags) {
             Ok((fh, keep, write)) => {
+                if write.is_none() {
+                    self.lock_quiet().insert(fh.0);
+                }
                 let mut f = crate::settings::open_reply_flags(flags);
                 if keep {
                     f |= FopenFlags::FOPEN_KEEP_CACHE;
@@ -1136,29 +1197,138 @@ impl Filesystem for LoomFs {
 
     fn flush(
         &self,
-        _req: &Request,
-        _ino: INodeNo,
+        req: &Request,
+        ino: INodeNo,
         fh: FileHandle,
-        _lock_owner: LockOwner,
+        lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // Every close(2) that may have written: the data has landed, and
-        // the size reached the MDT, before close returns (unless the size
-        // waits under the file's size lease, see `do_create`).
+        // Every close(2): the POSIX locks of the closing process go (the
+        // kernel sends no unlock of its own at close: FUSE leaves that to
+        // the flush). Then, if it may have written: the data has landed,
+        // and the size reached the MDT, before close returns (unless the
+        // size waits under the file's size lease, see `do_create`).
+        let c = self.caller(req);
+        if let Err(e) = self.run(self.client.unlock_owner(&c, fid(ino), lock_owner.0)) {
+            return reply.error(fe(e));
+        }
+        if self.lock_quiet().contains(&fh.0) {
+            return reply.ok();
+        }
         reply_empty(reply, self.do_flush(fh));
     }
 
     fn release(
         &self,
-        _req: &Request,
-        _ino: INodeNo,
+        req: &Request,
+        ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
+        lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        self.lock_quiet().remove(&fh.0);
+        // The open file description went: its flock and OFD locks go (the
+        // POSIX locks of each process went at its close's flush).
+        let mut owners = self
+            .lockers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&fh.0)
+            .unwrap_or_default();
+        owners.extend(lock_owner.map(|o| o.0));
+        let c = self.caller(req);
+        for owner in owners {
+            if let Err(e) = self.run(self.client.unlock_owner(&c, fid(ino), owner)) {
+                tracing::warn!(ino = ino.0, "dropping the locks of a closed file: {e:?}");
+            }
+        }
         reply_empty(reply, self.do_release(fh));
+    }
+
+    fn getlk(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        lock_owner: LockOwner,
+        start: u64,
+        end: u64,
+        typ: i32,
+        _pid: u32,
+        reply: ReplyLock,
+    ) {
+        let Some(kind) = lock_kind(typ) else {
+            return reply.error(fe(Errno::EINVAL));
+        };
+        let c = self.caller(req);
+        let r = self.run(
+            self.client
+                .test_lock(&c, fid(ino), lock_owner.0, kind, start, end),
+        );
+        match r {
+            Ok(Some(l)) => {
+                let typ = match l.kind {
+                    LockKind::Read => libc::F_RDLCK,
+                    LockKind::Write => libc::F_WRLCK,
+                };
+                reply.locked(l.start, l.end, typ, l.pid)
+            }
+            Ok(None) => reply.locked(start, end, libc::F_UNLCK, 0),
+            Err(e) => reply.error(fe(e)),
+        }
+    }
+
+    fn setlk(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        lock_owner: LockOwner,
+        start: u64,
+        end: u64,
+        typ: i32,
+        _pid: u32,
+        sleep: bool,
+        reply: ReplyEmpty,
+    ) {
+        let c = self.caller(req);
+        let (client, fid, owner) = (self.client.clone(), fid(ino), lock_owner.0);
+        if typ != libc::F_UNLCK {
+            self.lockers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry(fh.0)
+                .or_default()
+                .insert(owner);
+        }
+        if typ == libc::F_UNLCK {
+            return reply_empty(reply, self.run(client.unlock(&c, fid, owner, start, end)));
+        }
+        let Some(kind) = lock_kind(typ) else {
+            return reply.error(fe(Errno::EINVAL));
+        };
+        if !sleep {
+            return reply_empty(
+                reply,
+                self.run(client.lock(&c, fid, owner, kind, start, end, false)),
+            );
+        }
+        // A wait may last: off the FUSE worker, which serves others
+        // meanwhile. A process killed while it waits closes its files,
+        // whose flush gives the wait up (`unlock_owner`).
+        // The kernel waits for the answer even when the process is killed
+        // (FUSE interrupts are not served): the wait gives up once the
+        // process has SIGKILL pending.
+        let pid = req.pid();
+        self.rt.spawn(async move {
+            let killed = move || killed(pid);
+            let r = client
+                .lock_unless(&c, fid, owner, kind, start, end, true, &killed)
+                .await;
+            reply_empty(reply, r);
+        });
     }
 
     fn fsync(
@@ -1414,10 +1584,10 @@ impl Filesystem for LoomFs {
                 // for, and the release (or a recall, when another client
                 // looks at the file) sends what was gathered and the size.
                 // No lease (a mount without leases): close reports.
-                let flags = match self.file(fh) {
-                    Ok(f) if f.defer_reports() => crate::settings::create_reply_flags(),
-                    _ => FopenFlags::empty(),
-                };
+                if matches!(self.file(fh), Ok(f) if f.defer_reports()) {
+                    self.lock_quiet().insert(fh.0);
+                }
+                let flags = crate::settings::create_reply_flags();
                 reply.created(&ttl, &file_attr(&a), GEN, fh, flags)
             }
             Err(e) => reply.error(fe(e)),

@@ -16,6 +16,8 @@ impl Errno {
     pub const EPERM: Errno = Errno(1);
     /// No such file or directory.
     pub const ENOENT: Errno = Errno(2);
+    /// Interrupted: the caller gave the call up.
+    pub const EINTR: Errno = Errno(4);
     /// I/O error; also what the client reports after the RPC timeout.
     pub const EIO: Errno = Errno(5);
     /// Bad file handle.
@@ -46,6 +48,8 @@ impl Errno {
     pub const EMLINK: Errno = Errno(31);
     /// Result too large (xattr buffer).
     pub const ERANGE: Errno = Errno(34);
+    /// Waiting for a lock would deadlock.
+    pub const EDEADLK: Errno = Errno(35);
     /// File name too long.
     pub const ENAMETOOLONG: Errno = Errno(36);
     /// Function not implemented.
@@ -92,6 +96,8 @@ impl fmt::Debug for Errno {
             Errno::EROFS => "EROFS",
             Errno::EMLINK => "EMLINK",
             Errno::ERANGE => "ERANGE",
+            Errno::EDEADLK => "EDEADLK",
+            Errno::EINTR => "EINTR",
             Errno::ENAMETOOLONG => "ENAMETOOLONG",
             Errno::ENOSYS => "ENOSYS",
             Errno::ENOTEMPTY => "ENOTEMPTY",

@@ -12,6 +12,7 @@
 //! - [`changelog`]: each MDT's ordered record of the changes it committed.
 //! - [`compress`]: how a file's data is compressed on the OSTs.
 //! - [`quota`]: what each target counts per user, group and project.
+//! - [`lock`]: file locks (flock, POSIX, OFD) held across clients.
 //! - [`grant`]: the space an OST reserves for a client's writes sent behind.
 //! - [`error`]: the wire's error codes, which are POSIX errno values.
 //! - [`name`]: file names, symlink targets and xattr names as bytes.
@@ -28,6 +29,7 @@ pub mod frame;
 pub mod grant;
 pub mod layout;
 pub mod lease;
+pub mod lock;
 pub mod msg;
 pub mod name;
 pub mod quota;

@@ -950,6 +950,8 @@ pub enum Reply {
         /// Whether new entries take it.
         inherit: bool,
     },
+    /// The answer to a lock request or test.
+    Lock(crate::lock::LockAnswer),
 }
 
 impl Reply {

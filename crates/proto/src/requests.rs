@@ -23,6 +23,7 @@
 use crate::compress::Compress;
 use crate::fid::Fid;
 use crate::layout::{LayoutSpec, ObjRef, StripeSpec};
+use crate::lock::FileLock;
 use crate::msg::{
     DirDefault, DirObject, DirStripe, FileKind, FsckFix, FsckScan, IntentRef, MovedInode, Replayed,
     Role, ScrubCmd, SetAttr, TargetId, TargetInfo, Time,
@@ -594,6 +595,53 @@ declare_requests! {
             /// Whose.
             who: QuotaId,
         } => 103, "get_quota", Reads, Any;
+        /// Take `lock` on `fid` (the MDT of its inode keeps its locks; the
+        /// MDT sets `lock.owner.client` from the context). Without `wait`
+        /// a lock in the way answers `Conflict` at once; with it (F_SETLKW)
+        /// the MDT holds the answer until the lock is granted, for a
+        /// while, then answers `Blocked` and the client asks again; a wait
+        /// that would close a cycle of waiting owners answers EDEADLK.
+        /// Answered `Reply::Lock`. Not from the reply cache: a repeat of a
+        /// granted lock grants it again.
+        Lock {
+            /// The file.
+            fid: Fid,
+            /// What is asked for.
+            lock: FileLock,
+            /// Wait for it (F_SETLKW, flock without LOCK_NB).
+            wait: bool,
+        } => 107, "lock", Changes, Any;
+        /// Drop what the caller's `owner` holds on `fid` from `start` to
+        /// `end` (inclusive; a held lock across either end is split).
+        /// Answered `Reply::Ok`.
+        Unlock {
+            /// The file.
+            fid: Fid,
+            /// The owner on the calling client.
+            owner: u64,
+            /// First byte.
+            start: u64,
+            /// Last byte.
+            end: u64,
+        } => 108, "unlock", Changes, Any;
+        /// F_GETLK: the first lock of another owner in the way of `lock`,
+        /// or `Granted` if none is. Answered `Reply::Lock`.
+        TestLock {
+            /// The file.
+            fid: Fid,
+            /// What would be asked for.
+            lock: FileLock,
+        } => 109, "test_lock", Reads, Any;
+        /// The locks the calling client holds on files of this MDT, held
+        /// again after its connection was lost (the MDT restarted, or the
+        /// network). Taken also while the MDT recovers; until its grace
+        /// period ends no new lock is granted, so none can take a
+        /// reclaimed one's place. Answered `Reply::Ok`, or `Reply::Lock`
+        /// with the first lock that could not be held again.
+        ReclaimLocks {
+            /// (file, lock) pairs.
+            locks: Vec<(Fid, FileLock)>,
+        } => 110, "reclaim_locks", Changes, Any;
     }
 }
 

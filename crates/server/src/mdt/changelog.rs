@@ -203,7 +203,12 @@ impl Planned {
             | MdtRequest::QuotaCheck
             | MdtRequest::GetProject { .. }
             | MdtRequest::SetQuota { .. }
-            | MdtRequest::GetQuota { .. } => None,
+            | MdtRequest::GetQuota { .. }
+            // Locks are kept in memory: not changes of the namespace.
+            | MdtRequest::Lock { .. }
+            | MdtRequest::Unlock { .. }
+            | MdtRequest::TestLock { .. }
+            | MdtRequest::ReclaimLocks { .. } => None,
         }
     }
 

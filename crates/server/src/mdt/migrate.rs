@@ -198,6 +198,9 @@ pub fn routed_by(req: &MdtRequest) -> Option<Fid> {
         | R::SetDirDefault { fid, .. }
         | R::GetDirDefault { fid }
         | R::SetDefaultCompress { fid, .. }
+        | R::Lock { fid, .. }
+        | R::Unlock { fid, .. }
+        | R::TestLock { fid, .. }
         | R::GetDefaultCompress { fid }
         | R::Migrate { fid, .. }
         | R::Restripe { fid, .. }
@@ -226,7 +229,8 @@ pub fn routed_by(req: &MdtRequest) -> Option<Fid> {
         | R::QuotaCheck
         | R::RenewOrphans { .. }
         | R::SetQuota { .. }
-        | R::GetQuota { .. } => None,
+        | R::GetQuota { .. }
+        | R::ReclaimLocks { .. } => None,
     }
 }
 

@@ -17,6 +17,7 @@ mod dom;
 mod fsck;
 mod intents;
 pub mod leases;
+pub mod locks;
 mod migrate;
 mod moves;
 mod namespace;
@@ -187,6 +188,8 @@ pub struct MdtService {
     quotas: quota::Quotas,
     /// Every limit and grant (MDT0 only).
     quota_master: quota_master::Master,
+    /// File locks held by clients (see `locks`).
+    locks: locks::Locks,
 }
 
 impl MdtService {
@@ -282,6 +285,7 @@ impl MdtService {
         let changelog = changelog::Changelog::load(&*store, index)?;
         let quotas = quota::Quotas::load(&*store, index)?;
         let quota_master = quota_master::Master::load(&*store, index)?;
+        let locks = locks::Locks::load(&*store, opts.recovery_window)?;
         let mdt = Arc::new(MdtService {
             index,
             dir: dir.to_path_buf(),
@@ -325,6 +329,7 @@ impl MdtService {
             changelog,
             quotas,
             quota_master,
+            locks,
         });
         if index == 0 && tx::read_inode(&*mdt.store, Fid::ROOT).is_err() {
             mdt.create_root()?;
@@ -602,6 +607,7 @@ impl MdtService {
         tokio::spawn(async move { me.resume_destroys().await });
         self.spawn_owner_retry();
         self.spawn_orphan_sweeper();
+        self.spawn_lock_sweeper();
         let me = self.clone();
         tokio::spawn(async move {
             if !me.recovery.is_open() {
@@ -712,6 +718,7 @@ impl MdtService {
             Session::Replay { entries, last } => {
                 self.take_replay(ctx.client_id, entries, last).await
             }
+            Session::Reclaim { locks } => self.reclaim_locks(ctx, locks, ch).await,
         };
         (r, Some(self.commit_state(0)))
     }
@@ -750,10 +757,18 @@ impl MdtService {
             }
             Later::Whole(Whole::Disconnect) => {
                 self.leases.unsubscribe(ctx.client_id);
+                self.locks.drop_client(ctx.client_id);
+                if let Err(e) = self.forget_lockers(&[ctx.client_id]).await {
+                    return (Err(e), Some(self.commit_state(0)));
+                }
                 let r = self.disconnect(ctx.client_id).await.map(|_| Reply::Ok);
                 return (r, Some(self.commit_state(0)));
             }
             Later::Op(r) => r,
+            Later::Lock(l) => {
+                let r = self.lock_request(ctx, l, ch).await;
+                return (r, Some(self.commit_state(0)));
+            }
         };
         // Every change waits for the intents a crash left to be resolved,
         // also one that is not answered from the reply cache (a restripe
@@ -1131,6 +1146,14 @@ impl MdtService {
             MdtRequest::GetProject { fid } => self.get_project(fid),
             MdtRequest::SetQuota { who, limits } => self.set_quota(ctx, who, limits).await,
             MdtRequest::GetQuota { who } => self.get_quota(ctx.ctx, who).await,
+            // Taken in `handle` (see `staged`): they need the connection.
+            MdtRequest::Lock { .. }
+            | MdtRequest::Unlock { .. }
+            | MdtRequest::TestLock { .. }
+            | MdtRequest::ReclaimLocks { .. } => Err(ServerError::refused(
+                Errno::EPROTO,
+                "lock requests come from clients with a sequence number",
+            )),
             MdtRequest::Replay { .. } => Err(ServerError::refused(
                 Errno::EPROTO,
                 "a replay needs the client identity and sequence it was made under",

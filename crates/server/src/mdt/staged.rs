@@ -5,7 +5,10 @@
 //! exhaustive match, so one added later does not compile until it says
 //! where it goes.
 
+use super::locks::LockReq;
+use loom_proto::lock::FileLock;
 use loom_proto::msg::{MdtRequest, Replayed};
+use loom_proto::Fid;
 
 /// A client's request, by how it is taken.
 pub(super) enum Staged {
@@ -23,6 +26,9 @@ pub(super) enum Session {
     Subscribe,
     /// The client's replays after a restart.
     Replay { entries: Vec<Replayed>, last: bool },
+    /// The locks the client held, again after its connection was lost
+    /// (before new locks are granted: see `locks`).
+    Reclaim { locks: Vec<(Fid, FileLock)> },
 }
 
 /// What is taken once recovery is over.
@@ -31,6 +37,8 @@ pub(super) enum Later {
     Whole(Whole),
     /// An operation: a read, or a change through the reply cache.
     Op(MdtRequest),
+    /// About file locks: kept in memory, outside the reply cache.
+    Lock(LockReq),
 }
 
 /// Requests about the whole MDT.
@@ -50,6 +58,22 @@ impl Staged {
             R::Replay { entries, last, .. } => Staged::Session(Session::Replay { entries, last }),
             R::Sync => Staged::Later(Later::Whole(Whole::Sync)),
             R::Disconnect => Staged::Later(Later::Whole(Whole::Disconnect)),
+            R::ReclaimLocks { locks } => Staged::Session(Session::Reclaim { locks }),
+            R::Lock { fid, lock, wait } => {
+                Staged::Later(Later::Lock(LockReq::Lock { fid, lock, wait }))
+            }
+            R::Unlock {
+                fid,
+                owner,
+                start,
+                end,
+            } => Staged::Later(Later::Lock(LockReq::Unlock {
+                fid,
+                owner,
+                start,
+                end,
+            })),
+            R::TestLock { fid, lock } => Staged::Later(Later::Lock(LockReq::Test { fid, lock })),
             r @ (R::Lookup { .. }
             | R::GetAttr { .. }
             | R::SetAttr { .. }
