@@ -155,6 +155,9 @@ impl Client {
         });
         loop {
             let target = self.router.mdt_of(fid).await?;
+            // The MDT notes this client as a locker at its first request,
+            // and after a restart waits for its reclaim, even if empty.
+            self.watch_mdt(target.index);
             let req = MdtRequest::Lock { fid, lock, wait };
             let answer = match self.mdt_call(c, fid, req).await? {
                 Reply::Lock(a) => a,
@@ -166,7 +169,6 @@ impl Client {
                 LockAnswer::Granted => {
                     self.locks
                         .note(fid, target.index, owner, Some(lock), start, end);
-                    self.watch_mdt(target.index);
                     if gave_up {
                         self.unlock(c, fid, owner, start, end).await?;
                         return Err(Errno::EINTR);

@@ -4,6 +4,8 @@
 //! leaves no mount, process or directory behind.
 #![allow(dead_code)]
 
+pub mod locker;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -277,6 +277,8 @@ impl MdtService {
                     return Ok(moved);
                 }
                 self.lock_inode_here(fid)?;
+                // What was held before a restart is known once reclaimed.
+                self.wait_grace().await;
                 let t = self.locks.table();
                 Ok(Reply::Lock(match t.conflict(fid, &lock) {
                     Some(c) => LockAnswer::Conflict(c),
@@ -370,6 +372,23 @@ impl MdtService {
             }
             if tokio::time::Instant::now() >= deadline {
                 return Ok(LockAnswer::Blocked);
+            }
+        }
+    }
+
+    /// Until the grace period after a restart ends (every locker
+    /// reclaimed, or the time passed).
+    async fn wait_grace(&self) {
+        loop {
+            let released = self.locks.released.notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            let Some(until) = self.locks.table().in_grace() else {
+                return;
+            };
+            tokio::select! {
+                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(until)) => {}
+                _ = &mut released => {}
             }
         }
     }
