@@ -574,6 +574,18 @@ impl LoomFs {
         self.run(f.read(offset, size as usize))
     }
 
+    /// A write through a handle opened O_APPEND: at the end of the file
+    /// as every client sees it (the kernel's offset, its idea of the end,
+    /// is not used). Such a handle is opened for direct I/O, so the
+    /// kernel keeps no pages of what it writes; pages of the file it
+    /// holds from other handles are dropped at their next open.
+    fn do_append(&self, fh: FileHandle, data: &[u8]) -> R<u32> {
+        let f = self.file(fh)?;
+        let r = self.run(f.append(data));
+        self.pages_not_written(&f);
+        r.map(|_| data.len() as u32)
+    }
+
     fn do_write(&self, fh: FileHandle, offset: u64, data: &[u8], cache: bool) -> R<u32> {
         let f = self.file(fh)?;
         self.run(f.write(offset, data))
@@ -1147,6 +1159,10 @@ impl Filesystem for LoomFs {
                 if keep {
                     f |= FopenFlags::FOPEN_KEEP_CACHE;
                 }
+                if flags.0 & libc::O_APPEND != 0 {
+                    // Appends land where the MDT says: not through pages.
+                    f |= FopenFlags::FOPEN_DIRECT_IO;
+                }
                 match write {
                     Some(rdwr) => {
                         self.may_write(ino.0, fh, rdwr, Box::new(move || reply.opened(fh, f)))
@@ -1183,13 +1199,18 @@ impl Filesystem for LoomFs {
         offset: u64,
         data: &[u8],
         write_flags: WriteFlags,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
         // The kernel's write-back of mmap'ed pages.
         let cache = write_flags.contains(WriteFlags::FUSE_WRITE_CACHE);
-        match self.do_write(fh, offset, data, cache) {
+        let r = if flags.0 & libc::O_APPEND != 0 && !cache {
+            self.do_append(fh, data)
+        } else {
+            self.do_write(fh, offset, data, cache)
+        };
+        match r {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(fe(e)),
         }
@@ -1587,8 +1608,11 @@ impl Filesystem for LoomFs {
                 if matches!(self.file(fh), Ok(f) if f.defer_reports()) {
                     self.lock_quiet().insert(fh.0);
                 }
-                let flags = crate::settings::create_reply_flags();
-                reply.created(&ttl, &file_attr(&a), GEN, fh, flags)
+                let mut reply_flags = crate::settings::create_reply_flags();
+                if flags & libc::O_APPEND != 0 {
+                    reply_flags |= FopenFlags::FOPEN_DIRECT_IO;
+                }
+                reply.created(&ttl, &file_attr(&a), GEN, fh, reply_flags)
             }
             Err(e) => reply.error(fe(e)),
         }

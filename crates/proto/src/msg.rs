@@ -952,6 +952,11 @@ pub enum Reply {
     },
     /// The answer to a lock request or test.
     Lock(crate::lock::LockAnswer),
+    /// Where an append's bytes go: from `offset`, the file's end before.
+    Reserved {
+        /// First byte of the range.
+        offset: u64,
+    },
 }
 
 impl Reply {

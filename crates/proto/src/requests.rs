@@ -642,6 +642,16 @@ declare_requests! {
             /// (file, lock) pairs.
             locks: Vec<(Fid, FileLock)>,
         } => 110, "reclaim_locks", Changes, Any;
+        /// An append of `len` bytes (O_APPEND): the file's size grows by
+        /// `len` at once, and the range it covered is the appender's to
+        /// write. Appenders on any client get ranges that do not overlap,
+        /// each at the end as it was. Answered `Reply::Reserved`.
+        AppendReserve {
+            /// The file.
+            fid: Fid,
+            /// Bytes appended.
+            len: u64,
+        } => 111, "append_reserve", Once, Any;
     }
 }
 

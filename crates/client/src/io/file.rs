@@ -454,6 +454,31 @@ impl OpenFile {
         self.after_write().await
     }
 
+    /// Append `data` at the end of the file as every client sees it
+    /// (O_APPEND): the MDT gives this append its range (`AppendReserve`),
+    /// which no other append on any client shares, and the bytes are
+    /// written there. Returns where they went. What this handle wrote
+    /// beyond the end the MDT knows is reported first, so the range starts
+    /// after it. A crash between the range and its write leaves the range
+    /// zeros.
+    pub async fn append(&self, data: &[u8]) -> Result<u64, Errno> {
+        if self.dirty.load(Ordering::Acquire) {
+            self.report(false).await?;
+        }
+        let len = data.len() as u64;
+        let req = MdtRequest::AppendReserve { fid: self.fid, len };
+        let offset = match self.client.mdt_call(&self.caller, self.fid, req).await? {
+            Reply::Reserved { offset } => offset,
+            other => return Err(unexpected("AppendReserve", &other)),
+        };
+        self.write(offset, data).await?;
+        // The MDT's size covers it already (with the time of the append).
+        if self.written_end.load(Ordering::Acquire) <= offset + len {
+            self.dirty.store(false, Ordering::Release);
+        }
+        Ok(offset)
+    }
+
     /// The grant costs of a write of `len` bytes at `offset`: one per OST
     /// request it makes.
     fn costs(&self, offset: u64, len: usize) -> Result<Vec<(u32, u64)>, Errno> {

@@ -102,6 +102,30 @@ impl MdtService {
         Ok(Reply::Ok)
     }
 
+    /// `AppendReserve`: the file's size grows by `len`; the bytes from its
+    /// old end are the caller's to write. Under the namespace lock, so
+    /// that two appends never get one range; other clients' size leases
+    /// are recalled first (they report the sizes they wrote), as for any
+    /// change of the inode.
+    pub(super) async fn append_reserve(&self, ctx: &Rq<'_>, fid: Fid, len: u64) -> Handled {
+        let g = self.ns.lock().await;
+        let mut t = Tx::new(&*self.store);
+        let r = t.inode(fid)?;
+        regular_file(fid, r.attr.kind)?;
+        perm::may(&Cred::of(ctx), &r.attr, loom_proto::msg::access::WRITE)?;
+        let offset = r.attr.size;
+        r.attr.size = offset.checked_add(len).ok_or_else(|| {
+            ServerError::refused(Errno::EFBIG, format!("{fid}: appending {len} bytes"))
+        })?;
+        let now = Time::now();
+        r.attr.mtime = r.attr.mtime.max(now);
+        r.attr.ctime = r.attr.ctime.max(now);
+        let reply = Reply::Reserved { offset };
+        self.apply(ctx, t, &reply)?;
+        drop(g);
+        Ok(reply)
+    }
+
     pub(super) async fn setxattr(
         &self,
         ctx: &Rq<'_>,

@@ -165,6 +165,7 @@ impl Planned {
             // repairs, reads and the MDT's own bookkeeping.
             MdtRequest::DomWrite { .. }
             | MdtRequest::DomPunch { .. }
+            | MdtRequest::AppendReserve { .. }
             | MdtRequest::ReleaseOrphan { .. }
             | MdtRequest::RenewOrphans { .. }
             | MdtRequest::ReclaimObjects { .. }

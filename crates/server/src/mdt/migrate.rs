@@ -188,6 +188,7 @@ pub fn routed_by(req: &MdtRequest) -> Option<Fid> {
         | R::ListXattr { fid }
         | R::RemoveXattr { fid, .. }
         | R::UpdateSize { fid, .. }
+        | R::AppendReserve { fid, .. }
         | R::ReleaseOrphan { fid }
         | R::Open { fid, .. }
         | R::SetDefaultLayout { fid, .. }

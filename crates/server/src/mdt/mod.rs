@@ -1121,6 +1121,7 @@ impl MdtService {
                 mtime,
                 durable,
             } => self.update_size(ctx, fid, size, mtime, durable).await,
+            MdtRequest::AppendReserve { fid, len } => self.append_reserve(ctx, fid, len).await,
             // A client's are answered by `handle` before this; these are
             // what a caller without a sequence (a peer, a tool) gets.
             MdtRequest::Sync | MdtRequest::Disconnect => self.commit_all().await.map(|_| Reply::Ok),

@@ -95,6 +95,7 @@ impl Staged {
             | R::RemoveXattr { .. }
             | R::StatFs
             | R::UpdateSize { .. }
+            | R::AppendReserve { .. }
             | R::ReleaseOrphan { .. }
             | R::RenewOrphans { .. }
             | R::Open { .. }
