@@ -133,3 +133,73 @@ fn appends_from_four_writers_on_two_mounts_are_all_there_once() {
         }
     }
 }
+
+/// open(2) with O_CREAT and without O_EXCL never fails with EEXIST: two
+/// processes, one on each mount, open the same 40 new names at once
+/// (each waits for the other before the next name), as uid 65534. The
+/// mount whose CREATE finds the name made meanwhile by the other opens
+/// it (two nodes' first `>>` to one new log used to fail so: "cannot
+/// create ...: File exists").
+#[test]
+fn creates_of_one_new_name_from_two_mounts_both_open_it() {
+    let mut c = Cluster::up(1, 1, &[]);
+    let d1 = c.open_dir("race");
+    let m2 = c.second_mount("m2");
+    let d2 = m2.join("race");
+    // Both start each name when the test says so: one line per name.
+    let code = "import os, sys\n\
+        d = sys.argv[1]\n\
+        bad = 0\n\
+        for i in range(40):\n    \
+            sys.stdin.readline()\n    \
+            try:\n        \
+                os.close(os.open(os.path.join(d, 'n%d' % i), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))\n    \
+            except OSError as e:\n        \
+                bad += 1\n        \
+                print('n%d: %s' % (i, e), file=sys.stderr)\n    \
+            print('done', flush=True)\n\
+        sys.exit(1 if bad else 0)\n";
+    let mut kids: Vec<std::process::Child> = [&d1, &d2]
+        .iter()
+        .map(|d| {
+            python3(true)
+                .arg("-c")
+                .arg(code)
+                .arg(d)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("an opener as uid 65534")
+        })
+        .collect();
+    let mut ins: Vec<_> = kids
+        .iter_mut()
+        .map(|k| k.stdin.take().expect("stdin"))
+        .collect();
+    let mut outs: Vec<_> = kids
+        .iter_mut()
+        .map(|k| std::io::BufReader::new(k.stdout.take().expect("stdout")))
+        .collect();
+    use std::io::{BufRead, Write};
+    for _ in 0..40 {
+        for i in ins.iter_mut() {
+            writeln!(i, "go")
+                .and_then(|_| i.flush())
+                .expect("tell an opener");
+        }
+        for o in outs.iter_mut() {
+            let mut line = String::new();
+            o.read_line(&mut line).expect("an opener's answer");
+            assert_eq!(line.trim(), "done", "an opener ended early");
+        }
+    }
+    drop(ins);
+    for mut k in kids {
+        let ok = within(move || k.wait().map(|s| s.success()).unwrap_or(false));
+        assert_eq!(
+            ok,
+            Some(true),
+            "an open(O_CREAT) failed (see its stderr above)"
+        );
+    }
+}

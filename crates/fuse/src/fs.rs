@@ -581,6 +581,26 @@ impl LoomFs {
     /// holds from other handles are dropped at their next open.
     fn do_append(&self, fh: FileHandle, data: &[u8]) -> R<u32> {
         let f = self.file(fh)?;
+        // A write drops the file's capabilities. Through the page cache
+        // the kernel does it (it asks for them first); a direct write
+        // leaves it to the file system (HANDLE_KILLPRIV_V2). As the
+        // kernel's own removal, not the writer's: as root.
+        let ino = INodeNo(f.fid().ino());
+        if !self.lock_told().get(&ino.0).is_some_and(|t| t.no_caps) {
+            let root = Caller::default();
+            let had = match self.run(self.client.getxattr(&root, f.fid(), CAPS_XATTR)) {
+                Ok(_) => true,
+                Err(Errno::ENODATA) => false,
+                Err(e) => return Err(e),
+            };
+            if had {
+                match self.run(self.client.removexattr(&root, f.fid(), CAPS_XATTR)) {
+                    Ok(()) | Err(Errno::ENODATA) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            self.set_no_caps(ino, true);
+        }
         let r = self.run(f.append(data));
         self.pages_not_written(&f);
         r.map(|_| data.len() as u32)
@@ -888,6 +908,61 @@ fn reply_empty(reply: ReplyEmpty, r: R<()>) {
     match r {
         Ok(()) => reply.ok(),
         Err(e) => reply.error(fe(e)),
+    }
+}
+
+impl LoomFs {
+    /// A create that found the name made: open the file there as open(2)
+    /// would (its permission checked by the MDT, O_TRUNC done), and
+    /// answer the kernel's CREATE with it.
+    fn open_made_meanwhile(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        flags: i32,
+        since: u64,
+        reply: ReplyCreate,
+    ) {
+        let a = match self.do_lookup(req, parent, name) {
+            Ok(a) if a.kind == FileKind::Dir => return reply.error(fe(Errno::EISDIR)),
+            Ok(a) => a,
+            Err(e) => return reply.error(fe(e)),
+        };
+        let ino = INodeNo(a.fid.ino());
+        let (fh, keep, write) = match self.do_open(req, ino, OpenFlags(flags)) {
+            Ok(o) => o,
+            Err(e) => return reply.error(fe(e)),
+        };
+        let a = match self.do_getattr(req, ino) {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = self.do_release(fh);
+                return reply.error(fe(e));
+            }
+        };
+        self.note(&a);
+        let mut f = crate::settings::open_reply_flags(OpenFlags(flags));
+        if keep {
+            f |= FopenFlags::FOPEN_KEEP_CACHE;
+        }
+        if flags & libc::O_APPEND != 0 {
+            f |= FopenFlags::FOPEN_DIRECT_IO;
+        }
+        let ttl = self.entry_ttl(parent, name.as_bytes(), &a, since);
+        let attr = file_attr(&a);
+        match write {
+            Some(rdwr) => self.may_write(
+                ino.0,
+                fh,
+                rdwr,
+                Box::new(move || reply.created(&ttl, &attr, GEN, fh, f)),
+            ),
+            None => {
+                self.lock_quiet().insert(fh.0);
+                reply.created(&ttl, &attr, GEN, fh, f)
+            }
+        }
     }
 }
 
@@ -1592,6 +1667,13 @@ impl Filesystem for LoomFs {
                 Ok((a, fh))
             });
         match made {
+            // The name was made by another client since the kernel looked
+            // it up: open(2) without O_EXCL opens what is there (as NFS's
+            // unchecked create), rather than fail with EEXIST (two nodes'
+            // `>>` to one new log).
+            Err(Errno::EEXIST) if flags & libc::O_EXCL == 0 => {
+                self.open_made_meanwhile(req, parent, name, flags, since, reply)
+            }
             Ok((a, fh)) => {
                 self.note(&a);
                 // A new file has no xattrs, and the kernel no pages of it.
