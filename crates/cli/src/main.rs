@@ -20,6 +20,7 @@ mod scrub;
 mod stats;
 mod tools;
 mod up;
+mod via_mount;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;

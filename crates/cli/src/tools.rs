@@ -238,6 +238,9 @@ impl Drop for Session {
 }
 
 pub(crate) fn connect(entry: Entry) -> anyhow::Result<Session> {
+    if !crate::via_mount::key_readable(&entry) {
+        return Err(crate::via_mount::needs_key("this command", &entry));
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -291,6 +294,10 @@ pub fn setstripe(a: SetstripeArgs) -> anyhow::Result<()> {
     };
     spec.validate().map_err(|m| anyhow::anyhow!(m))?;
     let (entry, rel) = registry::find(&a.path)?;
+    if !crate::via_mount::key_readable(&entry) {
+        let spec = if a.delete { None } else { Some(spec) };
+        return crate::via_mount::set_default_stripe(&a.path, spec);
+    }
     let s = connect(entry)?;
     let c = caller();
     let shown = a.path.display();
@@ -338,7 +345,11 @@ fn setstripe_compress(a: &SetstripeArgs) -> anyhow::Result<()> {
     } else {
         "compression is set on directories (their new files take it); an existing file keeps what it was made with"
     };
-    on_directory(&a.path, not_dir, async |client, c, fid| {
+    let via = (
+        "loom.default_compress",
+        a.compress.map(|c| serde_json::to_vec(&c)).transpose()?,
+    );
+    on_directory(&a.path, not_dir, via, async |client, c, fid| {
         client.set_default_compress_as(c, fid, a.compress).await
     })
 }
@@ -354,21 +365,29 @@ fn setstripe_components(a: &SetstripeArgs) -> anyhow::Result<()> {
         .position(|w| w == "setstripe")
         .map_or(0, |i| i + 1);
     let spec = components_from_args(&words[from..]).map_err(|m| anyhow::anyhow!(m))?;
+    let via = ("loom.default_layout", Some(serde_json::to_vec(&spec)?));
     on_directory(
         &a.path,
         "component layouts (-E) are set on directories; their new files take them",
+        via,
         async |client, c, fid| client.set_default_layout_as(c, fid, Some(spec)).await,
     )
 }
 
 /// Run `set` on the directory at `path` as this process, or say why not
-/// (`not_dir`: why anything else is refused).
+/// (`not_dir`: why anything else is refused). A user who cannot read the
+/// mount's key sets the mount's `via` attribute instead (its value, or
+/// empty for none).
 fn on_directory(
     path: &Path,
     not_dir: &str,
+    via: (&str, Option<Vec<u8>>),
     set: impl AsyncFnOnce(&Client, &Caller, loom_proto::Fid) -> Result<(), Errno>,
 ) -> anyhow::Result<()> {
     let (entry, rel) = registry::find(path)?;
+    if !crate::via_mount::key_readable(&entry) {
+        return crate::via_mount::set_on_directory(path, not_dir, via.0, via.1);
+    }
     let s = connect(entry)?;
     let c = caller();
     let shown = path.display();
@@ -476,116 +495,158 @@ pub fn getstripe(a: GetstripeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What `getstripe` shows of one path, however it was asked for.
+pub(crate) enum Stripes {
+    /// `-m`: the MDT keeping it.
+    Mdt(u32),
+    /// `--compress`: the compression of a file, or a directory's default.
+    Compress(Option<Compress>),
+    /// A directory's defaults.
+    Dir {
+        default: Option<LayoutSpec>,
+        compress: Option<Compress>,
+    },
+    /// A file's layout.
+    File(loom_proto::Layout),
+}
+
 fn getstripe_one(a: &GetstripeArgs, path: &Path) -> anyhow::Result<()> {
     let (entry, rel) = registry::find(path)?;
+    let stripes = if crate::via_mount::key_readable(&entry) {
+        getstripe_with_key(a, entry, &rel, path)?
+    } else {
+        crate::via_mount::getstripe(a, path)?
+    };
+    print_stripes(a, path, stripes)
+}
+
+/// [`Stripes`] asked of the servers with the mount's key.
+fn getstripe_with_key(
+    a: &GetstripeArgs,
+    entry: Entry,
+    rel: &Path,
+    path: &Path,
+) -> anyhow::Result<Stripes> {
     let s = connect(entry)?;
     let shown = path.display();
+    let e = |e| errno(e, &format!("{shown}"));
     s.rt.block_on(async {
         let attr = s
             .client
             .resolve_path(rel.as_os_str().as_bytes())
             .await
-            .map_err(|e| errno(e, &format!("{shown}")))?;
+            .map_err(e)?;
         if a.mdt {
-            let mdt = s
-                .client
-                .locate(attr.fid)
-                .await
-                .map_err(|e| errno(e, &format!("{shown}")))?;
-            println!("{mdt}");
-            return Ok(());
+            return Ok(Stripes::Mdt(s.client.locate(attr.fid).await.map_err(e)?));
         }
-        if a.compress {
-            let c = match attr.kind {
-                FileKind::Dir => s.client.get_default_compress(&caller(), attr.fid).await,
-                FileKind::File => s.client.get_layout(attr.fid).await.map(|l| l.compress),
-                _ => bail!("{shown} has no layout (not a regular file or directory)"),
-            }
-            .map_err(|e| errno(e, &format!("{shown}")))?;
-            println!("{}", c.unwrap_or(Compress::OFF));
-            return Ok(());
-        }
-        let only = a.count || a.size || a.index;
         match attr.kind {
-            FileKind::Dir => {
-                let compress = s
+            FileKind::Dir if a.compress => Ok(Stripes::Compress(
+                s.client
+                    .get_default_compress(&caller(), attr.fid)
+                    .await
+                    .map_err(e)?,
+            )),
+            FileKind::Dir => Ok(Stripes::Dir {
+                compress: s
                     .client
                     .get_default_compress(&caller(), attr.fid)
                     .await
-                    .map_err(|e| errno(e, &format!("{shown}")))?
-                    .filter(Compress::is_on);
-                let layout = s
-                    .client
-                    .get_default_layout(attr.fid)
-                    .await
-                    .map_err(|e| errno(e, &format!("{shown}")))?;
-                if let Some(l) = layout.as_ref().filter(|l| l.as_plain().is_none()) {
-                    if only {
-                        bail!("{shown}: its default layout has {} components; -c, -S and -i show a plain striping", l.components.len());
-                    }
-                    println!("{shown}");
-                    print_component_spec(l);
-                    if let Some(c) = compress {
-                        println!("  lcm_compress:      {c}");
-                    }
-                    return Ok(());
-                }
-                let spec = layout.and_then(|l| l.as_plain().cloned()).unwrap_or_default();
-                let count = if spec.count == 0 { 1 } else { spec.count };
-                let size = if spec.size == 0 { loom_proto::layout::DEFAULT_STRIPE_SIZE } else { spec.size };
-                if only {
-                    print_only(a, count as i64, u64::from(size), spec.start_ost as i64);
-                } else {
-                    println!("{shown}");
-                    println!("stripe_count:  {count} stripe_size:   {size} pattern:       raid0 stripe_offset: {}", spec.start_ost);
-                    if let Some(p) = spec.pool {
-                        println!("pool:          {p}");
-                    }
-                    if let Some(c) = compress {
-                        println!("compress:      {c}");
-                    }
-                }
-            }
+                    .map_err(e)?,
+                default: s.client.get_default_layout(attr.fid).await.map_err(e)?,
+            }),
             FileKind::File => {
-                let layout = s.client.get_layout(attr.fid).await.map_err(|e| errno(e, &format!("{shown}")))?;
-                if layout.components.len() > 1 || layout.dom_end() > 0 {
-                    if only {
-                        bail!("{shown}: its layout has {} components; -c, -S and -i show a plain striping", layout.components.len());
-                    }
-                    println!("{shown}");
-                    print_components(&layout);
-                    if let Some(c) = layout.compress {
-                        println!("  lcm_compress:      {c}");
-                    }
-                    return Ok(());
-                }
-                let (size, objs) = layout.raid0_params().context("layout has no RAID-0 component")?;
-                let first = objs.first().map(|o| o.ost as i64).unwrap_or(-1);
-                if only {
-                    print_only(a, objs.len() as i64, u64::from(size), first);
+                let layout = s.client.get_layout(attr.fid).await.map_err(e)?;
+                Ok(if a.compress {
+                    Stripes::Compress(layout.compress)
                 } else {
-                    println!("{shown}");
-                    println!("lmm_stripe_count:  {}", objs.len());
-                    println!("lmm_stripe_size:   {size}");
-                    println!("lmm_pattern:       raid0");
-                    println!("lmm_layout_gen:    {}", layout.generation);
-                    println!("lmm_stripe_offset: {first}");
-                    if let Some(p) = layout.components.first().and_then(|c| c.pool.clone()) {
-                        println!("lmm_pool:          {p}");
-                    }
-                    if let Some(c) = layout.compress {
-                        println!("lmm_compress:      {c}");
-                    }
-                    println!("\tobdidx\t\t objid\t\t objid\t\t group");
-                    for o in objs {
-                        println!("\t{:>6}\t{:>14}\t{:>#14x}\t{:>14}", o.ost, o.oid, o.oid, 0);
-                    }
-                }
+                    Stripes::File(layout)
+                })
             }
             _ => bail!("{shown} has no layout (not a regular file or directory)"),
         }
-        Ok(())
     })
+}
+
+fn print_stripes(a: &GetstripeArgs, path: &Path, stripes: Stripes) -> anyhow::Result<()> {
+    let shown = path.display();
+    let only = a.count || a.size || a.index;
+    match stripes {
+        Stripes::Mdt(mdt) => println!("{mdt}"),
+        Stripes::Compress(c) => println!("{}", c.unwrap_or(Compress::OFF)),
+        Stripes::Dir { default, compress } => {
+            let compress = compress.filter(Compress::is_on);
+            if let Some(l) = default.as_ref().filter(|l| l.as_plain().is_none()) {
+                if only {
+                    bail!("{shown}: its default layout has {} components; -c, -S and -i show a plain striping", l.components.len());
+                }
+                println!("{shown}");
+                print_component_spec(l);
+                if let Some(c) = compress {
+                    println!("  lcm_compress:      {c}");
+                }
+                return Ok(());
+            }
+            let spec = default
+                .and_then(|l| l.as_plain().cloned())
+                .unwrap_or_default();
+            let count = if spec.count == 0 { 1 } else { spec.count };
+            let size = if spec.size == 0 {
+                loom_proto::layout::DEFAULT_STRIPE_SIZE
+            } else {
+                spec.size
+            };
+            if only {
+                print_only(a, count as i64, u64::from(size), spec.start_ost as i64);
+            } else {
+                println!("{shown}");
+                println!("stripe_count:  {count} stripe_size:   {size} pattern:       raid0 stripe_offset: {}", spec.start_ost);
+                if let Some(p) = spec.pool {
+                    println!("pool:          {p}");
+                }
+                if let Some(c) = compress {
+                    println!("compress:      {c}");
+                }
+            }
+        }
+        Stripes::File(layout) => {
+            if layout.components.len() > 1 || layout.dom_end() > 0 {
+                if only {
+                    bail!("{shown}: its layout has {} components; -c, -S and -i show a plain striping", layout.components.len());
+                }
+                println!("{shown}");
+                print_components(&layout);
+                if let Some(c) = layout.compress {
+                    println!("  lcm_compress:      {c}");
+                }
+                return Ok(());
+            }
+            let (size, objs) = layout
+                .raid0_params()
+                .context("layout has no RAID-0 component")?;
+            let first = objs.first().map(|o| o.ost as i64).unwrap_or(-1);
+            if only {
+                print_only(a, objs.len() as i64, u64::from(size), first);
+            } else {
+                println!("{shown}");
+                println!("lmm_stripe_count:  {}", objs.len());
+                println!("lmm_stripe_size:   {size}");
+                println!("lmm_pattern:       raid0");
+                println!("lmm_layout_gen:    {}", layout.generation);
+                println!("lmm_stripe_offset: {first}");
+                if let Some(p) = layout.components.first().and_then(|c| c.pool.clone()) {
+                    println!("lmm_pool:          {p}");
+                }
+                if let Some(c) = layout.compress {
+                    println!("lmm_compress:      {c}");
+                }
+                println!("\tobdidx\t\t objid\t\t objid\t\t group");
+                for o in objs {
+                    println!("\t{:>6}\t{:>14}\t{:>#14x}\t{:>14}", o.ost, o.oid, o.oid, 0);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn print_only(a: &GetstripeArgs, count: i64, size: u64, index: i64) {

@@ -43,7 +43,15 @@ struct Held {
     waiting: HashMap<(Fid, u64), usize>,
     /// Whether the reclaim task runs.
     watching: bool,
+    /// Files this client asked locks on (at most [`LOCKED_MAX`]): a
+    /// mount answers their opens so that every close reaches it.
+    ever: HashSet<Fid>,
 }
+
+/// Most files remembered as locked once; past it the set starts again
+/// (an open of a file locked long ago then drops its locks at its
+/// release rather than at the close).
+const LOCKED_MAX: usize = 1 << 16;
 
 impl HeldLocks {
     fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
@@ -145,6 +153,13 @@ impl Client {
             start,
             end,
         };
+        {
+            let mut h = self.locks.lock();
+            if h.ever.len() >= LOCKED_MAX {
+                h.ever.clear();
+            }
+            h.ever.insert(fid);
+        }
         let _waiting = wait.then(|| {
             let mut h = self.locks.lock();
             *h.waiting.entry((fid, owner)).or_default() += 1;
@@ -251,6 +266,12 @@ impl Client {
             return Ok(());
         }
         self.unlock(c, fid, owner, 0, u64::MAX).await
+    }
+
+    /// Whether this client asked for a lock on `fid` (since it started,
+    /// or since [`LOCKED_MAX`] files were).
+    pub fn ever_locked(&self, fid: Fid) -> bool {
+        self.locks.lock().ever.contains(&fid)
     }
 
     /// Whether `owner` holds or waits for a lock on `fid`.

@@ -855,9 +855,17 @@ impl Client {
     /// default striping as one component); `None` if none is set anywhere
     /// up the tree. Asked as the current process.
     pub async fn get_default_layout(&self, fid: Fid) -> Result<Option<LayoutSpec>, Errno> {
-        let c = Caller::current();
+        self.get_default_layout_as(&Caller::current(), fid).await
+    }
+
+    /// [`Client::get_default_layout`], asked as `c`.
+    pub async fn get_default_layout_as(
+        &self,
+        c: &Caller,
+        fid: Fid,
+    ) -> Result<Option<LayoutSpec>, Errno> {
         match self
-            .mdt_call(&c, fid, MdtRequest::GetDefaultLayout { fid })
+            .mdt_call(c, fid, MdtRequest::GetDefaultLayout { fid })
             .await?
         {
             Reply::LayoutSpec(s) => Ok(s),
@@ -1275,8 +1283,12 @@ impl Client {
     /// The MDT that keeps inode `fid` now, asked of the MDT its FID names
     /// (which says where `loom migrate` moved it, if it did).
     pub async fn locate(&self, fid: Fid) -> Result<u32, Errno> {
-        let c = Caller::current();
-        self.mdt_call(&c, fid, MdtRequest::GetAttr { fid }).await?;
+        self.locate_as(&Caller::current(), fid).await
+    }
+
+    /// [`Client::locate`], asked as `c`.
+    pub async fn locate_as(&self, c: &Caller, fid: Fid) -> Result<u32, Errno> {
+        self.mdt_call(c, fid, MdtRequest::GetAttr { fid }).await?;
         Ok(self.router.mdt_of(fid).await?.index)
     }
 

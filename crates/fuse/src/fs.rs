@@ -13,15 +13,17 @@
 //!   `FOPEN_KEEP_CACHE`, so the kernel drops the file's cached pages too:
 //!   size and data written and closed elsewhere before our open are read
 //!   fresh.
-//! - Every close sends a FLUSH (no `FOPEN_NOFLUSH`): the kernel leaves
-//!   the release of the closing process's POSIX locks to it. The flush of
-//!   a read-only handle, or of a file made here under its size lease,
-//!   only drops locks (no round trip unless the owner held one); that of
-//!   a handle that may write also waits for the data and reports failed
-//!   writes.
+//! - A read-only open is answered with `FOPEN_NOFLUSH`: its close has
+//!   nothing to flush and does not wait for a FUSE round trip (opens that
+//!   may write keep the flush, which reports failed writes); unless this
+//!   mount has locked the file: the kernel leaves the release of the
+//!   closing process's POSIX locks to the FLUSH.
 //! - Locks (flock, POSIX, OFD) are the cluster's (`loom_client::locks`):
-//!   a blocking one waits off the FUSE worker; a flock's go at the
-//!   release of its open file description.
+//!   a blocking one waits off the FUSE worker; the locks of the closing
+//!   process go at its flush; every lock taken through a handle goes at
+//!   the handle's release (flock and OFD locks, and POSIX locks taken
+//!   through a handle opened without a flush, before the mount locked
+//!   the file).
 //! - An inode that vanished (removed on another mount while our dentry
 //!   was cached) answers ESTALE, not ENOENT: the kernel then walks the path
 //!   again with revalidation and finds what the name is now.
@@ -31,7 +33,7 @@
 //!   `io::writeback` and `io::grant`), and the size reaches the MDT at
 //!   close (flush), or, for a file this mount made (it holds the file's
 //!   size lease), at the release, which close(2) does not wait for: its
-//!   close's FLUSH only drops locks.
+//!   create answers `FOPEN_NOFLUSH`, so its close sends no FLUSH.
 //!   A write to a file opened O_SYNC or O_DSYNC (or with RWF_DSYNC) is
 //!   followed by an fsync request from the kernel itself, which makes the
 //!   objects durable and reports the size before write(2) returns.
@@ -851,6 +853,18 @@ impl LoomFs {
         flags: i32,
     ) -> R<()> {
         let name = bytes(name)?;
+        if name.starts_with(crate::tools::PREFIX) {
+            let kind = self.do_getattr(req, ino)?.kind;
+            let c = self.caller(req);
+            return self.run(crate::tools::set(
+                &self.client,
+                &c,
+                fid(ino),
+                kind,
+                name,
+                value,
+            ));
+        }
         if name == CAPS_XATTR {
             self.set_no_caps(ino, false);
         }
@@ -862,6 +876,11 @@ impl LoomFs {
 
     fn do_getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr) -> R<Vec<u8>> {
         let name = bytes(name)?;
+        if name.starts_with(crate::tools::PREFIX) {
+            let kind = self.do_getattr(req, ino)?.kind;
+            let c = self.caller(req);
+            return self.run(crate::tools::get(&self.client, &c, fid(ino), kind, name));
+        }
         let caps = name == CAPS_XATTR;
         if caps && self.lock_told().get(&ino.0).is_some_and(|t| t.no_caps) {
             return Err(Errno::ENODATA);
@@ -948,6 +967,9 @@ impl LoomFs {
         }
         if flags & libc::O_APPEND != 0 {
             f |= FopenFlags::FOPEN_DIRECT_IO;
+        }
+        if self.client.ever_locked(a.fid) {
+            f.remove(FopenFlags::FOPEN_NOFLUSH);
         }
         let ttl = self.entry_ttl(parent, name.as_bytes(), &a, since);
         let attr = file_attr(&a);
@@ -1231,6 +1253,10 @@ impl Filesystem for LoomFs {
                     self.lock_quiet().insert(fh.0);
                 }
                 let mut f = crate::settings::open_reply_flags(flags);
+                if self.client.ever_locked(fid(ino)) {
+                    // Its close must drop the closing process's locks.
+                    f.remove(FopenFlags::FOPEN_NOFLUSH);
+                }
                 if keep {
                     f |= FopenFlags::FOPEN_KEEP_CACHE;
                 }
@@ -1687,10 +1713,10 @@ impl Filesystem for LoomFs {
                 // for, and the release (or a recall, when another client
                 // looks at the file) sends what was gathered and the size.
                 // No lease (a mount without leases): close reports.
-                if matches!(self.file(fh), Ok(f) if f.defer_reports()) {
-                    self.lock_quiet().insert(fh.0);
-                }
-                let mut reply_flags = crate::settings::create_reply_flags();
+                let mut reply_flags = match self.file(fh) {
+                    Ok(f) if f.defer_reports() => crate::settings::create_reply_flags(),
+                    _ => FopenFlags::empty(),
+                };
                 if flags & libc::O_APPEND != 0 {
                     reply_flags |= FopenFlags::FOPEN_DIRECT_IO;
                 }

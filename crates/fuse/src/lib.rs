@@ -14,6 +14,8 @@
 //!   when an MDT recalls a lease, and the one that stores kept bytes.
 //! - [`kept`]: bytes of ragged writes the kernel holds in folios it does
 //!   not count as up to date, answered and stored back from the mount.
+//! - [`tools`]: the `loom.` extended attributes through which users'
+//!   lfs-style tools work without the cluster key.
 //! - [`noop`]: a no-op in-memory file system mounted with the same
 //!   settings, the reference `loom bench` measures "the FUSE ceiling" with.
 //!
@@ -29,6 +31,7 @@ pub mod kept;
 pub mod noop;
 pub mod notify;
 pub mod settings;
+pub mod tools;
 
 use loom_client::Client;
 use std::path::Path;

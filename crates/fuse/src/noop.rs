@@ -22,8 +22,8 @@
 //! - entries and attributes are given with the mount's `attr_timeout`, as
 //!   loomfs gives them; negative lookups are not cached (plain ENOENT);
 //! - opens reply without `FOPEN_KEEP_CACHE`, as loomfs's, so the kernel
-//!   drops a file's cached pages at every open in both; no open or create
-//!   replies `FOPEN_NOFLUSH`, as loomfs's (every close sends a FLUSH);
+//!   drops a file's cached pages at every open in both; creates and
+//!   read-only opens reply `FOPEN_NOFLUSH`, as loomfs's;
 //! - permissions are checked by the kernel (`default_permissions`);
 //!   `access` answers yes;
 //! - set-ID bits are cleared here on write, truncate and chown, by loomfs's

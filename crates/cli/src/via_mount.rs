@@ -1,0 +1,109 @@
+//! The lfs-style tools for users who cannot read the mount's key: they
+//! ask the mount itself, through the `loom.` extended attributes it
+//! answers as the calling process (see `loom_fuse::tools`), as Lustre's
+//! `lfs` goes through ioctls on its mount. What the MDT would refuse the
+//! user is refused here too.
+
+use crate::registry::Entry;
+use crate::tools::{GetstripeArgs, Stripes};
+use anyhow::{bail, Context};
+use loom_proto::StripeSpec;
+use std::path::Path;
+
+/// Whether this process may read the mount's key (else it asks the mount).
+pub(crate) fn key_readable(e: &Entry) -> bool {
+    std::fs::File::open(&e.key_file).is_ok()
+}
+
+/// The message of a command that needs the key, for a user who cannot
+/// read it.
+pub(crate) fn needs_key(what: &str, e: &Entry) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{what} needs the mount's key ({}), which only root may read; as a user, \
+         getstripe and setstripe of a directory's plain striping work through the mount",
+        e.key_file.display()
+    )
+}
+
+fn get(path: &Path, name: &str) -> anyhow::Result<serde_json::Value> {
+    let mut buf = vec![0u8; 1 << 16];
+    let n = rustix::fs::getxattr(path, name, &mut buf[..])
+        .map_err(std::io::Error::from)
+        .with_context(|| format!("{}: asking the mount for {name}", path.display()))?;
+    serde_json::from_slice(&buf[..n])
+        .with_context(|| format!("{}: the mount's {name}", path.display()))
+}
+
+fn get_as<T: serde::de::DeserializeOwned>(path: &Path, name: &str) -> anyhow::Result<T> {
+    serde_json::from_value(get(path, name)?)
+        .with_context(|| format!("{}: the mount's {name}", path.display()))
+}
+
+/// `getstripe` of `path` through the mount.
+pub(crate) fn getstripe(a: &GetstripeArgs, path: &Path) -> anyhow::Result<Stripes> {
+    let m = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
+    if a.mdt {
+        return Ok(Stripes::Mdt(get_as(path, "loom.mdt")?));
+    }
+    if m.is_dir() {
+        let compress = get_as(path, "loom.default_compress")?;
+        if a.compress {
+            return Ok(Stripes::Compress(compress));
+        }
+        return Ok(Stripes::Dir {
+            default: get_as(path, "loom.default_layout")?,
+            compress,
+        });
+    }
+    if !m.is_file() {
+        bail!(
+            "{} has no layout (not a regular file or directory)",
+            path.display()
+        );
+    }
+    let layout: loom_proto::Layout = get_as(path, "loom.layout")?;
+    Ok(if a.compress {
+        Stripes::Compress(layout.compress)
+    } else {
+        Stripes::File(layout)
+    })
+}
+
+/// `setstripe` of directory `path`'s default striping (None: removed)
+/// through the mount.
+pub(crate) fn set_default_stripe(path: &Path, spec: Option<StripeSpec>) -> anyhow::Result<()> {
+    let value = spec.map(|s| serde_json::to_vec(&s)).transpose()?;
+    set_on_directory(
+        path,
+        "as a user, setstripe sets a directory's default striping (new files there take it); \
+         a file with its own layout is made with the mount's key",
+        "loom.default_stripe",
+        value,
+    )
+}
+
+/// Set the mount's attribute `name` of directory `path` to `value` (None:
+/// the default removed), or say why not (`not_dir`).
+pub(crate) fn set_on_directory(
+    path: &Path,
+    not_dir: &str,
+    name: &str,
+    value: Option<Vec<u8>>,
+) -> anyhow::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => bail!("{}: {not_dir}", path.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("{}: no such directory ({not_dir})", path.display())
+        }
+        Err(e) => return Err(e).with_context(|| format!("{}", path.display())),
+    }
+    rustix::fs::setxattr(
+        path,
+        name,
+        &value.unwrap_or_default(),
+        rustix::fs::XattrFlags::empty(),
+    )
+    .map_err(std::io::Error::from)
+    .with_context(|| format!("{}", path.display()))
+}

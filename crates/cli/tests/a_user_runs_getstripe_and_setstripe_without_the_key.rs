@@ -1,0 +1,134 @@
+//! Issue #29, point 5 (in part): a user who cannot read the mount's key
+//! runs `loom getstripe` and `loom setstripe` on their own directory, as
+//! Lustre users run `lfs`: the tools ask the mount, through its `loom.`
+//! extended attributes, and the MDT checks each under the user's own
+//! credentials. A directory the user does not own is refused (EPERM);
+//! commands reserved to root, or that need the key, say so; the key
+//! stays root's.
+mod common;
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+
+/// `loom ARGS` as uid 65534.
+fn user(args: &[&str]) -> std::process::Output {
+    let bin = loom_bin();
+    let mut all = vec![bin.to_str().expect("utf-8")];
+    all.extend_from_slice(args);
+    as_nobody(&all)
+}
+
+fn s(p: &std::path::Path) -> &str {
+    p.to_str().expect("utf-8")
+}
+
+#[test]
+fn a_user_sets_and_reads_striping_through_the_mount() {
+    let c = Cluster::up(1, 4, &[]);
+    let key = c.state.join("client.key");
+    let mode = std::fs::metadata(&key)
+        .expect("the key")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o077, 0, "the client key is root's only: {mode:o}");
+    let mine = c.path("mine");
+    std::fs::create_dir(&mine).expect("mkdir");
+    sh(&format!("chown 65534:65534 {}", s(&mine)));
+    let roots = c.path("roots");
+    std::fs::create_dir(&roots).expect("mkdir");
+    std::fs::set_permissions(&roots, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+
+    // The user's own directory: set, read back, inherited by new files.
+    let o = user(&["setstripe", "-c", "2", "-S", "1M", s(&mine)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = user(&["getstripe", s(&mine)]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.contains("stripe_count:  2 stripe_size:   1048576"),
+        "getstripe of the directory as the user: {out}"
+    );
+    let f = mine.join("f");
+    let o = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+        ])
+        .arg(format!("echo data > {}", s(&f)))
+        .output()
+        .expect("a file made by the user");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = user(&["getstripe", "-c", s(&f)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "2",
+        "the new file took 2 stripes"
+    );
+    let o = user(&["getstripe", s(&f)]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("lmm_stripe_count:  2") && out.contains("lmm_stripe_size:   1048576"),
+        "{out}"
+    );
+    // The same as root with the key, for comparison.
+    assert_eq!(
+        loom_ok(&["getstripe", s(&f)]),
+        out,
+        "the user sees what root sees"
+    );
+    let o = user(&["getstripe", "-m", s(&f)]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "0",
+        "the file's MDT"
+    );
+    // Removing the default: new files take the file system's again.
+    let o = user(&["setstripe", "-d", s(&mine)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = user(&["getstripe", s(&mine)]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("stripe_count:  1 "),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+
+    // Not the user's directory (though open to all): refused by the MDT.
+    let o = user(&["setstripe", "-c", "2", s(&roots)]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success(),
+        "a user set the default of root's directory"
+    );
+    assert!(err.contains("Operation not permitted"), "{err}");
+    assert!(
+        loom_ok(&["getstripe", s(&roots)]).contains("stripe_count:  1 "),
+        "nothing changed"
+    );
+    // A file with its own layout, and commands that need the key: a
+    // clear error, nothing made.
+    let o = user(&["setstripe", "-c", "2", s(&mine.join("new"))]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("directory's default striping"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!mine.join("new").exists(), "no file was made");
+    let o = user(&["migrate", "-m", "0", s(&mine)]);
+    assert!(!o.status.success(), "a user migrated a tree");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("only root may migrate"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = user(&["fsck", s(&c.mnt)]);
+    assert!(!o.status.success(), "a user ran fsck");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("needs the mount's key"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

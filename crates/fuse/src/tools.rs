@@ -1,0 +1,90 @@
+//! The lfs-style tools of users who hold no cluster key, through the
+//! mount: extended attributes in the `loom.` namespace that no file
+//! has, answered by the mount as the calling process (the MDT checks each
+//! under its credentials), as Lustre's `lfs` reaches its client through
+//! ioctls and `lustre.lov`. Values are JSON, so `getfattr -n loom.layout
+//! FILE` shows them too. They are not listed by listxattr.
+//!
+//! | name | on | get | set |
+//! | --- | --- | --- | --- |
+//! | `loom.layout` | file | its layout | - |
+//! | `loom.default_layout` | directory | its default layout (`null`: none) | - |
+//! | `loom.default_compress` | directory | its default compression | - |
+//! | `loom.mdt` | any | the index of the MDT keeping it | - |
+//! | `loom.default_stripe` | directory | - | its default striping (`StripeSpec`; empty: removed) |
+//! | `loom.default_layout` | directory | (above) | its default component layout (`LayoutSpec`; empty: removed) |
+//! | `loom.default_compress` | directory | (above) | its default compression (`Compress`; empty: removed) |
+
+use loom_client::{Caller, Client};
+use loom_proto::msg::FileKind;
+use loom_proto::{Errno, Fid, StripeSpec};
+
+/// The prefix of the tools' names.
+pub const PREFIX: &[u8] = b"loom.";
+
+/// A tool's question about `fid` (of kind `kind`), as `c`: its answer.
+pub async fn get(
+    client: &Client,
+    c: &Caller,
+    fid: Fid,
+    kind: FileKind,
+    name: &[u8],
+) -> Result<Vec<u8>, Errno> {
+    let json = match name {
+        b"loom.layout" if kind == FileKind::File => {
+            serde_json::to_vec(&client.get_layout_as(c, fid).await?)
+        }
+        b"loom.default_layout" if kind == FileKind::Dir => {
+            serde_json::to_vec(&client.get_default_layout_as(c, fid).await?)
+        }
+        b"loom.default_compress" if kind == FileKind::Dir => {
+            serde_json::to_vec(&client.get_default_compress(c, fid).await?)
+        }
+        b"loom.mdt" => serde_json::to_vec(&client.locate_as(c, fid).await?),
+        // Of another kind, or no such question: as a missing attribute.
+        _ => return Err(Errno::ENODATA),
+    };
+    json.map_err(|_| Errno::EIO)
+}
+
+/// A tool's change of `fid` (of kind `kind`), as `c`.
+pub async fn set(
+    client: &Client,
+    c: &Caller,
+    fid: Fid,
+    kind: FileKind,
+    name: &[u8],
+    value: &[u8],
+) -> Result<(), Errno> {
+    match name {
+        b"loom.default_stripe" if kind == FileKind::Dir => {
+            let spec = if value.is_empty() {
+                None
+            } else {
+                let s: StripeSpec = serde_json::from_slice(value).map_err(|_| Errno::EINVAL)?;
+                Some(s)
+            };
+            client.set_default_stripe_as(c, fid, spec).await
+        }
+        b"loom.default_compress" if kind == FileKind::Dir => {
+            let z = if value.is_empty() {
+                None
+            } else {
+                Some(serde_json::from_slice(value).map_err(|_| Errno::EINVAL)?)
+            };
+            client.set_default_compress_as(c, fid, z).await
+        }
+        b"loom.default_layout" if kind == FileKind::Dir => {
+            let l = if value.is_empty() {
+                None
+            } else {
+                Some(serde_json::from_slice(value).map_err(|_| Errno::EINVAL)?)
+            };
+            client.set_default_layout_as(c, fid, l).await
+        }
+        b"loom.default_stripe" | b"loom.default_compress" | b"loom.default_layout" => {
+            Err(Errno::ENOTDIR)
+        }
+        _ => Err(Errno::EOPNOTSUPP),
+    }
+}
