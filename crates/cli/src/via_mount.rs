@@ -20,7 +20,7 @@ pub(crate) fn key_readable(e: &Entry) -> bool {
 pub(crate) fn needs_key(what: &str, e: &Entry) -> anyhow::Error {
     anyhow::anyhow!(
         "{what} needs the mount's key ({}), which only root may read; as a user, \
-         getstripe and setstripe of a directory's plain striping work through the mount",
+         getstripe, setstripe of a directory and df work through the mount",
         e.key_file.display()
     )
 }
@@ -37,6 +37,11 @@ fn get(path: &Path, name: &str) -> anyhow::Result<serde_json::Value> {
 fn get_as<T: serde::de::DeserializeOwned>(path: &Path, name: &str) -> anyhow::Result<T> {
     serde_json::from_value(get(path, name)?)
         .with_context(|| format!("{}: the mount's {name}", path.display()))
+}
+
+/// `df` of the mount at `mountpoint`, through it.
+pub(crate) fn df(mountpoint: &Path) -> anyhow::Result<Vec<loom_client::meta::TargetUsage>> {
+    get_as(mountpoint, "loom.df")
 }
 
 /// `getstripe` of `path` through the mount.

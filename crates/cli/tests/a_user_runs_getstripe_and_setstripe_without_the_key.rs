@@ -1,5 +1,6 @@
 //! Issue #29, point 5 (in part): a user who cannot read the mount's key
-//! runs `loom getstripe` and `loom setstripe` on their own directory, as
+//! runs `loom getstripe`, `loom setstripe` on their own directory and
+//! `loom df`, as
 //! Lustre users run `lfs`: the tools ask the mount, through its `loom.`
 //! extended attributes, and the MDT checks each under the user's own
 //! credentials. A directory the user does not own is refused (EPERM);
@@ -117,6 +118,22 @@ fn a_user_sets_and_reads_striping_through_the_mount() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(!mine.join("new").exists(), "no file was made");
+    // df: the same table as root's, through the mount.
+    let o = user(&["df", s(&c.mnt)]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| l.starts_with("loom-"))
+            .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(
+        rows(&out),
+        rows(&loom_ok(&["df", s(&c.mnt)])),
+        "the user's df lists every target as root's: {out}"
+    );
+    assert_eq!(rows(&out).len(), 5, "1 MDT and 4 OSTs: {out}");
     let o = user(&["migrate", "-m", "0", s(&mine)]);
     assert!(!o.status.success(), "a user migrated a tree");
     assert!(

@@ -25,7 +25,7 @@ use tokio::task::JoinSet;
 pub const STATFS_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One target's answer to statfs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct TargetUsage {
     /// The MDT or OST.
     pub target: TargetId,

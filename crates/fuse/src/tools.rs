@@ -11,6 +11,7 @@
 //! | `loom.default_layout` | directory | its default layout (`null`: none) | - |
 //! | `loom.default_compress` | directory | its default compression | - |
 //! | `loom.mdt` | any | the index of the MDT keeping it | - |
+//! | `loom.df` | any | every target's usage, as `loom df` shows it | - |
 //! | `loom.default_stripe` | directory | - | its default striping (`StripeSpec`; empty: removed) |
 //! | `loom.default_layout` | directory | (above) | its default component layout (`LayoutSpec`; empty: removed) |
 //! | `loom.default_compress` | directory | (above) | its default compression (`Compress`; empty: removed) |
@@ -41,6 +42,8 @@ pub async fn get(
             serde_json::to_vec(&client.get_default_compress(c, fid).await?)
         }
         b"loom.mdt" => serde_json::to_vec(&client.locate_as(c, fid).await?),
+        // What `df` shows: every target's usage (no one's secret).
+        b"loom.df" => serde_json::to_vec(&client.target_statfs().await),
         // Of another kind, or no such question: as a missing attribute.
         _ => return Err(Errno::ENODATA),
     };
