@@ -176,20 +176,33 @@ fn creates_of_one_new_name_from_two_mounts_both_open_it() {
         .iter_mut()
         .map(|k| k.stdin.take().expect("stdin"))
         .collect();
-    let mut outs: Vec<_> = kids
-        .iter_mut()
-        .map(|k| std::io::BufReader::new(k.stdout.take().expect("stdout")))
-        .collect();
+    // Each opener's lines, read aside: a hung open fails the test in 20 s.
     use std::io::{BufRead, Write};
-    for _ in 0..40 {
-        for i in ins.iter_mut() {
-            writeln!(i, "go")
-                .and_then(|_| i.flush())
+    let outs: Vec<std::sync::mpsc::Receiver<String>> = kids
+        .iter_mut()
+        .map(|k| {
+            let out = std::io::BufReader::new(k.stdout.take().expect("stdout"));
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                for line in out.lines().map_while(Result::ok) {
+                    if tx.send(line).is_err() {
+                        return;
+                    }
+                }
+            });
+            rx
+        })
+        .collect();
+    for i in 0..40 {
+        for to in ins.iter_mut() {
+            writeln!(to, "go")
+                .and_then(|_| to.flush())
                 .expect("tell an opener");
         }
-        for o in outs.iter_mut() {
-            let mut line = String::new();
-            o.read_line(&mut line).expect("an opener's answer");
+        for o in &outs {
+            let line = o
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .unwrap_or_else(|_| panic!("an opener did not answer name {i} within 20 s"));
             assert_eq!(line.trim(), "done", "an opener ended early");
         }
     }

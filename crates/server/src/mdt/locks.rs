@@ -452,6 +452,8 @@ impl MdtService {
                 let gone = {
                     let mut t = me.locks.table();
                     let now = Instant::now();
+                    // Waits whose owner stopped asking (it gave up).
+                    t.waits.retain(|_, (_, until)| *until > now);
                     let mut gone = Vec::new();
                     for (client, (ch, since)) in t.conns.iter_mut() {
                         if !ch.is_dead() {
@@ -500,13 +502,19 @@ impl MdtService {
     /// Delete the locker records of `clients` (their locks are gone).
     pub(super) async fn forget_lockers(&self, clients: &[u64]) -> Result<(), ServerError> {
         let mut t = Tx::new(&*self.store);
+        let mut any = false;
         {
             let mut tab = self.locks.table();
             for c in clients {
                 if tab.recorded.remove(c) {
                     t.batch.delete(Space::Meta, locker_key(*c).into_bytes());
+                    any = true;
                 }
             }
+        }
+        if !any {
+            // A client that never locked here: nothing to write.
+            return Ok(());
         }
         let ticket = self.apply_step(t)?;
         self.commit_through(ticket).await
