@@ -6,7 +6,7 @@ use crate::registry;
 use crate::tools::{connect, errno, Session};
 use anyhow::bail;
 use clap::Args;
-use loom_proto::msg::{Role, Time};
+use loom_proto::msg::{Role, TargetId, Time};
 use loom_proto::quota::{QuotaId, QuotaKind, QuotaLimits};
 use loom_proto::Errno;
 use std::io::IsTerminal;
@@ -103,11 +103,28 @@ fn heading(who: QuotaId) -> String {
 pub fn quota(a: QuotaArgs) -> anyhow::Result<()> {
     let (entry, _) = registry::find(&a.path)?;
     let mount = entry.mountpoint.clone();
+    let whos = whos(&a)?;
+    if !crate::via_mount::key_readable(&entry) && !a.check {
+        // A user: the mount asks, as them.
+        for who in whos {
+            let (usage, st) = crate::via_mount::quota(&mount, who)?;
+            print_quota(&entry.fsname, &mount, who, &usage, &st, a.verbose);
+        }
+        return Ok(());
+    }
     let s = connect(entry)?;
     if a.check {
         return check(&s);
     }
-    let whos = match (&a.user, &a.group, a.project) {
+    for who in whos {
+        show(&s, &mount, who, a.verbose)?;
+    }
+    Ok(())
+}
+
+/// The ids `loom quota` shows: the one named, or the caller's uid and gid.
+fn whos(a: &QuotaArgs) -> anyhow::Result<Vec<QuotaId>> {
+    Ok(match (&a.user, &a.group, a.project) {
         (Some(u), _, _) => vec![QuotaId::user(user_id(u)?)],
         (_, Some(g), _) => vec![QuotaId::group(group_id(g)?)],
         (_, _, Some(p)) => vec![QuotaId::project(p)],
@@ -115,11 +132,7 @@ pub fn quota(a: QuotaArgs) -> anyhow::Result<()> {
             QuotaId::user(nix::unistd::geteuid().as_raw()),
             QuotaId::group(nix::unistd::getegid().as_raw()),
         ],
-    };
-    for who in whos {
-        show(&s, &mount, who, a.verbose)?;
-    }
-    Ok(())
+    })
 }
 
 /// What is left of a soft limit's grace: "-" when not over it, "none"
@@ -159,6 +172,19 @@ fn show(s: &Session, mount: &Path, who: QuotaId, verbose: bool) -> anyhow::Resul
     let st =
         s.rt.block_on(s.client.get_quota(who))
             .map_err(|e| errno(e, &format!("the limits of {who}")))?;
+    print_quota(&s.entry.fsname, mount, who, &per_target, &st, verbose);
+    Ok(())
+}
+
+/// `who`'s usage per target and limits, in `lfs quota`'s layout.
+pub(crate) fn print_quota(
+    fsname: &str,
+    mount: &Path,
+    who: QuotaId,
+    per_target: &[(TargetId, loom_proto::quota::QuotaUsage)],
+    st: &loom_client::quota::QuotaState,
+    verbose: bool,
+) {
     let l = st.limits;
     let files: u64 = per_target.iter().map(|(_, u)| u.inodes).sum();
     let bytes: u64 = per_target.iter().map(|(_, u)| u.bytes).sum();
@@ -187,8 +213,8 @@ fn show(s: &Session, mount: &Path, who: QuotaId, verbose: bool) -> anyhow::Resul
         &grace_left(&l, l.inode_soft, files, st.inode_soft_since),
     ]);
     if verbose {
-        for (t, u) in &per_target {
-            println!("{}-{t}_UUID", s.entry.fsname);
+        for (t, u) in per_target {
+            println!("{fsname}-{t}_UUID");
             // An MDT holds inodes and Data-on-MDT bytes, an OST bytes.
             let kb = (u.bytes / 1024).to_string();
             let files = match t.role {
@@ -198,7 +224,6 @@ fn show(s: &Session, mount: &Path, who: QuotaId, verbose: bool) -> anyhow::Resul
             row([&"", &kb, &"-", &"-", &"-", &files, &"-", &"-", &"-"]);
         }
     }
-    Ok(())
 }
 
 fn check(s: &Session) -> anyhow::Result<()> {

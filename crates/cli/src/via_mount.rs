@@ -20,7 +20,7 @@ pub(crate) fn key_readable(e: &Entry) -> bool {
 pub(crate) fn needs_key(what: &str, e: &Entry) -> anyhow::Error {
     anyhow::anyhow!(
         "{what} needs the mount's key ({}), which only root may read; as a user, \
-         getstripe, setstripe of a directory and df work through the mount",
+         getstripe, setstripe of a directory, df and quota work through the mount",
         e.key_file.display()
     )
 }
@@ -42,6 +42,33 @@ fn get_as<T: serde::de::DeserializeOwned>(path: &Path, name: &str) -> anyhow::Re
 /// `df` of the mount at `mountpoint`, through it.
 pub(crate) fn df(mountpoint: &Path) -> anyhow::Result<Vec<loom_client::meta::TargetUsage>> {
     get_as(mountpoint, "loom.df")
+}
+
+/// `quota` of `who` through the mount at `mountpoint`: its usage per
+/// target and its limits, if the caller may see them.
+pub(crate) fn quota(
+    mountpoint: &Path,
+    who: loom_proto::quota::QuotaId,
+) -> anyhow::Result<(
+    Vec<(loom_proto::msg::TargetId, loom_proto::quota::QuotaUsage)>,
+    loom_client::quota::QuotaState,
+)> {
+    let (kind, id) = match who.kind {
+        loom_proto::quota::QuotaKind::User => ("u", who.id),
+        loom_proto::quota::QuotaKind::Group => ("g", who.id),
+        loom_proto::quota::QuotaKind::Project => ("p", who.id),
+    };
+    let name = format!("loom.quota.{kind}.{id}");
+    get_as(mountpoint, &name).map_err(|e| {
+        let denied = e
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.raw_os_error() == Some(libc::EPERM));
+        if denied {
+            anyhow::anyhow!("{who}: only root may see the usage of another user or group")
+        } else {
+            e
+        }
+    })
 }
 
 /// `getstripe` of `path` through the mount.

@@ -1,6 +1,6 @@
 //! Issue #29, point 5 (in part): a user who cannot read the mount's key
-//! runs `loom getstripe`, `loom setstripe` on their own directory and
-//! `loom df`, as
+//! runs `loom getstripe`, `loom setstripe` on their own directory,
+//! `loom df` and `loom quota`, as
 //! Lustre users run `lfs`: the tools ask the mount, through its `loom.`
 //! extended attributes, and the MDT checks each under the user's own
 //! credentials. A directory the user does not own is refused (EPERM);
@@ -134,6 +134,25 @@ fn a_user_sets_and_reads_striping_through_the_mount() {
         "the user's df lists every target as root's: {out}"
     );
     assert_eq!(rows(&out).len(), 5, "1 MDT and 4 OSTs: {out}");
+    // quota: the user's own usage as root's `loom quota -u 65534` shows
+    // it; another user's is refused.
+    loom_ok(&["setquota", "-u", "65534", "-I", "1000", s(&c.mnt)]);
+    let o = user(&["quota", "-v", s(&c.mnt)]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let root_view = loom_ok(&["quota", "-v", "-u", "65534", s(&c.mnt)]);
+    assert!(
+        out.starts_with(&root_view),
+        "the user's own quota as root sees it:\n{out}\nroot:\n{root_view}"
+    );
+    assert!(root_view.contains("1000"), "the limit shows: {root_view}");
+    let o = user(&["quota", "-u", "0", s(&c.mnt)]);
+    assert!(!o.status.success(), "a user saw root's usage");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("only root may see"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let o = user(&["migrate", "-m", "0", s(&mine)]);
     assert!(!o.status.success(), "a user migrated a tree");
     assert!(

@@ -42,14 +42,25 @@ impl Client {
         req: MdtRequest,
         extra: Duration,
     ) -> Result<Reply, Errno> {
+        self.mdt_admin_call_as(&Caller::current(), mdt, req, extra)
+            .await
+    }
+
+    /// [`Client::mdt_admin_call`], asked as `c`.
+    pub(crate) async fn mdt_admin_call_as(
+        &self,
+        c: &Caller,
+        mdt: u32,
+        req: MdtRequest,
+        extra: Duration,
+    ) -> Result<Reply, Errno> {
         if !self.mdts().contains(&mdt) {
             return Err(Errno::EINVAL);
         }
-        let c = Caller::current();
         self.router_handle()
             .call_within(
                 TargetId::mdt(mdt),
-                self.ctx(&c),
+                self.ctx(c),
                 req,
                 Bytes::new(),
                 CALL_TIMEOUT + extra,

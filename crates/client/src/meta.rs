@@ -1082,6 +1082,19 @@ impl Client {
         req: impl Fn(TargetId) -> Request,
         read: impl Fn(TargetId, Reply) -> Result<T, Errno>,
     ) -> Vec<(TargetId, Result<T, Errno>)> {
+        self.ask_targets_as(&Caller::current(), only, timeout, req, read)
+            .await
+    }
+
+    /// [`Client::ask_targets_within`], asked as `c`.
+    pub(crate) async fn ask_targets_as<T: Send + 'static>(
+        &self,
+        c: &Caller,
+        only: Option<TargetId>,
+        timeout: Duration,
+        req: impl Fn(TargetId) -> Request,
+        read: impl Fn(TargetId, Reply) -> Result<T, Errno>,
+    ) -> Vec<(TargetId, Result<T, Errno>)> {
         let config = self.router.config();
         let mut ids: Vec<TargetId> = config
             .targets
@@ -1091,10 +1104,9 @@ impl Client {
             .filter(|id| only.is_none_or(|o| o == *id))
             .collect();
         ids.sort();
-        let c = Caller::current();
         let mut set = JoinSet::new();
         for (i, id) in ids.iter().enumerate() {
-            let (router, ctx, id, req) = (self.router_handle(), self.ctx(&c), *id, req(*id));
+            let (router, ctx, id, req) = (self.router_handle(), self.ctx(c), *id, req(*id));
             set.spawn(async move {
                 let r = router
                     .call_within(id, ctx, req, Bytes::new(), timeout)

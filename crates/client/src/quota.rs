@@ -22,7 +22,7 @@ pub struct QuotaCheck {
 }
 
 /// An id's limits and the grace its soft limits run on.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QuotaState {
     /// The limits (all zero: none).
     pub limits: QuotaLimits,
@@ -43,8 +43,19 @@ impl Client {
     /// a user for their own uid, their groups and any project (EPERM
     /// otherwise). Any target that does not answer fails the whole.
     pub async fn quota_usage(&self, who: QuotaId) -> Result<Vec<(TargetId, QuotaUsage)>, Errno> {
+        self.quota_usage_as(&Caller::current(), who).await
+    }
+
+    /// [`Client::quota_usage`], asked as `c` (a mount answering a user's
+    /// `loom quota`).
+    pub async fn quota_usage_as(
+        &self,
+        c: &Caller,
+        who: QuotaId,
+    ) -> Result<Vec<(TargetId, QuotaUsage)>, Errno> {
         all(self
-            .ask_targets_within(
+            .ask_targets_as(
+                c,
                 None,
                 CALL_TIMEOUT,
                 |id| match id.role {
@@ -136,8 +147,13 @@ impl Client {
     /// `who`'s limits and since when it is over its soft limits; who may
     /// ask as for [`Client::quota_usage`].
     pub async fn get_quota(&self, who: QuotaId) -> Result<QuotaState, Errno> {
+        self.get_quota_as(&Caller::current(), who).await
+    }
+
+    /// [`Client::get_quota`], asked as `c`.
+    pub async fn get_quota_as(&self, c: &Caller, who: QuotaId) -> Result<QuotaState, Errno> {
         match self
-            .mdt_admin_call(0, MdtRequest::GetQuota { who }, Duration::ZERO)
+            .mdt_admin_call_as(c, 0, MdtRequest::GetQuota { who }, Duration::ZERO)
             .await?
         {
             Reply::QuotaLimits {

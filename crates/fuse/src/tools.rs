@@ -12,12 +12,14 @@
 //! | `loom.default_compress` | directory | its default compression | - |
 //! | `loom.mdt` | any | the index of the MDT keeping it | - |
 //! | `loom.df` | any | every target's usage, as `loom df` shows it | - |
+//! | `loom.quota.u.UID` (`.g.GID`, `.p.PROJID`) | any | the id's usage per target and its limits, if the caller may see them | - |
 //! | `loom.default_stripe` | directory | - | its default striping (`StripeSpec`; empty: removed) |
 //! | `loom.default_layout` | directory | (above) | its default component layout (`LayoutSpec`; empty: removed) |
 //! | `loom.default_compress` | directory | (above) | its default compression (`Compress`; empty: removed) |
 
 use loom_client::{Caller, Client};
 use loom_proto::msg::FileKind;
+use loom_proto::quota::QuotaId;
 use loom_proto::{Errno, Fid, StripeSpec};
 
 /// The prefix of the tools' names.
@@ -44,10 +46,31 @@ pub async fn get(
         b"loom.mdt" => serde_json::to_vec(&client.locate_as(c, fid).await?),
         // What `df` shows: every target's usage (no one's secret).
         b"loom.df" => serde_json::to_vec(&client.target_statfs().await),
+        // `loom.quota.u.UID`, `.g.GID`, `.p.PROJID`: what `loom quota`
+        // shows of that id, if the caller may see it (EPERM).
+        n if n.starts_with(b"loom.quota.") => {
+            let who = quota_id(&n[b"loom.quota.".len()..]).ok_or(Errno::EINVAL)?;
+            let usage = client.quota_usage_as(c, who).await?;
+            let state = client.get_quota_as(c, who).await?;
+            serde_json::to_vec(&(usage, state))
+        }
         // Of another kind, or no such question: as a missing attribute.
         _ => return Err(Errno::ENODATA),
     };
     json.map_err(|_| Errno::EIO)
+}
+
+/// `u.ID`, `g.ID` or `p.ID`.
+fn quota_id(s: &[u8]) -> Option<QuotaId> {
+    let s = std::str::from_utf8(s).ok()?;
+    let (kind, id) = s.split_once('.')?;
+    let id: u32 = id.parse().ok()?;
+    match kind {
+        "u" => Some(QuotaId::user(id)),
+        "g" => Some(QuotaId::group(id)),
+        "p" => Some(QuotaId::project(id)),
+        _ => None,
+    }
 }
 
 /// A tool's change of `fid` (of kind `kind`), as `c`.
