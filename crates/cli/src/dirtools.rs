@@ -136,6 +136,9 @@ fn mkdir_one(path: &Path, perm: u32, stripe: DirStripe) -> anyhow::Result<()> {
     let Some(name) = rel.file_name() else {
         bail!("{}: names no new directory", path.display());
     };
+    if !crate::via_mount::key_readable(&entry) {
+        return crate::via_mount::mkdir(path, name, perm, stripe);
+    }
     let s = connect(entry)?;
     let shown = path.display();
     let dir = rel.parent().unwrap_or(Path::new(""));
@@ -194,6 +197,15 @@ fn set_default(a: &MkdirArgs) -> anyhow::Result<()> {
 
 fn set_default_one(path: &Path, spec: Option<DirDefault>) -> anyhow::Result<()> {
     let (entry, rel) = registry::find(path)?;
+    if !crate::via_mount::key_readable(&entry) {
+        let value = spec.map(|d| serde_json::to_vec(&d)).transpose()?;
+        return crate::via_mount::set_on_directory(
+            path,
+            "placement defaults are set on directories",
+            "loom.dir_default",
+            value,
+        );
+    }
     let s = connect(entry)?;
     let shown = path.display();
     s.rt.block_on(async {
@@ -243,53 +255,98 @@ pub fn getdirstripe(a: GetdirstripeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What `getdirstripe` shows of one directory.
+pub(crate) enum DirShown {
+    /// `-D`: where its new subdirectories go.
+    Default(Option<DirDefault>),
+    /// Its MDT, and its shards with theirs.
+    Placed(loom_fuse::tools::DirStripeShown),
+}
+
 fn getdirstripe_one(a: &GetdirstripeArgs, path: &Path) -> anyhow::Result<()> {
     let (entry, rel) = registry::find(path)?;
+    let shown = if crate::via_mount::key_readable(&entry) {
+        getdirstripe_with_key(a, entry, &rel, path)?
+    } else {
+        crate::via_mount::getdirstripe(a.default, path)?
+    };
+    print_dirstripe(a, path, shown);
+    Ok(())
+}
+
+fn getdirstripe_with_key(
+    a: &GetdirstripeArgs,
+    entry: crate::registry::Entry,
+    rel: &Path,
+    path: &Path,
+) -> anyhow::Result<DirShown> {
     let s = connect(entry)?;
     let shown = path.display();
     s.rt.block_on(async {
         let c = caller();
         let fail = |e| errno(e, &format!("{shown}"));
-        let attr = directory(&s, &rel, path).await?;
+        let attr = directory(&s, rel, path).await?;
         if a.default {
             let d = s.client.get_dir_default(&c, attr.fid).await.map_err(fail)?;
-            match d {
-                None => println!("{shown}: no default (new subdirectories go on its MDT)"),
-                Some(d) => {
-                    let at = match d.mdts.as_slice() {
-                        [] => "-1".to_string(),
-                        l => l.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
-                    };
-                    println!(
-                        "lmv_stripe_count: {} lmv_stripe_offset: {at} lmv_hash_type: name_hash_mod",
-                        d.count
-                    );
-                }
-            }
-            return Ok(());
+            return Ok(DirShown::Default(d));
         }
         let router = s.client.router();
         let mdt = s.client.locate(attr.fid).await.map_err(fail)?;
-        let shards = s.client.dir_shards(&c, attr.fid).await.map_err(fail)?;
-        let count = shards.as_ref().map_or(0, |s| s.len());
-        if a.count || a.index {
-            if a.count {
-                println!("{count}");
+        let shards = match s.client.dir_shards(&c, attr.fid).await.map_err(fail)? {
+            None => None,
+            Some(shards) => {
+                let mut v = Vec::with_capacity(shards.len());
+                for f in shards.iter() {
+                    v.push((router.mdt_of(*f).await.map_err(fail)?.index, *f));
+                }
+                Some(v)
             }
-            if a.index {
-                println!("{mdt}");
-            }
-            return Ok(());
-        }
-        let hash = if count > 0 { "name_hash_mod" } else { "none" };
-        println!("lmv_stripe_count: {count} lmv_stripe_offset: {mdt} lmv_hash_type: {hash}");
-        if let Some(shards) = shards {
-            println!("mdtidx\t\t FID[seq:oid:ver]");
-            for f in shards.iter() {
-                let m = router.mdt_of(*f).await.map_err(fail)?.index;
-                println!("{m:>6}\t\t {f}");
-            }
-        }
-        Ok(())
+        };
+        Ok(DirShown::Placed(loom_fuse::tools::DirStripeShown {
+            mdt,
+            shards,
+        }))
     })
+}
+
+fn print_dirstripe(a: &GetdirstripeArgs, path: &Path, shown: DirShown) {
+    let name = path.display();
+    match shown {
+        DirShown::Default(None) => {
+            println!("{name}: no default (new subdirectories go on its MDT)")
+        }
+        DirShown::Default(Some(d)) => {
+            let at = match d.mdts.as_slice() {
+                [] => "-1".to_string(),
+                l => l.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+            };
+            println!(
+                "lmv_stripe_count: {} lmv_stripe_offset: {at} lmv_hash_type: name_hash_mod",
+                d.count
+            );
+        }
+        DirShown::Placed(p) => {
+            let count = p.shards.as_ref().map_or(0, Vec::len);
+            if a.count || a.index {
+                if a.count {
+                    println!("{count}");
+                }
+                if a.index {
+                    println!("{}", p.mdt);
+                }
+                return;
+            }
+            let hash = if count > 0 { "name_hash_mod" } else { "none" };
+            println!(
+                "lmv_stripe_count: {count} lmv_stripe_offset: {} lmv_hash_type: {hash}",
+                p.mdt
+            );
+            if let Some(shards) = p.shards {
+                println!("mdtidx\t\t FID[seq:oid:ver]");
+                for (m, f) in shards {
+                    println!("{m:>6}\t\t {f}");
+                }
+            }
+        }
+    }
 }

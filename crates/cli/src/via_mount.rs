@@ -20,7 +20,8 @@ pub(crate) fn key_readable(e: &Entry) -> bool {
 pub(crate) fn needs_key(what: &str, e: &Entry) -> anyhow::Error {
     anyhow::anyhow!(
         "{what} needs the mount's key ({}), which only root may read; as a user, \
-         getstripe, setstripe of a directory, df and quota work through the mount",
+         getstripe, setstripe of a directory, getdirstripe, mkdir -i/-c, df and quota \
+         work through the mount",
         e.key_file.display()
     )
 }
@@ -69,6 +70,54 @@ pub(crate) fn quota(
             e
         }
     })
+}
+
+/// `getdirstripe` of directory `path` through the mount (`default`:
+/// where its new subdirectories go).
+pub(crate) fn getdirstripe(
+    default: bool,
+    path: &Path,
+) -> anyhow::Result<crate::dirtools::DirShown> {
+    if !std::fs::metadata(path)
+        .with_context(|| format!("{}", path.display()))?
+        .is_dir()
+    {
+        bail!("{} is not a directory", path.display());
+    }
+    Ok(if default {
+        crate::dirtools::DirShown::Default(get_as(path, "loom.dir_default")?)
+    } else {
+        crate::dirtools::DirShown::Placed(get_as(path, "loom.dirstripe")?)
+    })
+}
+
+/// `mkdir -i/-c` of `path` (named `name` in its parent) through the mount.
+pub(crate) fn mkdir(
+    path: &Path,
+    name: &std::ffi::OsStr,
+    perm: u32,
+    stripe: loom_proto::msg::DirStripe,
+) -> anyhow::Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let asked = loom_fuse::tools::MkdirAsked {
+        name: name
+            .to_str()
+            .with_context(|| format!("{}: the name is not UTF-8", path.display()))?
+            .to_string(),
+        perm,
+        stripe,
+    };
+    rustix::fs::setxattr(
+        parent,
+        "loom.mkdir",
+        &serde_json::to_vec(&asked)?,
+        rustix::fs::XattrFlags::empty(),
+    )
+    .map_err(std::io::Error::from)
+    .with_context(|| format!("{}", path.display()))
 }
 
 /// `getstripe` of `path` through the mount.

@@ -24,7 +24,7 @@ fn s(p: &std::path::Path) -> &str {
 
 #[test]
 fn a_user_sets_and_reads_striping_through_the_mount() {
-    let c = Cluster::up(1, 4, &[]);
+    let c = Cluster::up(2, 4, &[]);
     let key = c.state.join("client.key");
     let mode = std::fs::metadata(&key)
         .expect("the key")
@@ -86,6 +86,47 @@ fn a_user_sets_and_reads_striping_through_the_mount() {
         "0",
         "the file's MDT"
     );
+
+    // DNE: a remote and a striped directory in the user's own, where
+    // the user's new subdirectories go, and what getdirstripe shows.
+    let remote = mine.join("remote");
+    let o = user(&["mkdir", "-i", "1", s(&remote)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(mdt_of(&remote), 1, "the remote directory is on MDT1");
+    let o = user(&["getdirstripe", "-i", s(&remote)]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "1", "{o:?}");
+    let wide = mine.join("wide");
+    let o = user(&["mkdir", "-c", "2", s(&wide)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = user(&["getdirstripe", s(&wide)]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(out, loom_ok(&["getdirstripe", s(&wide)]), "as root sees it");
+    assert!(out.starts_with("lmv_stripe_count: 2 "), "{out}");
+    let o = user(&["setdirstripe", "-D", "-i", "1", s(&mine)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = user(&["getdirstripe", "-D", s(&mine)]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("lmv_stripe_offset: 1 "),
+        "{o:?}"
+    );
+    std::fs::create_dir(mine.join("next")).expect("mkdir");
+    assert_eq!(
+        mdt_of(&mine.join("next")),
+        1,
+        "a new subdirectory follows the default"
+    );
+    let theirs = c.path("private");
+    std::fs::create_dir(&theirs).expect("mkdir");
+    let o = user(&["mkdir", "-i", "1", s(&theirs.join("x"))]);
+    assert!(
+        !o.status.success(),
+        "a user made a directory in root's 755 one"
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("Permission denied"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // Removing the default: new files take the file system's again.
     let o = user(&["setstripe", "-d", s(&mine)]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -133,7 +174,7 @@ fn a_user_sets_and_reads_striping_through_the_mount() {
         rows(&loom_ok(&["df", s(&c.mnt)])),
         "the user's df lists every target as root's: {out}"
     );
-    assert_eq!(rows(&out).len(), 5, "1 MDT and 4 OSTs: {out}");
+    assert_eq!(rows(&out).len(), 6, "2 MDTs and 4 OSTs: {out}");
     // quota: the user's own usage as root's `loom quota -u 65534` shows
     // it; another user's is refused.
     loom_ok(&["setquota", "-u", "65534", "-I", "1000", s(&c.mnt)]);

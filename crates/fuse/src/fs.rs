@@ -856,14 +856,18 @@ impl LoomFs {
         if name.starts_with(crate::tools::PREFIX) {
             let kind = self.do_getattr(req, ino)?.kind;
             let c = self.caller(req);
-            return self.run(crate::tools::set(
+            self.run(crate::tools::set(
                 &self.client,
                 &c,
                 fid(ino),
                 kind,
                 name,
                 value,
-            ));
+            ))?;
+            if name == b"loom.mkdir" {
+                self.forget_entry_later(ino, value);
+            }
+            return Ok(());
         }
         if name == CAPS_XATTR {
             self.set_no_caps(ino, false);
@@ -872,6 +876,26 @@ impl LoomFs {
             self.client
                 .setxattr(&self.caller(req), fid(ino), name, value, flags as u32),
         )
+    }
+
+    /// A directory made through `loom.mkdir` (`asked`) in `parent`, behind
+    /// the kernel's back: it may hold the name as absent. Dropped once
+    /// this request is answered (the kernel holds `parent` locked until
+    /// then), from a thread of its own.
+    fn forget_entry_later(&self, parent: INodeNo, asked: &[u8]) {
+        let (Some(n), Ok(m)) = (
+            self.notifier.get().cloned(),
+            serde_json::from_slice::<crate::tools::MkdirAsked>(asked),
+        ) else {
+            return;
+        };
+        std::thread::spawn(move || {
+            if let Err(e) = n.inval_entry(parent, OsStr::new(&m.name)) {
+                if e.raw_os_error() != Some(libc::ENOENT) {
+                    tracing::debug!("dropping the kernel's entry of {}: {e}", m.name);
+                }
+            }
+        });
     }
 
     fn do_getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr) -> R<Vec<u8>> {

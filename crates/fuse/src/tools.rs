@@ -13,12 +13,15 @@
 //! | `loom.mdt` | any | the index of the MDT keeping it | - |
 //! | `loom.df` | any | every target's usage, as `loom df` shows it | - |
 //! | `loom.quota.u.UID` (`.g.GID`, `.p.PROJID`) | any | the id's usage per target and its limits, if the caller may see them | - |
+//! | `loom.dirstripe` | directory | its MDT and shards (`DirStripeShown`) | - |
+//! | `loom.dir_default` | directory | where its new subdirectories go | the same (`DirDefault`; empty: removed) |
+//! | `loom.mkdir` | directory | - | makes a directory in it (`MkdirAsked`: name, mode, placement) |
 //! | `loom.default_stripe` | directory | - | its default striping (`StripeSpec`; empty: removed) |
 //! | `loom.default_layout` | directory | (above) | its default component layout (`LayoutSpec`; empty: removed) |
 //! | `loom.default_compress` | directory | (above) | its default compression (`Compress`; empty: removed) |
 
 use loom_client::{Caller, Client};
-use loom_proto::msg::FileKind;
+use loom_proto::msg::{DirStripe, FileKind};
 use loom_proto::quota::QuotaId;
 use loom_proto::{Errno, Fid, StripeSpec};
 
@@ -44,6 +47,24 @@ pub async fn get(
             serde_json::to_vec(&client.get_default_compress(c, fid).await?)
         }
         b"loom.mdt" => serde_json::to_vec(&client.locate_as(c, fid).await?),
+        // `getdirstripe`: the directory's MDT and its shards with theirs.
+        b"loom.dirstripe" if kind == FileKind::Dir => {
+            let mdt = client.locate_as(c, fid).await?;
+            let shards = match client.dir_shards(c, fid).await? {
+                None => None,
+                Some(s) => {
+                    let mut v = Vec::with_capacity(s.len());
+                    for f in s.iter() {
+                        v.push((client.router().mdt_of(*f).await?.index, *f));
+                    }
+                    Some(v)
+                }
+            };
+            serde_json::to_vec(&DirStripeShown { mdt, shards })
+        }
+        b"loom.dir_default" if kind == FileKind::Dir => {
+            serde_json::to_vec(&client.get_dir_default(c, fid).await?)
+        }
         // What `df` shows: every target's usage (no one's secret).
         b"loom.df" => serde_json::to_vec(&client.target_statfs().await),
         // `loom.quota.u.UID`, `.g.GID`, `.p.PROJID`: what `loom quota`
@@ -58,6 +79,27 @@ pub async fn get(
         _ => return Err(Errno::ENODATA),
     };
     json.map_err(|_| Errno::EIO)
+}
+
+/// `loom.dirstripe`: a directory's MDT, and its shards (MDT, FID) if
+/// striped.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct DirStripeShown {
+    /// The MDT keeping the directory (its master).
+    pub mdt: u32,
+    /// Its shards, if striped.
+    pub shards: Option<Vec<(u32, Fid)>>,
+}
+
+/// `loom.mkdir`: a directory to make in the one it is set on.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct MkdirAsked {
+    /// Its name.
+    pub name: String,
+    /// Its permission bits.
+    pub perm: u32,
+    /// Where its shards go.
+    pub stripe: DirStripe,
 }
 
 /// `u.ID`, `g.ID` or `p.ID`.
@@ -108,9 +150,28 @@ pub async fn set(
             };
             client.set_default_layout_as(c, fid, l).await
         }
-        b"loom.default_stripe" | b"loom.default_compress" | b"loom.default_layout" => {
-            Err(Errno::ENOTDIR)
+        b"loom.dir_default" if kind == FileKind::Dir => {
+            let d = if value.is_empty() {
+                None
+            } else {
+                Some(serde_json::from_slice(value).map_err(|_| Errno::EINVAL)?)
+            };
+            client.set_dir_default_as(c, fid, d).await
         }
+        // `mkdir -i/-c`: a directory made in this one, placed as asked
+        // (the MDT checks the caller may make it there).
+        b"loom.mkdir" if kind == FileKind::Dir => {
+            let m: MkdirAsked = serde_json::from_slice(value).map_err(|_| Errno::EINVAL)?;
+            client
+                .mkdir_striped(c, fid, m.name.as_bytes(), m.perm, m.stripe)
+                .await
+                .map(|_| ())
+        }
+        b"loom.default_stripe"
+        | b"loom.default_compress"
+        | b"loom.default_layout"
+        | b"loom.dir_default"
+        | b"loom.mkdir" => Err(Errno::ENOTDIR),
         _ => Err(Errno::EOPNOTSUPP),
     }
 }
