@@ -8,6 +8,7 @@
 mod changelog;
 mod cluster;
 mod dirtools;
+mod find;
 mod fsck;
 mod jobstats;
 mod migrate;
@@ -85,6 +86,9 @@ enum Cmd {
     Setdirstripe(dirtools::MkdirArgs),
     /// Show where a directory lives: its MDT and, if striped, its shards.
     Getdirstripe(dirtools::GetdirstripeArgs),
+    /// Find files and directories of a tree by name, type, stripe count,
+    /// OST and MDT, like `lfs find`; any user, on what they may list.
+    Find(find::FindArgs),
     /// Move directory trees (entries and inodes, no file data) to other
     /// MDTs while they are in use, like `lfs migrate -m`: `loom migrate
     /// -m MDT[,MDT...] DIR...`.
@@ -163,6 +167,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Df(a) => tools::df(a),
         Cmd::Mkdir(a) | Cmd::Setdirstripe(a) => dirtools::mkdir(a),
         Cmd::Getdirstripe(a) => dirtools::getdirstripe(a),
+        Cmd::Find(a) => find::find(a),
         Cmd::Migrate(a) => migrate::migrate(a),
         Cmd::Scrub(a) => scrub::scrub(a),
         Cmd::Jobstats(a) => jobstats::jobstats(a),

@@ -35,7 +35,7 @@ fn get(path: &Path, name: &str) -> anyhow::Result<serde_json::Value> {
         .with_context(|| format!("{}: the mount's {name}", path.display()))
 }
 
-fn get_as<T: serde::de::DeserializeOwned>(path: &Path, name: &str) -> anyhow::Result<T> {
+pub(crate) fn get_as<T: serde::de::DeserializeOwned>(path: &Path, name: &str) -> anyhow::Result<T> {
     serde_json::from_value(get(path, name)?)
         .with_context(|| format!("{}: the mount's {name}", path.display()))
 }

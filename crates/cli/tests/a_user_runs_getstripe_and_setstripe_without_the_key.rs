@@ -1,6 +1,7 @@
 //! Issue #29, point 5 (in part): a user who cannot read the mount's key
 //! runs `loom getstripe`, `loom setstripe` on their own directory,
-//! `loom df` and `loom quota`, as
+//! `loom df`, `loom quota`, `loom getdirstripe`, `loom mkdir -i/-c` and
+//! `loom find`, as
 //! Lustre users run `lfs`: the tools ask the mount, through its `loom.`
 //! extended attributes, and the MDT checks each under the user's own
 //! credentials. A directory the user does not own is refused (EPERM);
@@ -115,6 +116,26 @@ fn a_user_sets_and_reads_striping_through_the_mount() {
         1,
         "a new subdirectory follows the default"
     );
+    // find: by stripe count, by MDT, by type and name, as the user.
+    let o = user(&["find", s(&mine), "--stripe-count", "2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        s(&f),
+        "the one 2-stripe file"
+    );
+    let o = user(&["find", s(&mine), "--type", "d", "--mdt", "1"]);
+    let got: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        got,
+        vec![s(&mine.join("next")).to_string(), s(&remote).to_string()],
+        "the directories on MDT1"
+    );
+    let o = user(&["find", s(&mine), "--name", "w*"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), s(&wide));
     let theirs = c.path("private");
     std::fs::create_dir(&theirs).expect("mkdir");
     let o = user(&["mkdir", "-i", "1", s(&theirs.join("x"))]);
