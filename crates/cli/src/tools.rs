@@ -295,6 +295,12 @@ pub fn setstripe(a: SetstripeArgs) -> anyhow::Result<()> {
     spec.validate().map_err(|m| anyhow::anyhow!(m))?;
     let (entry, rel) = registry::find(&a.path)?;
     if !crate::via_mount::key_readable(&entry) {
+        if !a.delete && !a.path.exists() {
+            // A new file with its own striping.
+            let umask = nix::sys::stat::umask(nix::sys::stat::Mode::empty());
+            nix::sys::stat::umask(umask);
+            return crate::via_mount::create(&a.path, 0o666 & !umask.bits(), spec);
+        }
         let spec = if a.delete { None } else { Some(spec) };
         return crate::via_mount::set_default_stripe(&a.path, spec);
     }

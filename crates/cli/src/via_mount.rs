@@ -91,6 +91,35 @@ pub(crate) fn getdirstripe(
     })
 }
 
+/// `setstripe` of a new file `path`: made through the mount with its own
+/// striping.
+pub(crate) fn create(path: &Path, perm: u32, stripe: StripeSpec) -> anyhow::Result<()> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        bail!("{}: names no new file", path.display());
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let asked = loom_fuse::tools::CreateAsked {
+        name: name
+            .to_str()
+            .with_context(|| format!("{}: the name is not UTF-8", path.display()))?
+            .to_string(),
+        perm,
+        stripe,
+    };
+    rustix::fs::setxattr(
+        parent,
+        "loom.create",
+        &serde_json::to_vec(&asked)?,
+        rustix::fs::XattrFlags::empty(),
+    )
+    .map_err(std::io::Error::from)
+    .with_context(|| format!("{}", path.display()))
+}
+
 /// `mkdir -i/-c` of `path` (named `name` in its parent) through the mount.
 pub(crate) fn mkdir(
     path: &Path,
@@ -156,8 +185,8 @@ pub(crate) fn set_default_stripe(path: &Path, spec: Option<StripeSpec>) -> anyho
     let value = spec.map(|s| serde_json::to_vec(&s)).transpose()?;
     set_on_directory(
         path,
-        "as a user, setstripe sets a directory's default striping (new files there take it); \
-         a file with its own layout is made with the mount's key",
+        "the striping of an existing file cannot be changed; setstripe creates new files \
+         and sets a directory's default striping",
         "loom.default_stripe",
         value,
     )

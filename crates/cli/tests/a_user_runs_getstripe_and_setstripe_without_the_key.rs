@@ -170,16 +170,39 @@ fn a_user_sets_and_reads_striping_through_the_mount() {
         loom_ok(&["getstripe", s(&roots)]).contains("stripe_count:  1 "),
         "nothing changed"
     );
-    // A file with its own layout, and commands that need the key: a
-    // clear error, nothing made.
-    let o = user(&["setstripe", "-c", "2", s(&mine.join("new"))]);
-    assert!(!o.status.success());
+    // A new file with its own striping, made by the user: theirs, with
+    // 3 stripes of 64 KiB; in root's directory, refused; an existing file
+    // keeps its striping (a clear error).
+    let new = mine.join("new");
+    let o = user(&["setstripe", "-c", "3", "-S", "64k", s(&new)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = user(&["getstripe", s(&new)]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("directory's default striping"),
+        out.contains("lmm_stripe_count:  3") && out.contains("lmm_stripe_size:   65536"),
+        "{out}"
+    );
+    let meta = std::fs::metadata(&new).expect("the new file, seen at once");
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::uid(&meta),
+        65534,
+        "the user's"
+    );
+    let o = user(&["setstripe", "-c", "2", s(&new)]);
+    assert!(!o.status.success(), "an existing file was restriped");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot be changed"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(!mine.join("new").exists(), "no file was made");
+    let private = c.path("private-files");
+    std::fs::create_dir(&private).expect("mkdir");
+    let o = user(&["setstripe", "-c", "2", s(&private.join("f"))]);
+    assert!(
+        !o.status.success(),
+        "a user made a file in root's 755 directory"
+    );
+    assert!(!private.join("f").exists(), "no file was made");
     // df: the same table as root's, through the mount.
     let o = user(&["df", s(&c.mnt)]);
     let out = String::from_utf8_lossy(&o.stdout).to_string();

@@ -864,7 +864,7 @@ impl LoomFs {
                 name,
                 value,
             ))?;
-            if name == b"loom.mkdir" {
+            if name == b"loom.mkdir" || name == b"loom.create" {
                 self.forget_entry_later(ino, value);
             }
             return Ok(());
@@ -878,14 +878,20 @@ impl LoomFs {
         )
     }
 
-    /// A directory made through `loom.mkdir` (`asked`) in `parent`, behind
+    /// A directory or file made through `loom.mkdir` or `loom.create`
+    /// (`asked`) in `parent`, behind
     /// the kernel's back: it may hold the name as absent. Dropped once
     /// this request is answered (the kernel holds `parent` locked until
     /// then), from a thread of its own.
     fn forget_entry_later(&self, parent: INodeNo, asked: &[u8]) {
+        // Both `MkdirAsked` and `CreateAsked` name it.
+        #[derive(serde::Deserialize)]
+        struct Named {
+            name: String,
+        }
         let (Some(n), Ok(m)) = (
             self.notifier.get().cloned(),
-            serde_json::from_slice::<crate::tools::MkdirAsked>(asked),
+            serde_json::from_slice::<Named>(asked),
         ) else {
             return;
         };

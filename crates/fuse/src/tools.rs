@@ -16,6 +16,7 @@
 //! | `loom.dirstripe` | directory | its MDT and shards (`DirStripeShown`) | - |
 //! | `loom.dir_default` | directory | where its new subdirectories go | the same (`DirDefault`; empty: removed) |
 //! | `loom.mkdir` | directory | - | makes a directory in it (`MkdirAsked`: name, mode, placement) |
+//! | `loom.create` | directory | - | makes a file in it with its own striping (`CreateAsked`) |
 //! | `loom.default_stripe` | directory | - | its default striping (`StripeSpec`; empty: removed) |
 //! | `loom.default_layout` | directory | (above) | its default component layout (`LayoutSpec`; empty: removed) |
 //! | `loom.default_compress` | directory | (above) | its default compression (`Compress`; empty: removed) |
@@ -102,6 +103,17 @@ pub struct MkdirAsked {
     pub stripe: DirStripe,
 }
 
+/// `loom.create`: a file to make in the directory it is set on.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct CreateAsked {
+    /// Its name.
+    pub name: String,
+    /// Its permission bits.
+    pub perm: u32,
+    /// Its striping.
+    pub stripe: StripeSpec,
+}
+
 /// `u.ID`, `g.ID` or `p.ID`.
 fn quota_id(s: &[u8]) -> Option<QuotaId> {
     let s = std::str::from_utf8(s).ok()?;
@@ -167,11 +179,30 @@ pub async fn set(
                 .await
                 .map(|_| ())
         }
+        // `setstripe NEWFILE`: a file made in this directory with its
+        // own striping.
+        b"loom.create" if kind == FileKind::Dir => {
+            let m: CreateAsked = serde_json::from_slice(value).map_err(|_| Errno::EINVAL)?;
+            m.stripe.validate().map_err(|_| Errno::EINVAL)?;
+            client
+                .create(
+                    c,
+                    fid,
+                    m.name.as_bytes(),
+                    FileKind::File,
+                    m.perm,
+                    0,
+                    Some(m.stripe),
+                )
+                .await
+                .map(|_| ())
+        }
         b"loom.default_stripe"
         | b"loom.default_compress"
         | b"loom.default_layout"
         | b"loom.dir_default"
-        | b"loom.mkdir" => Err(Errno::ENOTDIR),
+        | b"loom.mkdir"
+        | b"loom.create" => Err(Errno::ENOTDIR),
         _ => Err(Errno::EOPNOTSUPP),
     }
 }
