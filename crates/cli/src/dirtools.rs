@@ -137,7 +137,7 @@ fn mkdir_one(path: &Path, perm: u32, stripe: DirStripe) -> anyhow::Result<()> {
         bail!("{}: names no new directory", path.display());
     };
     if !crate::via_mount::key_readable(&entry) {
-        return crate::via_mount::mkdir(path, name, perm, stripe);
+        return crate::via_mount::mkdir(path, perm, stripe);
     }
     let s = connect(entry)?;
     let shown = path.display();

@@ -94,59 +94,48 @@ pub(crate) fn getdirstripe(
 /// `setstripe` of a new file `path`: made through the mount with its own
 /// striping.
 pub(crate) fn create(path: &Path, perm: u32, stripe: StripeSpec) -> anyhow::Result<()> {
-    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-        bail!("{}: names no new file", path.display());
-    };
-    let parent = if parent.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        parent
-    };
-    let asked = loom_fuse::tools::CreateAsked {
-        name: name
-            .to_str()
-            .with_context(|| format!("{}: the name is not UTF-8", path.display()))?
-            .to_string(),
+    make_in_parent(path, "loom.create", |name| loom_fuse::tools::CreateAsked {
+        name,
         perm,
         stripe,
-    };
-    rustix::fs::setxattr(
-        parent,
-        "loom.create",
-        &serde_json::to_vec(&asked)?,
-        rustix::fs::XattrFlags::empty(),
-    )
-    .map_err(std::io::Error::from)
-    .with_context(|| format!("{}", path.display()))
+    })
 }
 
-/// `mkdir -i/-c` of `path` (named `name` in its parent) through the mount.
+/// `mkdir -i/-c` of `path` through the mount.
 pub(crate) fn mkdir(
     path: &Path,
-    name: &std::ffi::OsStr,
     perm: u32,
     stripe: loom_proto::msg::DirStripe,
 ) -> anyhow::Result<()> {
+    make_in_parent(path, "loom.mkdir", |name| loom_fuse::tools::MkdirAsked {
+        name,
+        perm,
+        stripe,
+    })
+}
+
+/// Make what `path` names by setting the mount's attribute `attr` of its
+/// parent to `asked(name)`.
+fn make_in_parent<T: serde::Serialize>(
+    path: &Path,
+    attr: &str,
+    asked: impl FnOnce(String) -> T,
+) -> anyhow::Result<()> {
+    let Some(name) = path.file_name() else {
+        bail!("{}: names nothing new", path.display());
+    };
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let asked = loom_fuse::tools::MkdirAsked {
-        name: name
-            .to_str()
-            .with_context(|| format!("{}: the name is not UTF-8", path.display()))?
-            .to_string(),
-        perm,
-        stripe,
-    };
-    rustix::fs::setxattr(
-        parent,
-        "loom.mkdir",
-        &serde_json::to_vec(&asked)?,
-        rustix::fs::XattrFlags::empty(),
-    )
-    .map_err(std::io::Error::from)
-    .with_context(|| format!("{}", path.display()))
+    let name = name
+        .to_str()
+        .with_context(|| format!("{}: the name is not UTF-8", path.display()))?
+        .to_string();
+    let value = serde_json::to_vec(&asked(name))?;
+    rustix::fs::setxattr(parent, attr, &value, rustix::fs::XattrFlags::empty())
+        .map_err(std::io::Error::from)
+        .with_context(|| format!("{}", path.display()))
 }
 
 /// `getstripe` of `path` through the mount.

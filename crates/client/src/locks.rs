@@ -143,16 +143,7 @@ impl Client {
         wait: bool,
         gave_up: &(dyn Fn() -> bool + Send + Sync),
     ) -> Result<(), Errno> {
-        let lock = FileLock {
-            owner: LockOwner {
-                client: self.ctxs.client_id(),
-                owner,
-            },
-            pid: c.pid,
-            kind,
-            start,
-            end,
-        };
+        let lock = self.lock_of(c, owner, kind, start, end);
         {
             let mut h = self.locks.lock();
             if h.ever.len() >= LOCKED_MAX {
@@ -231,16 +222,7 @@ impl Client {
         start: u64,
         end: u64,
     ) -> Result<Option<FileLock>, Errno> {
-        let lock = FileLock {
-            owner: LockOwner {
-                client: self.ctxs.client_id(),
-                owner,
-            },
-            pid: c.pid,
-            kind,
-            start,
-            end,
-        };
+        let lock = self.lock_of(c, owner, kind, start, end);
         match self
             .mdt_call(c, fid, MdtRequest::TestLock { fid, lock })
             .await?
@@ -266,6 +248,20 @@ impl Client {
             return Ok(());
         }
         self.unlock(c, fid, owner, 0, u64::MAX).await
+    }
+
+    /// The lock `owner` of this client (for `c`'s process) asks for.
+    fn lock_of(&self, c: &Caller, owner: u64, kind: LockKind, start: u64, end: u64) -> FileLock {
+        FileLock {
+            owner: LockOwner {
+                client: self.ctxs.client_id(),
+                owner,
+            },
+            pid: c.pid,
+            kind,
+            start,
+            end,
+        }
     }
 
     /// Whether this client asked for a lock on `fid` (since it started,
