@@ -50,15 +50,7 @@ fn a_user_sets_and_reads_striping_through_the_mount() {
         "getstripe of the directory as the user: {out}"
     );
     let f = mine.join("f");
-    let o = std::process::Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "sh",
-            "-c",
-        ])
-        .arg(format!("echo data > {}", s(&f)))
+    let o = sh_as_nobody(&format!("echo data > {}", s(&f)))
         .output()
         .expect("a file made by the user");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -28,15 +28,7 @@ fn four_writers(m1: &Path, m2: &Path, file: &str, pad: usize) -> Vec<(String, us
             path.display()
         );
         children.push(
-            std::process::Command::new("setpriv")
-                .args([
-                    "--reuid=65534",
-                    "--regid=65534",
-                    "--clear-groups",
-                    "sh",
-                    "-c",
-                ])
-                .arg(&script)
+            sh_as_nobody(&script)
                 .spawn()
                 .expect("a shell loop as uid 65534"),
         );

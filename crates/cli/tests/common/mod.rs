@@ -44,6 +44,21 @@ pub fn as_nobody(args: &[&str]) -> Output {
         .expect("setpriv")
 }
 
+/// `sh -c CMD` as uid and gid 65534, with no supplementary groups (not
+/// started yet: the caller waits for it or reads its output).
+pub fn sh_as_nobody(cmd: &str) -> Command {
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "sh",
+        "-c",
+    ])
+    .arg(cmd);
+    c
+}
+
 /// Run `loom fsck ARGS MOUNT` on `c`'s mount: its exit code, and what it
 /// printed (standard output, then error).
 pub fn fsck(c: &Cluster, args: &[&str]) -> (i32, String) {
