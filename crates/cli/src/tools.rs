@@ -221,6 +221,7 @@ pub(crate) fn caller() -> Caller {
         gid: nix::unistd::getgid().as_raw(),
         groups: Vec::new(),
         pid: std::process::id(),
+        umask: None,
     }
 }
 

@@ -21,6 +21,7 @@ fn root() -> Caller {
         gid: 0,
         groups: Vec::new(),
         pid: 0,
+        umask: None,
     }
 }
 

@@ -97,6 +97,7 @@ fn a_library_client_locks_as_the_mounts_do() {
         gid: 65534,
         groups: Vec::new(),
         pid: std::process::id(),
+        umask: None,
     };
     let dir = rt
         .block_on(client.lookup(&me, loom_proto::Fid::ROOT, "locks"))

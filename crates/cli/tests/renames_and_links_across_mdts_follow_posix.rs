@@ -212,6 +212,7 @@ fn renames_and_links_across_mdts_follow_posix() {
         gid: 0,
         groups: Vec::new(),
         pid: 0,
+        umask: None,
     };
     loom_ok(&["mkdir", "-i", "0", &s("a2/plain/sub/deep")]);
     let look = |dir: Fid, name: &str| {

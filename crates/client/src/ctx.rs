@@ -27,6 +27,9 @@ pub struct Caller {
     pub groups: Vec<u32>,
     /// Process id (0 = none: no job id is looked up).
     pub pid: u32,
+    /// The process's umask, when the caller leaves it to the MDT (see
+    /// [`ReqCtx::umask`]); `None`: modes given are already cut by it.
+    pub umask: Option<u32>,
 }
 
 impl Caller {
@@ -40,6 +43,7 @@ impl Caller {
                 .map(|g| g.into_iter().map(|g| g.as_raw()).collect())
                 .unwrap_or_default(),
             pid: std::process::id(),
+            umask: None,
         }
     }
 }
@@ -59,6 +63,7 @@ impl Caller {
             gid,
             groups,
             pid,
+            umask: None,
         }
     }
 }
@@ -178,6 +183,7 @@ impl CtxFactory {
             gid: c.gid,
             groups: c.groups.clone(),
             step_of: None,
+            umask: c.umask,
         }
     }
 
@@ -251,6 +257,7 @@ mod tests {
             gid: 100,
             groups: vec![4, 24],
             pid: 0,
+            umask: None,
         };
         let a = f.ctx(&c);
         let b = f.ctx(&c);

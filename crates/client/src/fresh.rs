@@ -98,8 +98,14 @@ struct Table {
 pub enum XattrsChanged {
     /// Nothing (a rename, a chmod, a link, ...).
     Nothing,
-    /// It made inode `fid`, which has none yet.
-    Made(Fid),
+    /// It made inode `fid` in directory `parent`: it has none yet but
+    /// the ACLs it inherits from `parent`'s default ACL.
+    Made {
+        /// The new inode.
+        fid: Fid,
+        /// Its directory.
+        parent: Fid,
+    },
     /// It set or removed one of `fid`'s.
     Set(Fid),
     /// It changed `fid`'s owner or size, after which Linux drops a file
@@ -409,8 +415,22 @@ impl Fresh {
         }
         match x {
             XattrsChanged::Nothing => {}
-            XattrsChanged::Made(fid) => {
-                if let Some(i) = t.inodes.get(&fid) {
+            XattrsChanged::Made { fid, parent } => {
+                // All are known only if the parent is known to have no
+                // default ACL: else the MDT knows what was inherited.
+                let default = Name::from(loom_proto::acl::DEFAULT_XATTR);
+                let plain_parent = t
+                    .read(parent, |k| {
+                        leased_attr(k)?;
+                        let x = k.xattrs.as_ref()?;
+                        match x.names.get(&default) {
+                            Some(None) => Some(()),
+                            None if x.complete => Some(()),
+                            _ => None,
+                        }
+                    })
+                    .is_some();
+                if let Some(i) = t.inodes.get(&fid).filter(|_| plain_parent) {
                     let mut k = i.known();
                     if k.attr.as_ref().is_some_and(|a| a.leased) {
                         k.xattrs = Some(Xattrs {
@@ -855,7 +875,10 @@ mod tests {
             },
             &all(vec![Lease::Name(dir, name.clone()), Lease::Attr(file)]),
             leased(&f),
-            XattrsChanged::Made(file),
+            XattrsChanged::Made {
+                fid: file,
+                parent: dir,
+            },
         );
         f.seen_layout(file, &Layout::default());
         f.seen_name(dir, &name, None, true, read);
@@ -1041,7 +1064,18 @@ mod tests {
                 x,
             )
         };
-        made(&f, XattrsChanged::Made(file));
+        let in_dir = XattrsChanged::Made {
+            fid: file,
+            parent: dir,
+        };
+        made(&f, in_dir);
+        assert_eq!(f.xattr(file, &acl), None, "it may have inherited ACLs");
+        assert_eq!(f.xattr_names(file), None);
+        // Once its directory is known to have no default ACL, it is known
+        // to have nothing.
+        let default = Name::from(loom_proto::acl::DEFAULT_XATTR);
+        f.seen_xattr(dir, &default, None, f.recalls());
+        made(&f, in_dir);
         assert_eq!(f.xattr(file, &acl), Some(None), "a new file has none");
         assert_eq!(f.xattr_names(file), Some(vec![]));
         assert_eq!(f.xattr(dir, &acl), None, "its directory's are not known");
@@ -1062,7 +1096,13 @@ mod tests {
         assert_eq!(f.xattr(dir, &caps), None);
         assert_eq!(f.xattr(dir, &label), Some(None));
         // Setting one: nothing is known until asked.
-        made(&f, XattrsChanged::Made(file));
+        made(
+            &f,
+            XattrsChanged::Made {
+                fid: file,
+                parent: dir,
+            },
+        );
         made(&f, XattrsChanged::Set(file));
         assert_eq!(f.xattr(file, &acl), None);
         // Not leased: nothing kept.
@@ -1074,7 +1114,10 @@ mod tests {
             },
             &HashSet::new(),
             short(&g, Duration::from_secs(60)),
-            XattrsChanged::Made(file),
+            XattrsChanged::Made {
+                fid: file,
+                parent: dir,
+            },
         );
         assert_eq!(g.xattr(file, &acl), None);
     }
@@ -1116,7 +1159,10 @@ mod tests {
             },
             &granted,
             leased(&f),
-            XattrsChanged::Made(file),
+            XattrsChanged::Made {
+                fid: file,
+                parent: dir,
+            },
         );
         let i = f.inode(file);
         let same = f.get(file).expect("known");

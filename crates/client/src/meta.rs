@@ -423,9 +423,24 @@ impl Client {
         self.ost_call_each(c, reqs, "ObjTruncate").await
     }
 
+    /// Whether leased directory `dir` has a default ACL, asked once per
+    /// lease before an entry is made in it: then what the new entry
+    /// inherited is known too, and its extended attributes are not asked
+    /// for one by one (a write asks for `security.capability`, `ls -l` for
+    /// the ACL). Best effort: an error only leaves them unknown.
+    async fn learn_default_acl(&self, c: &Caller, dir: Fid) {
+        let default = Name::from(loom_proto::acl::DEFAULT_XATTR);
+        let fresh = &self.router.fresh;
+        if fresh.leased_attr(dir).is_some() && fresh.xattr(dir, &default).is_none() {
+            let _ = self.getxattr(c, dir, default).await;
+        }
+    }
+
     /// Create a non-directory `name` in `parent`: a regular file (which
     /// gets a layout, from `stripe` or the directory's default), FIFO,
-    /// device (`rdev`) or socket. `perm` is after the umask.
+    /// device (`rdev`) or socket. `perm` is after the umask, unless the
+    /// caller gives its umask ([`Caller::umask`]): then the MDT cuts it by
+    /// the umask, or by the directory's default ACL if it has one.
     #[allow(clippy::too_many_arguments)]
     pub async fn create(
         &self,
@@ -442,6 +457,7 @@ impl Client {
             return Err(Errno::EINVAL);
         }
         let parent = self.name_dir(c, parent, name.as_ref()).await?;
+        self.learn_default_acl(c, parent).await;
         let req = MdtRequest::Create {
             parent,
             name: Name::from(name.as_ref()),
@@ -454,7 +470,7 @@ impl Client {
         self.entry(r, "Create")
     }
 
-    /// Make directory `name` in `parent`; `perm` is after the umask.
+    /// Make directory `name` in `parent`; `perm` as for [`Self::create`].
     pub async fn mkdir(
         &self,
         c: &Caller,
@@ -463,6 +479,7 @@ impl Client {
         perm: u32,
     ) -> Result<Attr, Errno> {
         let (parent, name) = self.entry_at(c, parent, name.as_ref()).await?;
+        self.learn_default_acl(c, parent).await;
         let req = MdtRequest::Mkdir {
             parent,
             name,
@@ -932,13 +949,52 @@ impl Client {
         flags: u32,
     ) -> Result<(), Errno> {
         self.reports_landed(fid).await;
+        let name = Name::from(name.as_ref());
         let req = MdtRequest::SetXattr {
             fid,
-            name: Name::from(name.as_ref()),
+            name: name.clone(),
             value: value.to_vec(),
             flags,
         };
-        Self::ok(self.mdt_call(c, fid, req).await?, "SetXattr")
+        Self::ok(self.mdt_call(c, fid, req).await?, "SetXattr")?;
+        self.acl_on_shards(c, fid, &name, Some(value)).await
+    }
+
+    /// Give shards 1.. of striped directory `dir` ACL `name` just set
+    /// (`value`) or removed on its master: each shard checks the
+    /// permissions of its entries and gives new ones their inherited
+    /// ACLs from its own copy. As [`Self::set_on_shards`], not atomic
+    /// with the master's change. Nothing for other names or inodes.
+    async fn acl_on_shards(
+        &self,
+        c: &Caller,
+        dir: Fid,
+        name: &Name,
+        value: Option<&[u8]>,
+    ) -> Result<(), Errno> {
+        if !loom_proto::acl::is_acl_name(name.as_bytes()) {
+            return Ok(());
+        }
+        let Some(shards) = self.dir_shards(c, dir).await? else {
+            return Ok(());
+        };
+        for &shard in shards.iter().filter(|s| **s != dir) {
+            let name = name.clone();
+            let req = match value {
+                Some(v) => MdtRequest::SetXattr {
+                    fid: shard,
+                    name,
+                    value: v.to_vec(),
+                    flags: 0,
+                },
+                None => MdtRequest::RemoveXattr { fid: shard, name },
+            };
+            match self.mdt_call(c, shard, req).await {
+                Ok(_) | Err(Errno::ENODATA) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// Extended attribute `name` of `fid`; ENODATA if it has none.
@@ -1002,11 +1058,13 @@ impl Client {
         name: impl AsRef<[u8]>,
     ) -> Result<(), Errno> {
         self.reports_landed(fid).await;
+        let name = Name::from(name.as_ref());
         let req = MdtRequest::RemoveXattr {
             fid,
-            name: Name::from(name.as_ref()),
+            name: name.clone(),
         };
-        Self::ok(self.mdt_call(c, fid, req).await?, "RemoveXattr")
+        Self::ok(self.mdt_call(c, fid, req).await?, "RemoveXattr")?;
+        self.acl_on_shards(c, fid, &name, None).await
     }
 
     /// Usage of the file system: bytes summed over the OSTs, files over the

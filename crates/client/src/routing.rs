@@ -1087,12 +1087,15 @@ fn role_slot(r: Role) -> usize {
 fn xattrs_changed(req: &MdtRequest, reply: &Reply) -> XattrsChanged {
     match (req, reply) {
         (
-            MdtRequest::Create { .. }
-            | MdtRequest::Mkdir { .. }
-            | MdtRequest::Symlink { .. }
-            | MdtRequest::MkdirStriped { .. },
+            MdtRequest::Create { parent, .. }
+            | MdtRequest::Mkdir { parent, .. }
+            | MdtRequest::Symlink { parent, .. }
+            | MdtRequest::MkdirStriped { parent, .. },
             Reply::Entry { attr, .. },
-        ) => XattrsChanged::Made(attr.fid),
+        ) => XattrsChanged::Made {
+            fid: attr.fid,
+            parent: *parent,
+        },
         (MdtRequest::SetXattr { fid, .. } | MdtRequest::RemoveXattr { fid, .. }, _) => {
             XattrsChanged::Set(*fid)
         }

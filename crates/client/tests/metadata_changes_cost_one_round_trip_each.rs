@@ -15,6 +15,7 @@ fn root() -> Caller {
         gid: 0,
         groups: Vec::new(),
         pid: 0,
+        umask: None,
     }
 }
 

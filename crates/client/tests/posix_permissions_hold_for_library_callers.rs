@@ -15,6 +15,7 @@ fn user(uid: u32, gid: u32, groups: &[u32]) -> Caller {
         gid,
         groups: groups.to_vec(),
         pid: 0,
+        umask: None,
     }
 }
 

@@ -129,6 +129,10 @@ pub struct LoomFs {
     /// WRITE (`store_while_writing`).
     workers: usize,
     storing: Mutex<()>,
+    /// The kernel enforces POSIX ACLs (`FUSE_POSIX_ACL`, set at init):
+    /// it then leaves the umask to the file system, and the MDT applies
+    /// it, or a directory's default ACL instead.
+    acls: bool,
 }
 
 /// What this mount last told the kernel about one inode.
@@ -264,6 +268,7 @@ impl LoomFs {
             to_store: Mutex::new(to_store),
             workers,
             storing: Mutex::new(()),
+            acls: false,
         })
     }
 
@@ -289,6 +294,20 @@ impl LoomFs {
     /// process's supplementary groups.
     fn caller(&self, req: &Request) -> Caller {
         Caller::of_process(req.uid(), req.gid(), req.pid(), &self.groups)
+    }
+
+    /// Who makes an inode with `mode` under `umask`, and the mode to ask
+    /// for: with ACLs, the kernel left the umask to the MDT (which uses
+    /// the directory's default ACL instead, if any); without, it is
+    /// applied here.
+    fn maker(&self, req: &Request, mode: u32, umask: u32) -> (Caller, u32) {
+        let mut c = self.caller(req);
+        if self.acls {
+            c.umask = Some(umask & 0o777);
+            (c, mode & 0o7777)
+        } else {
+            (c, mode & 0o7777 & !umask)
+        }
     }
 
     fn lock_quiet(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<u64>> {
@@ -450,8 +469,7 @@ impl LoomFs {
         umask: u32,
     ) -> R<(Attr, FileHandle)> {
         let name = bytes(name)?;
-        let c = self.caller(req);
-        let perm = mode & 0o7777 & !umask;
+        let (c, perm) = self.maker(req, mode, umask);
         let (attr, layout) =
             self.run(
                 self.client
@@ -477,16 +495,12 @@ impl LoomFs {
     ) -> R<Attr> {
         let name = bytes(name)?;
         let kind = kind_of_mode(mode)?;
-        let perm = mode & 0o7777 & !umask;
-        let (attr, _) = self.run(self.client.create(
-            &self.caller(req),
-            fid(parent),
-            name,
-            kind,
-            perm,
-            rdev,
-            None,
-        ))?;
+        let (c, perm) = self.maker(req, mode, umask);
+        let (attr, _) =
+            self.run(
+                self.client
+                    .create(&c, fid(parent), name, kind, perm, rdev, None),
+            )?;
         Ok(attr)
     }
 
@@ -736,10 +750,8 @@ impl LoomFs {
         umask: u32,
     ) -> R<Attr> {
         let name = bytes(name)?;
-        self.run(
-            self.client
-                .mkdir(&self.caller(req), fid(parent), name, mode & 0o7777 & !umask),
-        )
+        let (c, perm) = self.maker(req, mode, umask);
+        self.run(self.client.mkdir(&c, fid(parent), name, perm))
     }
 
     fn do_unlink(&self, req: &Request, parent: INodeNo, name: &OsStr) -> R<()> {
@@ -1059,6 +1071,16 @@ impl Filesystem for LoomFs {
             tracing::warn!(
                 "kernel lacks FUSE lock capabilities {missing:?}: locks are this node's only"
             );
+        }
+        // POSIX ACLs: the kernel checks them too, from the ACL xattrs it
+        // reads and caches (dropped with the attributes at a recall);
+        // the MDT checks them for every client, the library included.
+        match config.add_capabilities(InitFlags::FUSE_POSIX_ACL) {
+            Ok(()) => self.acls = true,
+            Err(_) => tracing::warn!(
+                "kernel lacks FUSE_POSIX_ACL: ACLs are enforced by the MDT only, and new \
+                 entries take the umask, not a default ACL"
+            ),
         }
         Ok(())
     }

@@ -12,6 +12,7 @@
 //! - [`changelog`]: each MDT's ordered record of the changes it committed.
 //! - [`compress`]: how a file's data is compressed on the OSTs.
 //! - [`quota`]: what each target counts per user, group and project.
+//! - [`acl`]: POSIX access control lists, as the xattrs that carry them.
 //! - [`lock`]: file locks (flock, POSIX, OFD) held across clients.
 //! - [`grant`]: the space an OST reserves for a client's writes sent behind.
 //! - [`error`]: the wire's error codes, which are POSIX errno values.
@@ -21,6 +22,7 @@
 //! renumbered or reused, only retired. See `docs/PROTOCOL.md`.
 #![warn(missing_docs)]
 
+pub mod acl;
 pub mod changelog;
 pub mod compress;
 pub mod error;

@@ -101,6 +101,11 @@ pub struct ReqCtx {
     /// change records in the changelog, so that each MDT it touches
     /// records its part.
     pub step_of: Option<crate::changelog::ChangeKind>,
+    /// The caller's umask, from a client that leaves it to the MDT (a
+    /// mount with POSIX ACLs): a create's mode is then the one asked for,
+    /// and the MDT cuts it by the umask, or instead by the directory's
+    /// default ACL if it has one. `None`: the mode is already cut.
+    pub umask: Option<u32>,
 }
 
 /// A request body.
@@ -690,6 +695,10 @@ pub struct DirObject {
     pub projid: u32,
     /// Whether new entries take the project id (as the parent's flag).
     pub proj_inherit: bool,
+    /// Access ACL, inherited from the parent's default ACL.
+    pub acl: Option<crate::acl::Acl>,
+    /// Default ACL, the parent's.
+    pub default_acl: Option<crate::acl::Acl>,
 }
 
 /// An inode one MDT hands to another (`PeerRequest::AdoptInodes`): its
@@ -866,11 +875,15 @@ pub enum Reply {
         layout: Option<Layout>,
         /// Parent (a directory's `..`).
         parent: Fid,
+        /// Access ACL, for permission checks.
+        acl: Option<crate::acl::Acl>,
     },
     /// A directory and one of its entries (`PeerRequest::ReadEntry`).
     EntryOf {
         /// The directory's attributes.
         dir: Attr,
+        /// The directory's access ACL, for permission checks.
+        dir_acl: Option<crate::acl::Acl>,
         /// The inode the entry names, and its type (`None`: no entry).
         entry: Option<(Fid, FileKind)>,
         /// The directory is being removed: it takes no new entries.
@@ -1030,6 +1043,7 @@ mod tests {
                 gid: 100,
                 groups: vec![4, 5],
                 step_of: None,
+                umask: Some(0o022),
             },
             req: Request::Mdt(MdtRequest::Rename {
                 parent: Fid::ROOT,

@@ -131,5 +131,6 @@ pub fn user(uid: u32) -> Caller {
         gid: uid,
         groups: Vec::new(),
         pid: 0,
+        umask: None,
     }
 }

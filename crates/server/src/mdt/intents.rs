@@ -48,8 +48,9 @@ use std::time::Duration;
 
 /// Version of the intent record (2: `DirObject` carries the default
 /// compression; 3: the record keeps its caller; 4: `DirObject` carries
-/// the project id; versions 1 to 3 are still read).
-const INTENT_REC_VERSION: u8 = 4;
+/// the project id; 5: `DirObject` carries the ACLs and the caller its
+/// umask; versions 1 to 4 are still read).
+const INTENT_REC_VERSION: u8 = 5;
 /// Meta key of the next intent id: ids are never reused, since the parts
 /// done for an intent are found again by its id.
 pub const NEXT_INTENT: &str = "next_intent";
@@ -141,7 +142,13 @@ impl IntentRec {
                 version: r.version,
                 reply_to: r.reply_to,
                 op: r.op.current(),
-                caller: r.caller,
+                caller: r.caller.map(ReqCtx::from),
+            }),
+            Some(&4) => super::tx::decode_record::<V4>(b).map(|r| IntentRec {
+                version: r.version,
+                reply_to: r.reply_to,
+                op: r.op.current(),
+                caller: r.caller.map(ReqCtx::from),
             }),
             _ => super::tx::decode_record(b),
         }
@@ -204,7 +211,83 @@ struct V3 {
     version: u8,
     reply_to: Option<(u64, u64, u64)>,
     op: IntentOpOf<DirObjectV3>,
-    caller: Option<ReqCtx>,
+    caller: Option<ReqCtxV4>,
+}
+
+/// Intent records of version 4, before `DirObject` had the ACLs and the
+/// caller its umask.
+#[derive(Deserialize)]
+struct V4 {
+    version: u8,
+    reply_to: Option<(u64, u64, u64)>,
+    op: IntentOpOf<DirObjectV4>,
+    caller: Option<ReqCtxV4>,
+}
+
+/// `ReqCtx` as intent versions 3 and 4 stored it, before the umask.
+#[derive(Deserialize)]
+struct ReqCtxV4 {
+    client_id: u64,
+    seq: u64,
+    acked_below: u64,
+    jobid: String,
+    uid: u32,
+    gid: u32,
+    groups: Vec<u32>,
+    step_of: Option<loom_proto::changelog::ChangeKind>,
+}
+
+impl From<ReqCtxV4> for ReqCtx {
+    fn from(c: ReqCtxV4) -> ReqCtx {
+        ReqCtx {
+            client_id: c.client_id,
+            seq: c.seq,
+            acked_below: c.acked_below,
+            jobid: c.jobid,
+            uid: c.uid,
+            gid: c.gid,
+            groups: c.groups,
+            step_of: c.step_of,
+            umask: None,
+        }
+    }
+}
+
+/// `DirObject` as intent version 4 stored it, before the ACLs.
+#[derive(Deserialize)]
+struct DirObjectV4 {
+    parent: Fid,
+    perm: u32,
+    uid: u32,
+    gid: u32,
+    time: Time,
+    default_stripe: Option<loom_proto::StripeSpec>,
+    others: Option<Vec<Fid>>,
+    default_dir: Option<loom_proto::msg::DirDefault>,
+    default_compress: Option<loom_proto::Compress>,
+    projid: u32,
+    proj_inherit: bool,
+}
+
+impl From<DirObjectV4> for DirObject {
+    /// Directories made before ACLs have none.
+    fn from(d: DirObjectV4) -> DirObject {
+        DirObject {
+            parent: d.parent,
+            perm: d.perm,
+            uid: d.uid,
+            gid: d.gid,
+            time: d.time,
+            default_stripe: d.default_stripe,
+            others: d.others,
+            default_dir: d.default_dir,
+            default_compress: d.default_compress,
+            projid: d.projid,
+            proj_inherit: d.proj_inherit,
+            acl: None,
+            default_acl: None,
+        }
+    }
 }
 
 /// `DirObject` as intent versions 2 and 3 stored it.
@@ -236,13 +319,15 @@ impl From<DirObjectV3> for DirObject {
             default_compress: d.default_compress,
             projid: 0,
             proj_inherit: false,
+            acl: None,
+            default_acl: None,
         }
     }
 }
 
-impl IntentOpOf<DirObjectV3> {
-    /// The operation in the current form: directories made before project
-    /// ids have none.
+impl<D: Into<DirObject>> IntentOpOf<D> {
+    /// The operation in the current form: directories made by older
+    /// versions have none of what their `DirObject` lacked.
     fn current(self) -> IntentOp {
         match self {
             IntentOpOf::Mkdir {
@@ -542,7 +627,13 @@ impl MdtService {
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let p = self.free_name_in(&mut t, &Cred::of(ctx), parent, name)?;
-        let (uid, gid, perm) = Self::owner(ctx, &p, FileKind::Dir, perm);
+        let super::namespace::NewOwner {
+            uid,
+            gid,
+            perm,
+            acl,
+            default_acl,
+        } = Self::owner(ctx, &p, FileKind::Dir, perm);
         let op = IntentOp::Mkdir {
             name: name.clone(),
             dir: DirObject {
@@ -559,6 +650,8 @@ impl MdtService {
                 // it on.
                 projid: if p.proj_inherit { p.attr.projid } else { 0 },
                 proj_inherit: p.proj_inherit,
+                acl,
+                default_acl,
             },
             mdts: mdts.clone(),
             aborted: false,
@@ -1335,16 +1428,29 @@ mod tests {
         default_compress: Option<loom_proto::Compress>,
     }
 
+    /// `ReqCtx` as versions 3 and 4 wrote it, before the umask.
+    #[derive(Serialize)]
+    struct ReqCtxV4Out {
+        client_id: u64,
+        seq: u64,
+        acked_below: u64,
+        jobid: String,
+        uid: u32,
+        gid: u32,
+        groups: Vec<u32>,
+        step_of: Option<loom_proto::changelog::ChangeKind>,
+    }
+
     #[derive(Serialize)]
     struct V3Out {
         version: u8,
         reply_to: Option<(u64, u64, u64)>,
         op: IntentOpOf<DirObjectV3Out>,
-        caller: Option<ReqCtx>,
+        caller: Option<ReqCtxV4Out>,
     }
 
     #[test]
-    fn a_version_3_mkdir_decodes_without_a_project_and_version_4_keeps_it() {
+    fn a_version_3_mkdir_decodes_without_a_project_and_the_current_version_keeps_it() {
         let dir = DirObjectV3Out {
             parent: Fid::new(0, 7),
             perm: 0o750,
@@ -1366,10 +1472,21 @@ mod tests {
             version: 3,
             reply_to: None,
             op,
-            caller: Some(ReqCtx::default()),
+            caller: Some(ReqCtxV4Out {
+                client_id: 7,
+                seq: 8,
+                acked_below: 1,
+                jobid: "j".into(),
+                uid: 65534,
+                gid: 65534,
+                groups: vec![5],
+                step_of: None,
+            }),
         })
         .expect("encode");
         let r = IntentRec::decode(&b).expect("a version 3 mkdir decodes");
+        let caller = r.caller.as_ref().expect("its caller");
+        assert_eq!((caller.seq, caller.uid, caller.umask), (8, 65534, None));
         let IntentOp::Mkdir { dir, mdts, .. } = &r.op else {
             panic!("a mkdir: {:?}", r.op);
         };
@@ -1379,12 +1496,14 @@ mod tests {
         let mut now = IntentRec::new(None, r.op.clone());
         if let IntentOp::Mkdir { dir, .. } = &mut now.op {
             (dir.projid, dir.proj_inherit) = (42, true);
+            dir.acl = Some(loom_proto::acl::Acl::from_mode(0o750));
         }
         let b = super::super::tx::encode_record(&now).expect("encode");
         let back = IntentRec::decode(&b).expect("a version 4 record");
         let IntentOp::Mkdir { dir, .. } = &back.op else {
             panic!("a mkdir");
         };
-        assert_eq!((back.version, dir.projid, dir.proj_inherit), (4, 42, true));
+        assert_eq!((back.version, dir.projid, dir.proj_inherit), (5, 42, true));
+        assert_eq!(dir.acl, Some(loom_proto::acl::Acl::from_mode(0o750)));
     }
 }

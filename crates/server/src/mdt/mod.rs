@@ -10,6 +10,7 @@
 //! lives. Files get their layout at create from objects the MDT precreated
 //! on the OSTs ([`objects`]), so a create is one client round trip.
 
+mod acls;
 mod attrs;
 pub mod changelog;
 mod destroys;
@@ -351,6 +352,8 @@ impl MdtService {
             default_dir: None,
             default_compress: None,
             proj_inherit: false,
+            acl: None,
+            default_acl: None,
         });
         let ticket = self.apply_step(t)?;
         self.store.sync_through(ticket)?;
@@ -1002,7 +1005,7 @@ impl MdtService {
             )?))),
             MdtRequest::Open { fid, access } => {
                 let r = tx::read_inode(&*self.store, fid)?;
-                perm::may(&perm::Cred::of(ctx), &r.attr, access)?;
+                perm::may(&perm::Cred::of(ctx), &r, access)?;
                 Ok(Reply::Entry {
                     attr: remote::shown_attr(&r),
                     layout: r.layout,

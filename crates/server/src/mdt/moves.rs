@@ -44,7 +44,7 @@ use crate::fail;
 use loom_proto::msg::{
     self, rename_flags, Attr, FileKind, IntentRef, PeerRequest, Reply, ReqCtx, Time,
 };
-use loom_proto::{Errno, Fid, Layout, Name};
+use loom_proto::{Errno, Fid, Name};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -156,6 +156,28 @@ fn gone_is_done(r: Handled) -> Handled {
     }
 }
 
+/// An inode read from whichever MDT holds it ([`MdtService::inode_anywhere`]).
+pub(super) struct Found {
+    /// The MDT that holds it.
+    pub mdt: u32,
+    /// Its attributes.
+    pub attr: Attr,
+    /// Its parent (a directory's "..").
+    pub parent: Fid,
+    /// Its access ACL.
+    pub acl: Option<loom_proto::acl::Acl>,
+}
+
+impl Found {
+    /// The inode as permission checks see it.
+    pub fn inode(&self) -> perm::Inode<'_> {
+        perm::Inode {
+            attr: &self.attr,
+            acl: self.acl.as_ref(),
+        }
+    }
+}
+
 impl MdtService {
     fn part(&self, id: u64, index: u32) -> IntentRef {
         IntentRef {
@@ -165,18 +187,19 @@ impl MdtService {
         }
     }
 
-    /// Inode `fid` wherever it is: its MDT, attributes, layout, parent.
-    pub(super) async fn inode_anywhere(
-        self: &Arc<Self>,
-        fid: Fid,
-    ) -> Result<(u32, Attr, Option<Layout>, Fid), ServerError> {
+    /// Inode `fid` wherever it is: its MDT, attributes, parent and access
+    /// ACL.
+    pub(super) async fn inode_anywhere(self: &Arc<Self>, fid: Fid) -> Result<Found, ServerError> {
         let mdt = self.owner_of(fid).await?;
         match self.mdt_call(mdt, PeerRequest::ReadInode { fid }).await? {
             Reply::Inode {
+                attr, parent, acl, ..
+            } => Ok(Found {
+                mdt,
                 attr,
-                layout,
                 parent,
-            } => Ok((mdt, attr, layout, parent)),
+                acl,
+            }),
             other => Err(ServerError::peer(
                 Errno::EPROTO,
                 format!("ReadInode answered {other:?}"),
@@ -196,7 +219,7 @@ impl MdtService {
             }
             dir = match read_inode(&*self.store, dir) {
                 Ok(r) => r.parent,
-                Err(e) if e.errno() == Errno::ENOENT => self.inode_anywhere(dir).await?.3,
+                Err(e) if e.errno() == Errno::ENOENT => self.inode_anywhere(dir).await?.parent,
                 Err(e) => return Err(e),
             };
         }
@@ -250,10 +273,11 @@ impl MdtService {
     ) -> Result<Option<RenameIntent>, ServerError> {
         let c = Cred::of(rq.ctx);
         let exchange = flags & rename_flags::EXCHANGE != 0;
-        let from_dir = read_inode(&*self.store, parent)?.attr;
+        let from_rec = read_inode(&*self.store, parent)?;
+        let from_dir = &from_rec.attr;
         let src = read_dentry(&*self.store, parent, name)?.ok_or_else(|| not_found(name))?;
         let to_mdt = self.owner_of(new_parent).await?;
-        let (to_dir, dst, sealed) = match self
+        let (to_dir, to_acl, dst, sealed) = match self
             .mdt_call(
                 to_mdt,
                 PeerRequest::ReadEntry {
@@ -263,7 +287,12 @@ impl MdtService {
             )
             .await?
         {
-            Reply::EntryOf { dir, entry, sealed } => (dir, entry, sealed),
+            Reply::EntryOf {
+                dir,
+                dir_acl,
+                entry,
+                sealed,
+            } => (dir, dir_acl, entry, sealed),
             other => {
                 return Err(ServerError::peer(
                     Errno::EPROTO,
@@ -280,11 +309,13 @@ impl MdtService {
         if sealed {
             return Err(being_removed(new_parent));
         }
-        let (src_mdt, src_attr, _, _) = self.inode_anywhere(src.fid).await?;
+        let src_found = self.inode_anywhere(src.fid).await?;
+        let (src_mdt, src_attr) = (src_found.mdt, &src_found.attr);
         let dst = match dst {
             Some((fid, kind)) => {
-                let (mdt, attr, _, _) = self.inode_anywhere(fid).await?;
-                Some((Named { fid, kind, mdt }, attr))
+                let found = self.inode_anywhere(fid).await?;
+                let mdt = found.mdt;
+                Some((Named { fid, kind, mdt }, found))
             }
             None => None,
         };
@@ -310,7 +341,7 @@ impl MdtService {
         };
         other_project(&to_dir, src_attr.projid, name)?;
         if let (true, Some((_, a))) = (exchange, &dst) {
-            other_project(&from_dir, a.projid, new_name)?;
+            other_project(from_dir, a.attr.projid, new_name)?;
         }
         let src_dir = src.kind == FileKind::Dir;
         if let (Some((d, _)), false) = (&dst, exchange) {
@@ -318,17 +349,21 @@ impl MdtService {
         }
         let moved = parent != new_parent;
         if !c.is_root() {
-            perm::may_delete(&c, &from_dir, name, Some(src_attr.uid))?;
-            perm::may_change_dir(&c, &to_dir)?;
+            let to = perm::Inode {
+                attr: &to_dir,
+                acl: to_acl.as_ref(),
+            };
+            perm::may_delete(&c, &from_rec, name, Some(src_attr.uid))?;
+            perm::may_change_dir(&c, to)?;
             if let Some((_, a)) = &dst {
-                perm::may_delete(&c, &to_dir, new_name, Some(a.uid))?;
+                perm::may_delete(&c, to, new_name, Some(a.attr.uid))?;
             }
             if moved && src_dir {
-                perm::may(&c, &src_attr, msg::access::WRITE)?;
+                perm::may(&c, src_found.inode(), msg::access::WRITE)?;
             }
             if let Some((d, a)) = &dst {
                 if exchange && moved && d.kind == FileKind::Dir {
-                    perm::may(&c, a, msg::access::WRITE)?;
+                    perm::may(&c, a.inode(), msg::access::WRITE)?;
                 }
             }
         }
@@ -676,8 +711,9 @@ impl MdtService {
     ) -> Handled {
         let _one_at_a_time = self.dist.lock().await;
         let c = Cred::of(rq.ctx);
-        let (mdt, attr, _, _) = self.inode_anywhere(fid).await?;
-        perm::may_link(&c, &attr)?;
+        let found = self.inode_anywhere(fid).await?;
+        perm::may_link(&c, found.inode())?;
+        let (mdt, attr) = (found.mdt, found.attr);
         super::namespace::may_add_link(&attr)?;
         let op = LinkIntent {
             fid,
@@ -824,7 +860,7 @@ impl MdtService {
         keep_for: Option<u64>,
     ) -> Handled {
         let _one_at_a_time = self.dist.lock().await;
-        let dir = read_inode(&*self.store, parent)?.attr;
+        let dir = read_inode(&*self.store, parent)?;
         let d = read_dentry(&*self.store, parent, name)?.ok_or_else(|| not_found(name))?;
         if d.kind == FileKind::Dir {
             return Err(ServerError::refused(
@@ -832,7 +868,7 @@ impl MdtService {
                 format!("{name} is a directory"),
             ));
         }
-        let (mdt, attr, _, _) = self.inode_anywhere(d.fid).await?;
+        let Found { mdt, attr, .. } = self.inode_anywhere(d.fid).await?;
         perm::may_delete(&Cred::of(rq.ctx), &dir, name, Some(attr.uid))?;
         let op = UnlinkIntent {
             parent,

@@ -119,6 +119,20 @@ pub(super) enum Dropped {
     Orphaned(Fid),
 }
 
+/// Who owns a new inode and what it allows ([`MdtService::owner`]).
+pub(super) struct NewOwner {
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Mode bits.
+    pub perm: u32,
+    /// Access ACL, inherited.
+    pub acl: Option<loom_proto::acl::Acl>,
+    /// Default ACL (directories), inherited.
+    pub default_acl: Option<loom_proto::acl::Acl>,
+}
+
 impl MdtService {
     pub(super) async fn lookup(
         self: &Arc<Self>,
@@ -141,7 +155,7 @@ impl MdtService {
                 format!("{parent} is not a directory"),
             ));
         }
-        perm::may_search(&Cred::of(ctx), &p.attr)?;
+        perm::may_search(&Cred::of(ctx), &p)?;
         belongs_here(&p, parent, name)?;
         let Some(d) = read_dentry(&*self.store, parent, name)? else {
             return Err(not_found(name));
@@ -172,23 +186,23 @@ impl MdtService {
             return Err(being_removed(parent));
         }
         belongs_here(&p, parent, name)?;
-        perm::may_change_dir(c, &p.attr)?;
+        perm::may_change_dir(c, &p)?;
         if t.dentry(parent, name)?.is_some() {
             return Err(exists(name));
         }
         Ok(p)
     }
 
-    /// Owner, group and mode of a new inode: the caller's, but the
+    /// Owner, group, mode and ACLs of a new inode: the caller's, but the
     /// parent's group when the parent is set-group-ID (and new directories
     /// keep the bit); a new file in a group the caller is not in loses
-    /// set-group-ID.
-    pub(super) fn owner(
-        ctx: &Rq<'_>,
-        parent: &InodeRec,
-        kind: FileKind,
-        perm: u32,
-    ) -> (u32, u32, u32) {
+    /// set-group-ID. The mode is cut by the parent's default ACL, which
+    /// the inode inherits, or else by the caller's umask
+    /// ([`perm::new_acls`]).
+    pub(super) fn owner(ctx: &Rq<'_>, parent: &InodeRec, kind: FileKind, perm: u32) -> NewOwner {
+        let mut perm = perm;
+        let (acl, default_acl) =
+            perm::new_acls(parent.default_acl.as_ref(), kind, &mut perm, ctx.umask);
         let (gid, perm) = if parent.attr.perm & 0o2000 != 0 {
             let perm = if kind == FileKind::Dir {
                 perm | 0o2000
@@ -200,7 +214,13 @@ impl MdtService {
             (ctx.gid, perm)
         };
         let perm = perm::new_perm(&Cred::of(ctx), kind, perm, gid);
-        (ctx.uid, gid, perm)
+        NewOwner {
+            uid: ctx.uid,
+            gid,
+            perm,
+            acl,
+            default_acl,
+        }
     }
 
     /// Shared tail of every operation that makes a new name.
@@ -255,7 +275,7 @@ impl MdtService {
         let mut t = Tx::new(&*self.store);
         let p = self.free_name_in(&mut t, &Cred::of(ctx), parent, name)?;
         let now = Time::now();
-        let (fid, attr) = match &replayed {
+        let (fid, attr, acls) = match &replayed {
             Some((a, _)) => {
                 if read_inode(&*self.store, a.fid).is_ok() {
                     return Err(ServerError::refused(
@@ -266,12 +286,17 @@ impl MdtService {
                 self.allocated_before(&mut t, a.fid)?;
                 let mut attr = new_attr(a.fid, kind, a.perm, a.uid, a.gid, a.ctime);
                 (attr.atime, attr.mtime) = (a.atime, a.mtime);
-                (a.fid, attr)
+                // The mode is the one first made, already cut by the
+                // default ACL: inheriting again gives the same ACLs.
+                let mut perm = a.perm;
+                let acls = perm::new_acls(p.default_acl.as_ref(), kind, &mut perm, None);
+                (a.fid, attr, acls)
             }
             None => {
                 let fid = self.alloc_fid(&mut t)?;
-                let (uid, gid, perm) = Self::owner(ctx, &p, kind, perm);
-                (fid, new_attr(fid, kind, perm, uid, gid, now))
+                let o = Self::owner(ctx, &p, kind, perm);
+                let attr = new_attr(fid, kind, o.perm, o.uid, o.gid, now);
+                (fid, attr, (o.acl, o.default_acl))
             }
         };
         let mut rec = InodeRec {
@@ -304,6 +329,8 @@ impl MdtService {
             // A directory that passes its project id on passes the
             // passing on too (as ext4's and Lustre's PROJINHERIT).
             proj_inherit: kind == FileKind::Dir && p.proj_inherit,
+            acl: acls.0,
+            default_acl: acls.1,
         };
         if p.proj_inherit {
             rec.attr.projid = p.attr.projid;
@@ -492,7 +519,6 @@ impl MdtService {
         let mut t = Tx::new(&*self.store);
         let dir = t.dir(parent)?.clone();
         belongs_here(&dir, parent, name)?;
-        let dir = dir.attr;
         let d = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
         if d.kind == FileKind::Dir {
             return Err(ServerError::refused(
@@ -530,7 +556,6 @@ impl MdtService {
         let mut t = Tx::new(&*self.store);
         let dir = t.dir(parent)?.clone();
         belongs_here(&dir, parent, name)?;
-        let dir = dir.attr;
         let d = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
         if d.kind != FileKind::Dir {
             return Err(ServerError::refused(
@@ -603,14 +628,14 @@ impl MdtService {
         &self,
         t: &mut Tx<'_>,
         c: &Cred<'_>,
-        (from_dir, name, src): (&msg::Attr, &Name, &DentryRec),
-        (to_dir, new_name, dst): (&msg::Attr, &Name, Option<&DentryRec>),
+        (from_dir, name, src): (&InodeRec, &Name, &DentryRec),
+        (to_dir, new_name, dst): (&InodeRec, &Name, Option<&DentryRec>),
         flags: u32,
     ) -> Result<(), ServerError> {
         if c.is_root() {
             return Ok(());
         }
-        let moves = from_dir.fid != to_dir.fid;
+        let moves = from_dir.attr.fid != to_dir.attr.fid;
         perm::may_delete(c, from_dir, name, self.local_uid(t, src.fid)?)?;
         perm::may_change_dir(c, to_dir)?;
         if let Some(d) = dst {
@@ -623,8 +648,7 @@ impl MdtService {
         for d in moved {
             if moves && d.kind == FileKind::Dir {
                 if let Ok(r) = t.inode(d.fid) {
-                    let a = r.attr.clone();
-                    perm::may(c, &a, msg::access::WRITE)?;
+                    perm::may(c, &*r, msg::access::WRITE)?;
                 }
             }
         }
@@ -675,7 +699,6 @@ impl MdtService {
         let mut t = Tx::new(&*self.store);
         let from_rec = t.dir(parent)?.clone();
         belongs_here(&from_rec, parent, name)?;
-        let from_dir = from_rec.attr.clone();
         let src = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
         if parent == new_parent && name == new_name {
             return Ok(Reply::Ok);
@@ -712,7 +735,6 @@ impl MdtService {
         }
         let to_rec = t.dir(new_parent)?.clone();
         belongs_here(&to_rec, new_parent, new_name)?;
-        let to_dir = to_rec.attr.clone();
         if self.sealed.contains(new_parent) {
             return Err(being_removed(new_parent));
         }
@@ -721,8 +743,8 @@ impl MdtService {
         self.may_rename(
             &mut t,
             &Cred::of(ctx),
-            (&from_dir, name, &src),
-            (&to_dir, new_name, dst.as_ref()),
+            (&from_rec, name, &src),
+            (&to_rec, new_name, dst.as_ref()),
             flags,
         )?;
         // Into a directory of another project: EXDEV. Only where the
@@ -828,7 +850,7 @@ impl MdtService {
         self.not_pending(parent, name)?;
         let now = Time::now();
         let r = t.inode(fid)?;
-        perm::may_link(&c, &r.attr)?;
+        perm::may_link(&c, &*r)?;
         may_add_link(&r.attr)?;
         let was_orphan = r.attr.nlink == 0;
         r.attr.nlink += 1;
@@ -866,7 +888,7 @@ impl MdtService {
                 format!("{dir} is not a directory"),
             ));
         }
-        perm::may(&Cred::of(ctx), &r.attr, msg::access::READ)?;
+        perm::may(&Cred::of(ctx), &r, msg::access::READ)?;
         let limit = max.clamp(1, READDIR_MAX) as usize;
         let prefix = dentry_prefix(dir);
         let resume = (cookie != 0).then(|| dentry_resume_key(dir, cookie));

@@ -13,10 +13,16 @@
 //! execute bit at all, as Linux's CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_CHOWN
 //! and CAP_FSETID together. Requests from other MDTs carry uid 0.
 //!
+//! An inode with a POSIX ACL is checked against it ([`Acl::grants`]); the
+//! mode bits then show the ACL's owner, mask and other entries, kept in
+//! step by chmod and by setting the ACL (see `attrs.rs`).
+//!
 //! Errors are POSIX's: EACCES where a mode bit refuses, EPERM where only
 //! the owner (or root) may act.
 
+use super::records::InodeRec;
 use crate::error::ServerError;
+use loom_proto::acl::Acl;
 use loom_proto::msg::{access, Attr, FileKind, ReqCtx, SetAttr, SetTime};
 use loom_proto::{Errno, Name};
 
@@ -62,6 +68,34 @@ impl<'a> Cred<'a> {
     }
 }
 
+/// An inode as a permission check sees it: its attributes and its access
+/// ACL.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Inode<'a> {
+    /// Mode, owner, group and type.
+    pub attr: &'a Attr,
+    /// The access ACL, if it has one.
+    pub acl: Option<&'a Acl>,
+}
+
+impl<'a> From<&'a InodeRec> for Inode<'a> {
+    fn from(r: &'a InodeRec) -> Inode<'a> {
+        Inode {
+            attr: &r.attr,
+            acl: r.acl.as_ref(),
+        }
+    }
+}
+
+/// In tests, attributes alone are an inode without an ACL. (Elsewhere
+/// an inode's ACL must be at hand: a check without it would be wrong.)
+#[cfg(test)]
+impl<'a> From<&'a Attr> for Inode<'a> {
+    fn from(attr: &'a Attr) -> Inode<'a> {
+        Inode { attr, acl: None }
+    }
+}
+
 fn denied(what: impl std::fmt::Display) -> ServerError {
     ServerError::refused(Errno::EACCES, format!("permission denied: {what}"))
 }
@@ -70,11 +104,13 @@ fn not_permitted(what: impl std::fmt::Display) -> ServerError {
     ServerError::refused(Errno::EPERM, format!("operation not permitted: {what}"))
 }
 
-/// Check `mask` (`access::READ | WRITE | EXEC`) against `a`'s mode bits:
-/// the owner's class if the caller owns it, else the group's if the
-/// caller is in its group, else the others'. Root passes, except that
-/// executing a non-directory needs an execute bit in some class.
-pub(crate) fn may(c: &Cred<'_>, a: &Attr, mask: u32) -> Result<(), ServerError> {
+/// Check `mask` (`access::READ | WRITE | EXEC`) against `i`'s ACL, or
+/// without one its mode bits: the owner's class if the caller owns it,
+/// else the group's if the caller is in its group, else the others'.
+/// Root passes, except that executing a non-directory needs an execute
+/// bit in some class.
+pub(crate) fn may<'a>(c: &Cred<'_>, i: impl Into<Inode<'a>>, mask: u32) -> Result<(), ServerError> {
+    let Inode { attr: a, acl } = i.into();
     let mask = mask & 7;
     if mask == 0 {
         return Ok(());
@@ -84,6 +120,19 @@ pub(crate) fn may(c: &Cred<'_>, a: &Attr, mask: u32) -> Result<(), ServerError> 
             return Err(denied(format!("{} has no execute bit", a.fid)));
         }
         return Ok(());
+    }
+    if let Some(acl) = acl {
+        if acl.grants((c.uid, &|g| c.in_group(g)), (a.uid, a.gid), mask) {
+            return Ok(());
+        }
+        return Err(denied(format!(
+            "uid {} wants {} on {} (its ACL refuses; owner {}:{})",
+            c.uid,
+            mask_name(mask),
+            a.fid,
+            a.uid,
+            a.gid
+        )));
     }
     let bits = if c.uid == a.uid {
         a.perm >> 6
@@ -122,13 +171,16 @@ fn mask_name(mask: u32) -> String {
 }
 
 /// Looking up a name needs search permission on the directory.
-pub(crate) fn may_search(c: &Cred<'_>, dir: &Attr) -> Result<(), ServerError> {
+pub(crate) fn may_search<'a>(c: &Cred<'_>, dir: impl Into<Inode<'a>>) -> Result<(), ServerError> {
     may(c, dir, access::EXEC)
 }
 
 /// Adding or removing a name needs write and search permission on the
 /// directory.
-pub(crate) fn may_change_dir(c: &Cred<'_>, dir: &Attr) -> Result<(), ServerError> {
+pub(crate) fn may_change_dir<'a>(
+    c: &Cred<'_>,
+    dir: impl Into<Inode<'a>>,
+) -> Result<(), ServerError> {
     may(c, dir, access::WRITE | access::EXEC)
 }
 
@@ -138,13 +190,15 @@ pub(crate) fn may_change_dir(c: &Cred<'_>, dir: &Attr) -> Result<(), ServerError
 /// directory (or be root). `victim_uid` is `None` when the inode is on
 /// another MDT and was not asked for: then only the owner of the
 /// directory or root pass a sticky directory.
-pub(crate) fn may_delete(
+pub(crate) fn may_delete<'a>(
     c: &Cred<'_>,
-    dir: &Attr,
+    dir: impl Into<Inode<'a>>,
     name: &Name,
     victim_uid: Option<u32>,
 ) -> Result<(), ServerError> {
-    may_change_dir(c, dir)?;
+    let i = dir.into();
+    let dir = i.attr;
+    may_change_dir(c, i)?;
     if dir.perm & S_ISVTX == 0 || c.is_root() || c.uid == dir.uid || victim_uid == Some(c.uid) {
         return Ok(());
     }
@@ -158,12 +212,14 @@ pub(crate) fn may_delete(
 /// `protected_hardlinks` asks: a regular file, not set-user-ID nor
 /// executable set-group-ID, that the caller may read and write. This keeps
 /// a user from pinning another user's setuid binary or private file.
-pub(crate) fn may_link(c: &Cred<'_>, a: &Attr) -> Result<(), ServerError> {
+pub(crate) fn may_link<'a>(c: &Cred<'_>, i: impl Into<Inode<'a>>) -> Result<(), ServerError> {
+    let i = i.into();
+    let a = i.attr;
     if c.owns(a) {
         return Ok(());
     }
     let risky = a.perm & S_ISUID != 0 || a.perm & (S_ISGID | S_IXGRP) == (S_ISGID | S_IXGRP);
-    if a.kind != FileKind::File || risky || may(c, a, access::READ | access::WRITE).is_err() {
+    if a.kind != FileKind::File || risky || may(c, i, access::READ | access::WRITE).is_err() {
         return Err(not_permitted(format!(
             "hard link to {} owned by uid {}",
             a.fid, a.uid
@@ -184,6 +240,34 @@ pub(crate) fn new_perm(c: &Cred<'_>, kind: FileKind, perm: u32, gid: u32) -> u32
         perm & !S_ISGID
     } else {
         perm
+    }
+}
+
+/// The access and default ACLs of a new inode in a directory whose
+/// default ACL is `inherited`, and its mode: with a default ACL, the mode
+/// asked for is cut by it, not by the umask (POSIX.1e), and a new
+/// directory keeps it as its own default; without one, the caller's
+/// umask cuts the mode when the client left that to the MDT. Symbolic
+/// links have neither.
+pub(crate) fn new_acls(
+    inherited: Option<&Acl>,
+    kind: FileKind,
+    perm: &mut u32,
+    umask: Option<u32>,
+) -> (Option<Acl>, Option<Acl>) {
+    if kind == FileKind::Symlink {
+        return (None, None);
+    }
+    match inherited {
+        Some(d) => {
+            let acl = d.inherit(perm);
+            let default = (kind == FileKind::Dir).then(|| d.clone());
+            (acl, default)
+        }
+        None => {
+            *perm &= !umask.unwrap_or(0) & 0o7777;
+            (None, None)
+        }
     }
 }
 
@@ -216,6 +300,7 @@ fn killed(perm: u32) -> u32 {
 pub(crate) fn apply_setattr(
     c: &Cred<'_>,
     a: &mut Attr,
+    acl: Option<&Acl>,
     set: &SetAttr,
     now: loom_proto::msg::Time,
 ) -> Result<(), ServerError> {
@@ -283,7 +368,7 @@ pub(crate) fn apply_setattr(
             }
         }
         if !set.by_write_handle {
-            may(c, a, access::WRITE)?;
+            may(c, Inode { attr: a, acl }, access::WRITE)?;
         }
         out.size = size;
         out.mtime = now;
@@ -293,7 +378,7 @@ pub(crate) fn apply_setattr(
     }
     if set.kill_suid {
         if !set.by_write_handle {
-            may(c, a, access::WRITE)?;
+            may(c, Inode { attr: a, acl }, access::WRITE)?;
         }
         if !c.is_root() && may_kill {
             out.perm = killed(out.perm);
@@ -304,7 +389,7 @@ pub(crate) fn apply_setattr(
             None => {}
             Some(SetTime::Now) => {
                 if !c.owns(a) {
-                    may(c, a, access::WRITE).map_err(|_| {
+                    may(c, Inode { attr: a, acl }, access::WRITE).map_err(|_| {
                         denied(format!(
                             "setting times of {} to now: not the owner and no write permission",
                             a.fid
@@ -334,12 +419,14 @@ pub(crate) fn apply_setattr(
 /// sticky directory only its owner writes them); `trusted.` is root's;
 /// `security.` and `system.` are written by root (and `system.` by the
 /// owner), read by anyone.
-pub(crate) fn may_xattr(
+pub(crate) fn may_xattr<'a>(
     c: &Cred<'_>,
-    a: &Attr,
+    i: impl Into<Inode<'a>>,
     name: &Name,
     write: bool,
 ) -> Result<(), ServerError> {
+    let i = i.into();
+    let a = i.attr;
     let n = name.as_bytes();
     if n.starts_with(b"trusted.") {
         return if c.is_root() {
@@ -358,7 +445,7 @@ pub(crate) fn may_xattr(
                 a.fid
             )));
         }
-        return may(c, a, if write { access::WRITE } else { access::READ });
+        return may(c, i, if write { access::WRITE } else { access::READ });
     }
     if !write {
         return Ok(());
@@ -476,28 +563,48 @@ mod tests {
         let mut f = attr(FileKind::File, 0o6755, 10, 20);
         let me = cred(10, 20, &[30]);
         assert_eq!(
-            errno(apply_setattr(&me, &mut f, &set(|s| s.uid = Some(11)), now)),
+            errno(apply_setattr(
+                &me,
+                &mut f,
+                None,
+                &set(|s| s.uid = Some(11)),
+                now
+            )),
             Err(Errno::EPERM)
         );
         assert_eq!(
-            errno(apply_setattr(&me, &mut f, &set(|s| s.gid = Some(40)), now)),
+            errno(apply_setattr(
+                &me,
+                &mut f,
+                None,
+                &set(|s| s.gid = Some(40)),
+                now
+            )),
             Err(Errno::EPERM)
         );
         assert_eq!(f.perm, 0o6755, "a refused change changes nothing");
-        assert!(apply_setattr(&me, &mut f, &set(|s| s.gid = Some(30)), now).is_ok());
+        assert!(apply_setattr(&me, &mut f, None, &set(|s| s.gid = Some(30)), now).is_ok());
         assert_eq!((f.gid, f.perm, f.ctime), (30, 0o0755, now));
         let mut g = attr(FileKind::File, 0o644, 10, 20);
         assert_eq!(
             errno(apply_setattr(
                 &cred(11, 20, &[]),
                 &mut g,
+                None,
                 &set(|s| s.gid = Some(20)),
                 now
             )),
             Ok(()),
             "to the same group is no change"
         );
-        assert!(apply_setattr(&cred(0, 0, &[]), &mut g, &set(|s| s.uid = Some(99)), now).is_ok());
+        assert!(apply_setattr(
+            &cred(0, 0, &[]),
+            &mut g,
+            None,
+            &set(|s| s.uid = Some(99)),
+            now
+        )
+        .is_ok());
         assert_eq!(g.uid, 99);
     }
 
@@ -509,6 +616,7 @@ mod tests {
             errno(apply_setattr(
                 &cred(11, 20, &[]),
                 &mut f,
+                None,
                 &set(|s| s.perm = Some(0o777)),
                 now
             )),
@@ -517,6 +625,7 @@ mod tests {
         assert!(apply_setattr(
             &cred(10, 5, &[]),
             &mut f,
+            None,
             &set(|s| s.perm = Some(0o2755)),
             now
         )
@@ -525,6 +634,7 @@ mod tests {
         assert!(apply_setattr(
             &cred(10, 5, &[20]),
             &mut f,
+            None,
             &set(|s| s.perm = Some(0o2755)),
             now
         )
@@ -536,15 +646,30 @@ mod tests {
     fn truncate_and_writes_by_users_clear_suid_and_sgid() {
         let now = Time::default();
         let mut f = attr(FileKind::File, 0o6777, 10, 20);
-        assert!(apply_setattr(&cred(11, 11, &[]), &mut f, &set(|s| s.size = Some(0)), now).is_ok());
+        assert!(apply_setattr(
+            &cred(11, 11, &[]),
+            &mut f,
+            None,
+            &set(|s| s.size = Some(0)),
+            now
+        )
+        .is_ok());
         assert_eq!(f.perm, 0o0777);
         let mut f = attr(FileKind::File, 0o6777, 10, 20);
-        assert!(apply_setattr(&cred(0, 0, &[]), &mut f, &set(|s| s.size = Some(0)), now).is_ok());
+        assert!(apply_setattr(
+            &cred(0, 0, &[]),
+            &mut f,
+            None,
+            &set(|s| s.size = Some(0)),
+            now
+        )
+        .is_ok());
         assert_eq!(f.perm, 0o6777, "root keeps the bits (CAP_FSETID)");
         let mut f = attr(FileKind::File, 0o6777, 10, 20);
         assert!(apply_setattr(
             &cred(11, 11, &[]),
             &mut f,
+            None,
             &set(|s| s.kill_suid = true),
             now
         )
@@ -555,6 +680,7 @@ mod tests {
         assert!(apply_setattr(
             &cred(11, 11, &[]),
             &mut f,
+            None,
             &set(|s| s.kill_suid = true),
             now
         )
@@ -565,6 +691,7 @@ mod tests {
             errno(apply_setattr(
                 &cred(11, 11, &[]),
                 &mut ro,
+                None,
                 &set(|s| s.size = Some(0)),
                 now
             )),
@@ -574,7 +701,7 @@ mod tests {
             s.size = Some(0);
             s.by_write_handle = true
         });
-        assert!(apply_setattr(&cred(11, 11, &[]), &mut ro, &by_handle, now).is_ok());
+        assert!(apply_setattr(&cred(11, 11, &[]), &mut ro, None, &by_handle, now).is_ok());
     }
 
     #[test]
@@ -583,14 +710,20 @@ mod tests {
         let given = Time { sec: 1, nsec: 0 };
         let mut f = attr(FileKind::File, 0o666, 10, 20);
         let writer = cred(11, 11, &[]);
-        assert!(
-            apply_setattr(&writer, &mut f, &set(|s| s.mtime = Some(SetTime::Now)), now).is_ok()
-        );
+        assert!(apply_setattr(
+            &writer,
+            &mut f,
+            None,
+            &set(|s| s.mtime = Some(SetTime::Now)),
+            now
+        )
+        .is_ok());
         assert_eq!(f.mtime, now);
         assert_eq!(
             errno(apply_setattr(
                 &writer,
                 &mut f,
+                None,
                 &set(|s| s.mtime = Some(SetTime::At(given))),
                 now
             )),
@@ -601,6 +734,7 @@ mod tests {
             errno(apply_setattr(
                 &writer,
                 &mut ro,
+                None,
                 &set(|s| s.atime = Some(SetTime::Now)),
                 now
             )),
@@ -609,6 +743,7 @@ mod tests {
         assert!(apply_setattr(
             &cred(10, 1, &[]),
             &mut ro,
+            None,
             &set(|s| s.atime = Some(SetTime::At(given))),
             now
         )

@@ -8,6 +8,7 @@
 //! | meta | ASCII name | postcard value |
 //! | destroy | FID (16) | postcard `Vec<ObjRef>` |
 
+use loom_proto::acl::Acl;
 use loom_proto::fid::name_hash;
 use loom_proto::layout::LayoutSpec;
 use loom_proto::layout::LayoutV1;
@@ -18,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the inode record; stored in each record so later formats can
 /// read old ones.
-pub const INODE_REC_VERSION: u8 = 5;
+pub const INODE_REC_VERSION: u8 = 6;
 
 /// Everything the MDT keeps about one inode.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -49,6 +50,27 @@ pub struct InodeRec {
     /// For directories: new entries take this directory's project id
     /// (`loom project -s`; version 5).
     pub proj_inherit: bool,
+    /// POSIX access ACL beyond the mode bits (version 6); `None` when
+    /// the mode says it all. Kept here, not among the xattrs, because
+    /// every permission check needs it.
+    pub acl: Option<Acl>,
+    /// For directories: the ACL new entries inherit (version 6).
+    pub default_acl: Option<Acl>,
+}
+
+/// Version 5 of [`InodeRec`]: the current fields but the ACLs.
+#[derive(Deserialize)]
+struct InodeRecV5 {
+    _version: u8,
+    attr: Attr,
+    parent: Fid,
+    layout: Option<Layout>,
+    symlink: Option<Name>,
+    default_stripe: Option<StripeSpec>,
+    default_layout: Option<LayoutSpec>,
+    default_dir: Option<DirDefault>,
+    default_compress: Option<Compress>,
+    proj_inherit: bool,
 }
 
 /// Version 4 of [`InodeRec`]: the current fields but `proj_inherit`.
@@ -83,15 +105,33 @@ impl InodeRec {
     /// Decode a stored inode record of any version (1: without
     /// `default_layout`, 2: without `default_dir`, 3: without
     /// `default_compress` and with layouts of [`LayoutV1`]'s form, 4:
-    /// without `proj_inherit`). The record comes back in the current form
+    /// without `proj_inherit`, 5: without the ACLs). The record comes back in the current form
     /// and version, as it will be written back.
     pub fn decode(b: &[u8]) -> Result<InodeRec, loom_proto::WireError> {
         use loom_proto::msg::decode_prefix;
         let rest = match b.first() {
-            Some(&v) if v >= 5 => {
+            Some(&v) if v >= 6 => {
                 let (r, rest): (InodeRec, _) = decode_prefix(b)?;
                 trailing(rest)?;
                 return Ok(r);
+            }
+            Some(5) => {
+                let (r, rest): (InodeRecV5, _) = decode_prefix(b)?;
+                trailing(rest)?;
+                return Ok(InodeRec {
+                    version: INODE_REC_VERSION,
+                    attr: r.attr,
+                    parent: r.parent,
+                    layout: r.layout,
+                    symlink: r.symlink,
+                    default_stripe: r.default_stripe,
+                    default_layout: r.default_layout,
+                    default_dir: r.default_dir,
+                    default_compress: r.default_compress,
+                    proj_inherit: r.proj_inherit,
+                    acl: None,
+                    default_acl: None,
+                });
             }
             Some(4) => {
                 let (r, rest): (InodeRecV4, _) = decode_prefix(b)?;
@@ -107,6 +147,8 @@ impl InodeRec {
                     default_dir: r.default_dir,
                     default_compress: r.default_compress,
                     proj_inherit: false,
+                    acl: None,
+                    default_acl: None,
                 });
             }
             _ => b,
@@ -132,6 +174,8 @@ impl InodeRec {
             default_dir,
             default_compress: None,
             proj_inherit: false,
+            acl: None,
+            default_acl: None,
         })
     }
 }
@@ -160,7 +204,13 @@ mod tests {
         let mut r = rec.clone();
         r.version = version;
         let full = loom_proto::msg::encode(&r).expect("encode");
-        let newer_fields = usize::from(INODE_REC_VERSION - version);
+        // Fields each version added, one byte each when unset.
+        let added = [(2, 1), (3, 1), (4, 1), (5, 1), (6, 2)];
+        let newer_fields: usize = added
+            .iter()
+            .filter(|(v, _)| *v > version)
+            .map(|(_, n)| n)
+            .sum();
         full[..full.len() - newer_fields].to_vec()
     }
 
@@ -192,8 +242,10 @@ mod tests {
             default_dir: None,
             default_compress: None,
             proj_inherit: false,
+            acl: None,
+            default_acl: None,
         };
-        for v in [1u8, 2, 3, 4] {
+        for v in [1u8, 2, 3, 4, 5] {
             let r = InodeRec::decode(&old(&plain, v)).expect("an old record");
             // Read into the current form, it is written back as one: a
             // record of version 4 changed by this build reads again.
@@ -218,6 +270,8 @@ mod tests {
                 hash: DirHash::NameHashMod,
             }),
             proj_inherit: true,
+            acl: Some(loom_proto::acl::Acl::from_mode(0o750)),
+            default_acl: Some(loom_proto::acl::Acl::from_mode(0o700)),
             ..plain
         };
         let b = loom_proto::msg::encode(&full).expect("encode");
@@ -225,6 +279,7 @@ mod tests {
         assert_eq!(r.default_layout, full.default_layout);
         assert_eq!(r.default_dir, full.default_dir);
         assert!(r.proj_inherit);
+        assert_eq!((&r.acl, &r.default_acl), (&full.acl, &full.default_acl));
         let mut long = b.clone();
         long.push(0);
         assert!(InodeRec::decode(&long).is_err(), "trailing bytes");

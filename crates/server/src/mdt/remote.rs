@@ -303,6 +303,7 @@ impl MdtService {
                     attr: shown_attr(&r),
                     layout: r.layout,
                     parent: r.parent,
+                    acl: r.acl,
                 })
             }
             PeerRequest::ReadEntry { dir, name } => {
@@ -310,6 +311,7 @@ impl MdtService {
                 let entry = super::tx::read_dentry(&*self.store, dir, &name)?;
                 Ok(Reply::EntryOf {
                     dir: r.attr,
+                    dir_acl: r.acl,
                     entry: entry.map(|d| (d.fid, d.kind)),
                     sealed: self.sealed.contains(dir),
                 })
@@ -443,6 +445,8 @@ impl MdtService {
             default_dir: new.default_dir,
             default_compress: new.default_compress,
             proj_inherit: new.proj_inherit,
+            acl: new.acl,
+            default_acl: new.default_acl,
         };
         let reply = Reply::Entry {
             attr: shown_attr(&rec),

@@ -268,6 +268,8 @@ impl MdtService {
                 default_compress: self.default_compress(m.dir)?,
                 projid: rec.attr.projid,
                 proj_inherit: rec.proj_inherit,
+                acl: rec.acl.clone(),
+                default_acl: rec.default_acl.clone(),
             };
             let mut shards = vec![m.dir];
             for (k, mdt) in m.mdts.iter().enumerate().skip(1) {
