@@ -1075,10 +1075,12 @@ impl Filesystem for LoomFs {
         // POSIX ACLs: the kernel checks them too, from the ACL xattrs it
         // reads and caches (dropped with the attributes at a recall);
         // the MDT checks them for every client, the library included.
-        match config.add_capabilities(InitFlags::FUSE_POSIX_ACL) {
+        // The umask is left to the MDT (DONT_MASK), which applies a
+        // directory's default ACL in its place.
+        match config.add_capabilities(InitFlags::FUSE_POSIX_ACL | InitFlags::FUSE_DONT_MASK) {
             Ok(()) => self.acls = true,
             Err(_) => tracing::warn!(
-                "kernel lacks FUSE_POSIX_ACL: ACLs are enforced by the MDT only, and new \
+                "kernel lacks FUSE_POSIX_ACL or FUSE_DONT_MASK: ACLs are enforced by the MDT only, and new \
                  entries take the umask, not a default ACL"
             ),
         }
