@@ -18,7 +18,7 @@ need_root() {
 
 setup() {
     need_root
-    local pkgs=(fuse3 fio git attr python3 libcap2-bin iproute2 util-linux libc6-dev pkg-config build-essential curl ca-certificates prometheus chromium)
+    local pkgs=(fuse3 fio git attr acl python3 libcap2-bin iproute2 util-linux libc6-dev pkg-config build-essential curl ca-certificates prometheus chromium)
     local missing=()
     for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

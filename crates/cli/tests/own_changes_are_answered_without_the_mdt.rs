@@ -54,6 +54,13 @@ fn stats_and_lookups_of_this_mounts_changes_need_no_server() {
     std::fs::create_dir(&d).expect("mkdir");
     std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
+    // The root directory was not made here: its ACL, which the kernel
+    // checks a user's path walk against, is asked once (then leased).
+    let root = c.mnt.to_str().expect("utf-8");
+    let o = sh_as_nobody(&format!("test -x {root}"))
+        .output()
+        .expect("a user's search of the root");
+    assert!(o.status.success());
     std::fs::write(d.join("kept"), b"twelve bytes").expect("write kept");
     std::fs::write(d.join("gone"), b"").expect("create gone");
     std::fs::remove_file(d.join("gone")).expect("unlink gone");

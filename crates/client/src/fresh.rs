@@ -98,14 +98,9 @@ struct Table {
 pub enum XattrsChanged {
     /// Nothing (a rename, a chmod, a link, ...).
     Nothing,
-    /// It made inode `fid` in directory `parent`: it has none yet but
-    /// the ACLs it inherits from `parent`'s default ACL.
-    Made {
-        /// The new inode.
-        fid: Fid,
-        /// Its directory.
-        parent: Fid,
-    },
+    /// It made inode `fid`, which has none yet (but the ACLs it
+    /// inherited, if the effects say it has some).
+    Made(Fid),
     /// It set or removed one of `fid`'s.
     Set(Fid),
     /// It changed `fid`'s owner or size, after which Linux drops a file
@@ -399,6 +394,7 @@ impl Fresh {
             let u = t.until(v, granted.contains(&Lease::Attr(a.fid)));
             t.put_attr(a, u, true, true);
         }
+        let with_acls = e.with_acls;
         for (dir, name, fid) in e.names {
             let u = t.until(v, granted.contains(&Lease::Name(dir, name.clone())));
             let old = t.read(dir, |k| k.names.get(&name).and_then(|i| i.v));
@@ -414,23 +410,9 @@ impl Fresh {
             }
         }
         match x {
-            XattrsChanged::Nothing => {}
-            XattrsChanged::Made { fid, parent } => {
-                // All are known only if the parent is known to have no
-                // default ACL: else the MDT knows what was inherited.
-                let default = Name::from(loom_proto::acl::DEFAULT_XATTR);
-                let plain_parent = t
-                    .read(parent, |k| {
-                        leased_attr(k)?;
-                        let x = k.xattrs.as_ref()?;
-                        match x.names.get(&default) {
-                            Some(None) => Some(()),
-                            None if x.complete => Some(()),
-                            _ => None,
-                        }
-                    })
-                    .is_some();
-                if let Some(i) = t.inodes.get(&fid).filter(|_| plain_parent) {
+            // One that inherited ACLs has those: asked when wanted.
+            XattrsChanged::Made(fid) if !with_acls.contains(&fid) => {
+                if let Some(i) = t.inodes.get(&fid) {
                     let mut k = i.known();
                     if k.attr.as_ref().is_some_and(|a| a.leased) {
                         k.xattrs = Some(Xattrs {
@@ -440,6 +422,7 @@ impl Fresh {
                     }
                 }
             }
+            XattrsChanged::Nothing | XattrsChanged::Made(_) => {}
             XattrsChanged::Set(fid) => {
                 if let Some(i) = t.inodes.get(&fid) {
                     i.known().xattrs = None;
@@ -842,6 +825,7 @@ mod tests {
                     attrs: vec![attr(file, size)],
                     removed: vec![],
                     names: vec![],
+                    with_acls: vec![],
                 },
                 &[Lease::Attr(file)].into_iter().collect(),
                 Validity {
@@ -872,13 +856,11 @@ mod tests {
                 attrs: vec![attr(dir, 0), attr(file, 0)],
                 removed: vec![],
                 names: vec![(dir, name.clone(), Some(file))],
+                with_acls: vec![],
             },
             &all(vec![Lease::Name(dir, name.clone()), Lease::Attr(file)]),
             leased(&f),
-            XattrsChanged::Made {
-                fid: file,
-                parent: dir,
-            },
+            XattrsChanged::Made(file),
         );
         f.seen_layout(file, &Layout::default());
         f.seen_name(dir, &name, None, true, read);
@@ -902,6 +884,7 @@ mod tests {
             attrs: vec![attr(dir, 1), attr(file, 5)],
             removed: vec![],
             names: vec![(dir, name.clone(), Some(file))],
+            with_acls: vec![],
         };
         f.learn(
             e.clone(),
@@ -936,6 +919,7 @@ mod tests {
                 attrs: vec![attr(file, 5)],
                 removed: vec![],
                 names: vec![(dir, name.clone(), Some(file))],
+                with_acls: vec![],
             },
             &none,
             v,
@@ -946,6 +930,7 @@ mod tests {
                 attrs: vec![attr(dir, 0)],
                 removed: vec![],
                 names: vec![(dir, name.clone(), None)],
+                with_acls: vec![],
             },
             &none,
             v,
@@ -987,6 +972,7 @@ mod tests {
                 attrs: vec![attr(dir, 0)],
                 removed: vec![],
                 names: vec![(parent, made, Some(dir))],
+                with_acls: vec![],
             },
             &granted,
             leased(&f),
@@ -1010,6 +996,7 @@ mod tests {
                 attrs: vec![attr(file, 0)],
                 removed: vec![],
                 names: vec![(dir, x.clone(), Some(file))],
+                with_acls: vec![],
             },
             &granted,
             leased(&f),
@@ -1058,24 +1045,29 @@ mod tests {
                     attrs: vec![attr(dir, 0), attr(file, 0)],
                     removed: vec![],
                     names: vec![(dir, Name::from(&b"f"[..]), Some(file))],
+                    with_acls: vec![],
                 },
                 &[Lease::Attr(file), Lease::Attr(dir)].into(),
                 leased(f),
                 x,
             )
         };
-        let in_dir = XattrsChanged::Made {
-            fid: file,
-            parent: dir,
-        };
-        made(&f, in_dir);
-        assert_eq!(f.xattr(file, &acl), None, "it may have inherited ACLs");
-        assert_eq!(f.xattr_names(file), None);
-        // Once its directory is known to have no default ACL, it is known
-        // to have nothing.
-        let default = Name::from(loom_proto::acl::DEFAULT_XATTR);
-        f.seen_xattr(dir, &default, None, f.recalls());
-        made(&f, in_dir);
+        // Made where it inherited ACLs (the MDT says so): not known.
+        let g = Fresh::default();
+        g.learn(
+            Effects {
+                attrs: vec![attr(dir, 0), attr(file, 0)],
+                removed: vec![],
+                names: vec![(dir, Name::from(&b"f"[..]), Some(file))],
+                with_acls: vec![file],
+            },
+            &[Lease::Attr(file), Lease::Attr(dir)].into(),
+            leased(&g),
+            XattrsChanged::Made(file),
+        );
+        assert_eq!(g.xattr(file, &acl), None, "its inherited ACL is asked for");
+        assert_eq!(g.xattr_names(file), None);
+        made(&f, XattrsChanged::Made(file));
         assert_eq!(f.xattr(file, &acl), Some(None), "a new file has none");
         assert_eq!(f.xattr_names(file), Some(vec![]));
         assert_eq!(f.xattr(dir, &acl), None, "its directory's are not known");
@@ -1096,13 +1088,7 @@ mod tests {
         assert_eq!(f.xattr(dir, &caps), None);
         assert_eq!(f.xattr(dir, &label), Some(None));
         // Setting one: nothing is known until asked.
-        made(
-            &f,
-            XattrsChanged::Made {
-                fid: file,
-                parent: dir,
-            },
-        );
+        made(&f, XattrsChanged::Made(file));
         made(&f, XattrsChanged::Set(file));
         assert_eq!(f.xattr(file, &acl), None);
         // Not leased: nothing kept.
@@ -1114,10 +1100,7 @@ mod tests {
             },
             &HashSet::new(),
             short(&g, Duration::from_secs(60)),
-            XattrsChanged::Made {
-                fid: file,
-                parent: dir,
-            },
+            XattrsChanged::Made(file),
         );
         assert_eq!(g.xattr(file, &acl), None);
     }
@@ -1156,13 +1139,11 @@ mod tests {
                 attrs: vec![attr(dir, 0), attr(file, 0)],
                 removed: vec![],
                 names: vec![(dir, a.clone(), Some(file))],
+                with_acls: vec![],
             },
             &granted,
             leased(&f),
-            XattrsChanged::Made {
-                fid: file,
-                parent: dir,
-            },
+            XattrsChanged::Made(file),
         );
         let i = f.inode(file);
         let same = f.get(file).expect("known");
@@ -1199,6 +1180,7 @@ mod tests {
                 attrs: vec![attr(file, 0)],
                 removed: vec![],
                 names: vec![(dir, a.clone(), Some(file))],
+                with_acls: vec![],
             },
             &[
                 Lease::Attr(file),

@@ -423,19 +423,6 @@ impl Client {
         self.ost_call_each(c, reqs, "ObjTruncate").await
     }
 
-    /// Whether leased directory `dir` has a default ACL, asked once per
-    /// lease before an entry is made in it: then what the new entry
-    /// inherited is known too, and its extended attributes are not asked
-    /// for one by one (a write asks for `security.capability`, `ls -l` for
-    /// the ACL). Best effort: an error only leaves them unknown.
-    async fn learn_default_acl(&self, c: &Caller, dir: Fid) {
-        let default = Name::from(loom_proto::acl::DEFAULT_XATTR);
-        let fresh = &self.router.fresh;
-        if fresh.leased_attr(dir).is_some() && fresh.xattr(dir, &default).is_none() {
-            let _ = self.getxattr(c, dir, default).await;
-        }
-    }
-
     /// Create a non-directory `name` in `parent`: a regular file (which
     /// gets a layout, from `stripe` or the directory's default), FIFO,
     /// device (`rdev`) or socket. `perm` is after the umask, unless the
@@ -457,7 +444,6 @@ impl Client {
             return Err(Errno::EINVAL);
         }
         let parent = self.name_dir(c, parent, name.as_ref()).await?;
-        self.learn_default_acl(c, parent).await;
         let req = MdtRequest::Create {
             parent,
             name: Name::from(name.as_ref()),
@@ -479,7 +465,6 @@ impl Client {
         perm: u32,
     ) -> Result<Attr, Errno> {
         let (parent, name) = self.entry_at(c, parent, name.as_ref()).await?;
-        self.learn_default_acl(c, parent).await;
         let req = MdtRequest::Mkdir {
             parent,
             name,

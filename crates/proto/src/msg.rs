@@ -970,6 +970,13 @@ pub enum Reply {
         /// First byte of the range.
         offset: u64,
     },
+    /// A client's answer to a recall: it has these of the recalled
+    /// files open, and holds them at the MDT until its last close there
+    /// (`ReleaseOrphan`): removed meanwhile, they are kept as orphans.
+    Held {
+        /// The files.
+        fids: Vec<Fid>,
+    },
 }
 
 impl Reply {
@@ -995,6 +1002,10 @@ pub struct Effects {
     pub removed: Vec<Fid>,
     /// Names it set (to an inode) or removed (`None`), by directory.
     pub names: Vec<(Fid, Name, Option<Fid>)>,
+    /// Those of the touched inodes that have a POSIX ACL (access or
+    /// default) after it: what a client cannot know of an inode it made
+    /// in a directory with a default ACL.
+    pub with_acls: Vec<Fid>,
 }
 
 pub use crate::lease::Lease;

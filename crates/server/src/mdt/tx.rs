@@ -201,7 +201,12 @@ impl<'a> Tx<'a> {
         };
         for (fid, rec) in &self.inodes {
             match rec {
-                Some(r) => e.attrs.push(shown_attr(r)),
+                Some(r) => {
+                    e.attrs.push(shown_attr(r));
+                    if r.acl.is_some() || r.default_acl.is_some() {
+                        e.with_acls.push(*fid);
+                    }
+                }
                 None => e.removed.push(*fid),
             }
         }
