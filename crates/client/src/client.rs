@@ -140,6 +140,7 @@ impl Client {
         });
         let _ = client.me.set(Arc::downgrade(&client));
         client.spawn_orphan_renewal();
+        client.start_reclaimer();
         client.router.set_reporter(client.size_reporter());
         client.router.spawn_recovery(client.ctxs.client_id());
         Ok(client)

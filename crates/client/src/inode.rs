@@ -214,14 +214,21 @@ impl Inode {
         }
     }
 
-    /// The MDT kept it as this client's orphan: held (true) while a handle
-    /// here has it open. Under the handles' lock, so that a last close
-    /// cannot slip between the check and the mark.
+    /// The MDT kept it as this client's orphan, or is told this client
+    /// has it open (see the MDT's `holds`): held (true) while a handle
+    /// here has it open, and released on the MDT at the last close. Under
+    /// the handles' lock, so that a last close cannot slip between the
+    /// check and the mark.
     pub(crate) fn hold_orphan(&self) -> bool {
         let mut h = self.handles();
         let held = h.open.iter().any(|w| w.strong_count() > 0);
         h.orphan |= held;
         held
+    }
+
+    /// Whether a handle here has it open.
+    pub(crate) fn is_open(&self) -> bool {
+        self.handles().open.iter().any(|w| w.strong_count() > 0)
     }
 
     /// Whether the MDT keeps it as this client's orphan.

@@ -278,13 +278,16 @@ impl Client {
     /// Watch the connection to MDT `mdt`: when it is lost, hold this
     /// client's locks there again.
     fn watch_mdt(&self, mdt: u32) {
-        let start = {
-            let mut h = self.locks.lock();
-            if let std::collections::hash_map::Entry::Vacant(e) = h.mdts.entry(mdt) {
-                e.insert(self.mdt_losses(mdt).unwrap_or(0));
-            }
-            !std::mem::replace(&mut h.watching, true)
-        };
+        let mut h = self.locks.lock();
+        if let std::collections::hash_map::Entry::Vacant(e) = h.mdts.entry(mdt) {
+            e.insert(self.mdt_losses(mdt).unwrap_or(0));
+        }
+    }
+
+    /// Start the task that holds this client's locks and open files
+    /// again on each MDT whose connection was lost (once per client).
+    pub(crate) fn start_reclaimer(&self) {
+        let start = !std::mem::replace(&mut self.locks.lock().watching, true);
         if start {
             if let Some(me) = self.me.get() {
                 self.rt.spawn(reclaimer(me.clone()));
@@ -292,33 +295,45 @@ impl Client {
         }
     }
 
+    /// Losses so far of the connection to MDT `mdt`, if one was made.
     fn mdt_losses(&self, mdt: u32) -> Option<u64> {
         let addr = self
             .router
             .config()
             .target(TargetId::mdt(mdt))
             .map(|t| t.addr.clone())?;
-        let n = *self.router.rpc(&addr).losses().borrow();
-        Some(n)
+        self.router.losses_of(&addr)
     }
 
-    /// Send MDT `mdt` what this client holds there.
+    /// Send MDT `mdt` what this client holds there: its locks, and the
+    /// files it has open (held from now on, see `Inode::hold_orphan`:
+    /// its leases on them went with the connection).
     async fn reclaim(&self, mdt: u32) -> Result<(), Errno> {
         let locks = self.locks.on_mdt(mdt);
         let n = locks.len();
+        let mut held = Vec::new();
+        for fid in self.router.fresh.select(|i| i.is_open()) {
+            if self.router.mdt_of(fid).await.ok() != Some(TargetId::mdt(mdt)) {
+                continue;
+            }
+            if self.inode(fid).is_some_and(|i| i.hold_orphan()) {
+                held.push(fid);
+            }
+        }
+        let files = held.len();
         let c = Caller::default();
         let (reply, _) = self
             .router
             .call(
                 TargetId::mdt(mdt),
                 self.ctx(&c),
-                MdtRequest::ReclaimLocks { locks },
+                MdtRequest::ReclaimLocks { locks, held },
                 bytes::Bytes::new(),
             )
             .await?;
         match reply {
             Reply::Ok => {
-                tracing::info!("held {n} file locks again on MDT{mdt:04x}");
+                tracing::info!("held {n} file locks and {files} open files again on MDT{mdt:04x}");
                 Ok(())
             }
             Reply::Lock(LockAnswer::Conflict(l)) => {
@@ -334,12 +349,17 @@ impl Client {
     }
 }
 
-/// Reclaims this client's locks on each MDT whose connection was lost.
+/// Reclaims this client's locks and open files on each MDT whose
+/// connection was lost (and so tells a restarted MDT it is back, which
+/// ends its grace period early).
 async fn reclaimer(me: Weak<Client>) {
     let mut tick = tokio::time::interval(RECLAIM_TICK);
     loop {
         tick.tick().await;
         let Some(client) = me.upgrade() else { return };
+        for mdt in client.router.config().indices(loom_proto::msg::Role::Mdt) {
+            client.watch_mdt(mdt);
+        }
         let mdts: Vec<(u32, u64)> = client
             .locks
             .lock()

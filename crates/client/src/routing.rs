@@ -287,6 +287,12 @@ impl Router {
         let _ = self.reporter.set(f);
     }
 
+    /// Connection losses so far of the connection to `addr`, if one was
+    /// made.
+    pub fn losses_of(&self, addr: &str) -> Option<u64> {
+        lock(&self.conns).get(addr).map(|c| *c.losses().borrow())
+    }
+
     /// The RPC client of `addr`, made on first use; with leases on, it
     /// answers recalls, and a lost connection drops everything known.
     pub fn rpc(&self, addr: &str) -> Arc<RpcClient> {
@@ -321,6 +327,19 @@ impl Router {
             Box::pin(async move {
                 match env.req {
                     Request::Client(ClientRequest::Recall { leases }) => {
+                        // Files open here whose lease goes are held at the
+                        // MDT from now on (until their last close here):
+                        // one whose last name is removed meanwhile is kept.
+                        let mut held: Vec<Fid> = leases
+                            .iter()
+                            .filter_map(|l| match l {
+                                Lease::Attr(f) | Lease::Size(f) => Some(*f),
+                                _ => None,
+                            })
+                            .filter(|f| fresh.get(*f).is_some_and(|i| i.hold_orphan()))
+                            .collect();
+                        held.sort_unstable();
+                        held.dedup();
                         // Forgotten first: a write from now on reports
                         // its size itself.
                         fresh.recall(&leases);
@@ -334,7 +353,10 @@ impl Router {
                                 tracing::debug!("recall answered before the kernel dropped all");
                             }
                         }
-                        Ok(Reply::Ok)
+                        Ok(match held.is_empty() {
+                            true => Reply::Ok,
+                            false => Reply::Held { fids: held },
+                        })
                     }
                     other => Err(WireError::new(
                         Errno::EOPNOTSUPP,
@@ -1087,15 +1109,12 @@ fn role_slot(r: Role) -> usize {
 fn xattrs_changed(req: &MdtRequest, reply: &Reply) -> XattrsChanged {
     match (req, reply) {
         (
-            MdtRequest::Create { parent, .. }
-            | MdtRequest::Mkdir { parent, .. }
-            | MdtRequest::Symlink { parent, .. }
-            | MdtRequest::MkdirStriped { parent, .. },
+            MdtRequest::Create { .. }
+            | MdtRequest::Mkdir { .. }
+            | MdtRequest::Symlink { .. }
+            | MdtRequest::MkdirStriped { .. },
             Reply::Entry { attr, .. },
-        ) => XattrsChanged::Made {
-            fid: attr.fid,
-            parent: *parent,
-        },
+        ) => XattrsChanged::Made(attr.fid),
         (MdtRequest::SetXattr { fid, .. } | MdtRequest::RemoveXattr { fid, .. }, _) => {
             XattrsChanged::Set(*fid)
         }

@@ -632,15 +632,19 @@ declare_requests! {
             /// What would be asked for.
             lock: FileLock,
         } => 109, "test_lock", Reads, Any;
-        /// The locks the calling client holds on files of this MDT, held
-        /// again after its connection was lost (the MDT restarted, or the
-        /// network). Taken also while the MDT recovers; until its grace
-        /// period ends no new lock is granted, so none can take a
-        /// reclaimed one's place. Answered `Reply::Ok`, or `Reply::Lock`
-        /// with the first lock that could not be held again.
+        /// The locks the calling client holds on files of this MDT, and
+        /// the files it has open there, held again after its connection
+        /// was lost (the MDT restarted, or the network). Taken also while
+        /// the MDT recovers; until its grace period ends no new lock is
+        /// granted, so none can take a reclaimed one's place, and no file
+        /// losing its last name is destroyed, so none open anywhere is.
+        /// Answered `Reply::Ok`, or `Reply::Lock` with the first lock that
+        /// could not be held again.
         ReclaimLocks {
             /// (file, lock) pairs.
             locks: Vec<(Fid, FileLock)>,
+            /// Files the client has open here (see `Reply::Held`).
+            held: Vec<Fid>,
         } => 110, "reclaim_locks", Changes, Any;
         /// An append of `len` bytes (O_APPEND): the file's size grows by
         /// `len` at once, and the range it covered is the appender's to

@@ -26,9 +26,11 @@ use std::time::Duration;
 /// - `ofd rd|wr START LEN [wait]`, `ofdgetlk rd|wr START LEN`: the same
 ///   as open file description locks (F_OFD_SETLK 37, F_OFD_SETLKW 38,
 ///   F_OFD_GETLK 36);
-/// - `flock ex|sh|un [nb]`: flock(2), with LOCK_NB given `nb`.
+/// - `flock ex|sh|un [nb]`: flock(2), with LOCK_NB given `nb`;
+/// - `pread OFFSET LEN`: answers "data N SHA256" of the bytes read;
+/// - `pwrite OFFSET TEXT`: writes TEXT there (answers "ok").
 pub const HELPER: &str = r#"
-import fcntl, os, struct, sys
+import fcntl, hashlib, os, struct, sys
 
 # struct flock on x86_64 Linux: short l_type, short l_whence, (4 bytes
 # padding) off_t l_start, off_t l_len, pid_t l_pid, (4 bytes padding).
@@ -73,6 +75,13 @@ for line in sys.stdin:
             t, _, start, length, pid = struct.unpack(FLOCK, got)
             say("lk %s %d %d %d" % (NAMES.get(t, t), start, length, pid))
             continue
+        elif op == "pread":
+            b = os.pread(fd, int(w[1]), int(w[0]))
+            say("data %d %s" % (len(b), hashlib.sha256(b).hexdigest()))
+            continue
+        elif op == "pwrite":
+            off, _, text = rest.partition(" ")
+            os.pwrite(fd, text.encode(), int(off))
         elif op == "flock":
             how = FLOCKS[w[0]]
             if w[1:] == ["nb"]:

@@ -47,6 +47,9 @@ pub struct Leases {
     target: TargetId,
     /// How long a recall may wait for a holder.
     pub recall_timeout: Duration,
+    /// The files clients said they have open when their leases on them
+    /// were recalled (see `holds`).
+    pub holds: super::holds::Holds,
 }
 
 #[derive(Default)]
@@ -210,6 +213,7 @@ impl Leases {
             table: Mutex::new(Table::default()),
             target,
             recall_timeout,
+            holds: Default::default(),
         }
     }
 
@@ -402,6 +406,11 @@ impl Leases {
         }
         while let Some(r) = set.join_next().await {
             let Ok((client, ch, r)) = r else { continue };
+            if let Ok(Reply::Held { fids }) = &r {
+                for f in fids {
+                    self.holds.hold(*f, client);
+                }
+            }
             if let Err(e) = r {
                 tracing::warn!(
                     client = format_args!("{client:#x}"),

@@ -176,6 +176,12 @@ pub(super) enum LockReq {
 }
 
 impl Locks {
+    /// Whether the grace period after a restart runs: recorded clients
+    /// may still reclaim.
+    pub fn in_grace(&self) -> bool {
+        self.table().in_grace().is_some()
+    }
+
     /// The table of an MDT opening `store`: the lockers recorded before a
     /// restart have `grace` to reclaim before new locks are granted.
     pub fn load(store: &dyn KvStore, grace: Duration) -> Result<Locks, ServerError> {
@@ -294,7 +300,11 @@ impl MdtService {
     }
 
     /// Record `client` as a locker (once), and the connection it locks on.
-    async fn note_locker(&self, client: u64, ch: Option<&Arc<Channel>>) -> Result<(), ServerError> {
+    pub(super) async fn note_locker(
+        &self,
+        client: u64,
+        ch: Option<&Arc<Channel>>,
+    ) -> Result<(), ServerError> {
         let first = {
             let mut t = self.locks.table();
             if let Some(ch) = ch {
@@ -486,11 +496,14 @@ impl MdtService {
                     gone.dedup();
                     gone
                 };
+                // Orphans whose holders died, or kept during the grace.
+                me.sweep_unheld().await;
                 if gone.is_empty() {
                     continue;
                 }
                 for c in &gone {
                     me.locks.drop_client(*c);
+                    me.leases.holds.drop_client(*c);
                 }
                 if let Err(e) = me.forget_lockers(&gone).await {
                     tracing::warn!("MDT{:04x}: forgetting lockers: {e}", me.index);

@@ -16,6 +16,7 @@ pub mod changelog;
 mod destroys;
 mod dom;
 mod fsck;
+mod holds;
 mod intents;
 pub mod leases;
 pub mod locks;
@@ -710,8 +711,15 @@ impl MdtService {
             Session::CommitState => Ok(Reply::Ok),
             Session::Subscribe => match ch {
                 Some(ch) => {
-                    self.leases.subscribe(ctx.client_id, ch);
-                    Ok(Reply::Ok)
+                    // Recorded, as a locker is: after a restart the files
+                    // it has open are kept until it held them again.
+                    match self.note_locker(ctx.client_id, Some(ch)).await {
+                        Ok(()) => {
+                            self.leases.subscribe(ctx.client_id, ch);
+                            Ok(Reply::Ok)
+                        }
+                        Err(e) => Err(e),
+                    }
                 }
                 None => Err(ServerError::refused(
                     Errno::EOPNOTSUPP,
@@ -721,7 +729,10 @@ impl MdtService {
             Session::Replay { entries, last } => {
                 self.take_replay(ctx.client_id, entries, last).await
             }
-            Session::Reclaim { locks } => self.reclaim_locks(ctx, locks, ch).await,
+            Session::Reclaim { locks, held } => {
+                self.hold_files(ctx.client_id, &held);
+                self.reclaim_locks(ctx, locks, ch).await
+            }
         };
         (r, Some(self.commit_state(0)))
     }
@@ -1052,7 +1063,7 @@ impl MdtService {
                 self.rename(ctx, (parent, &name), to, flags, keep).await
             }
             MdtRequest::ReleaseOrphan { fid } => self.release_orphan(ctx, fid).await,
-            MdtRequest::RenewOrphans { fids } => self.renew_orphans(&fids),
+            MdtRequest::RenewOrphans { fids } => self.renew_orphans(ctx.ctx, &fids),
             MdtRequest::Link { fid, parent, name } => self.link(ctx, fid, parent, &name).await,
             MdtRequest::Symlink {
                 parent,

@@ -115,7 +115,8 @@ pub(super) enum Dropped {
     Linked,
     /// The inode is gone; these objects are to be destroyed.
     Freed(Option<(Fid, Vec<ObjRef>)>),
-    /// The inode is kept as an orphan of the client that may have it open.
+    /// The inode is kept as an orphan while a client may have it open:
+    /// the unlinking client is told (it holds it, or lets go).
     Orphaned(Fid),
 }
 
@@ -456,8 +457,17 @@ impl MdtService {
         if r.attr.nlink > 0 {
             return Ok(Dropped::Linked);
         }
-        if let (Some(client), FileKind::File) = (keep_for, r.attr.kind) {
-            self.make_orphan(t, fid, client)?;
+        // Kept while the unlinking client, or another that told it has
+        // the file open (see `holds`), may have it open; after a restart,
+        // until those clients told again, whatever it was.
+        let holds = &self.leases.holds;
+        if r.attr.kind == FileKind::File
+            && (keep_for.is_some() || holds.held_by_other(fid, keep_for) || self.holds_grace())
+        {
+            self.make_orphan(t, fid, keep_for.unwrap_or(0))?;
+            if let Some(client) = keep_for {
+                holds.hold(fid, client);
+            }
             return Ok(Dropped::Orphaned(fid));
         }
         let layout = r.layout.clone();

@@ -23,7 +23,7 @@ use super::request::Rq;
 use super::tx::{read_inode, store_err, Tx};
 use super::{lock, MdtService};
 use crate::error::{Handled, ServerError};
-use loom_proto::msg::{FileKind, Reply, Time};
+use loom_proto::msg::{FileKind, Reply, ReqCtx, Time};
 use loom_proto::Fid;
 use loom_store::kv::Space;
 use std::collections::HashMap;
@@ -97,10 +97,26 @@ impl MdtService {
         }
     }
 
-    /// Destroy orphan `fid` (its holder closed it). Anything else (a FID
-    /// that is gone, or has a name again) is left alone: the request may
-    /// be a resend.
+    /// The calling client closed `fid` (an orphan it held, or a file it
+    /// told it had open): an orphan no other client holds is destroyed,
+    /// but not while clients may still tell their holds after a restart.
     pub(super) async fn release_orphan(self: &Arc<Self>, ctx: &Rq<'_>, fid: Fid) -> Handled {
+        if self.leases.holds.release(fid, ctx.ctx.client_id) || self.holds_grace() {
+            return Ok(Reply::Ok);
+        }
+        self.destroy_orphan(ctx, fid).await
+    }
+
+    /// Whether files losing their last name are kept whoever holds them:
+    /// after a restart, until the clients that were here held their open
+    /// files again or the grace period ended (see `holds`).
+    pub(super) fn holds_grace(&self) -> bool {
+        self.locks.in_grace()
+    }
+
+    /// Destroy orphan `fid`. Anything else (a FID that is gone, or has a
+    /// name again) is left alone: the request may be a resend.
+    async fn destroy_orphan(self: &Arc<Self>, ctx: &Rq<'_>, fid: Fid) -> Handled {
         let g = self.ns.lock().await;
         let known = lock(&self.orphans.renewed).contains_key(&fid);
         let r = match read_inode(&*self.store, fid) {
@@ -131,6 +147,7 @@ impl MdtService {
         };
         let ticket = self.apply(ctx, t, &Reply::Ok)?;
         lock(&self.orphans.renewed).remove(&fid);
+        self.leases.holds.forget(fid);
         drop(g);
         self.settle(ctx, ticket).await?;
         if let Some((fid, objs)) = freed {
@@ -140,8 +157,10 @@ impl MdtService {
         Ok(Reply::Ok)
     }
 
-    /// Renew the leases of `fids` (those that are orphans here).
-    pub(super) fn renew_orphans(&self, fids: &[Fid]) -> Handled {
+    /// Renew the leases of `fids` (those that are orphans here), which
+    /// the calling client holds (those that are regular files here).
+    pub(super) fn renew_orphans(&self, ctx: &ReqCtx, fids: &[Fid]) -> Handled {
+        self.hold_files(ctx.client_id, fids);
         let now = Instant::now();
         let mut m = lock(&self.orphans.renewed);
         for f in fids {
@@ -150,6 +169,39 @@ impl MdtService {
             }
         }
         Ok(Reply::Ok)
+    }
+
+    /// `client` has `fids` open: those that are regular files here are
+    /// held.
+    pub(super) fn hold_files(&self, client: u64, fids: &[Fid]) {
+        for f in fids {
+            if read_inode(&*self.store, *f).is_ok_and(|r| r.attr.kind == FileKind::File) {
+                self.leases.holds.hold(*f, client);
+            }
+        }
+    }
+
+    /// Destroy the orphans no client holds (their holders died, or they
+    /// were kept during a grace period), once no grace period runs.
+    pub(super) async fn sweep_unheld(self: &Arc<Self>) {
+        if self.holds_grace() {
+            return;
+        }
+        let unheld: Vec<Fid> = lock(&self.orphans.renewed)
+            .keys()
+            .filter(|f| !self.leases.holds.held(**f))
+            .copied()
+            .collect();
+        for fid in unheld {
+            tracing::info!(
+                "MDT{:04x}: orphan {fid} is held by no client; destroying it",
+                self.index
+            );
+            let none = ReqCtx::default();
+            if let Err(e) = self.destroy_orphan(&Rq::plain(&none), fid).await {
+                tracing::warn!("MDT{:04x}: destroying orphan {fid}: {e}", self.index);
+            }
+        }
     }
 
     /// Number of orphans on this MDT.
@@ -177,8 +229,8 @@ impl MdtService {
                 "MDT{:04x}: orphan {fid} was not renewed for {lease:?}; destroying it",
                 self.index
             );
-            let none = loom_proto::msg::ReqCtx::default();
-            if let Err(e) = self.release_orphan(&Rq::plain(&none), fid).await {
+            let none = ReqCtx::default();
+            if let Err(e) = self.destroy_orphan(&Rq::plain(&none), fid).await {
                 tracing::warn!("MDT{:04x}: destroying orphan {fid}: {e}", self.index);
             }
         }

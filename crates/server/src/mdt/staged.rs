@@ -28,7 +28,10 @@ pub(super) enum Session {
     Replay { entries: Vec<Replayed>, last: bool },
     /// The locks the client held, again after its connection was lost
     /// (before new locks are granted: see `locks`).
-    Reclaim { locks: Vec<(Fid, FileLock)> },
+    Reclaim {
+        locks: Vec<(Fid, FileLock)>,
+        held: Vec<Fid>,
+    },
 }
 
 /// What is taken once recovery is over.
@@ -58,7 +61,7 @@ impl Staged {
             R::Replay { entries, last, .. } => Staged::Session(Session::Replay { entries, last }),
             R::Sync => Staged::Later(Later::Whole(Whole::Sync)),
             R::Disconnect => Staged::Later(Later::Whole(Whole::Disconnect)),
-            R::ReclaimLocks { locks } => Staged::Session(Session::Reclaim { locks }),
+            R::ReclaimLocks { locks, held } => Staged::Session(Session::Reclaim { locks, held }),
             R::Lock { fid, lock, wait } => {
                 Staged::Later(Later::Lock(LockReq::Lock { fid, lock, wait }))
             }
