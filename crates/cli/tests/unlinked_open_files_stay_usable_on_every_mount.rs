@@ -136,3 +136,22 @@ fn a_killed_mount_lets_go_of_the_files_it_had_open() {
     fsck_clean(&c, "after the holder died");
     ev.quiet("every answer was read");
 }
+
+#[test]
+fn a_mount_without_leases_holds_the_files_it_opens_too() {
+    // No recall reaches a client without leases: its opens tell the MDT.
+    let mut c = Cluster::up(1, 1, &[]);
+    let d1 = c.open_dir("locks");
+    let m2 = c.second_mount_with("m2", &["--lease-time", "0", "--attr-timeout", "0"]);
+    let d2 = m2.join("locks");
+    let (f1, sum, objs) = a_file(&c, &d1);
+    let ev = Events::new(&c);
+    let mut reader = Locker::start(&ev, "a reader on a mount without leases");
+    reader.open(&d2, "f");
+    std::fs::remove_file(&f1).expect("rm on mount 1");
+    still_usable(&mut reader, &f1, &d2, &sum);
+    reader.ok("close", "the last close");
+    destroyed(&objs, "after the last close");
+    fsck_clean(&c, "after the last close");
+    ev.quiet("every answer was read");
+}

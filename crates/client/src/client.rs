@@ -81,6 +81,18 @@ pub struct Client {
     pub(crate) locks: crate::locks::HeldLocks,
     /// Itself, for background tasks that must not keep it alive.
     pub(crate) me: std::sync::OnceLock<std::sync::Weak<Client>>,
+    /// Holds and releases of open files to tell the MDTs, sent in the
+    /// order they were made (a release must not overtake its hold).
+    tells: tokio::sync::mpsc::UnboundedSender<Tell>,
+}
+
+/// What this client tells an MDT of a file it has open ([`Client::tells`]).
+#[derive(Debug)]
+enum Tell {
+    /// It has the file open (`RenewOrphans`, which holds it).
+    Hold(Fid),
+    /// Its last handle closed (`ReleaseOrphan`).
+    Release(Fid),
 }
 
 impl Client {
@@ -125,6 +137,7 @@ impl Client {
             targets = config.targets.len(),
             "connected"
         );
+        let (tells, told) = tokio::sync::mpsc::unbounded_channel();
         let client = Arc::new(Client {
             router: Arc::new(router),
             ctxs,
@@ -137,7 +150,9 @@ impl Client {
             rt: tokio::runtime::Handle::current(),
             locks: Default::default(),
             me: std::sync::OnceLock::new(),
+            tells,
         });
+        client.spawn_teller(told);
         let _ = client.me.set(Arc::downgrade(&client));
         client.spawn_orphan_renewal();
         client.start_reclaimer();
@@ -292,7 +307,9 @@ impl Client {
             (FileKind::Dir, _) => return Err(Errno::EISDIR),
             _ => return Err(Errno::EINVAL),
         };
-        let f = self.open_as(caller, fid, layout, attr.size);
+        // Without leases the `Open` made this client a holder of the
+        // file at the MDT (see `hold_unleased`): held here too.
+        let f = self.open_handle(caller, fid, layout, attr.size, true);
         f.note_attr(&attr);
         Ok((attr, f))
     }
@@ -339,6 +356,19 @@ impl Client {
         layout: Layout,
         size: u64,
     ) -> Arc<OpenFile> {
+        self.open_handle(caller, fid, layout, size, false)
+    }
+
+    /// [`Client::open_as`]; `told`: the MDT was told of the open (an
+    /// `Open` that holds).
+    fn open_handle(
+        self: &Arc<Self>,
+        caller: &Caller,
+        fid: Fid,
+        layout: Layout,
+        size: u64,
+        told: bool,
+    ) -> Arc<OpenFile> {
         let inode = self.router.fresh.inode(fid);
         let f = Arc::new(OpenFile::new(
             self.clone(),
@@ -350,7 +380,58 @@ impl Client {
         ));
         inode.opened(&f);
         self.handles_open.fetch_add(1, Ordering::Relaxed);
+        if !self.router.takes_leases() {
+            match told {
+                true => {
+                    inode.hold_orphan();
+                }
+                false => self.hold_unleased(&inode),
+            }
+        }
         f
+    }
+
+    /// A client without leases is never asked what it has open (no
+    /// recall reaches it): it tells the MDT itself, with the `Open` it
+    /// sends for every open, or for a file it made and opened at once,
+    /// in the background (a removal on another client in the moment
+    /// before that arrives is not seen as one of an open file). Released
+    /// at the last close here.
+    fn hold_unleased(&self, inode: &crate::inode::Inode) {
+        if inode.is_orphan() || !inode.hold_orphan() {
+            return;
+        }
+        let _ = self.tells.send(Tell::Hold(inode.fid()));
+    }
+
+    /// Send the holds and releases of open files, one at a time in the
+    /// order they were made, until the client is dropped.
+    fn spawn_teller(self: &Arc<Self>, mut told: tokio::sync::mpsc::UnboundedReceiver<Tell>) {
+        let router = self.router.clone();
+        let ctx = self.ctx(&Caller::current());
+        self.rt.spawn(async move {
+            while let Some(t) = told.recv().await {
+                let (fid, req, what) = match t {
+                    Tell::Hold(fid) => (
+                        fid,
+                        MdtRequest::RenewOrphans { fids: vec![fid] },
+                        "telling the MDT of an open file",
+                    ),
+                    Tell::Release(fid) => (
+                        fid,
+                        MdtRequest::ReleaseOrphan { fid },
+                        "releasing an unlinked file",
+                    ),
+                };
+                let r = match router.mdt_of(fid).await {
+                    Ok(t) => router.call(t, ctx.clone(), req, Bytes::new()).await,
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = r {
+                    tracing::warn!(%fid, "{what}: {e}");
+                }
+            }
+        });
     }
 
     /// The object of inode `fid`, if this client holds anything of it.
@@ -451,21 +532,10 @@ impl Client {
         }
     }
 
+    /// Release `fid` on its MDT in the background, after any hold of it
+    /// this client sent before.
     fn spawn_release_orphan(&self, fid: Fid) {
-        let router = self.router.clone();
-        let ctx = self.ctx(&Caller::current());
-        self.rt.spawn(async move {
-            let r = match router.mdt_of(fid).await {
-                Ok(t) => router
-                    .call(t, ctx, MdtRequest::ReleaseOrphan { fid }, Bytes::new())
-                    .await
-                    .map(|_| ()),
-                Err(e) => Err(e),
-            };
-            if let Err(e) = r {
-                tracing::warn!(%fid, "releasing an unlinked file: {e}");
-            }
-        });
+        let _ = self.tells.send(Tell::Release(fid));
     }
 
     /// Renew the leases of our orphans every `ORPHAN_RENEW`, until the

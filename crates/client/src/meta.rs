@@ -199,7 +199,15 @@ impl Client {
         access: u32,
     ) -> Result<(Attr, Option<Layout>), Errno> {
         let r = self
-            .mdt_call(c, fid, MdtRequest::Open { fid, access })
+            .mdt_call(
+                c,
+                fid,
+                MdtRequest::Open {
+                    fid,
+                    access,
+                    hold: !self.router.takes_leases(),
+                },
+            )
             .await
             .inspect_err(|e| self.vanished(fid, *e))?;
         self.entry(r, "Open")

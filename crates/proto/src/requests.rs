@@ -325,6 +325,10 @@ declare_requests! {
             /// `access::READ | access::WRITE` (0 for a peer that only wants
             /// the attributes).
             access: u32,
+            /// From a client that takes no leases (no recall asks it what
+            /// it has open): the MDT counts it among the file's holders
+            /// until its `ReleaseOrphan` (see `Reply::Held`).
+            hold: bool,
         } => 43, "open", Reads, Any;
         /// Make a directory placed on chosen MDTs: a remote directory
         /// (`count` 1 on another MDT) or a striped one. Sent to the parent's

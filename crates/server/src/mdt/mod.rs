@@ -772,6 +772,8 @@ impl MdtService {
             Later::Whole(Whole::Disconnect) => {
                 self.leases.unsubscribe(ctx.client_id);
                 self.locks.drop_client(ctx.client_id);
+                // Its orphans go at the next sweep (`sweep_unheld`).
+                self.leases.holds.drop_client(ctx.client_id);
                 if let Err(e) = self.forget_lockers(&[ctx.client_id]).await {
                     return (Err(e), Some(self.commit_state(0)));
                 }
@@ -1014,9 +1016,12 @@ impl MdtService {
                 &*self.store,
                 fid,
             )?))),
-            MdtRequest::Open { fid, access } => {
+            MdtRequest::Open { fid, access, hold } => {
                 let r = tx::read_inode(&*self.store, fid)?;
                 perm::may(&perm::Cred::of(ctx), &r, access)?;
+                if hold && r.attr.kind == FileKind::File {
+                    self.leases.holds.hold(fid, ctx.client_id);
+                }
                 Ok(Reply::Entry {
                     attr: remote::shown_attr(&r),
                     layout: r.layout,

@@ -229,7 +229,11 @@ impl MdtService {
                 format!("no inode {fid}"),
             ));
         }
-        let open = MdtRequest::Open { fid, access: 0 };
+        let open = MdtRequest::Open {
+            fid,
+            access: 0,
+            hold: false,
+        };
         let (reply, _) = self
             .peers
             .call(
