@@ -731,7 +731,12 @@ impl MdtService {
             }
             Session::Reclaim { locks, held } => {
                 self.hold_files(ctx.client_id, &held);
-                self.reclaim_locks(ctx, locks, ch).await
+                // Without this instance's commit state: a reclaim may come
+                // before the client replayed to it, and a client that sees
+                // a new instance outside its replay takes its unreplayed
+                // changes for lost.
+                let r = self.reclaim_locks(ctx, locks, ch).await;
+                return (r, None);
             }
         };
         (r, Some(self.commit_state(0)))

@@ -525,6 +525,7 @@ impl MdtService {
         name: &Name,
         keep_for: Option<u64>,
     ) -> Handled {
+        self.wait_holds_grace(ctx).await;
         let g = self.ns.lock().await;
         let mut t = Tx::new(&*self.store);
         let dir = t.dir(parent)?.clone();
@@ -696,6 +697,7 @@ impl MdtService {
         flags: u32,
         keep_for: Option<u64>,
     ) -> Handled {
+        self.wait_holds_grace(ctx).await;
         let known = rename_flags::NOREPLACE | rename_flags::EXCHANGE;
         if flags & !known != 0 || flags == known {
             return Err(ServerError::refused(

@@ -114,6 +114,20 @@ impl MdtService {
         self.locks.in_grace()
     }
 
+    /// Before a removal: wait (at most the grace period) until the
+    /// clients recorded before a restart held their open files again, so
+    /// that a file whose last name goes is known to be open or not and is
+    /// kept or freed at once. Replays do not wait: they were applied
+    /// before, and recovery waits for them.
+    pub(super) async fn wait_holds_grace(&self, ctx: &Rq<'_>) {
+        if ctx.cur.is_some_and(|c| c.replay.is_some()) {
+            return;
+        }
+        while self.holds_grace() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Destroy orphan `fid`. Anything else (a FID that is gone, or has a
     /// name again) is left alone: the request may be a resend.
     async fn destroy_orphan(self: &Arc<Self>, ctx: &Rq<'_>, fid: Fid) -> Handled {
