@@ -11,7 +11,7 @@ use loom_proto::msg::{Attr, FileKind, MdtRequest, OstRequest, Reply, ReqCtx, Tar
 use loom_proto::{Errno, Fid, Layout};
 use loom_rpc::{ClusterKey, RpcError};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -84,6 +84,8 @@ pub struct Client {
     /// Holds and releases of open files to tell the MDTs, sent in the
     /// order they were made (a release must not overtake its hold).
     tells: tokio::sync::mpsc::UnboundedSender<Tell>,
+    /// Tells queued so far, and sent so far ([`Client::tells_sent`]).
+    told: (AtomicU64, Arc<tokio::sync::watch::Sender<u64>>),
 }
 
 /// What this client tells an MDT of a file it has open ([`Client::tells`]).
@@ -151,6 +153,10 @@ impl Client {
             locks: Default::default(),
             me: std::sync::OnceLock::new(),
             tells,
+            told: (
+                AtomicU64::new(0),
+                Arc::new(tokio::sync::watch::channel(0).0),
+            ),
         });
         client.spawn_teller(told);
         let _ = client.me.set(Arc::downgrade(&client));
@@ -401,7 +407,21 @@ impl Client {
         if inode.is_orphan() || !inode.hold_orphan() {
             return;
         }
-        let _ = self.tells.send(Tell::Hold(inode.fid()));
+        self.tell(Tell::Hold(inode.fid()));
+    }
+
+    fn tell(&self, t: Tell) {
+        self.told.0.fetch_add(1, Ordering::AcqRel);
+        let _ = self.tells.send(t);
+    }
+
+    /// Wait until every hold and release of an open file queued so far
+    /// reached its MDT (or failed): what this client told in the
+    /// background is then in place.
+    pub async fn tells_sent(&self) {
+        let queued = self.told.0.load(Ordering::Acquire);
+        let mut rx = self.told.1.subscribe();
+        let _ = rx.wait_for(|n| *n >= queued).await;
     }
 
     /// Send the holds and releases of open files, one at a time in the
@@ -409,6 +429,7 @@ impl Client {
     fn spawn_teller(self: &Arc<Self>, mut told: tokio::sync::mpsc::UnboundedReceiver<Tell>) {
         let router = self.router.clone();
         let ctx = self.ctx(&Caller::current());
+        let sent = self.told.1.clone();
         self.rt.spawn(async move {
             while let Some(t) = told.recv().await {
                 let (fid, req, what) = match t {
@@ -430,6 +451,7 @@ impl Client {
                 if let Err(e) = r {
                     tracing::warn!(%fid, "{what}: {e}");
                 }
+                sent.send_modify(|n| *n += 1);
             }
         });
     }
@@ -535,7 +557,7 @@ impl Client {
     /// Release `fid` on its MDT in the background, after any hold of it
     /// this client sent before.
     fn spawn_release_orphan(&self, fid: Fid) {
-        let _ = self.tells.send(Tell::Release(fid));
+        self.tell(Tell::Release(fid));
     }
 
     /// Renew the leases of our orphans every `ORPHAN_RENEW`, until the

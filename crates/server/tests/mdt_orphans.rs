@@ -48,11 +48,37 @@ async fn unlinking_an_open_file_keeps_it_until_it_is_released() {
     assert_eq!(c.getattr(fid).await.nlink, 0);
     assert!(exists(&obj));
     assert_eq!(c.mdt().orphan_count(), 1);
-    c.ok(MdtRequest::ReleaseOrphan { fid }).await;
+    // Released by the client that holds it.
+    let release = || MdtRequest::ReleaseOrphan { fid };
+    assert_eq!(c.call_as(CLIENT, 2, 2, release()).await, Ok(Reply::Ok));
     gone(&c, fid, &obj).await;
     assert_eq!(c.mdt().orphan_count(), 0);
     // A repeated release (a resend) is harmless.
-    c.ok(MdtRequest::ReleaseOrphan { fid }).await;
+    assert_eq!(c.call_as(CLIENT, 3, 3, release()).await, Ok(Reply::Ok));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_another_client_holds_is_kept_until_that_client_lets_go() {
+    let c = Cluster::start().await;
+    let (fid, obj) = file_with_data(&c, "shared").await;
+    // Another client has it open and said so (as after a recall, or a
+    // reconnect).
+    let other = CLIENT + 1;
+    let hold = MdtRequest::RenewOrphans { fids: vec![fid] };
+    assert_eq!(c.call_as(other, 1, 1, hold).await, Ok(Reply::Ok));
+    // The unlinking client has no file open: kept all the same.
+    let r = c.call_as(CLIENT, 1, 1, unlink("shared", false)).await;
+    assert_eq!(r, Ok(Reply::Orphaned { fid }));
+    assert_eq!(c.getattr(fid).await.nlink, 0);
+    // The unlinker lets go of what it never held: still kept.
+    let release = || MdtRequest::ReleaseOrphan { fid };
+    assert_eq!(c.call_as(CLIENT, 2, 2, release()).await, Ok(Reply::Ok));
+    assert!(exists(&obj));
+    assert_eq!(c.mdt().orphan_count(), 1);
+    // Its last holder closes it: gone.
+    assert_eq!(c.call_as(other, 2, 2, release()).await, Ok(Reply::Ok));
+    gone(&c, fid, &obj).await;
+    assert_eq!(c.mdt().orphan_count(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -31,6 +31,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use loom_proto::msg::ORPHAN_LEASE;
+/// How long an orphan no client holds is kept since it was made,
+/// renewed or loaded at a restart (see [`MdtService::sweep_unheld`]).
+const UNHELD_AFTER: Duration = Duration::from_secs(20);
 /// How often the MDT looks for orphans whose lease ran out.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
@@ -196,15 +199,18 @@ impl MdtService {
     }
 
     /// Destroy the orphans no client holds (their holders died, or they
-    /// were kept during a grace period), once no grace period runs.
+    /// were kept during a grace period) and none renewed for
+    /// [`UNHELD_AFTER`], once no grace period runs. The delay lets a
+    /// client without leases (not recorded, so no grace waits for it)
+    /// hold its orphans again after a restart.
     pub(super) async fn sweep_unheld(self: &Arc<Self>) {
         if self.holds_grace() {
             return;
         }
         let unheld: Vec<Fid> = lock(&self.orphans.renewed)
-            .keys()
-            .filter(|f| !self.leases.holds.held(**f))
-            .copied()
+            .iter()
+            .filter(|(f, t)| t.elapsed() >= UNHELD_AFTER && !self.leases.holds.held(**f))
+            .map(|(f, _)| *f)
             .collect();
         for fid in unheld {
             tracing::info!(
