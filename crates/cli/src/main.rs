@@ -14,6 +14,7 @@ mod jobstats;
 mod migrate;
 mod mount;
 mod noop;
+mod params;
 mod project;
 mod quota;
 mod registry;
@@ -127,6 +128,11 @@ enum Cmd {
     /// project -p ID [-s] [-r] PATH...` sets (root), `loom project [-d]
     /// [-r] PATH...` lists, `-C` clears.
     Project(project::ProjectArgs),
+    /// Set site parameters on the MGS, read by every target within
+    /// seconds (root): `loom set-param MOUNT NAME=VALUE...`.
+    SetParam(params::SetParamArgs),
+    /// Show the site parameters: `loom get-param MOUNT [NAME...]`.
+    GetParam(params::GetParamArgs),
     // Benchmarks (mdtest, IOR, IO500; compare, sweep, suite). No doc
     // comment here: it would replace the long help of loom_bench::BenchArgs.
     Bench(loom_bench::BenchArgs),
@@ -177,6 +183,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Quota(a) => quota::quota(a),
         Cmd::Setquota(a) => quota::setquota(a),
         Cmd::Project(a) => project::project(a),
+        Cmd::SetParam(a) => params::set_param(a),
+        Cmd::GetParam(a) => params::get_param(a),
         // Its own exit codes, as e2fsck's.
         Cmd::Fsck(a) => return Ok(fsck::fsck(a)),
         Cmd::Bench(a) => loom_bench::run(a),

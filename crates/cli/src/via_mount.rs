@@ -112,6 +112,20 @@ pub(crate) fn mkdir(
         perm,
         stripe,
     })
+    .map_err(|e| {
+        // The MDT's reason does not cross the kernel; EPERM here is the
+        // site's rule (EACCES would be the directory's mode).
+        let eperm = e
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.raw_os_error() == Some(libc::EPERM));
+        match eperm {
+            true => e.context(
+                "the site reserves remote and striped directories to root or a group \
+                 (site parameter remote_dir_gid: `loom get-param MOUNT`)",
+            ),
+            false => e,
+        }
+    })
 }
 
 /// Make what `path` names by setting the mount's attribute `attr` of its

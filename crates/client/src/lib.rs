@@ -39,6 +39,7 @@ pub mod quota;
 pub mod registry;
 pub mod replay;
 pub mod routing;
+mod site;
 
 mod client;
 

@@ -305,6 +305,60 @@ pub struct ClusterConfig {
     pub targets: Vec<TargetInfo>,
     /// The FID location database.
     pub fldb: Vec<SeqRange>,
+    /// What the site set (`loom set-param`).
+    pub params: SiteParams,
+}
+
+/// Settings of a site, kept by the MGS and read by every target with the
+/// configuration (so a change reaches them within seconds, live).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiteParams {
+    /// Who besides root may make remote and striped directories (`loom
+    /// mkdir -i/-c`, `setdirstripe`), as Lustre's
+    /// `enable_remote_dir_gid`: `None` every user (the default), `Some(g)`
+    /// the members of group `g` (0: root only).
+    #[serde(default)]
+    pub remote_dir_gid: Option<u32>,
+}
+
+impl SiteParams {
+    /// The parameters `set` knows, with what each takes.
+    pub const KNOWN: &'static [(&'static str, &'static str)] = &[(
+        "remote_dir_gid",
+        "who besides root makes remote and striped directories: all (-1), or a group id (0: root only)",
+    )];
+
+    /// Set `name` to `value`, as `loom set-param NAME=VALUE` gives them.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        match name {
+            "remote_dir_gid" => {
+                self.remote_dir_gid = match value.trim() {
+                    "all" | "-1" => None,
+                    v => Some(v.parse().map_err(|_| {
+                        format!("remote_dir_gid: {v:?} is neither -1 (all) nor a group id")
+                    })?),
+                };
+                Ok(())
+            }
+            other => Err(format!(
+                "no parameter {other:?}; known: {}",
+                Self::KNOWN
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
+    /// Each parameter and its value, as `loom get-param` shows them.
+    pub fn show(&self) -> Vec<(&'static str, String)> {
+        vec![(
+            "remote_dir_gid",
+            self.remote_dir_gid
+                .map_or_else(|| "-1".to_string(), |g| g.to_string()),
+        )]
+    }
 }
 
 impl ClusterConfig {

@@ -126,6 +126,15 @@ declare_requests! {
         } => 12, "alloc_seq", Changes, Peers;
         /// Space and inode usage of a target (MDT or OST).
         StatFs => 39, "statfs", Reads, Any;
+        /// Set a site parameter (`SiteParams::set`): root only (EPERM),
+        /// EINVAL for an unknown name or a bad value. Every target reads
+        /// it with the configuration.
+        SetParam {
+            /// The parameter.
+            name: String,
+            /// Its new value.
+            value: String,
+        } => 112, "set_param", Changes, Any;
     }
 }
 

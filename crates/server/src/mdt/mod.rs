@@ -1050,7 +1050,10 @@ impl MdtService {
                 name,
                 perm,
                 stripe,
-            } => self.mkdir_striped(ctx, parent, &name, perm, stripe).await,
+            } => {
+                self.may_place_dirs(ctx).await?;
+                self.mkdir_striped(ctx, parent, &name, perm, stripe).await
+            }
             MdtRequest::Unlink {
                 parent,
                 name,

@@ -459,10 +459,12 @@ impl MdtService {
         }
         // Kept while the unlinking client, or another that told it has
         // the file open (see `holds`), may have it open; after a restart,
-        // until those clients told again, whatever it was.
+        // until those clients told again, whatever it was (but a replay,
+        // before recovery ends, does what it did the first time).
         let holds = &self.leases.holds;
+        let grace = self.holds_grace() && *self.recovered.borrow();
         if r.attr.kind == FileKind::File
-            && (keep_for.is_some() || holds.held_by_other(fid, keep_for) || self.holds_grace())
+            && (keep_for.is_some() || holds.held_by_other(fid, keep_for) || grace)
         {
             self.make_orphan(t, fid, keep_for.unwrap_or(0))?;
             if let Some(client) = keep_for {

@@ -79,6 +79,35 @@ impl Default for Placement {
 }
 
 impl MdtService {
+    /// The site's rule for explicit remote and striped directories (site
+    /// parameter `remote_dir_gid`): root, and the members of the group
+    /// it names, or every user. A replay is not asked again.
+    pub(super) async fn may_place_dirs(
+        &self,
+        rq: &super::request::Rq<'_>,
+    ) -> Result<(), ServerError> {
+        if rq.cur.is_some_and(|c| c.replay.is_some()) {
+            return Ok(());
+        }
+        let Some(gid) = self.peers.config().await?.params.remote_dir_gid else {
+            return Ok(());
+        };
+        let c = super::perm::Cred::of(rq.ctx);
+        if c.is_root() || (gid != 0 && c.in_group(gid)) {
+            return Ok(());
+        }
+        let who = match gid {
+            0 => "root only".to_string(),
+            g => format!("root and group {g} only"),
+        };
+        Err(ServerError::refused(
+            loom_proto::Errno::EPERM,
+            format!(
+                "remote and striped directories are made by {who} here (site parameter remote_dir_gid)"
+            ),
+        ))
+    }
+
     /// The default placement that applies to subdirectories made in `dir`:
     /// its own, else the nearest ancestor's on this MDT.
     pub(super) fn default_dir(&self, dir: Fid) -> Result<Option<DirDefault>, ServerError> {

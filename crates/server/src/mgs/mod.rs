@@ -19,7 +19,9 @@
 
 use crate::error::{Handled, ServerError};
 use loom_proto::fid::MAX_INO_SEQ;
-use loom_proto::msg::{ClusterConfig, MgsRequest, Reply, ReqCtx, SeqRange, TargetId, TargetInfo};
+use loom_proto::msg::{
+    ClusterConfig, MgsRequest, Reply, ReqCtx, SeqRange, SiteParams, TargetId, TargetInfo,
+};
 use loom_proto::Errno;
 use loom_store::durable::write_atomic;
 use serde::{Deserialize, Serialize};
@@ -43,6 +45,9 @@ struct MgsState {
     next_seq: u64,
     targets: Vec<TargetInfo>,
     fldb: Vec<SeqRange>,
+    /// A table: after the arrays of tables (absent in older state files).
+    #[serde(default)]
+    params: SiteParams,
 }
 
 impl MgsState {
@@ -54,6 +59,7 @@ impl MgsState {
             next_seq: 1,
             targets: Vec::new(),
             fldb: Vec::new(),
+            params: SiteParams::default(),
         }
     }
 
@@ -63,6 +69,7 @@ impl MgsState {
             generation: self.generation,
             targets: self.targets.clone(),
             fldb: self.fldb.clone(),
+            params: self.params.clone(),
         }
     }
 
@@ -173,7 +180,7 @@ impl MgsService {
     /// Handle one request.
     pub async fn handle(
         self: &Arc<Self>,
-        _ctx: &ReqCtx,
+        ctx: &ReqCtx,
         req: MgsRequest,
         _bulk: Vec<u8>,
     ) -> (Handled, Vec<u8>) {
@@ -182,6 +189,7 @@ impl MgsService {
             MgsRequest::GetConfig => Ok(Reply::Config(self.config().await)),
             MgsRequest::AllocSeq { mdt } => self.alloc_seq(mdt).await,
             MgsRequest::StatFs => self.statfs().await,
+            MgsRequest::SetParam { name, value } => self.set_param(ctx, &name, &value).await,
         };
         (res, Vec::new())
     }
@@ -227,6 +235,31 @@ impl MgsService {
         if changed {
             tracing::info!(target = %id, addr, "target registered");
         }
+        Ok(Reply::Ok)
+    }
+
+    /// `loom set-param`: root's, persisted, and a new generation.
+    async fn set_param(&self, ctx: &ReqCtx, name: &str, value: &str) -> Handled {
+        if ctx.uid != 0 {
+            return Err(ServerError::refused(
+                Errno::EPERM,
+                format!("setting {name}: site parameters are root's"),
+            ));
+        }
+        self.mutate(|st| {
+            let mut params = st.params.clone();
+            params
+                .set(name, value)
+                .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
+            let changed = params != st.params;
+            if changed {
+                st.params = params;
+                st.generation += 1;
+            }
+            Ok(((), changed))
+        })
+        .await?;
+        tracing::info!(name, value, "site parameter set");
         Ok(Reply::Ok)
     }
 

@@ -202,3 +202,40 @@ async fn state_file_is_readable_toml() {
     assert!(text.contains("fsname = \"lfs1\""), "{text}");
     assert!(text.contains("next_seq = 2"), "{text}");
 }
+
+#[tokio::test]
+async fn site_parameters_are_roots_and_survive_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = mgs(dir.path());
+    register(&s, "lfs1", target(TargetId::mdt(0), "u0", "a:1"))
+        .await
+        .expect("register");
+    let set = |value: &str| MgsRequest::SetParam {
+        name: "remote_dir_gid".into(),
+        value: value.into(),
+    };
+    // ReqCtx::default() is uid 0; a user is refused.
+    let user = ReqCtx {
+        uid: 65534,
+        ..ReqCtx::default()
+    };
+    let r = s.handle(&user, set("0"), Vec::new()).await;
+    let r = crate::error::answer(TargetId::MGS, r).0;
+    assert_eq!(r.map_err(|e| e.errno), Err(Errno::EPERM));
+    let before = config(&s).await.generation;
+    call(&s, set("2000")).await.expect("set");
+    let c = config(&s).await;
+    assert_eq!(c.params.remote_dir_gid, Some(2000));
+    assert_eq!(c.generation, before + 1, "targets see a new configuration");
+    let bad = call(&s, set("staff")).await.map_err(|e| e.errno);
+    assert_eq!(bad, Err(Errno::EINVAL));
+    drop(s);
+    let again = mgs(dir.path());
+    let c = config(&again).await;
+    assert_eq!(
+        c.params.remote_dir_gid,
+        Some(2000),
+        "kept in the state file"
+    );
+    assert_eq!(c.targets.len(), 1);
+}
