@@ -53,6 +53,18 @@ fn fsck_clean(c: &Cluster, when: &str) {
     assert_eq!(code, 0, "fsck {when}:\n{out}");
 }
 
+/// A process of uid 65534 with `d2/f` open, which it read whole.
+fn reading(ev: &std::rc::Rc<Events>, name: &str, d2: &Path, sum: &str) -> Locker {
+    let mut reader = Locker::start(ev, name);
+    reader.open(d2, "f");
+    reader.expect(
+        &format!("pread 0 {SIZE}"),
+        &format!("data {SIZE} {sum}"),
+        "before",
+    );
+    reader
+}
+
 /// The holder reads the whole file and writes past its end, through
 /// mount 2, after the name is gone on both mounts.
 fn still_usable(reader: &mut Locker, f1: &Path, d2: &Path, sum: &str) {
@@ -76,13 +88,7 @@ fn a_file_open_on_one_mount_outlives_its_removal_on_another() {
     let (c, d1, d2) = two_mounts(1, 0);
     let (f1, sum, objs) = a_file(&c, &d1);
     let ev = Events::new(&c);
-    let mut reader = Locker::start(&ev, "a reader on mount 2");
-    reader.open(&d2, "f");
-    reader.expect(
-        &format!("pread 0 {SIZE}"),
-        &format!("data {SIZE} {sum}"),
-        "before",
-    );
+    let mut reader = reading(&ev, "a reader on mount 2", &d2, &sum);
     std::fs::remove_file(&f1).expect("rm on mount 1");
     still_usable(&mut reader, &f1, &d2, &sum);
     assert!(objs.iter().all(|o| o.exists()), "kept while open");
@@ -98,13 +104,7 @@ fn an_open_file_is_held_again_after_an_mdt_kill9() {
     let (mut c, d1, d2) = two_mounts(1, 0);
     let (f1, sum, objs) = a_file(&c, &d1);
     let ev = Events::new(&c);
-    let mut reader = Locker::start(&ev, "a reader on mount 2");
-    reader.open(&d2, "f");
-    reader.expect(
-        &format!("pread 0 {SIZE}"),
-        &format!("data {SIZE} {sum}"),
-        "before",
-    );
+    let mut reader = reading(&ev, "a reader on mount 2", &d2, &sum);
     c.kill9("mdt0");
     c.restart("mdt0");
     // Mount 2's leases went with the MDT: it holds its open file again
@@ -123,8 +123,7 @@ fn a_killed_mount_lets_go_of_the_files_it_had_open() {
     let (c, d1, d2) = two_mounts(1, 0);
     let (f1, sum, objs) = a_file(&c, &d1);
     let ev = Events::new(&c);
-    let mut reader = Locker::start(&ev, "a reader on mount 2");
-    reader.open(&d2, "f");
+    let mut reader = reading(&ev, "a reader on mount 2", &d2, &sum);
     std::fs::remove_file(&f1).expect("rm on mount 1");
     still_usable(&mut reader, &f1, &d2, &sum);
     let m2 = d2.parent().expect("mount 2").to_path_buf();
@@ -146,8 +145,7 @@ fn a_mount_without_leases_holds_the_files_it_opens_too() {
     let d2 = m2.join("locks");
     let (f1, sum, objs) = a_file(&c, &d1);
     let ev = Events::new(&c);
-    let mut reader = Locker::start(&ev, "a reader on a mount without leases");
-    reader.open(&d2, "f");
+    let mut reader = reading(&ev, "a reader on a mount without leases", &d2, &sum);
     std::fs::remove_file(&f1).expect("rm on mount 1");
     still_usable(&mut reader, &f1, &d2, &sum);
     reader.ok("close", "the last close");

@@ -12,18 +12,8 @@ use loom_proto::msg::{access, DirStripe, FileKind, SetAttr};
 use loom_proto::{Errno, Fid};
 use std::sync::Arc;
 
-fn user(uid: u32, gid: u32, groups: &[u32]) -> Caller {
-    Caller {
-        uid,
-        gid,
-        groups: groups.to_vec(),
-        pid: 0,
-        umask: None,
-    }
-}
-
 fn root() -> Caller {
-    user(0, 0, &[])
+    user_in(0, 0, &[])
 }
 
 fn e(tag: Tag, id: u32, perm: u32) -> Entry {
@@ -63,10 +53,10 @@ async fn acl_of(client: &Arc<Client>, fid: Fid, name: &[u8]) -> Option<Acl> {
 async fn access_acls_decide_who_may_do_what() {
     let cluster = start_cluster("acls").await;
     let client = connect(&cluster, "acls").await;
-    let alice = user(1000, 1000, &[]);
-    let bob = user(1001, 1001, &[]);
-    let carol = user(1002, 1002, &[3000]);
-    let dave = user(1003, 1003, &[]);
+    let alice = user_in(1000, 1000, &[]);
+    let bob = user_in(1001, 1001, &[]);
+    let carol = user_in(1002, 1002, &[3000]);
+    let dave = user_in(1003, 1003, &[]);
     let work = client
         .mkdir(&root(), Fid::ROOT, "work", 0o777)
         .await
@@ -243,9 +233,9 @@ async fn default_acls_are_inherited_in_place_of_the_umask() {
     let client = connect(&cluster, "acldef").await;
     let alice = Caller {
         umask: Some(0o077),
-        ..user(1000, 1000, &[])
+        ..user_in(1000, 1000, &[])
     };
-    let bob = user(1001, 1001, &[]);
+    let bob = user_in(1001, 1001, &[]);
     let top = client
         .mkdir(&root(), Fid::ROOT, "top", 0o777)
         .await

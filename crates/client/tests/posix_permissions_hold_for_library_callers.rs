@@ -9,18 +9,8 @@ use loom_proto::msg::{access, FileKind, SetAttr, SetTime, Time};
 use loom_proto::{Errno, Fid};
 use std::sync::Arc;
 
-fn user(uid: u32, gid: u32, groups: &[u32]) -> Caller {
-    Caller {
-        uid,
-        gid,
-        groups: groups.to_vec(),
-        pid: 0,
-        umask: None,
-    }
-}
-
 fn root() -> Caller {
-    user(0, 0, &[])
+    user_in(0, 0, &[])
 }
 
 /// Make `name` in `parent` as root, with mode `perm`, owned by `uid:gid`.
@@ -68,9 +58,9 @@ async fn posix_permissions_hold_for_library_callers() {
     let cluster = start_cluster("perms").await;
     let client = connect(&cluster, "perms").await;
     let (alice, bob, carol) = (
-        user(1000, 1000, &[2000]),
-        user(1001, 1001, &[2000, 3000]),
-        user(1002, 1002, &[]),
+        user_in(1000, 1000, &[2000]),
+        user_in(1001, 1001, &[2000, 3000]),
+        user_in(1002, 1002, &[]),
     );
 
     // Search, read and write bits along the path.

@@ -126,10 +126,15 @@ pub fn me() -> Caller {
 
 /// A caller with uid and gid `uid`, no supplementary groups.
 pub fn user(uid: u32) -> Caller {
+    user_in(uid, uid, &[])
+}
+
+/// A caller with uid `uid`, primary group `gid` and `groups`.
+pub fn user_in(uid: u32, gid: u32, groups: &[u32]) -> Caller {
     Caller {
         uid,
-        gid: uid,
-        groups: Vec::new(),
+        gid,
+        groups: groups.to_vec(),
         pid: 0,
         umask: None,
     }
