@@ -88,13 +88,22 @@ pub struct Client {
     told: (AtomicU64, Arc<tokio::sync::watch::Sender<u64>>),
 }
 
-/// What this client tells an MDT of a file it has open ([`Client::tells`]).
+/// What this client tells an MDT of the files it has open
+/// ([`Client::tells`]).
 #[derive(Debug)]
-enum Tell {
+pub(crate) enum Tell {
     /// It has the file open (`RenewOrphans`, which holds it).
     Hold(Fid),
     /// Its last handle closed (`ReleaseOrphan`).
     Release(Fid),
+    /// Its connection to MDT `mdt` was lost: its locks and open files
+    /// there, held again (`ReclaimLocks`; the files are taken when it is
+    /// sent, so a close after that releases after it). The outcome goes
+    /// to `done`.
+    Reclaim {
+        mdt: u32,
+        done: tokio::sync::oneshot::Sender<Result<(), Errno>>,
+    },
 }
 
 impl Client {
@@ -410,7 +419,7 @@ impl Client {
         self.tell(Tell::Hold(inode.fid()));
     }
 
-    fn tell(&self, t: Tell) {
+    pub(crate) fn tell(&self, t: Tell) {
         self.told.0.fetch_add(1, Ordering::AcqRel);
         let _ = self.tells.send(t);
     }
@@ -430,9 +439,19 @@ impl Client {
         let router = self.router.clone();
         let ctx = self.ctx(&Caller::current());
         let sent = self.told.1.clone();
+        let me = Arc::downgrade(self);
         self.rt.spawn(async move {
             while let Some(t) = told.recv().await {
                 let (fid, req, what) = match t {
+                    Tell::Reclaim { mdt, done } => {
+                        let r = match me.upgrade() {
+                            Some(c) => c.reclaim(mdt).await,
+                            None => Err(Errno::EIO),
+                        };
+                        let _ = done.send(r);
+                        sent.send_modify(|n| *n += 1);
+                        continue;
+                    }
                     Tell::Hold(fid) => (
                         fid,
                         MdtRequest::RenewOrphans { fids: vec![fid] },

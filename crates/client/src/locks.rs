@@ -308,7 +308,7 @@ impl Client {
     /// Send MDT `mdt` what this client holds there: its locks, and the
     /// files it has open (held from now on, see `Inode::hold_orphan`:
     /// its leases on them went with the connection).
-    async fn reclaim(&self, mdt: u32) -> Result<(), Errno> {
+    pub(crate) async fn reclaim(&self, mdt: u32) -> Result<(), Errno> {
         let locks = self.locks.on_mdt(mdt);
         let n = locks.len();
         let mut held = Vec::new();
@@ -374,7 +374,11 @@ async fn reclaimer(me: Weak<Client>) {
             if now == seen {
                 continue;
             }
-            match client.reclaim(mdt).await {
+            // In line with the holds and releases of open files, so that
+            // a close racing the reclaim releases after it.
+            let (done, outcome) = tokio::sync::oneshot::channel();
+            client.tell(crate::client::Tell::Reclaim { mdt, done });
+            match outcome.await.unwrap_or(Err(Errno::EIO)) {
                 Ok(()) => {
                     client.locks.lock().mdts.insert(mdt, now);
                 }
