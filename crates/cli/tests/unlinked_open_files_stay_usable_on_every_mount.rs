@@ -65,6 +65,14 @@ fn reading(ev: &std::rc::Rc<Events>, name: &str, d2: &Path, sum: &str) -> Locker
     reader
 }
 
+/// The holder closes the file: its objects go, and nothing is left over.
+fn last_close(reader: &mut Locker, c: &Cluster, objs: &[PathBuf], ev: &Events) {
+    reader.ok("close", "the last close");
+    destroyed(objs, "after the last close");
+    fsck_clean(c, "after the last close");
+    ev.quiet("every answer was read");
+}
+
 /// The holder reads the whole file and writes past its end, through
 /// mount 2, after the name is gone on both mounts.
 fn still_usable(reader: &mut Locker, f1: &Path, d2: &Path, sum: &str) {
@@ -93,10 +101,7 @@ fn a_file_open_on_one_mount_outlives_its_removal_on_another() {
     still_usable(&mut reader, &f1, &d2, &sum);
     assert!(objs.iter().all(|o| o.exists()), "kept while open");
     fsck_clean(&c, "while the unlinked file is open");
-    reader.ok("close", "the last close");
-    destroyed(&objs, "after the last close");
-    fsck_clean(&c, "after the last close");
-    ev.quiet("every answer was read");
+    last_close(&mut reader, &c, &objs, &ev);
 }
 
 #[test]
@@ -112,10 +117,7 @@ fn an_open_file_is_held_again_after_an_mdt_kill9() {
     std::fs::remove_file(&f1).expect("rm on mount 1 after the restart");
     still_usable(&mut reader, &f1, &d2, &sum);
     assert!(objs.iter().all(|o| o.exists()), "kept while open");
-    reader.ok("close", "the last close");
-    destroyed(&objs, "after the last close");
-    fsck_clean(&c, "after the last close");
-    ev.quiet("every answer was read");
+    last_close(&mut reader, &c, &objs, &ev);
 }
 
 #[test]
@@ -148,8 +150,5 @@ fn a_mount_without_leases_holds_the_files_it_opens_too() {
     let mut reader = reading(&ev, "a reader on a mount without leases", &d2, &sum);
     std::fs::remove_file(&f1).expect("rm on mount 1");
     still_usable(&mut reader, &f1, &d2, &sum);
-    reader.ok("close", "the last close");
-    destroyed(&objs, "after the last close");
-    fsck_clean(&c, "after the last close");
-    ev.quiet("every answer was read");
+    last_close(&mut reader, &c, &objs, &ev);
 }

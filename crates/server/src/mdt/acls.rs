@@ -129,27 +129,9 @@ mod tests {
     use loom_proto::msg::Time;
 
     fn rec(kind: FileKind, perm: u32) -> InodeRec {
-        InodeRec {
-            version: super::super::records::INODE_REC_VERSION,
-            attr: super::super::attrs::new_attr(
-                Fid::new(1, 2),
-                kind,
-                perm,
-                10,
-                20,
-                Time::default(),
-            ),
-            parent: Fid::ROOT,
-            layout: None,
-            symlink: None,
-            default_stripe: None,
-            default_layout: None,
-            default_dir: None,
-            default_compress: None,
-            proj_inherit: false,
-            acl: None,
-            default_acl: None,
-        }
+        let t = Time::default();
+        let attr = super::super::attrs::new_attr(Fid::new(1, 2), kind, perm, 10, 20, t);
+        InodeRec::new(attr, Fid::ROOT)
     }
 
     fn named(user: u32, perm: u32) -> Acl {

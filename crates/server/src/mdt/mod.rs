@@ -46,7 +46,7 @@ use loom_proto::msg::{Commit, Effect, FileKind, MdtRequest, PeerRequest, Reply, 
 use loom_proto::{lease, Errno, Fid};
 use loom_rpc::Channel;
 use loom_store::kv::{FjallStore, KvStore, Ticket};
-use records::{meta, InodeRec, INODE_REC_VERSION};
+use records::{meta, InodeRec};
 use recovery::{Recovery, Registered};
 use replies::{ReplyCache, ReplyKey};
 use request::{Current, Rq};
@@ -342,20 +342,10 @@ impl MdtService {
     fn create_root(&self) -> anyhow::Result<()> {
         let now = Time::now();
         let mut t = Tx::new(&*self.store);
-        t.create_inode(InodeRec {
-            version: INODE_REC_VERSION,
-            attr: attrs::new_attr(Fid::ROOT, FileKind::Dir, 0o755, 0, 0, now),
-            parent: Fid::ROOT,
-            layout: None,
-            symlink: None,
-            default_stripe: None,
-            default_layout: None,
-            default_dir: None,
-            default_compress: None,
-            proj_inherit: false,
-            acl: None,
-            default_acl: None,
-        });
+        t.create_inode(InodeRec::new(
+            attrs::new_attr(Fid::ROOT, FileKind::Dir, 0o755, 0, 0, now),
+            Fid::ROOT,
+        ));
         let ticket = self.apply_step(t)?;
         self.store.sync_through(ticket)?;
         tracing::info!("MDT{:04x}: created the root directory", self.index);

@@ -102,6 +102,25 @@ struct InodeRecV1 {
 }
 
 impl InodeRec {
+    /// A record of the current version of an inode with `attr` in
+    /// `parent`, with no layout, link target, defaults or ACLs.
+    pub fn new(attr: Attr, parent: Fid) -> InodeRec {
+        InodeRec {
+            version: INODE_REC_VERSION,
+            attr,
+            parent,
+            layout: None,
+            symlink: None,
+            default_stripe: None,
+            default_layout: None,
+            default_dir: None,
+            default_compress: None,
+            proj_inherit: false,
+            acl: None,
+            default_acl: None,
+        }
+    }
+
     /// Decode a stored inode record of any version (1: without
     /// `default_layout`, 2: without `default_dir`, 3: without
     /// `default_compress` and with layouts of [`LayoutV1`]'s form, 4:
@@ -232,18 +251,8 @@ mod tests {
             projid: 0,
         };
         let plain = InodeRec {
-            version: INODE_REC_VERSION,
-            attr,
-            parent: Fid::ROOT,
-            layout: None,
-            symlink: None,
             default_stripe: Some(StripeSpec::default()),
-            default_layout: None,
-            default_dir: None,
-            default_compress: None,
-            proj_inherit: false,
-            acl: None,
-            default_acl: None,
+            ..InodeRec::new(attr, Fid::ROOT)
         };
         for v in [1u8, 2, 3, 4, 5] {
             let r = InodeRec::decode(&old(&plain, v)).expect("an old record");
