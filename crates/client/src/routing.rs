@@ -28,6 +28,7 @@ use loom_proto::msg::{
     ClientRequest, ClusterConfig, Commit, Effect, Envelope, Lease, MdtRequest, MgsRequest, Reply,
     ReqCtx, Request, Role, TargetId,
 };
+use loom_proto::requests::Shows;
 use loom_proto::WireError;
 use loom_proto::{Errno, Fid};
 use loom_rpc::{CallbackHandler, ClientOptions as RpcOptions, ClusterKey, RpcClient, RpcError};
@@ -736,39 +737,51 @@ impl Router {
         v: Validity,
     ) {
         let f = &self.fresh;
-        match (req, r) {
-            (MdtRequest::Lookup { parent, name }, Ok(Reply::Entry { attr, layout })) => {
-                let g = granted.contains(&Lease::Name(*parent, name.clone()));
-                f.seen_name(*parent, name, Some(attr.fid), g, v);
-                f.seen(attr, granted.contains(&Lease::Attr(attr.fid)), v);
-                if let Some(l) = layout {
-                    f.seen_layout(attr.fid, l);
+        // What the answer shows is declared with each operation.
+        match req.op().shows {
+            Shows::Nothing | Shows::Attrs => {}
+            Shows::Entry => {
+                for (parent, name) in req.dir_names() {
+                    let Some(name) = name else { continue };
+                    let g = granted.contains(&Lease::Name(parent, name.clone()));
+                    match r {
+                        Ok(Reply::Entry { attr, .. }) => {
+                            f.seen_name(parent, name, Some(attr.fid), g, v)
+                        }
+                        Err(Errno::ENOENT) => f.seen_name(parent, name, None, g, v),
+                        _ => {}
+                    }
+                }
+                if let Ok(Reply::Entry { attr, layout }) = r {
+                    f.seen(attr, granted.contains(&Lease::Attr(attr.fid)), v);
+                    if let Some(l) = layout {
+                        f.seen_layout(attr.fid, l);
+                    }
                 }
             }
-            (MdtRequest::Lookup { parent, name }, Err(Errno::ENOENT)) => {
-                let g = granted.contains(&Lease::Name(*parent, name.clone()));
-                f.seen_name(*parent, name, None, g, v);
-            }
-            (MdtRequest::GetAttr { fid }, Ok(Reply::Attr(a))) => {
-                f.seen(a, granted.contains(&Lease::Attr(*fid)), v);
-            }
-            (MdtRequest::Open { fid, .. }, Ok(Reply::Entry { attr: a, layout })) => {
-                f.seen(a, granted.contains(&Lease::Attr(*fid)), v);
-                if let Some(l) = layout {
-                    f.seen_layout(*fid, l);
+            Shows::Attr => match r {
+                Ok(Reply::Attr(a)) => f.seen(a, granted.contains(&Lease::Attr(a.fid)), v),
+                Ok(Reply::Entry { attr: a, layout }) => {
+                    f.seen(a, granted.contains(&Lease::Attr(a.fid)), v);
+                    if let Some(l) = layout {
+                        f.seen_layout(a.fid, l);
+                    }
                 }
-            }
-            (MdtRequest::Readdir { fid, .. }, Ok(Reply::Dir { entries, .. })) => {
+                _ => {}
+            },
+            Shows::List => {
+                let (Some((fid, _)), Ok(Reply::Dir { entries, .. })) = (req.listing(), r) else {
+                    return;
+                };
                 for e in entries {
-                    let g = granted.contains(&Lease::Name(*fid, e.name.clone()));
-                    f.seen_name(*fid, &e.name, Some(e.attr.fid), g, v);
+                    let g = granted.contains(&Lease::Name(fid, e.name.clone()));
+                    f.seen_name(fid, &e.name, Some(e.attr.fid), g, v);
                     f.seen(&e.attr, granted.contains(&Lease::Attr(e.attr.fid)), v);
                 }
-                if granted.contains(&Lease::List(*fid)) {
-                    f.seen_list(*fid, entries.iter().map(|e| e.name.clone()).collect(), v);
+                if granted.contains(&Lease::List(fid)) {
+                    f.seen_list(fid, entries.iter().map(|e| e.name.clone()).collect(), v);
                 }
             }
-            _ => {}
         }
     }
 }
@@ -777,7 +790,7 @@ impl Router {
 /// hash to; the directory object the request now goes to (`None` for a
 /// listing, which the caller must redo over the shards).
 fn reshard(req: &mut MdtRequest, dir: Fid, layout: &loom_proto::Layout) -> Option<Fid> {
-    if matches!(req, MdtRequest::Readdir { .. }) {
+    if req.listing().is_some() {
         return None;
     }
     req.reroute_names(|d, name| {
@@ -1105,24 +1118,87 @@ fn role_slot(r: Role) -> usize {
     }
 }
 
-/// What change `req`, answered `reply`, did to extended attributes.
+/// What change `req`, answered `reply`, did to extended attributes
+/// (matched over every operation: a new one must say).
 fn xattrs_changed(req: &MdtRequest, reply: &Reply) -> XattrsChanged {
-    match (req, reply) {
-        (
-            MdtRequest::Create { .. }
-            | MdtRequest::Mkdir { .. }
-            | MdtRequest::Symlink { .. }
-            | MdtRequest::MkdirStriped { .. },
-            Reply::Entry { attr, .. },
-        ) => XattrsChanged::Made(attr.fid),
-        (MdtRequest::SetXattr { fid, .. } | MdtRequest::RemoveXattr { fid, .. }, _) => {
-            XattrsChanged::Set(*fid)
+    use MdtRequest as R;
+    // Declared with the operation: it makes an inode.
+    if req.op().makes {
+        return match reply {
+            Reply::Entry { attr, .. } => XattrsChanged::Made(attr.fid),
+            _ => XattrsChanged::Nothing,
+        };
+    }
+    match req {
+        R::SetXattr { fid, .. } | R::RemoveXattr { fid, .. } => XattrsChanged::Set(*fid),
+        R::SetAttr { fid, set } => {
+            if set.uid.is_some() || set.gid.is_some() || set.size.is_some() || set.kill_suid {
+                XattrsChanged::KillPriv(*fid)
+            } else {
+                XattrsChanged::Nothing
+            }
         }
-        (MdtRequest::SetAttr { fid, set }, _)
-            if set.uid.is_some() || set.gid.is_some() || set.size.is_some() || set.kill_suid =>
-        {
-            XattrsChanged::KillPriv(*fid)
-        }
-        _ => XattrsChanged::Nothing,
+        R::Create { .. }
+        | R::Mkdir { .. }
+        | R::Symlink { .. }
+        | R::MkdirStriped { .. }
+        | R::Lookup { .. }
+        | R::GetAttr { .. }
+        | R::Unlink { .. }
+        | R::Rmdir { .. }
+        | R::Rename { .. }
+        | R::Link { .. }
+        | R::Readlink { .. }
+        | R::Readdir { .. }
+        | R::GetLayout { .. }
+        | R::SetDefaultStripe { .. }
+        | R::GetDefaultStripe { .. }
+        | R::GetXattr { .. }
+        | R::ListXattr { .. }
+        | R::StatFs
+        | R::UpdateSize { .. }
+        | R::ReleaseOrphan { .. }
+        | R::RenewOrphans { .. }
+        | R::Open { .. }
+        | R::Replay { .. }
+        | R::Sync
+        | R::Disconnect
+        | R::CommitState
+        | R::Subscribe
+        | R::SetDefaultLayout { .. }
+        | R::GetDefaultLayout { .. }
+        | R::DomWrite { .. }
+        | R::DomRead { .. }
+        | R::DomPunch { .. }
+        | R::SetDirDefault { .. }
+        | R::GetDirDefault { .. }
+        | R::OpStats
+        | R::Scrub { .. }
+        | R::ListObjects { .. }
+        | R::ReclaimObjects { .. }
+        | R::FsckScan { .. }
+        | R::FsckRepair { .. }
+        | R::JobStats
+        | R::SetDefaultCompress { .. }
+        | R::GetDefaultCompress { .. }
+        | R::Migrate { .. }
+        | R::Restripe { .. }
+        | R::ReaddirShard { .. }
+        | R::ChangelogRead { .. }
+        | R::ChangelogRegister
+        | R::ChangelogClear { .. }
+        | R::ChangelogDeregister { .. }
+        | R::ChangelogState
+        | R::QuotaUsage { .. }
+        | R::QuotaCheck
+        | R::SetProject { .. }
+        | R::GetProject { .. }
+        | R::SetQuota { .. }
+        | R::GetQuota { .. }
+        | R::Lock { .. }
+        | R::Unlock { .. }
+        | R::TestLock { .. }
+        | R::ReclaimLocks { .. }
+        | R::AppendReserve { .. } => XattrsChanged::Nothing,
     }
 }

@@ -12,6 +12,7 @@
 use crate::fid::Fid;
 use crate::msg::{Effects, MdtRequest, Reply};
 use crate::name::Name;
+use crate::requests::Shows;
 use crate::Errno;
 use serde::{Deserialize, Serialize};
 
@@ -42,31 +43,46 @@ pub fn granted_by_read(
     local: impl Fn(Fid) -> bool,
 ) -> Vec<Lease> {
     let attr = |fid: Fid| local(fid).then_some(Lease::Attr(fid));
-    match (req, result) {
-        (MdtRequest::Lookup { parent, name }, Ok(Reply::Entry { attr: a, .. })) => {
-            let mut v = vec![Lease::Name(*parent, name.clone())];
-            v.extend(attr(a.fid));
+    // What the answer shows is declared with each operation (`Op::shows`);
+    // the names and the inode are the request's declared ones.
+    match req.op().shows {
+        Shows::Nothing | Shows::Attrs => Vec::new(),
+        Shows::Entry => {
+            let names = req.dir_names().into_iter();
+            let mut v: Vec<Lease> = names
+                .filter_map(|(dir, name)| Some(Lease::Name(dir, name?.clone())))
+                .collect();
+            match result {
+                Ok(Reply::Entry { attr: a, .. }) => v.extend(attr(a.fid)),
+                Err(Errno::ENOENT) => {}
+                _ => v.clear(),
+            }
             v
         }
-        (MdtRequest::Lookup { parent, name }, Err(Errno::ENOENT)) => {
-            vec![Lease::Name(*parent, name.clone())]
-        }
-        (MdtRequest::GetAttr { fid }, Ok(Reply::Attr(_)))
-        | (MdtRequest::Open { fid, .. }, Ok(Reply::Entry { .. })) => {
-            attr(*fid).into_iter().collect()
-        }
-        (MdtRequest::Readdir { fid, cookie, .. }, Ok(Reply::Dir { entries, eof })) => {
+        Shows::Attr => match (req.routed_by(), result) {
+            (Some(fid), Ok(Reply::Attr(_) | Reply::Entry { .. })) => {
+                attr(fid).into_iter().collect()
+            }
+            _ => Vec::new(),
+        },
+        Shows::List => {
+            let Ok(Reply::Dir { entries, eof }) = result else {
+                return Vec::new();
+            };
+            let Some((fid, from)) = req.listing() else {
+                return Vec::new();
+            };
             let mut v = Vec::with_capacity(entries.len() * 2 + 1);
             for e in entries {
-                v.push(Lease::Name(*fid, e.name.clone()));
+                v.push(Lease::Name(fid, e.name.clone()));
                 v.extend(attr(e.attr.fid));
             }
-            if *cookie == 0 && *eof {
-                v.push(Lease::List(*fid));
+            // The whole list: one page from the start held it all.
+            if *eof && from == 0 {
+                v.push(Lease::List(fid));
             }
             v
         }
-        _ => Vec::new(),
     }
 }
 

@@ -56,6 +56,24 @@ pub enum Senders {
     Peers,
 }
 
+/// What a read's answer shows, so what the leases it grants cover.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shows {
+    /// Nothing leased: no inode's attributes, or not a read.
+    Nothing,
+    /// The inode a name leads to (or that the name is absent): the name
+    /// and the inode's attributes.
+    Entry,
+    /// The attributes of the inode the request is routed by.
+    Attr,
+    /// A directory's names and their inodes' attributes; the whole list
+    /// when one page held it all.
+    List,
+    /// Inodes' attributes without names that may be leased (a shard of a
+    /// striped directory).
+    Attrs,
+}
+
 /// One declared operation, for tables and checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Op {
@@ -67,10 +85,36 @@ pub struct Op {
     pub effect: Effect,
     /// Who may send it.
     pub senders: Senders,
+    /// What its answer shows of inodes (reads).
+    pub shows: Shows,
+    /// It makes an inode whose attributes its answer carries.
+    pub makes: bool,
+}
+
+/// A declared fact with a default: the value given, or the default.
+macro_rules! fact {
+    ($default:expr $(,)?) => {
+        $default
+    };
+    ($default:expr, $given:expr) => {
+        $given
+    };
 }
 
 /// Declares one service's request enum and, from the same lines, its
-/// opcodes, names, effects and senders.
+/// opcodes, names, effects and senders, and the facts the MDT and clients
+/// route, guard and lease by. After the senders, in this order, each
+/// optional:
+/// - `route = FIELD`: the inode the request is routed by (`routed_by`);
+/// - `names = [DIR / NAME, ...]`: the directory entries it addresses
+///   (`dir_names`, `reroute_names`), a rename's source first;
+/// - `lists = FIELD at COOKIE`: the directory it lists from where
+///   (`listing`; `dir_names` with no name);
+/// - `shows = KIND`: what its answer shows ([`Shows`]);
+/// - `makes = true`: it makes an inode.
+///
+/// Each fact is declared on the operation's own line and every table is
+/// generated from them, so an operation cannot be left out of one.
 macro_rules! declare_requests {
     (
         $(#[$em:meta])*
@@ -78,7 +122,12 @@ macro_rules! declare_requests {
             $(
                 $(#[$vm:meta])*
                 $V:ident $({ $($(#[$fm:meta])* $f:ident : $t:ty),* $(,)? })?
-                    => $op:literal, $name:literal, $effect:ident, $senders:ident;
+                    => $op:literal, $name:literal, $effect:ident, $senders:ident
+                    $(, route = $route:ident)?
+                    $(, names = [$($dir:ident / $dname:ident),+])?
+                    $(, lists = $lists:ident at $cookie:ident)?
+                    $(, shows = $shows:ident)?
+                    $(, makes = $makes:literal)?;
             )*
         }
     ) => {
@@ -94,13 +143,89 @@ macro_rules! declare_requests {
         impl $E {
             /// Every operation of this service, in declaration order.
             pub const OPS: &'static [Op] = &[
-                $(Op { opcode: $op, name: $name, effect: Effect::$effect, senders: Senders::$senders },)*
+                $(Op {
+                    opcode: $op,
+                    name: $name,
+                    effect: Effect::$effect,
+                    senders: Senders::$senders,
+                    shows: fact!(Shows::Nothing $(, Shows::$shows)?),
+                    makes: fact!(false $(, $makes)?),
+                },)*
             ];
 
             /// This request's declaration.
             pub const fn op(&self) -> Op {
                 match self {
-                    $($E::$V { .. } => Op { opcode: $op, name: $name, effect: Effect::$effect, senders: Senders::$senders },)*
+                    $($E::$V { .. } => Op {
+                        opcode: $op,
+                        name: $name,
+                        effect: Effect::$effect,
+                        senders: Senders::$senders,
+                        shows: fact!(Shows::Nothing $(, Shows::$shows)?),
+                        makes: fact!(false $(, $makes)?),
+                    },)*
+                }
+            }
+
+            /// The inode the request is routed by: the one whose MDT
+            /// answers it, and that answers `Moved` if it left.
+            #[allow(unused_variables)]
+            pub fn routed_by(&self) -> Option<Fid> {
+                match self {
+                    $($E::$V { .. } => {
+                        $(if let $E::$V { $route, .. } = self {
+                            return Some(*$route);
+                        })?
+                        None
+                    })*
+                }
+            }
+
+            /// The names the request addresses, each with its directory
+            /// (for a striped one, the shard it was routed to), in the
+            /// order the client routes by (a rename's source first); a
+            /// listing is its directory with no name.
+            #[allow(unused_mut)]
+            pub fn dir_names(&self) -> Vec<(Fid, Option<&Name>)> {
+                let mut v: Vec<(Fid, Option<&Name>)> = Vec::new();
+                match self {
+                    $($E::$V { .. } => {
+                        $(if let $E::$V { $($dir, $dname,)+ .. } = self {
+                            $(v.push((*$dir, Some($dname)));)+
+                        })?
+                        $(if let $E::$V { $lists, .. } = self {
+                            v.push((*$lists, None));
+                        })?
+                    })*
+                }
+                v
+            }
+
+            /// The directory the request lists, and from where (0: the
+            /// start).
+            #[allow(unused_variables)]
+            pub fn listing(&self) -> Option<(Fid, u64)> {
+                match self {
+                    $($E::$V { .. } => {
+                        $(if let $E::$V { $lists, $cookie, .. } = self {
+                            return Some((*$lists, *$cookie));
+                        })?
+                        None
+                    })*
+                }
+            }
+
+            /// Point every name of the request at the directory `shard`
+            /// picks for it (a directory striped since the client learned
+            /// its layout).
+            #[allow(unused_mut, unused_variables)]
+            pub fn reroute_names(&mut self, mut shard: impl FnMut(Fid, &Name) -> Fid) {
+                match self {
+                    $($E::$V { .. } => {
+                        $(if let $E::$V { $($dir, $dname,)+ .. } = self {
+                            $(*$dir = shard(*$dir, $dname);)+
+                        })?
+                    })*
                 }
             }
         }
@@ -147,19 +272,19 @@ declare_requests! {
             parent: Fid,
             /// Name.
             name: Name,
-        } => 20, "lookup", Reads, Any;
+        } => 20, "lookup", Reads, Any, route = parent, names = [parent / name], shows = Entry;
         /// Attributes of `fid`.
         GetAttr {
             /// Inode.
             fid: Fid,
-        } => 21, "getattr", Reads, Any;
+        } => 21, "getattr", Reads, Any, route = fid, shows = Attr;
         /// Change attributes.
         SetAttr {
             /// Inode.
             fid: Fid,
             /// What to change.
             set: SetAttr,
-        } => 22, "setattr", Once, Any;
+        } => 22, "setattr", Once, Any, route = fid;
         /// Create a non-directory: regular file (with layout), FIFO, device,
         /// socket.
         Create {
@@ -175,7 +300,7 @@ declare_requests! {
             rdev: u32,
             /// Explicit striping (setstripe on a new file), else inherited.
             stripe: Option<StripeSpec>,
-        } => 23, "create", Once, Any;
+        } => 23, "create", Once, Any, route = parent, names = [parent / name], makes = true;
         /// Make a directory.
         Mkdir {
             /// Parent.
@@ -184,7 +309,7 @@ declare_requests! {
             name: Name,
             /// Permission bits after umask.
             perm: u32,
-        } => 24, "mkdir", Once, Any;
+        } => 24, "mkdir", Once, Any, route = parent, names = [parent / name], makes = true;
         /// Remove a non-directory name.
         Unlink {
             /// Directory.
@@ -195,14 +320,14 @@ declare_requests! {
             /// file, keep it as an orphan (answer `Orphaned`) until the caller
             /// sends `ReleaseOrphan`.
             keep_orphan: bool,
-        } => 25, "unlink", Once, Any;
+        } => 25, "unlink", Once, Any, route = parent, names = [parent / name];
         /// Remove an empty directory.
         Rmdir {
             /// Parent.
             parent: Fid,
             /// Name.
             name: Name,
-        } => 26, "rmdir", Once, Any;
+        } => 26, "rmdir", Once, Any, route = parent, names = [parent / name];
         /// Rename, with `rename_flags`.
         Rename {
             /// Source directory.
@@ -217,7 +342,7 @@ declare_requests! {
             flags: u32,
             /// As `MdtRequest::Unlink::keep_orphan`, for a file the rename replaces.
             keep_orphan: bool,
-        } => 27, "rename", Once, Any;
+        } => 27, "rename", Once, Any, route = parent, names = [parent / name, new_parent / new_name];
         /// New hard link to `fid`.
         Link {
             /// Existing inode.
@@ -226,7 +351,7 @@ declare_requests! {
             parent: Fid,
             /// New name.
             name: Name,
-        } => 28, "link", Once, Any;
+        } => 28, "link", Once, Any, route = parent, names = [parent / name];
         /// Make a symbolic link.
         Symlink {
             /// Directory.
@@ -235,12 +360,12 @@ declare_requests! {
             name: Name,
             /// Link target.
             target: Name,
-        } => 29, "symlink", Once, Any;
+        } => 29, "symlink", Once, Any, route = parent, names = [parent / name], makes = true;
         /// Read a symbolic link.
         Readlink {
             /// Link inode.
             fid: Fid,
-        } => 30, "readlink", Reads, Any;
+        } => 30, "readlink", Reads, Any, route = fid;
         /// List a directory from `cookie` (0 = start).
         Readdir {
             /// Directory.
@@ -249,24 +374,24 @@ declare_requests! {
             cookie: u64,
             /// Most entries to return.
             max: u32,
-        } => 31, "readdir", Reads, Any;
+        } => 31, "readdir", Reads, Any, route = fid, lists = fid at cookie, shows = List;
         /// A file's layout.
         GetLayout {
             /// File.
             fid: Fid,
-        } => 32, "getlayout", Reads, Any;
+        } => 32, "getlayout", Reads, Any, route = fid;
         /// Set a directory's default striping (`setstripe` on a directory).
         SetDefaultStripe {
             /// Directory.
             fid: Fid,
             /// New default; `None` removes it.
             spec: Option<StripeSpec>,
-        } => 33, "set_default_stripe", Once, Any;
+        } => 33, "set_default_stripe", Once, Any, route = fid;
         /// A directory's default striping, explicit or inherited.
         GetDefaultStripe {
             /// Directory.
             fid: Fid,
-        } => 34, "get_default_stripe", Reads, Any;
+        } => 34, "get_default_stripe", Reads, Any, route = fid;
         /// Set an extended attribute.
         SetXattr {
             /// Inode.
@@ -277,26 +402,26 @@ declare_requests! {
             value: Vec<u8>,
             /// `xattr_flags`.
             flags: u32,
-        } => 35, "setxattr", Once, Any;
+        } => 35, "setxattr", Once, Any, route = fid;
         /// Get an extended attribute.
         GetXattr {
             /// Inode.
             fid: Fid,
             /// Name.
             name: Name,
-        } => 36, "getxattr", Reads, Any;
+        } => 36, "getxattr", Reads, Any, route = fid;
         /// List extended attribute names.
         ListXattr {
             /// Inode.
             fid: Fid,
-        } => 37, "listxattr", Reads, Any;
+        } => 37, "listxattr", Reads, Any, route = fid;
         /// Remove an extended attribute.
         RemoveXattr {
             /// Inode.
             fid: Fid,
             /// Name.
             name: Name,
-        } => 38, "removexattr", Once, Any;
+        } => 38, "removexattr", Once, Any, route = fid;
         /// Space and inode usage of a target (MDT or OST).
         StatFs => 39, "statfs", Reads, Any;
         /// The writer reports data it wrote: size grows to at least `size`,
@@ -313,13 +438,13 @@ declare_requests! {
             /// a crash of the MDT's process but not of its machine, as the data
             /// written does until an fsync.
             durable: bool,
-        } => 40, "update_size", Once, Any;
+        } => 40, "update_size", Once, Any, route = fid;
         /// The last handle of an orphan (an unlinked file kept for a client
         /// that had it open) closed: destroy it.
         ReleaseOrphan {
             /// The orphan.
             fid: Fid,
-        } => 41, "release_orphan", Once, Any;
+        } => 41, "release_orphan", Once, Any, route = fid;
         /// The client still has these orphans open: renew their lease.
         RenewOrphans {
             /// Orphans on the receiving MDT.
@@ -338,7 +463,7 @@ declare_requests! {
             /// it has open): the MDT counts it among the file's holders
             /// until its `ReleaseOrphan` (see `Reply::Held`).
             hold: bool,
-        } => 43, "open", Reads, Any;
+        } => 43, "open", Reads, Any, route = fid, shows = Attr;
         /// Make a directory placed on chosen MDTs: a remote directory
         /// (`count` 1 on another MDT) or a striped one. Sent to the parent's
         /// MDT, which coordinates.
@@ -351,7 +476,7 @@ declare_requests! {
             perm: u32,
             /// Placement.
             stripe: DirStripe,
-        } => 44, "mkdir_striped", Once, Any;
+        } => 44, "mkdir_striped", Once, Any, route = parent, names = [parent / name], makes = true;
         /// Client to a restarted MDT, during its recovery window: changes the
         /// MDT acknowledged under boot `boot` but had not committed, in
         /// transaction order. `last` ends the client's replay.
@@ -387,13 +512,13 @@ declare_requests! {
             fid: Fid,
             /// New default; `None` removes it (and any default striping).
             spec: Option<LayoutSpec>,
-        } => 65, "set_default_layout", Once, Any;
+        } => 65, "set_default_layout", Once, Any, route = fid;
         /// A directory's default layout, explicit or inherited (a plain
         /// default striping shows as one component).
         GetDefaultLayout {
             /// Directory.
             fid: Fid,
-        } => 66, "get_default_layout", Reads, Any;
+        } => 66, "get_default_layout", Reads, Any, route = fid;
         /// Write bytes of a file's Data-on-MDT component: the size grows
         /// to cover them and the mtime is set, in the same change (kept
         /// by the client for replay until committed, as any change).
@@ -404,7 +529,7 @@ declare_requests! {
             offset: u64,
             /// The bytes.
             data: Vec<u8>,
-        } => 67, "dom_write", Once, Any;
+        } => 67, "dom_write", Once, Any, route = fid;
         /// Read bytes of a file's Data-on-MDT component (short at EOF;
         /// holes read as zeros).
         DomRead {
@@ -414,7 +539,7 @@ declare_requests! {
             offset: u64,
             /// Bytes wanted.
             len: u32,
-        } => 68, "dom_read", Reads, Any;
+        } => 68, "dom_read", Reads, Any, route = fid;
         /// Deallocate bytes of a file's Data-on-MDT component (they read
         /// as zeros; the size stays).
         DomPunch {
@@ -424,7 +549,7 @@ declare_requests! {
             offset: u64,
             /// Length.
             len: u64,
-        } => 69, "dom_punch", Once, Any;
+        } => 69, "dom_punch", Once, Any, route = fid;
         /// Set a directory's default placement of new subdirectories
         /// (`setdirstripe -D`), inherited down the tree.
         SetDirDefault {
@@ -432,13 +557,13 @@ declare_requests! {
             fid: Fid,
             /// New default; `None` removes it.
             spec: Option<DirDefault>,
-        } => 71, "set_dir_default", Once, Any;
+        } => 71, "set_dir_default", Once, Any, route = fid;
         /// A directory's default placement of subdirectories, explicit or
         /// inherited.
         GetDirDefault {
             /// Directory.
             fid: Fid,
-        } => 72, "get_dir_default", Reads, Any;
+        } => 72, "get_dir_default", Reads, Any, route = fid;
         /// The MDT's operation counters since it started (by operation
         /// name, as declared), as `loom df -i` shows them.
         OpStats => 73, "op_stats", Reads, Any;
@@ -488,13 +613,13 @@ declare_requests! {
             fid: Fid,
             /// New default.
             compress: Option<Compress>,
-        } => 81, "set_default_compress", Once, Any;
+        } => 81, "set_default_compress", Once, Any, route = fid;
         /// The compression new files in a directory get: its own default
         /// or the nearest ancestor's (`Reply::Compress`).
         GetDefaultCompress {
             /// Directory.
             fid: Fid,
-        } => 82, "get_default_compress", Reads, Any;
+        } => 82, "get_default_compress", Reads, Any, route = fid;
         /// Move plain directory `fid`, its entries and the inodes of the
         /// files named only in it (one link, on its MDT) to MDT `mdt`
         /// (`loom migrate`; root only). Inodes keep their FIDs; the MDT
@@ -506,7 +631,7 @@ declare_requests! {
             fid: Fid,
             /// Where it goes.
             mdt: u32,
-        } => 89, "migrate", Changes, Any;
+        } => 89, "migrate", Changes, Any, route = fid;
         /// Stripe plain directory `fid` over `mdts` (the first its own
         /// MDT, which keeps the master and coordinates): its entries go to
         /// the shards their names hash to, online (`loom migrate -c`, and
@@ -517,7 +642,7 @@ declare_requests! {
             fid: Fid,
             /// Its shards' MDTs, shard 0 (the master) first.
             mdts: Vec<u32>,
-        } => 90, "restripe", Changes, Any;
+        } => 90, "restripe", Changes, Any, route = fid;
         /// List one object of a striped directory from `cookie`: a shard,
         /// or the master's own entries (where `Readdir` of a master that
         /// was restriped answers `Reply::Restriped`).
@@ -528,7 +653,7 @@ declare_requests! {
             cookie: u64,
             /// Most entries to return.
             max: u32,
-        } => 91, "readdir_shard", Reads, Any;
+        } => 91, "readdir_shard", Reads, Any, route = fid, shows = Attrs;
         /// This MDT's changelog records from `since` on (from the oldest
         /// kept when that is later), at most `max`; when there are none
         /// yet, the MDT waits up to `wait_ms` for one (`loom changelog
@@ -585,13 +710,13 @@ declare_requests! {
             projid: u32,
             /// Whether a directory's new entries take it.
             inherit: bool,
-        } => 100, "set_project", Once, Any;
+        } => 100, "set_project", Once, Any, route = fid;
         /// An inode's project id and whether it passes it on (`loom
         /// project DIR`). Answered `Reply::Project`.
         GetProject {
             /// The inode.
             fid: Fid,
-        } => 101, "get_project", Reads, Any;
+        } => 101, "get_project", Reads, Any, route = fid;
         /// Set the limits of `who` (root only; sent to MDT0, which keeps
         /// every limit and grants the MDTs their shares of it). All zero
         /// removes them. Answered `Reply::Ok` once committed.
@@ -623,7 +748,7 @@ declare_requests! {
             lock: FileLock,
             /// Wait for it (F_SETLKW, flock without LOCK_NB).
             wait: bool,
-        } => 107, "lock", Changes, Any;
+        } => 107, "lock", Changes, Any, route = fid;
         /// Drop what the caller's `owner` holds on `fid` from `start` to
         /// `end` (inclusive; a held lock across either end is split).
         /// Answered `Reply::Ok`.
@@ -636,7 +761,7 @@ declare_requests! {
             start: u64,
             /// Last byte.
             end: u64,
-        } => 108, "unlock", Changes, Any;
+        } => 108, "unlock", Changes, Any, route = fid;
         /// F_GETLK: the first lock of another owner in the way of `lock`,
         /// or `Granted` if none is. Answered `Reply::Lock`.
         TestLock {
@@ -644,7 +769,7 @@ declare_requests! {
             fid: Fid,
             /// What would be asked for.
             lock: FileLock,
-        } => 109, "test_lock", Reads, Any;
+        } => 109, "test_lock", Reads, Any, route = fid;
         /// The locks the calling client holds on files of this MDT, and
         /// the files it has open there, held again after its connection
         /// was lost (the MDT restarted, or the network). Taken also while
@@ -668,7 +793,7 @@ declare_requests! {
             fid: Fid,
             /// Bytes appended.
             len: u64,
-        } => 111, "append_reserve", Once, Any;
+        } => 111, "append_reserve", Once, Any, route = fid;
     }
 }
 
@@ -715,18 +840,18 @@ declare_requests! {
         SealDir {
             /// Directory object on the receiving MDT.
             fid: Fid,
-        } => 47, "seal_dir", Changes, Peers;
+        } => 47, "seal_dir", Changes, Peers, route = fid;
         /// MDT to MDT: a removal was given up; `fid` takes entries again.
         UnsealDir {
             /// Directory object.
             fid: Fid,
-        } => 48, "unseal_dir", Changes, Peers;
+        } => 48, "unseal_dir", Changes, Peers, route = fid;
         /// MDT to MDT: destroy sealed directory object `fid` (done if it is
         /// already gone).
         DestroyDir {
             /// Directory object.
             fid: Fid,
-        } => 49, "destroy_dir", Changes, Peers;
+        } => 49, "destroy_dir", Changes, Peers, route = fid;
         /// MDT to MDT: the coordinator's intent `id` is finished; forget the
         /// records kept to make its steps repeatable.
         ForgetIntent {
@@ -741,7 +866,7 @@ declare_requests! {
         ReadInode {
             /// The inode.
             fid: Fid,
-        } => 83, "read_inode", Reads, Peers;
+        } => 83, "read_inode", Reads, Peers, route = fid;
         /// MDT to MDT: directory `dir` of the receiving MDT and its entry
         /// `name` (`Reply::EntryOf`).
         ReadEntry {
@@ -749,7 +874,7 @@ declare_requests! {
             dir: Fid,
             /// The name.
             name: Name,
-        } => 84, "read_entry", Reads, Peers;
+        } => 84, "read_entry", Reads, Peers, route = dir;
         /// MDT to MDT: set entry `name` of `dir` to `to` (`None`: remove
         /// it) if it names `expect` now (`None`: absent), adding `nlink`
         /// to the directory's link count, as part `intent`. Done once:
@@ -770,7 +895,7 @@ declare_requests! {
             nlink: i32,
             /// The client whose change this is: not recalled from.
             maker: u64,
-        } => 85, "set_entry", Changes, Peers;
+        } => 85, "set_entry", Changes, Peers, route = dir;
         /// MDT to MDT: add `nlink` (+1: a new hard link; -1: a name gone,
         /// the inode freed or kept as an orphan of `keep_for` at zero) to
         /// inode `fid`'s link count, set its parent (a moved directory's
@@ -790,7 +915,7 @@ declare_requests! {
             keep_for: Option<u64>,
             /// The client whose change this is: not recalled from.
             maker: u64,
-        } => 86, "relink", Changes, Peers;
+        } => 86, "relink", Changes, Peers, route = fid;
         /// MDT to MDT0: take (`lock`) or give back the file system's tree
         /// lock for intent `id` of MDT `coord`. Every rename that moves a
         /// directory to another parent holds it, so that two cannot make a
@@ -1020,76 +1145,9 @@ pub const PING: Op = Op {
     name: "ping",
     effect: Effect::Reads,
     senders: Senders::Any,
+    shows: Shows::Nothing,
+    makes: false,
 };
-
-impl MdtRequest {
-    /// The names a name operation addresses, each with its directory (for
-    /// a striped one, the shard it was routed to), in the order the
-    /// client routes by (a rename's source first); a listing is its
-    /// directory with no name.
-    pub fn dir_names(&self) -> Vec<(Fid, Option<&Name>)> {
-        let mut v = Vec::new();
-        self.visit_dir_names(&mut |d, n| v.push((*d, n)));
-        v
-    }
-
-    /// Point every name of the request at the directory `shard` picks for
-    /// it (a directory striped since the client learned its layout).
-    pub fn reroute_names(&mut self, mut shard: impl FnMut(Fid, &Name) -> Fid) {
-        self.visit_dir_names_mut(&mut |d, n| *d = shard(*d, n));
-    }
-
-    fn visit_dir_names<'a>(&'a self, f: &mut dyn FnMut(&Fid, Option<&'a Name>)) {
-        use MdtRequest as R;
-        match self {
-            R::Lookup { parent, name }
-            | R::Create { parent, name, .. }
-            | R::Mkdir { parent, name, .. }
-            | R::MkdirStriped { parent, name, .. }
-            | R::Unlink { parent, name, .. }
-            | R::Rmdir { parent, name }
-            | R::Symlink { parent, name, .. }
-            | R::Link { parent, name, .. } => f(parent, Some(name)),
-            R::Rename {
-                parent,
-                name,
-                new_parent,
-                new_name,
-                ..
-            } => {
-                f(parent, Some(name));
-                f(new_parent, Some(new_name));
-            }
-            R::Readdir { fid, .. } => f(fid, None),
-            _ => {}
-        }
-    }
-
-    fn visit_dir_names_mut(&mut self, f: &mut dyn FnMut(&mut Fid, &Name)) {
-        use MdtRequest as R;
-        match self {
-            R::Lookup { parent, name }
-            | R::Create { parent, name, .. }
-            | R::Mkdir { parent, name, .. }
-            | R::MkdirStriped { parent, name, .. }
-            | R::Unlink { parent, name, .. }
-            | R::Rmdir { parent, name }
-            | R::Symlink { parent, name, .. }
-            | R::Link { parent, name, .. } => f(parent, name),
-            R::Rename {
-                parent,
-                name,
-                new_parent,
-                new_name,
-                ..
-            } => {
-                f(parent, name);
-                f(new_parent, new_name);
-            }
-            _ => {}
-        }
-    }
-}
 
 impl Request {
     /// This request's declaration.
@@ -1174,6 +1232,59 @@ pub fn all_ops() -> impl Iterator<Item = Op> {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn declared_facts_agree_with_each_other() {
+        for op in MdtRequest::OPS {
+            // Only reads show what a lease may cover; an operation that
+            // makes an inode is kept for replay.
+            if op.shows != Shows::Nothing {
+                assert_eq!(op.effect, Effect::Reads, "{} shows inodes", op.name);
+            }
+            if op.makes {
+                assert_eq!(op.effect, Effect::Once, "{} makes an inode", op.name);
+            }
+        }
+        let (a, b) = (Fid::new(1, 1), Fid::new(1, 2));
+        let name = |s: &str| Name::from(s);
+        let mut rename = MdtRequest::Rename {
+            parent: a,
+            name: name("x"),
+            new_parent: b,
+            new_name: name("y"),
+            flags: 0,
+            keep_orphan: false,
+        };
+        assert_eq!(rename.routed_by(), Some(a));
+        let (x, y) = (name("x"), name("y"));
+        assert_eq!(rename.dir_names(), vec![(a, Some(&x)), (b, Some(&y))]);
+        rename.reroute_names(|d, n| if n == "y" { a } else { d });
+        assert_eq!(rename.dir_names(), vec![(a, Some(&x)), (a, Some(&y))]);
+        let list = MdtRequest::Readdir {
+            fid: b,
+            cookie: 7,
+            max: 10,
+        };
+        assert_eq!(list.listing(), Some((b, 7)));
+        assert_eq!(list.dir_names(), vec![(b, None)]);
+        assert_eq!(list.op().shows, Shows::List);
+        assert_eq!(MdtRequest::StatFs.routed_by(), None);
+        assert!(MdtRequest::StatFs.dir_names().is_empty());
+        let set = PeerRequest::SetEntry {
+            intent: IntentRef {
+                coord: 0,
+                id: 1,
+                index: 0,
+            },
+            dir: b,
+            name: x.clone(),
+            expect: None,
+            to: None,
+            nlink: 0,
+            maker: 0,
+        };
+        assert_eq!(set.routed_by(), Some(b));
+    }
 
     #[test]
     fn one_opcode_means_one_operation_everywhere() {

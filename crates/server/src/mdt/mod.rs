@@ -43,6 +43,7 @@ mod walk;
 
 use crate::error::{Handled, ServerError};
 use loom_proto::msg::{Commit, Effect, FileKind, MdtRequest, PeerRequest, Reply, ReqCtx, Time};
+use loom_proto::requests::Shows;
 use loom_proto::{lease, Errno, Fid};
 use loom_rpc::Channel;
 use loom_store::kv::{FjallStore, KvStore, Ticket};
@@ -867,15 +868,8 @@ impl MdtService {
         req: MdtRequest,
         mut tok: Option<leases::ReadToken>,
     ) -> (Handled, Option<Commit>) {
-        let shows_attrs = matches!(
-            req,
-            MdtRequest::Lookup { .. }
-                | MdtRequest::GetAttr { .. }
-                | MdtRequest::Open { .. }
-                | MdtRequest::Readdir { .. }
-                | MdtRequest::ReaddirShard { .. }
-        );
-        if !shows_attrs {
+        // Declared with each operation (`Op::shows`).
+        if req.op().shows == Shows::Nothing {
             let r = self.dispatch(&Rq::plain(ctx), req).await;
             return (r, Some(self.commit_state(0)));
         }
@@ -967,7 +961,7 @@ impl MdtService {
     /// is routed by: also when the move happened while it waited for the
     /// namespace lock (it then found nothing).
     async fn dispatch(self: &Arc<Self>, ctx: &Rq<'_>, req: MdtRequest) -> Handled {
-        let routed_by = migrate::routed_by(&req);
+        let routed_by = req.routed_by();
         if let Some(moved) = self.moved_reply(routed_by) {
             return Ok(moved);
         }

@@ -255,7 +255,7 @@ impl MdtService {
     /// Handle one part of an operation another MDT (or this one)
     /// coordinates.
     pub(super) async fn participant(self: &Arc<Self>, ctx: &ReqCtx, req: PeerRequest) -> Handled {
-        let routed_by = super::migrate::peer_routed_by(&req);
+        let routed_by = req.routed_by();
         if let Some(moved) = self.moved_reply(routed_by) {
             return Ok(moved);
         }
