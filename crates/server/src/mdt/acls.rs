@@ -18,7 +18,6 @@
 use super::perm::{self, Cred};
 use super::records::InodeRec;
 use super::request::Rq;
-use super::tx::Tx;
 use super::MdtService;
 use crate::error::{Handled, ServerError};
 use loom_proto::acl::{Acl, ACCESS_XATTR};
@@ -42,8 +41,7 @@ impl MdtService {
                 .map_err(|m| ServerError::refused(Errno::EINVAL, format!("{name}: {m}")))?,
             None => None,
         };
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
+        let (mut t, g) = self.begin().await.into_parts();
         let r = t.inode(fid)?;
         let c = Cred::of(ctx);
         perm::may_xattr(&c, &*r, name, true)?;

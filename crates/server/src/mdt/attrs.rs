@@ -44,8 +44,7 @@ impl MdtService {
     /// Change attributes under POSIX's rules for the caller (see
     /// [`perm::apply_setattr`]).
     pub(super) async fn setattr(self: &Arc<Self>, ctx: &Rq<'_>, fid: Fid, set: SetAttr) -> Handled {
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
+        let (mut t, g) = self.begin().await.into_parts();
         let r = t.inode(fid)?;
         if let Some(end) = set.written {
             // The writer's report (as `update_size`), before the times.
@@ -99,8 +98,7 @@ impl MdtService {
         mtime: Time,
         durable: bool,
     ) -> Handled {
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
+        let (mut t, g) = self.begin().await.into_parts();
         let r = t.inode(fid)?;
         regular_file(fid, r.attr.kind)?;
         r.attr.size = r.attr.size.max(size);
@@ -122,8 +120,7 @@ impl MdtService {
     /// are recalled first (they report the sizes they wrote), as for any
     /// change of the inode.
     pub(super) async fn append_reserve(&self, ctx: &Rq<'_>, fid: Fid, len: u64) -> Handled {
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
+        let (mut t, g) = self.begin().await.into_parts();
         let r = t.inode(fid)?;
         regular_file(fid, r.attr.kind)?;
         perm::may(&Cred::of(ctx), &*r, loom_proto::msg::access::WRITE)?;
@@ -163,7 +160,7 @@ impl MdtService {
         if is_acl_name(name.as_bytes()) {
             return self.set_acl(ctx, fid, name, Some(&value)).await;
         }
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         let r = read_inode(&*self.store, fid)?;
         perm::may_xattr(&Cred::of(ctx), &r, name, true)?;
         let key = xattr_key(fid, name);
@@ -236,7 +233,7 @@ impl MdtService {
         if is_acl_name(name.as_bytes()) {
             return self.set_acl(ctx, fid, name, None).await;
         }
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         let r = read_inode(&*self.store, fid)?;
         perm::may_xattr(&Cred::of(ctx), &r, name, true)?;
         let key = xattr_key(fid, name);

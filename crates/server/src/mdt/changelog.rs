@@ -547,7 +547,7 @@ impl MdtService {
     /// Register a consumer: it has read nothing before the next record.
     pub(super) async fn changelog_register(&self, rq: &super::Rq<'_>) -> Handled {
         root_only(rq.ctx, "register a consumer of")?;
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         let (id, cleared) = {
             let s = self.changelog.lock();
             let id = s.users.iter().map(|u| u.id).max().unwrap_or(0) + 1;
@@ -589,7 +589,7 @@ impl MdtService {
         upto: u64,
     ) -> Handled {
         root_only(rq.ctx, "acknowledge records of")?;
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         let (mut u, last) = {
             let s = self.changelog.lock();
             let u = s.users.iter().find(|u| u.id == user).cloned();
@@ -628,7 +628,7 @@ impl MdtService {
         user: u32,
     ) -> Handled {
         root_only(rq.ctx, "deregister a consumer of")?;
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         if !self.changelog.lock().users.iter().any(|u| u.id == user) {
             return Err(unknown_user(user));
         }

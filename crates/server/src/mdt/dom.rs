@@ -72,8 +72,7 @@ impl MdtService {
         offset: u64,
         data: Vec<u8>,
     ) -> Handled {
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
+        let (mut t, g) = self.begin().await.into_parts();
         let r = t.inode(fid)?;
         super::attrs::regular_file(fid, r.attr.kind)?;
         let stop = inside(
@@ -137,8 +136,7 @@ impl MdtService {
     /// Make [offset, offset + len) of `fid`'s Data-on-MDT component read
     /// as zeros; the size stays.
     pub(super) async fn dom_punch(&self, rq: &Rq<'_>, fid: Fid, offset: u64, len: u64) -> Handled {
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
+        let (mut t, g) = self.begin().await.into_parts();
         let r = t.inode(fid)?;
         let end = dom_end(fid, r.layout.as_ref())?;
         let stop = inside(fid, offset, len, end)?;

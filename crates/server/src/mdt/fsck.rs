@@ -195,7 +195,7 @@ impl MdtService {
             FsckFix::SetParent { fid, .. } => vec![Lease::Attr(*fid)],
         };
         let _busy = self.leases.recall(0, recalled).await;
-        let _ns = self.ns.lock().await;
+        let (_, _ns) = self.begin().await.into_parts();
         let mut t = Tx::new(&*self.store);
         match &fix {
             FsckFix::DropEntry { parent, name } => {
@@ -205,7 +205,7 @@ impl MdtService {
                         format!("{parent} has no entry {name}"),
                     ));
                 };
-                t.delete_dentry(*parent, name);
+                t.delete_dentry(*parent, name)?;
                 if d.kind == FileKind::Dir {
                     // Its parent counted it as a subdirectory.
                     let p = t.inode(*parent)?;

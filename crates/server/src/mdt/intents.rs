@@ -494,6 +494,8 @@ pub(super) fn answer<'a>(
         cur: cur.as_ref(),
         tok: None,
         log,
+        // A roll-forward's commit step is a resolver step.
+        op: None,
     }
 }
 
@@ -624,9 +626,9 @@ impl MdtService {
         mdts: Vec<u32>,
     ) -> Handled {
         let _one_at_a_time = self.dist.lock().await;
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
-        let p = self.free_name_in(&mut t, &Cred::of(ctx), parent, name)?;
+        let mut c = self.begin().await;
+        let p = c.new_name(&Cred::of(ctx), parent, name)?;
+        let (mut t, g) = c.into_parts();
         let super::namespace::NewOwner {
             uid,
             gid,
@@ -715,8 +717,7 @@ impl MdtService {
         };
         let parent = dir.parent;
         let fid = attr.fid;
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
+        let (mut t, g) = self.begin().await.into_parts();
         match t.dentry(parent, name)? {
             Some(d) if d.fid == fid => {}
             Some(_) => return Ok(None),
@@ -930,7 +931,7 @@ impl MdtService {
         // Logged under the namespace lock, with the entry checked again: a
         // rename sees either the entry as it was or the intent (and then
         // leaves the entry alone, see `removal_in_progress`).
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         if read_dentry(&*self.store, parent, name)?.is_none_or(|now| now.fid != d.fid) {
             return Err(super::namespace::not_found(name));
         }
@@ -1081,10 +1082,9 @@ impl MdtService {
         name: &Name,
         fid: Fid,
     ) -> Result<(), ServerError> {
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
+        let (mut t, g) = self.begin().await.into_parts();
         if t.dentry(parent, name)?.is_some_and(|d| d.fid == fid) {
-            t.delete_dentry(parent, name);
+            t.delete_dentry(parent, name)?;
             let now = Time::now();
             let p = t.inode(parent)?;
             p.attr.nlink = p.attr.nlink.saturating_sub(1);
@@ -1226,6 +1226,7 @@ impl MdtService {
                     cur: cur.as_ref(),
                     tok: None,
                     log,
+                    op: None,
                 };
                 let entered = self.enter_mkdir(&rq, id, &rec.op, attr, layout).await?;
                 if entered.is_some() {
@@ -1273,6 +1274,7 @@ impl MdtService {
                     cur: cur.as_ref(),
                     tok: None,
                     log,
+                    op: None,
                 };
                 self.finish_rmdir(&rq, id, parent, &name, fid).await?;
                 tracing::info!(

@@ -226,7 +226,7 @@ impl MdtService {
         let recalled = self.leases.recall(0, held).await;
         let recall_took = started.elapsed();
         // 2. Snapshot, 3. intent, 4. adopt, 5. batch, under the lock.
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         let snap = self.snapshot(dir, true)?;
         let fids: Vec<Fid> = snap.inodes.iter().map(|m| m.fid).collect();
         let mut t = Tx::new(&*self.store);
@@ -426,7 +426,7 @@ impl MdtService {
             t.batch.delete(Space::Meta, here_key(*f).into_bytes());
         }
         for (name, _, _) in &snap.entries {
-            t.delete_dentry(dir, name);
+            t.delete_dentry(dir, name)?;
         }
         t.batch
             .delete(Space::Intents, super::intents::intent_key(id));
@@ -459,7 +459,7 @@ impl MdtService {
         m: &MigrateIntent,
         caller: Option<&ReqCtx>,
     ) -> Result<(), ServerError> {
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         if read_inode(&*self.store, m.dir).is_err() {
             // Its last batch was applied: only the record is left.
             drop(g);

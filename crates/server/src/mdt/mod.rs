@@ -12,6 +12,7 @@
 
 mod acls;
 mod attrs;
+mod change;
 pub mod changelog;
 mod destroys;
 mod dom;
@@ -389,6 +390,12 @@ impl MdtService {
         self.apply_as(rq, rq.cur.map(|c| (c, reply)), t, true, late)
     }
 
+    /// The commit step of every change begun by [`Self::begin`]: it is
+    /// handed the operation (`rq.op`), the caller (`rq.ctx`: uid, gid,
+    /// groups, job id, client) and the transaction with the before- and
+    /// after-image of every inode and name it changes (`Tx::images`,
+    /// `Tx::name_images`), from which the changelog's records, the quota
+    /// counts and the leases to recall are derived.
     fn apply_as(
         &self,
         rq: &Rq<'_>,
@@ -397,6 +404,15 @@ impl MdtService {
         flushed: bool,
         late: bool,
     ) -> Result<Ticket, ServerError> {
+        tracing::trace!(
+            op = rq.op.map_or("step", |o| o.name),
+            uid = rq.ctx.uid,
+            client = rq.ctx.client_id,
+            inodes = t.images().count(),
+            names = t.name_images().count(),
+            "MDT{:04x}: commit step",
+            self.index
+        );
         let log = match rq.log {
             Some(p) if self.changelog.recording() => p.records(&t, rq.ctx)?,
             _ => Vec::new(),
@@ -645,7 +661,9 @@ impl MdtService {
             let current = Current::replayed(key, e.transno, e.reply);
             let name = e.req.op().name;
             let planned = changelog::Planned::of(&e.req);
-            let rq = Rq::change(&e.ctx, &current).logging(planned.as_ref());
+            let rq = Rq::change(&e.ctx, &current)
+                .operation(e.req.op())
+                .logging(planned.as_ref());
             match self.dispatch(&rq, e.req).await {
                 Ok(_) => done += 1,
                 Err(err) => {
@@ -819,6 +837,7 @@ impl MdtService {
             let mut current = Current::new(key);
             current.recall_after = rounds >= MAX_RECALL_ROUNDS;
             let rq = Rq::change(ctx, &current)
+                .operation(req.op())
                 .with_token(tok)
                 .logging(planned.as_ref());
             match self.dispatch(&rq, req.clone()).await {

@@ -406,7 +406,7 @@ impl MdtService {
         rq: &Rq<'_>,
         plan: &RenameIntent,
     ) -> Result<u64, ServerError> {
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         let now = read_dentry(&*self.store, plan.from.dir, &plan.from.name)?;
         if now.is_none_or(|d| d.fid != plan.src.fid) {
             return Err(ServerError::refused(
@@ -626,8 +626,7 @@ impl MdtService {
         nlink: i32,
         reply: &Reply,
     ) -> Result<(), ServerError> {
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
+        let (mut t, g) = self.begin().await.into_parts();
         if t.dentry(p.from.dir, &p.from.name)?
             .is_some_and(|d| d.fid == p.src.fid)
         {
@@ -639,7 +638,7 @@ impl MdtService {
                     };
                     t.put_dentry(p.from.dir, &p.from.name, &e)?;
                 }
-                None => t.delete_dentry(p.from.dir, &p.from.name),
+                None => t.delete_dentry(p.from.dir, &p.from.name)?,
             }
             t.dir_changed(p.from.dir, nlink, Time::now())?;
         }
@@ -724,10 +723,11 @@ impl MdtService {
             maker: rq.ctx.client_id,
             aborted: false,
         };
-        let g = self.ns.lock().await;
-        // Read only: a fresh transaction logs the intent.
-        self.free_name_in(&mut Tx::new(&*self.store), &c, parent, name)?;
+        let mut ch = self.begin().await;
+        ch.new_name(&c, parent, name)?;
         self.not_pending(parent, name)?;
+        // Read only: a fresh transaction logs the intent.
+        let (_, g) = ch.into_parts();
         let mut t = Tx::new(&*self.store);
         let id = self.log_intent(rq, &mut t, IntentOp::Link(op.clone()))?;
         let ticket = self.apply_step(t)?;
@@ -778,8 +778,7 @@ impl MdtService {
             Err(e) => return Err(Failed::Left(e)),
         };
         fail::point("link_distributed:linked");
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
+        let (mut t, g) = self.begin().await.into_parts();
         let free = t.dir(op.parent).is_ok()
             && !self.sealed.contains(op.parent)
             && t.dentry(op.parent, &op.name)?
@@ -878,7 +877,7 @@ impl MdtService {
             keep_for,
             maker: rq.ctx.client_id,
         };
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         if read_dentry(&*self.store, parent, name)?.is_none_or(|now| now.fid != d.fid) {
             return Err(not_found(name));
         }
@@ -919,12 +918,11 @@ impl MdtService {
             Err(e) => return Err(e),
         };
         fail::point("unlink_distributed:dropped");
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
+        let (mut t, g) = self.begin().await.into_parts();
         if t.dentry(op.parent, &op.name)?
             .is_some_and(|d| d.fid == op.fid)
         {
-            t.delete_dentry(op.parent, &op.name);
+            t.delete_dentry(op.parent, &op.name)?;
             t.dir_changed(op.parent, 0, Time::now())?;
         }
         self.finish_intent(rq, t, g, id, &reply).await?;

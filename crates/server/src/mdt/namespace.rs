@@ -2,11 +2,12 @@
 //! readdir and directory default striping.
 
 use super::attrs::new_attr;
+use super::change::Change;
 use super::perm::{self, Cred};
 use super::records::{
     dentry_prefix, dentry_resume_key, parse_dentry_key, DentryRec, InodeRec, INODE_REC_VERSION,
 };
-use super::remote::{being_removed, shown_attr};
+use super::remote::shown_attr;
 use super::request::Rq;
 use super::tx::{read_dentry, read_inode, store_err, Tx};
 use super::MdtService;
@@ -172,28 +173,6 @@ impl MdtService {
         }
     }
 
-    /// The parent of a new name: a directory that takes entries, that the
-    /// caller may write and search, where `name` is free (EEXIST
-    /// otherwise).
-    pub(super) fn free_name_in(
-        &self,
-        t: &mut Tx<'_>,
-        c: &Cred<'_>,
-        parent: Fid,
-        name: &Name,
-    ) -> Result<InodeRec, ServerError> {
-        let p = t.dir(parent)?.clone();
-        if self.sealed.contains(parent) {
-            return Err(being_removed(parent));
-        }
-        belongs_here(&p, parent, name)?;
-        perm::may_change_dir(c, &p)?;
-        if t.dentry(parent, name)?.is_some() {
-            return Err(exists(name));
-        }
-        Ok(p)
-    }
-
     /// Owner, group, mode and ACLs of a new inode: the caller's, but the
     /// parent's group when the parent is set-group-ID (and new directories
     /// keep the bit); a new file in a group the caller is not in loses
@@ -272,9 +251,9 @@ impl MdtService {
             None
         };
         self.ensure_fid_room().await?;
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
-        let p = self.free_name_in(&mut t, &Cred::of(ctx), parent, name)?;
+        let mut c = self.begin().await;
+        let p = c.new_name(&Cred::of(ctx), parent, name)?;
+        let t = &mut c.t;
         let now = Time::now();
         let (fid, attr, acls) = match &replayed {
             Some((a, _)) => {
@@ -284,7 +263,7 @@ impl MdtService {
                         format!("replayed FID {} is in use", a.fid),
                     ));
                 }
-                self.allocated_before(&mut t, a.fid)?;
+                self.allocated_before(t, a.fid)?;
                 let mut attr = new_attr(a.fid, kind, a.perm, a.uid, a.gid, a.ctime);
                 (attr.atime, attr.mtime) = (a.atime, a.mtime);
                 // The mode is the one first made, already cut by the
@@ -294,7 +273,7 @@ impl MdtService {
                 (a.fid, attr, acls)
             }
             None => {
-                let fid = self.alloc_fid(&mut t)?;
+                let fid = self.alloc_fid(t)?;
                 let o = Self::owner(ctx, &p, kind, perm);
                 let attr = new_attr(fid, kind, o.perm, o.uid, o.gid, now);
                 (fid, attr, (o.acl, o.default_acl))
@@ -349,10 +328,7 @@ impl MdtService {
             layout: rec.layout.clone(),
         };
         t.create_inode(rec);
-        let ticket = self.apply(ctx, t, &reply)?;
-        drop(g);
-        self.settle(ctx, ticket).await?;
-        Ok(reply)
+        c.commit(ctx, reply).await
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -497,17 +473,12 @@ impl MdtService {
         Ok(())
     }
 
-    async fn finish(
-        self: &Arc<Self>,
-        ctx: &Rq<'_>,
-        t: Tx<'_>,
-        g: tokio::sync::MutexGuard<'_, ()>,
-        dropped: Dropped,
-    ) -> Handled {
+    async fn finish(self: &Arc<Self>, ctx: &Rq<'_>, c: Change<'_>, dropped: Dropped) -> Handled {
         let reply = match dropped {
             Dropped::Orphaned(fid) => Reply::Orphaned { fid },
             _ => Reply::Ok,
         };
+        let (t, g) = c.into_parts();
         let ticket = self.apply(ctx, t, &reply)?;
         if let Dropped::Orphaned(fid) = dropped {
             self.orphan_made(fid);
@@ -528,10 +499,9 @@ impl MdtService {
         keep_for: Option<u64>,
     ) -> Handled {
         self.wait_holds_grace(ctx).await;
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
-        let dir = t.dir(parent)?.clone();
-        belongs_here(&dir, parent, name)?;
+        let mut c = self.begin().await;
+        let dir = c.name(parent, name)?;
+        let t = &mut c.t;
         let d = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
         if d.kind == FileKind::Dir {
             return Err(ServerError::refused(
@@ -539,22 +509,20 @@ impl MdtService {
                 format!("{name} is a directory"),
             ));
         }
-        self.not_pending(parent, name)?;
-        let Some(victim) = self.local_uid(&mut t, d.fid)? else {
+        let Some(victim) = self.local_uid(t, d.fid)? else {
             // Its inode is on another MDT (it was renamed or linked here).
-            drop(t);
-            drop(g);
+            drop(c);
             return self.unlink_distributed(ctx, parent, name, keep_for).await;
         };
         let victim = Some(victim);
         perm::may_delete(&Cred::of(ctx), &dir, name, victim)?;
         let now = Time::now();
-        t.delete_dentry(parent, name);
-        let dropped = self.drop_link(&mut t, d.fid, now, keep_for)?;
+        t.delete_dentry(parent, name)?;
+        let dropped = self.drop_link(t, d.fid, now, keep_for)?;
         let p = t.inode(parent)?;
         p.attr.mtime = now;
         p.attr.ctime = now;
-        self.finish(ctx, t, g, dropped).await
+        self.finish(ctx, c, dropped).await
     }
 
     pub(super) async fn rmdir(self: &Arc<Self>, ctx: &Rq<'_>, parent: Fid, name: &Name) -> Handled {
@@ -564,11 +532,10 @@ impl MdtService {
         if name == ".." {
             return Err(ServerError::refused(Errno::ENOTEMPTY, "rmdir of .."));
         }
-        let c = Cred::of(ctx);
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
-        let dir = t.dir(parent)?.clone();
-        belongs_here(&dir, parent, name)?;
+        let cred = Cred::of(ctx);
+        let mut c = self.begin().await;
+        let dir = c.name(parent, name)?;
+        let t = &mut c.t;
         let d = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
         if d.kind != FileKind::Dir {
             return Err(ServerError::refused(
@@ -576,7 +543,6 @@ impl MdtService {
                 format!("{name} is not a directory"),
             ));
         }
-        self.not_pending(parent, name)?;
         let here = read_inode(&*self.store, d.fid).ok();
         if here
             .as_ref()
@@ -584,20 +550,19 @@ impl MdtService {
         {
             // On other MDTs, or striped: a cross-MDT removal. Its owner
             // may have to be asked of another MDT, not under the lock.
-            drop(t);
-            drop(g);
+            drop(c);
             let victim = self.uid_anywhere(d.fid).await?;
-            perm::may_delete(&c, &dir, name, Some(victim))?;
+            perm::may_delete(&cred, &dir, name, Some(victim))?;
             return self.rmdir_distributed(ctx, parent, name).await;
         }
-        perm::may_delete(&c, &dir, name, here.map(|r| r.attr.uid))?;
+        perm::may_delete(&cred, &dir, name, here.map(|r| r.attr.uid))?;
         let now = Time::now();
-        self.drop_dir(&mut t, parent, d.fid)?;
-        t.delete_dentry(parent, name);
+        self.drop_dir(t, parent, d.fid)?;
+        t.delete_dentry(parent, name)?;
         let p = t.inode(parent)?;
         p.attr.mtime = now;
         p.attr.ctime = now;
-        self.finish(ctx, t, g, Dropped::Freed(None)).await
+        self.finish(ctx, c, Dropped::Freed(None)).await
     }
 
     /// Whether the entry's inode is on this MDT, and not a striped
@@ -709,22 +674,20 @@ impl MdtService {
         }
         check_name(new_name)?;
         let one_mdt = self.peers.config().await?.indices(Role::Mdt).len() == 1;
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
-        let from_rec = t.dir(parent)?.clone();
-        belongs_here(&from_rec, parent, name)?;
-        let src = t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
+        let mut c = self.begin().await;
+        let from_rec = c.name(parent, name)?;
+        let src = c.t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
         if parent == new_parent && name == new_name {
             return Ok(Reply::Ok);
         }
         let exchange = flags & rename_flags::EXCHANGE != 0;
         let moved = parent != new_parent;
-        let to_here = match t.dir(new_parent) {
+        let to_here = match c.t.dir(new_parent) {
             Err(e) if e.errno() == Errno::ENOENT => false,
             r => r.map(|_| true)?,
         };
         let dst = if to_here {
-            t.dentry(new_parent, new_name)?
+            c.t.dentry(new_parent, new_name)?
         } else {
             None
         };
@@ -741,21 +704,16 @@ impl MdtService {
                 .is_some_and(|d| !self.movable_here(d) && (!exchange || moved))
             || (!one_mdt && (moves_dir(&src) || (exchange && dst.as_ref().is_some_and(moves_dir))));
         if across {
-            drop(t);
-            drop(g);
+            drop(c);
             return self
                 .rename_distributed(ctx, (parent, name), (new_parent, new_name), flags, keep_for)
                 .await;
         }
-        let to_rec = t.dir(new_parent)?.clone();
-        belongs_here(&to_rec, new_parent, new_name)?;
-        if self.sealed.contains(new_parent) {
-            return Err(being_removed(new_parent));
-        }
-        self.not_pending(parent, name)?;
+        let to_rec = c.target(new_parent, new_name)?;
         self.not_pending(new_parent, new_name)?;
+        let t = &mut c.t;
         self.may_rename(
-            &mut t,
+            t,
             &Cred::of(ctx),
             (&from_rec, name, &src),
             (&to_rec, new_name, dst.as_ref()),
@@ -772,18 +730,18 @@ impl MdtService {
             }
         };
         if to_rec.proj_inherit {
-            if let Some(p) = projid_here(&mut t, src.fid)? {
+            if let Some(p) = projid_here(t, src.fid)? {
                 same_project(&to_rec, p, name)?;
             }
         }
         if let (true, true, Some(d)) = (exchange, from_rec.proj_inherit, &dst) {
-            if let Some(p) = projid_here(&mut t, d.fid)? {
+            if let Some(p) = projid_here(t, d.fid)? {
                 same_project(&from_rec, p, new_name)?;
             }
         }
         let now = Time::now();
         let src_dir = src.kind == FileKind::Dir;
-        if src_dir && parent != new_parent && self.is_within(&mut t, new_parent, src.fid)? {
+        if src_dir && parent != new_parent && self.is_within(t, new_parent, src.fid)? {
             return Err(ServerError::refused(
                 Errno::EINVAL,
                 "cannot move a directory into itself",
@@ -793,7 +751,7 @@ impl MdtService {
         if flags & rename_flags::EXCHANGE != 0 {
             let dst = dst.ok_or_else(|| not_found(new_name))?;
             let dst_dir = dst.kind == FileKind::Dir;
-            if dst_dir && parent != new_parent && self.is_within(&mut t, parent, dst.fid)? {
+            if dst_dir && parent != new_parent && self.is_within(t, parent, dst.fid)? {
                 return Err(ServerError::refused(
                     Errno::EINVAL,
                     "cannot move a directory into itself",
@@ -813,7 +771,7 @@ impl MdtService {
                     t.inode(parent)?.attr.nlink += 1;
                 }
             }
-            touch(&mut t, dst.fid, now)?;
+            touch(t, dst.fid, now)?;
         } else {
             if let Some(dst) = dst {
                 if flags & rename_flags::NOREPLACE != 0 {
@@ -825,11 +783,11 @@ impl MdtService {
                 }
                 may_replace(src_dir, dst.kind == FileKind::Dir, new_name)?;
                 match src_dir {
-                    true => self.drop_dir(&mut t, new_parent, dst.fid)?,
-                    false => dropped = self.drop_link(&mut t, dst.fid, now, keep_for)?,
+                    true => self.drop_dir(t, new_parent, dst.fid)?,
+                    false => dropped = self.drop_link(t, dst.fid, now, keep_for)?,
                 }
             }
-            t.delete_dentry(parent, name);
+            t.delete_dentry(parent, name)?;
             t.put_dentry(new_parent, new_name, &src)?;
             if src_dir && parent != new_parent {
                 t.inode(src.fid)?.parent = new_parent;
@@ -837,13 +795,13 @@ impl MdtService {
                 t.inode(new_parent)?.attr.nlink += 1;
             }
         }
-        touch(&mut t, src.fid, now)?;
+        touch(t, src.fid, now)?;
         for p in [parent, new_parent] {
             let r = t.inode(p)?;
             r.attr.mtime = now;
             r.attr.ctime = now;
         }
-        self.finish(ctx, t, g, dropped).await
+        self.finish(ctx, c, dropped).await
     }
 
     pub(super) async fn link(
@@ -857,14 +815,14 @@ impl MdtService {
         if self.owner_of(fid).await? != self.index {
             return self.link_distributed(ctx, fid, parent, name).await;
         }
-        let c = Cred::of(ctx);
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
-        self.free_name_in(&mut t, &c, parent, name)?;
+        let cred = Cred::of(ctx);
+        let mut c = self.begin().await;
+        c.new_name(&cred, parent, name)?;
         self.not_pending(parent, name)?;
+        let t = &mut c.t;
         let now = Time::now();
         let r = t.inode(fid)?;
-        perm::may_link(&c, &*r)?;
+        perm::may_link(&cred, &*r)?;
         may_add_link(&r.attr)?;
         let was_orphan = r.attr.nlink == 0;
         r.attr.nlink += 1;
@@ -877,15 +835,12 @@ impl MdtService {
         t.put_dentry(parent, name, &DentryRec { fid, kind })?;
         if was_orphan {
             // linkat(2) of an open, unlinked file gives it a name again.
-            self.unorphan(&mut t, fid);
+            self.unorphan(t, fid);
         }
         let p = t.inode(parent)?;
         p.attr.mtime = now;
         p.attr.ctime = now;
-        let ticket = self.apply(ctx, t, &reply)?;
-        drop(g);
-        self.settle(ctx, ticket).await?;
-        Ok(reply)
+        c.commit(ctx, reply).await
     }
 
     pub(super) async fn readdir(
@@ -1024,9 +979,8 @@ impl MdtService {
         what: &str,
         set: impl FnOnce(&mut InodeRec),
     ) -> Handled {
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
-        let r = t.dir(dir)?;
+        let mut c = self.begin().await;
+        let r = c.t.dir(dir)?;
         if !Cred::of(ctx).owns(&r.attr) {
             return Err(ServerError::refused(
                 Errno::EPERM,
@@ -1035,7 +989,7 @@ impl MdtService {
         }
         set(r);
         r.attr.ctime = Time::now();
-        self.finish(ctx, t, g, Dropped::Freed(None)).await
+        self.finish(ctx, c, Dropped::Freed(None)).await
     }
 }
 

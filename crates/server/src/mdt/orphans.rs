@@ -134,7 +134,7 @@ impl MdtService {
     /// Destroy orphan `fid`. Anything else (a FID that is gone, or has a
     /// name again) is left alone: the request may be a resend.
     async fn destroy_orphan(self: &Arc<Self>, ctx: &Rq<'_>, fid: Fid) -> Handled {
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         let known = lock(&self.orphans.renewed).contains_key(&fid);
         let r = match read_inode(&*self.store, fid) {
             Ok(r) => r,

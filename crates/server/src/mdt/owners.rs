@@ -118,7 +118,7 @@ impl MdtService {
     /// The OSTs have `fid`'s owner `owner`: its record goes, unless a
     /// later change of owner is still to be told.
     async fn owner_told(&self, fid: Fid, owner: Owner) {
-        let _g = self.ns.lock().await;
+        let (_, _g) = self.begin().await.into_parts();
         let still = read_inode(&*self.store, fid).map(|r| file_owner(&r.attr));
         if still.as_ref().is_ok_and(|o| *o != owner) {
             return;

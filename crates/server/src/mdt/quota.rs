@@ -514,8 +514,7 @@ impl MdtService {
                 "only root may set project ids (loom project)",
             ));
         }
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
+        let (mut t, g) = self.begin().await.into_parts();
         let r = t.inode(fid)?;
         if inherit && r.attr.kind != loom_proto::msg::FileKind::Dir {
             return Err(ServerError::refused(
@@ -560,7 +559,7 @@ impl MdtService {
                 "only root may check the quota counts",
             ));
         }
-        let _g = self.ns.lock().await;
+        let (_, _g) = self.begin().await.into_parts();
         let scanned = Counts::of(recount(&*self.store)?).by_id;
         Ok(crate::quota::drift(&self.quotas.all(), &scanned))
     }

@@ -196,8 +196,7 @@ impl MdtService {
             ));
         }
         let mut st = self.quota_master.state.lock().await;
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
+        let (mut t, g) = self.begin().await.into_parts();
         if limits.any() {
             t.put_meta(&limit_key(who), &limits)?;
         } else {
@@ -308,7 +307,7 @@ impl MdtService {
     /// An MDT's part of `QuotaRelease`: between two changes (under the
     /// namespace lock), so none runs on the grant it gives back.
     pub(super) async fn quota_release(&self, who: QuotaId, forget: bool, res: Res) -> Handled {
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         let used = self.quotas.release(who, res, forget);
         let ticket = self.keep_share(who, res, (!forget).then_some(used))?;
         drop(g);

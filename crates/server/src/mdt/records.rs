@@ -350,7 +350,7 @@ mod tests {
 }
 
 /// One directory entry's value.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DentryRec {
     /// The inode named.
     pub fid: Fid,

@@ -391,7 +391,7 @@ impl MdtService {
         self.ensure_fid_room().await?;
         let mut rounds = 0;
         let g = loop {
-            let g = self.ns.lock().await;
+            let (_, g) = self.begin().await.into_parts();
             if !quota || step.ctx.uid == 0 || self.made(intent)? {
                 break g;
             }
@@ -475,7 +475,7 @@ impl MdtService {
     /// Remove what part `intent` made, if anything; recorded as `step`
     /// says (the undo of a part that recorded what it made).
     async fn undo_dir_object(self: &Arc<Self>, step: &Step<'_>, intent: IntentRef) -> Handled {
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         let key = made_key(intent);
         let fid = read_meta::<Fid>(&*self.store, &key)?;
         if fid == Some(UNDONE) {
@@ -501,8 +501,7 @@ impl MdtService {
     }
 
     async fn seal_dir(self: &Arc<Self>, fid: Fid) -> Handled {
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
+        let (mut t, g) = self.begin().await.into_parts();
         t.dir(fid)?;
         if self.sealed.contains(fid) {
             return Ok(Reply::Ok);
@@ -521,7 +520,7 @@ impl MdtService {
     }
 
     async fn unseal_dir(self: &Arc<Self>, fid: Fid) -> Handled {
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         if !self.sealed.contains(fid) {
             return Ok(Reply::Ok);
         }
@@ -534,7 +533,7 @@ impl MdtService {
     }
 
     async fn destroy_dir(self: &Arc<Self>, step: &Step<'_>, fid: Fid) -> Handled {
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         if read_inode(&*self.store, fid).is_err() {
             return Ok(Reply::Ok);
         }
@@ -565,8 +564,7 @@ impl MdtService {
         if keys.is_empty() {
             return Ok(Reply::Ok);
         }
-        let g = self.ns.lock().await;
-        let mut t = Tx::new(&*self.store);
+        let (mut t, g) = self.begin().await.into_parts();
         for (k, _) in keys {
             t.batch.delete(Space::Meta, k);
         }
@@ -619,21 +617,18 @@ impl MdtService {
         s: SetEntry,
         maker: u64,
     ) -> Handled {
-        let g = self.ns.lock().await;
+        let mut c = self.begin().await;
         if let Some(r) = self.done_part(intent)? {
             return Ok(r);
         }
-        let mut t = Tx::new(&*self.store);
-        let d = t.dir(s.dir)?.clone();
-        if s.to.is_some() {
-            if self.sealed.contains(s.dir) {
-                return Err(being_removed(s.dir));
-            }
-            // A new name for a directory restriped since the client
-            // learned its layout: refused (ESTALE to the coordinator),
-            // and the client renames again with the new layout.
-            super::namespace::belongs_here(&d, s.dir, &s.name)?;
-        }
+        // A new name: the guards of a name added (a directory restriped
+        // since the client learned its layout is refused, ESTALE to the
+        // coordinator, and the client renames again with the new layout).
+        match s.to {
+            Some(_) => c.target(s.dir, &s.name)?,
+            None => c.t.dir(s.dir)?.clone(),
+        };
+        let (mut t, g) = c.into_parts();
         let now = t.dentry(s.dir, &s.name)?.map(|d| d.fid);
         if now != s.expect {
             return Err(ServerError::refused(
@@ -643,7 +638,7 @@ impl MdtService {
         }
         match s.to {
             Some((fid, kind)) => t.put_dentry(s.dir, &s.name, &DentryRec { fid, kind })?,
-            None => t.delete_dentry(s.dir, &s.name),
+            None => t.delete_dentry(s.dir, &s.name)?,
         }
         t.dir_changed(s.dir, s.nlink, Time::now())?;
         t.put_meta(&made_key(intent), &Reply::Ok)?;
@@ -662,7 +657,7 @@ impl MdtService {
         keep_for: Option<u64>,
         maker: u64,
     ) -> Handled {
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         if let Some(r) = self.done_part(intent)? {
             return Ok(r);
         }
@@ -713,7 +708,7 @@ impl MdtService {
 
     /// MDT0's tree lock (see `PeerRequest::TreeLock`).
     async fn tree_lock(self: &Arc<Self>, coord: u32, id: u64, lock: bool) -> Handled {
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         let held = read_meta::<(u32, u64)>(&*self.store, TREE_LOCK)?;
         let mut t = Tx::new(&*self.store);
         match (lock, held) {

@@ -13,6 +13,7 @@ use super::leases::ReadToken;
 use super::replies::ReplyKey;
 use loom_proto::layout::Layout;
 use loom_proto::msg::{Attr, Effects, Lease, Reply, ReqCtx};
+use loom_proto::requests::Op;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -142,6 +143,8 @@ pub struct Rq<'a> {
     pub tok: Option<ReadToken>,
     /// What the change records in the changelog (see `changelog`).
     pub log: Option<&'a Planned>,
+    /// The operation, for the commit step (a client's request).
+    pub op: Option<Op>,
 }
 
 impl<'a> Rq<'a> {
@@ -152,6 +155,7 @@ impl<'a> Rq<'a> {
             cur: None,
             tok: None,
             log: None,
+            op: None,
         }
     }
 
@@ -162,12 +166,21 @@ impl<'a> Rq<'a> {
             cur: Some(cur),
             tok: None,
             log: None,
+            op: None,
         }
     }
 
     /// The same request, from a client subscribed to leases.
     pub fn with_token(self, tok: Option<ReadToken>) -> Rq<'a> {
         Rq { tok, ..self }
+    }
+
+    /// The same request, known to be operation `op`.
+    pub fn operation(self, op: Op) -> Rq<'a> {
+        Rq {
+            op: Some(op),
+            ..self
+        }
     }
 
     /// The same request, recording `log` in the changelog.

@@ -306,7 +306,7 @@ impl MdtService {
         let frozen = self.leases.freeze(vec![m.dir]);
         let held = self.leases.held_on(&[m.dir]);
         let recalled = self.leases.recall(0, held).await;
-        let g = self.ns.lock().await;
+        let (_, g) = self.begin().await.into_parts();
         self.restriped.lock().1.insert(m.dir);
         self.restriped
             .any
@@ -380,7 +380,7 @@ impl MdtService {
             };
             self.mdt_call(m.mdts[i], put).await?;
             for (name, fid, kind) in entries {
-                t.delete_dentry(m.dir, name);
+                t.delete_dentry(m.dir, name)?;
                 moved += 1;
                 if *kind != FileKind::Dir {
                     continue;

@@ -71,6 +71,9 @@ pub struct Tx<'a> {
     before: BTreeMap<Fid, Option<InodeRec>>,
     /// Names set (to an inode) or removed, in order.
     names: Vec<(Fid, Name, Option<Fid>)>,
+    /// Each name read or changed, as the store held it before this
+    /// transaction (`None`: absent): the before-images of the names.
+    names_before: BTreeMap<(Fid, Name), Option<DentryRec>>,
     /// Change in the number of inodes.
     pub inode_delta: i64,
     /// Inodes it makes.
@@ -86,6 +89,7 @@ impl<'a> Tx<'a> {
             inodes: BTreeMap::new(),
             before: BTreeMap::new(),
             names: Vec::new(),
+            names_before: BTreeMap::new(),
             inode_delta: 0,
             created: Vec::new(),
         }
@@ -162,12 +166,41 @@ impl<'a> Tx<'a> {
     }
 
     /// The entry `name` in `dir`.
-    pub fn dentry(&self, dir: Fid, name: &Name) -> Result<Option<DentryRec>, ServerError> {
-        read_dentry(self.store, dir, name)
+    pub fn dentry(&mut self, dir: Fid, name: &Name) -> Result<Option<DentryRec>, ServerError> {
+        let d = read_dentry(self.store, dir, name)?;
+        self.names_before
+            .entry((dir, name.clone()))
+            .or_insert_with(|| d.clone());
+        Ok(d)
+    }
+
+    /// Note the before-image of entry `name` of `dir` if this
+    /// transaction has not read it (a change it makes without a look).
+    fn name_before(&mut self, dir: Fid, name: &Name) -> Result<(), ServerError> {
+        if !self.names_before.contains_key(&(dir, name.clone())) {
+            self.dentry(dir, name)?;
+        }
+        Ok(())
+    }
+
+    /// The before- and after-image of every name this transaction sets
+    /// or removes (the entry it replaced, and what it names now), in the
+    /// order of the changes (a name changed twice appears twice).
+    pub fn name_images(
+        &self,
+    ) -> impl Iterator<Item = (Fid, &Name, Option<&DentryRec>, Option<Fid>)> {
+        self.names.iter().map(|(dir, name, after)| {
+            let before = self
+                .names_before
+                .get(&(*dir, name.clone()))
+                .and_then(|b| b.as_ref());
+            (*dir, name, before, *after)
+        })
     }
 
     /// Set entry `name` in `dir`.
     pub fn put_dentry(&mut self, dir: Fid, name: &Name, d: &DentryRec) -> Result<(), ServerError> {
+        self.name_before(dir, name)?;
         self.batch
             .put(Space::Dentries, dentry_key(dir, name), encode_record(d)?);
         self.names.push((dir, name.clone(), Some(d.fid)));
@@ -185,9 +218,11 @@ impl<'a> Tx<'a> {
     }
 
     /// Remove entry `name` from `dir`.
-    pub fn delete_dentry(&mut self, dir: Fid, name: &Name) {
+    pub fn delete_dentry(&mut self, dir: Fid, name: &Name) -> Result<(), ServerError> {
+        self.name_before(dir, name)?;
         self.batch.delete(Space::Dentries, dentry_key(dir, name));
         self.names.push((dir, name.clone(), None));
+        Ok(())
     }
 
     /// What this transaction does, as its client is told: every inode it
@@ -308,5 +343,48 @@ pub fn read_meta<T: serde::de::DeserializeOwned>(
                 store_err(format!("meta {key}: {}", e.msg))
             })?))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loom_store::kv::FjallStore;
+
+    /// What the commit step is handed: before- and after-images of every
+    /// inode and name a transaction changes, also of names it never read.
+    #[test]
+    fn a_transaction_keeps_the_images_of_what_it_changes() {
+        let d = tempfile::tempdir().expect("tmp");
+        let store = FjallStore::open(d.path()).expect("open");
+        let (dir, a, b) = (Fid::new(9, 1), Fid::new(9, 2), Fid::new(9, 3));
+        let file = |fid| DentryRec {
+            fid,
+            kind: FileKind::File,
+        };
+        let mut t = Tx::new(&store);
+        t.put_dentry(dir, &Name::from("x"), &file(a)).expect("put");
+        let (batch, _) = t.into_batch().expect("batch");
+        store.apply(batch).expect("apply");
+
+        let mut t = Tx::new(&store);
+        // "x" read first, then replaced; "y" changed without a look.
+        assert_eq!(
+            t.dentry(dir, &Name::from("x")).expect("read"),
+            Some(file(a))
+        );
+        t.put_dentry(dir, &Name::from("x"), &file(b)).expect("put");
+        t.delete_dentry(dir, &Name::from("y")).expect("delete");
+        let images: Vec<_> = t
+            .name_images()
+            .map(|(d, n, before, after)| (d, n.to_string(), before.map(|r| r.fid), after))
+            .collect();
+        assert_eq!(
+            images,
+            vec![
+                (dir, "x".to_string(), Some(a), Some(b)),
+                (dir, "y".to_string(), None, None),
+            ]
+        );
     }
 }
