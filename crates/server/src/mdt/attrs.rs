@@ -161,10 +161,11 @@ impl MdtService {
             return self.set_acl(ctx, fid, name, Some(&value)).await;
         }
         let (_, g) = self.begin().await.into_parts();
-        let r = read_inode(&*self.store, fid)?;
+        let r = read_inode(&*self.names.store, fid)?;
         perm::may_xattr(&Cred::of(ctx), &r, name, true)?;
         let key = xattr_key(fid, name);
         let exists = self
+            .names
             .store
             .get(Space::Xattrs, &key)
             .map_err(store_err)?
@@ -181,7 +182,7 @@ impl MdtService {
                 format!("no xattr {name}"),
             ));
         }
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         t.inode(fid)?.attr.ctime = Time::now();
         t.batch.put(Space::Xattrs, key, value);
         let ticket = self.apply(ctx, t, &Reply::Ok)?;
@@ -191,12 +192,13 @@ impl MdtService {
     }
 
     pub(super) fn getxattr(&self, ctx: &Rq<'_>, fid: Fid, name: &Name) -> Handled {
-        let r = read_inode(&*self.store, fid)?;
+        let r = read_inode(&*self.names.store, fid)?;
         perm::may_xattr(&Cred::of(ctx), &r, name, false)?;
         if is_acl_name(name.as_bytes()) {
             return acls::get_acl(&r, name);
         }
-        self.store
+        self.names
+            .store
             .get(Space::Xattrs, &xattr_key(fid, name))
             .map_err(store_err)?
             .map(Reply::Xattr)
@@ -204,13 +206,14 @@ impl MdtService {
     }
 
     pub(super) fn listxattr(&self, ctx: &Rq<'_>, fid: Fid) -> Handled {
-        let r = read_inode(&*self.store, fid)?;
+        let r = read_inode(&*self.names.store, fid)?;
         let c = Cred::of(ctx);
         let prefix = fid.to_key();
         let mut names: Vec<Name> = acls::acl_names(&r).collect();
         let mut after: Option<Vec<u8>> = None;
         loop {
             let page = self
+                .names
                 .store
                 .scan(Space::Xattrs, &prefix, after.as_deref(), 256)
                 .map_err(store_err)?;
@@ -234,10 +237,11 @@ impl MdtService {
             return self.set_acl(ctx, fid, name, None).await;
         }
         let (_, g) = self.begin().await.into_parts();
-        let r = read_inode(&*self.store, fid)?;
+        let r = read_inode(&*self.names.store, fid)?;
         perm::may_xattr(&Cred::of(ctx), &r, name, true)?;
         let key = xattr_key(fid, name);
         if self
+            .names
             .store
             .get(Space::Xattrs, &key)
             .map_err(store_err)?
@@ -248,7 +252,7 @@ impl MdtService {
                 format!("no xattr {name}"),
             ));
         }
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         t.inode(fid)?.attr.ctime = Time::now();
         t.batch.delete(Space::Xattrs, key);
         let ticket = self.apply(ctx, t, &Reply::Ok)?;

@@ -59,11 +59,11 @@ impl MdtService {
     /// Begin a change: wait for the namespace lock and open its
     /// transaction.
     pub(super) async fn begin(&self) -> Change<'_> {
-        let lock = self.ns.lock().await;
+        let lock = self.names.ns.lock().await;
         Change {
             mdt: self,
             lock,
-            t: Tx::new(&*self.store),
+            t: Tx::new(&*self.names.store),
         }
     }
 }
@@ -98,7 +98,7 @@ impl<'m> Change<'m> {
     /// link's target), after the guards of that name.
     pub fn target(&mut self, dir: Fid, name: &Name) -> Result<InodeRec, ServerError> {
         let d = self.t.dir(dir)?.clone();
-        if self.mdt.sealed.contains(dir) {
+        if self.mdt.dne.sealed.contains(dir) {
             return Err(being_removed(dir));
         }
         belongs_here(&d, dir, name)?;

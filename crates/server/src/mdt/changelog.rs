@@ -515,18 +515,19 @@ impl MdtService {
         root_only(ctx, "read")?;
         let max = max.clamp(1, MAX_READ) as usize;
         let wait = Duration::from_millis(wait_ms.into()).min(MAX_WAIT);
-        let mut rx = self.changelog.published.subscribe();
+        let mut rx = self.commit.changelog.published.subscribe();
         let since = since.max(1);
         if *rx.borrow_and_update() <= since && !wait.is_zero() {
             let _ = tokio::time::timeout(wait, rx.wait_for(|next| *next > since)).await;
         }
         // The state first: a record purged between the two reads is then
         // below `first`, never silently missing.
-        let state = self.changelog.state();
+        let state = self.commit.changelog.state();
         let from = since.max(state.first);
         let after = from.checked_sub(1).map(rec_key);
         let mut records = Vec::new();
         for (k, v) in self
+            .names
             .store
             .scan(Space::Changelog, &[], after.as_deref(), max)
             .map_err(store_err)?
@@ -549,7 +550,7 @@ impl MdtService {
         root_only(rq.ctx, "register a consumer of")?;
         let (_, g) = self.begin().await.into_parts();
         let (id, cleared) = {
-            let s = self.changelog.lock();
+            let s = self.commit.changelog.lock();
             let id = s.users.iter().map(|u| u.id).max().unwrap_or(0) + 1;
             (id, s.next.saturating_sub(1))
         };
@@ -558,17 +559,17 @@ impl MdtService {
             cleared,
             registered: Time::now(),
         };
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         t.put_meta(&user_key(id), &user)?;
         // In memory first: a change applied from now on is recorded (one
         // applied before the registration's batch is a record the new
         // consumer skips, as it has `cleared` up to before it).
-        self.changelog.lock().users.push(user);
+        self.commit.changelog.lock().users.push(user);
         let reply = Reply::ChangelogUser(id);
         let ticket = match self.apply(rq, t, &reply) {
             Ok(t) => t,
             Err(e) => {
-                self.changelog.lock().users.retain(|u| u.id != id);
+                self.commit.changelog.lock().users.retain(|u| u.id != id);
                 return Err(e);
             }
         };
@@ -591,7 +592,7 @@ impl MdtService {
         root_only(rq.ctx, "acknowledge records of")?;
         let (_, g) = self.begin().await.into_parts();
         let (mut u, last) = {
-            let s = self.changelog.lock();
+            let s = self.commit.changelog.lock();
             let u = s.users.iter().find(|u| u.id == user).cloned();
             (
                 u.ok_or_else(|| unknown_user(user))?,
@@ -606,11 +607,11 @@ impl MdtService {
         }
         let upto = if upto == 0 { last } else { upto };
         u.cleared = u.cleared.max(upto);
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         t.put_meta(&user_key(user), &u)?;
         let ticket = self.apply(rq, t, &Reply::Ok)?;
         {
-            let mut s = self.changelog.lock();
+            let mut s = self.commit.changelog.lock();
             if let Some(x) = s.users.iter_mut().find(|x| x.id == user) {
                 *x = u;
             }
@@ -629,13 +630,20 @@ impl MdtService {
     ) -> Handled {
         root_only(rq.ctx, "deregister a consumer of")?;
         let (_, g) = self.begin().await.into_parts();
-        if !self.changelog.lock().users.iter().any(|u| u.id == user) {
+        if !self
+            .commit
+            .changelog
+            .lock()
+            .users
+            .iter()
+            .any(|u| u.id == user)
+        {
             return Err(unknown_user(user));
         }
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         t.batch.delete(Space::Meta, user_key(user).into_bytes());
         let ticket = self.apply(rq, t, &Reply::Ok)?;
-        self.changelog.lock().users.retain(|u| u.id != user);
+        self.commit.changelog.lock().users.retain(|u| u.id != user);
         drop(g);
         self.commit_through(ticket).await?;
         tracing::info!(
@@ -651,13 +659,14 @@ impl MdtService {
     pub(super) async fn purge_changelog(&self) -> Result<(), ServerError> {
         loop {
             let upto = {
-                let s = self.changelog.lock();
+                let s = self.commit.changelog.lock();
                 match s.users.iter().map(|u| u.cleared).min() {
                     Some(c) => c,
                     None => s.next.saturating_sub(1),
                 }
             };
             let page = self
+                .names
                 .store
                 .scan(Space::Changelog, &[], None, PURGE_BATCH)
                 .map_err(store_err)?;
@@ -673,11 +682,11 @@ impl MdtService {
             }
             let done = first.is_some() || page.len() < PURGE_BATCH;
             if !b.is_empty() {
-                let ticket = self.store.apply(b).map_err(store_err)?;
+                let ticket = self.names.store.apply(b).map_err(store_err)?;
                 self.commit_through(ticket).await?;
             }
             if done {
-                let mut s = self.changelog.lock();
+                let mut s = self.commit.changelog.lock();
                 s.first = first.unwrap_or(s.next);
                 return Ok(());
             }
@@ -692,19 +701,19 @@ impl MdtService {
         t: &Tx<'_>,
     ) -> Result<Vec<ChangeRec>, ServerError> {
         match &step.plan {
-            Some(p) if self.changelog.recording() => p.records(t, step.ctx),
+            Some(p) if self.commit.changelog.recording() => p.records(t, step.ctx),
             _ => Ok(Vec::new()),
         }
     }
 
     /// Whether this MDT records changes (a consumer is registered).
     pub(super) fn changelog_recording(&self) -> bool {
-        self.changelog.recording()
+        self.commit.changelog.recording()
     }
 
     /// This MDT's changelog bounds and consumers.
     pub fn changelog_state(&self) -> ChangelogState {
-        self.changelog.state()
+        self.commit.changelog.state()
     }
 }
 

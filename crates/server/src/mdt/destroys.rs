@@ -70,7 +70,7 @@ impl MdtService {
     /// next commit rather than forcing one (one fsync per unlink
     /// otherwise); others (`transno` 0) force it.
     pub(super) fn queue_destroy(&self, fid: Fid, objs: Vec<ObjRef>, transno: u64, ticket: Ticket) {
-        self.destroys.push(Pending {
+        self.names.destroys.push(Pending {
             fid,
             objs,
             transno,
@@ -82,7 +82,7 @@ impl MdtService {
     /// while it works, and ends when the MDT is dropped.
     pub(super) fn spawn_destroyer(self: &Arc<Self>) {
         let me: Weak<MdtService> = Arc::downgrade(self);
-        let queue = self.destroys.clone();
+        let queue = self.names.destroys.clone();
         tokio::spawn(async move {
             loop {
                 queue.wake.notified().await;
@@ -103,7 +103,7 @@ impl MdtService {
     /// of files with objects on an OST that failed stay for the next start.
     async fn destroy_batch(&self, batch: Vec<Pending>) {
         let transno = batch.iter().map(|p| p.transno).max().unwrap_or(0);
-        self.commits.committed(transno).await;
+        self.commit.commits.committed(transno).await;
         let forced = batch
             .iter()
             .filter(|p| p.transno == 0)
@@ -127,7 +127,7 @@ impl MdtService {
         let mut calls = tokio::task::JoinSet::new();
         for (ost, objs) in by_ost {
             for chunk in objs.chunks(MAX_OBJECTS_PER_REQUEST) {
-                let peers = self.peers.clone();
+                let peers = self.dne.peers.clone();
                 let objs = chunk.to_vec();
                 calls.spawn(async move {
                     let r = peers
@@ -170,7 +170,7 @@ impl MdtService {
             }
         }
         // No fsync needed: if this is lost the destroys are simply repeated.
-        if let Err(e) = self.store.apply(b) {
+        if let Err(e) = self.names.store.apply(b) {
             tracing::warn!("MDT{:04x}: clearing destroy records: {e}", self.index);
         }
     }
@@ -179,6 +179,7 @@ impl MdtService {
     /// yet (an OST was away): what the next start will retry.
     pub fn pending_destroys(&self) -> Result<Vec<Fid>, crate::error::ServerError> {
         let recs = self
+            .names
             .store
             .scan(Space::Destroy, &[], None, usize::MAX)
             .map_err(store_err)?;
@@ -188,6 +189,7 @@ impl MdtService {
     /// Queue the destroys recorded before this start.
     pub(super) async fn resume_destroys(self: Arc<Self>) {
         let pending = match self
+            .names
             .store
             .scan(Space::Destroy, &[], None, usize::MAX)
             .map_err(store_err)

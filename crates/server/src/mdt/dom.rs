@@ -57,6 +57,7 @@ fn inside(fid: Fid, offset: u64, len: u64, end: u64) -> Result<u64, ServerError>
 impl MdtService {
     fn dom_block(&self, fid: Fid, n: u64) -> Result<Vec<u8>, ServerError> {
         Ok(self
+            .names
             .store
             .get(Space::Dom, &block_key(fid, n))
             .map_err(store_err)?
@@ -110,7 +111,7 @@ impl MdtService {
     /// As with an OST's objects, the open checked the caller's access
     /// (an open descriptor keeps it through a later chmod).
     pub(super) fn dom_read(&self, fid: Fid, offset: u64, len: u32) -> Handled {
-        let r = read_inode(&*self.store, fid)?;
+        let r = read_inode(&*self.names.store, fid)?;
         let end = dom_end(fid, r.layout.as_ref())?.min(r.attr.size);
         let stop = offset.saturating_add(u64::from(len)).min(end);
         if offset >= stop {

@@ -31,6 +31,7 @@ impl MdtService {
         let mut objs = Vec::new();
         if after.is_empty() {
             for (_, v) in self
+                .names
                 .store
                 .scan(Space::Destroy, &[], None, usize::MAX)
                 .map_err(store_err)?
@@ -39,6 +40,7 @@ impl MdtService {
             }
         }
         let page = self
+            .names
             .store
             .scan(
                 Space::Inodes,
@@ -82,7 +84,8 @@ impl MdtService {
         }
         for (ost, objs) in by_ost {
             let n = objs.len();
-            self.peers
+            self.dne
+                .peers
                 .call(
                     TargetId::ost(ost),
                     OstRequest::Destroy { objs },
@@ -113,6 +116,7 @@ impl MdtService {
             FsckScan::Orphans => Space::Orphans,
         };
         let page = self
+            .names
             .store
             .scan(space, &[], (!after.is_empty()).then_some(after), SCAN_PAGE)
             .map_err(store_err)?;
@@ -194,9 +198,9 @@ impl MdtService {
             ],
             FsckFix::SetParent { fid, .. } => vec![Lease::Attr(*fid)],
         };
-        let _busy = self.leases.recall(0, recalled).await;
+        let _busy = self.names.leases.recall(0, recalled).await;
         let (_, _ns) = self.begin().await.into_parts();
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         match &fix {
             FsckFix::DropEntry { parent, name } => {
                 let Some(d) = t.dentry(*parent, name)? else {

@@ -529,7 +529,7 @@ impl MdtService {
     /// The MDTs of a new directory's parts, master first: `count` MDTs in
     /// index order starting at `start_mdt` (this MDT if -1), wrapping.
     async fn placement(&self, s: DirStripe) -> Result<Vec<u32>, ServerError> {
-        let all = self.peers.config().await?.indices(Role::Mdt);
+        let all = self.dne.peers.config().await?.indices(Role::Mdt);
         if s.count == 0 || s.count as usize > all.len() {
             return Err(ServerError::refused(
                 Errno::EINVAL,
@@ -563,7 +563,7 @@ impl MdtService {
         t: &mut Tx<'_>,
         op: IntentOp,
     ) -> Result<u64, ServerError> {
-        let id = self.next_intent.fetch_add(1, Ordering::AcqRel);
+        let id = self.dne.next_intent.fetch_add(1, Ordering::AcqRel);
         t.put_meta(NEXT_INTENT, &(id + 1))?;
         let reply_to = rq.cur.map(|c| (c.key.client, c.key.seq, c.key.acked_below));
         let rec = IntentRec {
@@ -587,7 +587,7 @@ impl MdtService {
         id: u64,
         rec: Option<&IntentRec>,
     ) -> Result<(), ServerError> {
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         match rec {
             Some(r) => t
                 .batch
@@ -625,7 +625,7 @@ impl MdtService {
         perm: u32,
         mdts: Vec<u32>,
     ) -> Handled {
-        let _one_at_a_time = self.dist.lock().await;
+        let _one_at_a_time = self.dne.dist.lock().await;
         let mut c = self.begin().await;
         let p = c.new_name(&Cred::of(ctx), parent, name)?;
         let (mut t, g) = c.into_parts();
@@ -722,7 +722,7 @@ impl MdtService {
             Some(d) if d.fid == fid => {}
             Some(_) => return Ok(None),
             None => {
-                if t.dir(parent).is_err() || self.sealed.contains(parent) {
+                if t.dir(parent).is_err() || self.dne.sealed.contains(parent) {
                     return Ok(None);
                 }
                 let entry = DentryRec {
@@ -884,7 +884,7 @@ impl MdtService {
         self: &Arc<Self>,
         fid: Fid,
     ) -> Result<Vec<(u32, Fid)>, ServerError> {
-        let layout = match read_inode(&*self.store, fid) {
+        let layout = match read_inode(&*self.names.store, fid) {
             Ok(r) => r.layout,
             Err(e) if e.errno() == Errno::ENOENT => match self.remote_entry(fid).await? {
                 Reply::Entry { layout, .. } => layout,
@@ -912,8 +912,8 @@ impl MdtService {
         parent: Fid,
         name: &Name,
     ) -> Handled {
-        let _one_at_a_time = self.dist.lock().await;
-        let d = read_dentry(&*self.store, parent, name)?
+        let _one_at_a_time = self.dne.dist.lock().await;
+        let d = read_dentry(&*self.names.store, parent, name)?
             .ok_or_else(|| super::namespace::not_found(name))?;
         if d.kind != FileKind::Dir {
             return Err(ServerError::refused(
@@ -932,7 +932,7 @@ impl MdtService {
         // rename sees either the entry as it was or the intent (and then
         // leaves the entry alone, see `removal_in_progress`).
         let (_, g) = self.begin().await.into_parts();
-        if read_dentry(&*self.store, parent, name)?.is_none_or(|now| now.fid != d.fid) {
+        if read_dentry(&*self.names.store, parent, name)?.is_none_or(|now| now.fid != d.fid) {
             return Err(super::namespace::not_found(name));
         }
         if self.removal_in_progress(parent, name)? {
@@ -943,7 +943,7 @@ impl MdtService {
                 format!("{name} is being removed"),
             ));
         }
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         let id = self.log_intent(rq, &mut t, op)?;
         let ticket = self.apply_step(t)?;
         drop(g);
@@ -1010,6 +1010,7 @@ impl MdtService {
     /// operation this MDT coordinates and has not finished.
     pub(super) fn name_in_intent(&self, dir: Fid, name: &Name) -> Result<bool, ServerError> {
         for (_, v) in self
+            .names
             .store
             .scan(Space::Intents, &[], None, usize::MAX)
             .map_err(store_err)?
@@ -1037,6 +1038,7 @@ impl MdtService {
 
     fn read_intent(&self, id: u64) -> Result<IntentRec, ServerError> {
         let v = self
+            .names
             .store
             .get(Space::Intents, &intent_key(id))
             .map_err(store_err)?
@@ -1129,8 +1131,8 @@ impl MdtService {
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(RESOLVE_BACKOFF_MAX);
         }
-        self.resolving.store(false, Ordering::Release);
-        self.recovered.send_replace(true);
+        self.dne.resolving.store(false, Ordering::Release);
+        self.dne.recovered.send_replace(true);
         // An intent left while this pass was ending found the flag still
         // set: look again.
         if self.has_intents().unwrap_or(false) {
@@ -1156,15 +1158,16 @@ impl MdtService {
 
     /// Start [`Self::resolve_intents`] unless it runs already.
     pub(super) fn spawn_resolver(self: &Arc<Self>) {
-        if !self.resolving.swap(true, Ordering::AcqRel) {
+        if !self.dne.resolving.swap(true, Ordering::AcqRel) {
             tokio::spawn(self.clone().resolve_intents());
         }
     }
 
     /// One attempt at every intent: how many remain.
     async fn resolve_pass(self: &Arc<Self>) -> Result<usize, ServerError> {
-        let _one_at_a_time = self.dist.lock().await;
+        let _one_at_a_time = self.dne.dist.lock().await;
         let intents = self
+            .names
             .store
             .scan(Space::Intents, &[], None, usize::MAX)
             .map_err(store_err)?;
@@ -1314,6 +1317,7 @@ impl MdtService {
     ) -> Result<usize, ServerError> {
         let mut done = 0;
         for (k, v) in self
+            .names
             .store
             .scan(Space::Intents, &[], None, usize::MAX)
             .map_err(store_err)?
@@ -1342,6 +1346,7 @@ impl MdtService {
     /// Whether the log holds intents (at start: recovery is needed).
     pub(super) fn has_intents(&self) -> Result<bool, ServerError> {
         Ok(!self
+            .names
             .store
             .scan(Space::Intents, &[], None, 1)
             .map_err(store_err)?

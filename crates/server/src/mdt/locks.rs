@@ -273,8 +273,8 @@ impl MdtService {
                     client: ctx.client_id,
                     owner,
                 };
-                self.locks.table().apply(fid, owner, None, start, end);
-                self.locks.released.notify_waiters();
+                self.names.locks.table().apply(fid, owner, None, start, end);
+                self.names.locks.released.notify_waiters();
                 Ok(Reply::Ok)
             }
             LockReq::Test { fid, mut lock } => {
@@ -285,7 +285,7 @@ impl MdtService {
                 self.lock_inode_here(fid)?;
                 // What was held before a restart is known once reclaimed.
                 self.wait_grace().await;
-                let t = self.locks.table();
+                let t = self.names.locks.table();
                 Ok(Reply::Lock(match t.conflict(fid, &lock) {
                     Some(c) => LockAnswer::Conflict(c),
                     None => LockAnswer::Granted,
@@ -296,7 +296,7 @@ impl MdtService {
 
     /// The inode is kept here (locks live with the inode).
     fn lock_inode_here(&self, fid: Fid) -> Result<(), ServerError> {
-        super::tx::read_inode(&*self.store, fid).map(|_| ())
+        super::tx::read_inode(&*self.names.store, fid).map(|_| ())
     }
 
     /// Record `client` as a locker (once), and the connection it locks on.
@@ -306,18 +306,18 @@ impl MdtService {
         ch: Option<&Arc<Channel>>,
     ) -> Result<(), ServerError> {
         let first = {
-            let mut t = self.locks.table();
+            let mut t = self.names.locks.table();
             if let Some(ch) = ch {
                 t.conns.insert(client, (ch.clone(), None));
             }
             !t.recorded.contains(&client)
         };
         if first {
-            let mut t = Tx::new(&*self.store);
+            let mut t = Tx::new(&*self.names.store);
             t.put_meta(&locker_key(client), &())?;
             let ticket = self.apply_step(t)?;
             self.commit_through(ticket).await?;
-            self.locks.table().recorded.insert(client);
+            self.names.locks.table().recorded.insert(client);
         }
         Ok(())
     }
@@ -330,12 +330,12 @@ impl MdtService {
     ) -> Result<LockAnswer, ServerError> {
         let deadline = tokio::time::Instant::now() + LOCK_POLL;
         loop {
-            let released = self.locks.released.notified();
+            let released = self.names.locks.released.notified();
             tokio::pin!(released);
             // Registered before the check: a release after it wakes us.
             released.as_mut().enable();
             let grace = {
-                let mut t = self.locks.table();
+                let mut t = self.names.locks.table();
                 match t.in_grace() {
                     Some(until) => Some(until),
                     None => {
@@ -390,10 +390,10 @@ impl MdtService {
     /// reclaimed, or the time passed).
     async fn wait_grace(&self) {
         loop {
-            let released = self.locks.released.notified();
+            let released = self.names.locks.released.notified();
             tokio::pin!(released);
             released.as_mut().enable();
-            let Some(until) = self.locks.table().in_grace() else {
+            let Some(until) = self.names.locks.table().in_grace() else {
                 return;
             };
             tokio::select! {
@@ -415,7 +415,7 @@ impl MdtService {
         self.note_locker(client, ch).await?;
         let mut refused = None;
         {
-            let mut t = self.locks.table();
+            let mut t = self.names.locks.table();
             // What it held here before is replaced by what it says now.
             t.files.retain(|_, ls| {
                 ls.retain(|l| l.owner.client != client);
@@ -438,7 +438,7 @@ impl MdtService {
                 waiting.remove(&client);
             }
         }
-        self.locks.released.notify_waiters();
+        self.names.locks.released.notify_waiters();
         Ok(match refused {
             None => Reply::Ok,
             Some(c) => Reply::Lock(LockAnswer::Conflict(c)),
@@ -456,11 +456,15 @@ impl MdtService {
             loop {
                 tick.tick().await;
                 let Some(me) = me.upgrade() else { return };
-                if me.stopping.load(std::sync::atomic::Ordering::Acquire) {
+                if me
+                    .commit
+                    .stopping
+                    .load(std::sync::atomic::Ordering::Acquire)
+                {
                     return;
                 }
                 let gone = {
-                    let mut t = me.locks.table();
+                    let mut t = me.names.locks.table();
                     let now = Instant::now();
                     // Waits whose owner stopped asking (it gave up).
                     t.waits.retain(|_, (_, until)| *until > now);
@@ -502,8 +506,8 @@ impl MdtService {
                     continue;
                 }
                 for c in &gone {
-                    me.locks.drop_client(*c);
-                    me.leases.holds.drop_client(*c);
+                    me.names.locks.drop_client(*c);
+                    me.names.leases.holds.drop_client(*c);
                 }
                 if let Err(e) = me.forget_lockers(&gone).await {
                     tracing::warn!("MDT{:04x}: forgetting lockers: {e}", me.index);
@@ -514,10 +518,10 @@ impl MdtService {
 
     /// Delete the locker records of `clients` (their locks are gone).
     pub(super) async fn forget_lockers(&self, clients: &[u64]) -> Result<(), ServerError> {
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         let mut any = false;
         {
-            let mut tab = self.locks.table();
+            let mut tab = self.names.locks.table();
             for c in clients {
                 if tab.recorded.remove(c) {
                     t.batch.delete(Space::Meta, locker_key(*c).into_bytes());

@@ -174,7 +174,7 @@ impl MdtService {
     /// `Reply::Moved` if `fid` left this MDT.
     pub(super) fn moved_reply(&self, fid: Option<Fid>) -> Option<Reply> {
         let fid = fid?;
-        let mdt = self.located.away(fid)?;
+        let mdt = self.dne.located.away(fid)?;
         // How often requests still come here for what moved (`loom df -i`).
         self.stats.count("moved_answers");
         Some(Reply::Moved { fid, mdt })
@@ -183,7 +183,7 @@ impl MdtService {
     /// Whether inode `fid` is kept on this MDT (its FID's sequence is
     /// this MDT's and it did not leave, or it came here).
     pub(super) fn keeps(&self, fid: Fid, fldb_says_here: bool) -> bool {
-        self.located.away(fid).is_none() && (fldb_says_here || self.located.here(fid))
+        self.dne.located.away(fid).is_none() && (fldb_says_here || self.dne.located.here(fid))
     }
 
     /// Move directory `dir` (on this MDT) to MDT `to`: see the module notes.
@@ -194,7 +194,7 @@ impl MdtService {
                 "only root may migrate directories (loom migrate)",
             ));
         }
-        let mdts = self.peers.config().await?.indices(Role::Mdt);
+        let mdts = self.dne.peers.config().await?.indices(Role::Mdt);
         if !mdts.contains(&to) {
             return Err(ServerError::refused(
                 Errno::EINVAL,
@@ -208,7 +208,7 @@ impl MdtService {
                 stayed: 0,
             });
         }
-        let _one_at_a_time = self.dist.lock().await;
+        let _one_at_a_time = self.dne.dist.lock().await;
         if self.finish_intents_on(dir).await? > 0 {
             // The directory may have left this MDT with it.
             self.plain_dir(dir, "migrated (the tree under it is)")?;
@@ -219,17 +219,17 @@ impl MdtService {
         // The directory first: a file made in it from now on gets no
         // lease (a change's leases are granted all or none), so the list
         // of its files read next holds every one that may have a lease.
-        let frozen_dir = self.leases.freeze(vec![dir]);
+        let frozen_dir = self.names.leases.freeze(vec![dir]);
         let candidates = self.candidates(dir)?;
-        let frozen = self.leases.freeze(candidates.clone());
-        let held = self.leases.held_on(&candidates);
-        let recalled = self.leases.recall(0, held).await;
+        let frozen = self.names.leases.freeze(candidates.clone());
+        let held = self.names.leases.held_on(&candidates);
+        let recalled = self.names.leases.recall(0, held).await;
         let recall_took = started.elapsed();
         // 2. Snapshot, 3. intent, 4. adopt, 5. batch, under the lock.
         let (_, g) = self.begin().await.into_parts();
         let snap = self.snapshot(dir, true)?;
         let fids: Vec<Fid> = snap.inodes.iter().map(|m| m.fid).collect();
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         // Recorded in the changelog (MIGRT) on both MDTs, as the caller's;
         // the intent keeps the caller for a roll-forward.
         let planned = super::changelog::Planned::of(&MdtRequest::Migrate { fid: dir, mdt: to });
@@ -279,7 +279,7 @@ impl MdtService {
                 format!("the root directory is not {what}: it stays on MDT0000"),
             ));
         }
-        let r = read_inode(&*self.store, dir)?;
+        let r = read_inode(&*self.names.store, dir)?;
         if r.attr.kind != FileKind::Dir {
             return Err(ServerError::refused(
                 Errno::ENOTDIR,
@@ -292,7 +292,7 @@ impl MdtService {
                 format!("{dir} is striped: a striped directory is not {what}"),
             ));
         }
-        if self.sealed.contains(dir) {
+        if self.dne.sealed.contains(dir) {
             return Err(ServerError::refused(
                 Errno::EBUSY,
                 format!("{dir} is being removed"),
@@ -305,6 +305,7 @@ impl MdtService {
     fn candidates(&self, dir: Fid) -> Result<Vec<Fid>, ServerError> {
         let mut out = vec![dir];
         for (_, v) in self
+            .names
             .store
             .scan(Space::Dentries, &dentry_prefix(dir), None, usize::MAX)
             .map_err(store_err)?
@@ -320,7 +321,7 @@ impl MdtService {
     /// What moves with `dir` now (under the namespace lock). With `leased`,
     /// a file another client holds a lease on stays.
     fn snapshot(&self, dir: Fid, leased: bool) -> Result<Snapshot, ServerError> {
-        let mut rec = read_inode(&*self.store, dir)?;
+        let mut rec = read_inode(&*self.names.store, dir)?;
         // What it inherits from above goes with it, as a remote mkdir
         // gives its directory: its ancestors may not be where it goes.
         if rec.default_stripe.is_none() {
@@ -338,6 +339,7 @@ impl MdtService {
             stayed: 0,
         };
         for (k, v) in self
+            .names
             .store
             .scan(Space::Dentries, &dentry_prefix(dir), None, usize::MAX)
             .map_err(store_err)?
@@ -351,10 +353,10 @@ impl MdtService {
                 // Moved by its own migration (the tool goes depth first).
                 continue;
             }
-            let goes = match read_inode(&*self.store, d.fid) {
+            let goes = match read_inode(&*self.names.store, d.fid) {
                 Ok(r) => (r.attr.nlink == 1
                     && r.layout.as_ref().is_none_or(|l| l.dom_end() == 0)
-                    && (!leased || self.leases.held_on(&[d.fid]).is_empty()))
+                    && (!leased || self.names.leases.held_on(&[d.fid]).is_empty()))
                 .then_some(r),
                 Err(e) if e.errno() == Errno::ENOENT => None,
                 Err(e) => return Err(e),
@@ -371,6 +373,7 @@ impl MdtService {
         let mut xattrs = Vec::new();
         let prefix = fid.to_key();
         for (k, v) in self
+            .names
             .store
             .scan(Space::Xattrs, &prefix, None, usize::MAX)
             .map_err(store_err)?
@@ -419,7 +422,7 @@ impl MdtService {
             }
         }
         crate::fail::point("migrate:adopted");
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         for f in &fids {
             t.delete_inode(*f)?;
             t.put_meta(&away_key(*f), &(*f, to))?;
@@ -432,7 +435,7 @@ impl MdtService {
             .delete(Space::Intents, super::intents::intent_key(id));
         // Where they went is known before they go: a read that finds
         // them gone (it takes no lock) must find where they are.
-        self.located.leaving(&fids, to);
+        self.dne.located.leaving(&fids, to);
         let log = match (&planned, caller) {
             (Some(p), Some(c)) if self.changelog_recording() => p.records(&t, c)?,
             _ => Vec::new(),
@@ -440,11 +443,11 @@ impl MdtService {
         let ticket = match self.apply_batch(None, t, false, log) {
             Ok(t) => t,
             Err(e) => {
-                self.located.stayed(&fids);
+                self.dne.located.stayed(&fids);
                 return Err(e);
             }
         };
-        self.located.gone(&fids);
+        self.dne.located.gone(&fids);
         drop(g);
         self.commit_through(ticket).await?;
         self.forget_later(id, vec![to]);
@@ -460,7 +463,7 @@ impl MdtService {
         caller: Option<&ReqCtx>,
     ) -> Result<(), ServerError> {
         let (_, g) = self.begin().await.into_parts();
-        if read_inode(&*self.store, m.dir).is_err() {
+        if read_inode(&*self.names.store, m.dir).is_err() {
             // Its last batch was applied: only the record is left.
             drop(g);
             return self.set_intent(id, None).await;
@@ -479,14 +482,14 @@ impl MdtService {
         inodes: Vec<MovedInode>,
         entries: Vec<(Name, Fid, FileKind)>,
     ) -> Handled {
-        let g = self.located.adopting.lock().await;
+        let g = self.dne.located.adopting.lock().await;
         crate::fail::point("adopt_inodes");
         let made = super::remote::made_key(intent);
-        if read_meta::<Fid>(&*self.store, &made)?.is_some() {
+        if read_meta::<Fid>(&*self.names.store, &made)?.is_some() {
             // Sent again: taken already, and perhaps changed since.
             return Ok(Reply::Ok);
         }
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         let mut fids = Vec::with_capacity(inodes.len());
         for m in inodes {
             let rec = InodeRec::decode(&m.record).map_err(|e| {
@@ -512,7 +515,7 @@ impl MdtService {
         t.put_meta(&made, &dir)?;
         let log = self.step_records(step, &t)?;
         let ticket = self.apply_batch(None, t, false, log)?;
-        self.located.arrived(&fids);
+        self.dne.located.arrived(&fids);
         drop(g);
         self.commit_through(ticket).await?;
         Ok(Reply::Ok)

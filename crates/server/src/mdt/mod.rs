@@ -129,14 +129,72 @@ impl MdtStats {
     }
 }
 
-/// One metadata target.
+/// One metadata target. Its state is in three parts, one role each;
+/// the top holds only what names and counts the target.
 pub struct MdtService {
     index: u32,
     dir: PathBuf,
+    /// The namespace store: records, the lock changes take, and what
+    /// lives beside the records (FIDs, objects, orphans, leases, locks).
+    names: NameStore,
+    /// Commit and recovery: making changes durable, answering for them
+    /// after a crash, and what the commit step writes with each change.
+    commit: CommitRecovery,
+    /// The distributed namespace: the other MDTs, the cross-MDT
+    /// operations coordinated here, and what moved or is moving.
+    dne: Distributed,
+    /// Operation counters.
+    pub stats: MdtStats,
+    /// Verifies every record against its checksum (`loom scrub`).
+    scrub: Arc<crate::scrub::Scrub>,
+}
+
+/// The namespace store of an MDT.
+struct NameStore {
     store: Arc<dyn KvStore>,
-    peers: Arc<Peers>,
-    /// Serialises namespace changes (not reads).
+    /// Serialises namespace changes (not reads); taken only through
+    /// [`MdtService::begin`].
     ns: tokio::sync::Mutex<()>,
+    /// (sequence, next oid) for new FIDs.
+    fid_alloc: Mutex<Option<(u64, u32)>>,
+    /// Object ids precreated on each OST, in memory only (see `objects`).
+    pools: objects::Pools,
+    /// Unlinked files kept for the clients that have them open.
+    orphans: orphans::Orphans,
+    /// Files whose objects are to be destroyed once their unlink commits.
+    destroys: Arc<destroys::Destroys>,
+    /// A task tells OSTs the owners noted and not told yet (`owners`).
+    owner_retrying: std::sync::atomic::AtomicBool,
+    inode_count: AtomicU64,
+    /// What clients may keep knowing until recalled.
+    leases: Arc<leases::Leases>,
+    /// File locks held by clients (see `locks`).
+    locks: locks::Locks,
+}
+
+/// Commit and recovery of an MDT.
+struct CommitRecovery {
+    /// Makes applied changes durable, many at a time.
+    syncer: syncer::Syncer,
+    /// Transaction numbers given and committed.
+    commits: Arc<syncer::CommitState>,
+    /// Clients that may hold changes not yet committed.
+    clients: Registered,
+    /// The replays after a restart.
+    recovery: Recovery,
+    /// Replies of applied changes, for resends.
+    replies: ReplyCache,
+    /// Set by [`MdtService::stop`]: replies are held back.
+    stopping: std::sync::atomic::AtomicBool,
+    /// The record of committed changes, and its consumers.
+    changelog: changelog::Changelog,
+    /// The inodes held per user, group and project, and the grants.
+    quotas: quota::Quotas,
+}
+
+/// The distributed namespace, as one MDT takes part in it.
+struct Distributed {
+    peers: Arc<Peers>,
     /// Serialises the cross-MDT operations this MDT coordinates (held
     /// across their steps on other MDTs, which the namespace lock is not).
     dist: tokio::sync::Mutex<()>,
@@ -155,45 +213,10 @@ pub struct MdtService {
     /// True once the intents found at start are resolved: client changes
     /// wait for it.
     recovered: tokio::sync::watch::Sender<bool>,
-    /// (sequence, next oid) for new FIDs.
-    fid_alloc: Mutex<Option<(u64, u32)>>,
-    /// Object ids precreated on each OST, in memory only (see `objects`).
-    pools: objects::Pools,
-    /// Replies of applied changes, for resends.
-    replies: ReplyCache,
-    /// Unlinked files kept for the clients that have them open.
-    orphans: orphans::Orphans,
-    /// Files whose objects are to be destroyed once their unlink commits.
-    destroys: Arc<destroys::Destroys>,
-    /// A task tells OSTs the owners noted and not told yet (`owners`).
-    owner_retrying: std::sync::atomic::AtomicBool,
-    /// Makes applied changes durable, many at a time.
-    syncer: syncer::Syncer,
-    /// Transaction numbers given and committed.
-    commits: Arc<syncer::CommitState>,
-    /// Clients that may hold changes not yet committed.
-    clients: Registered,
-    /// The replays after a restart.
-    recovery: Recovery,
-    /// What clients may keep knowing until recalled.
-    leases: Arc<leases::Leases>,
-    /// Set by [`MdtService::stop`]: replies are held back.
-    stopping: std::sync::atomic::AtomicBool,
     /// Where new directories go (round robin over MDTs, their usage).
     placement: placement::Placement,
-    inode_count: AtomicU64,
-    /// Operation counters.
-    pub stats: MdtStats,
-    /// Verifies every record against its checksum (`loom scrub`).
-    scrub: Arc<crate::scrub::Scrub>,
-    /// The record of committed changes, and its consumers.
-    changelog: changelog::Changelog,
-    /// The inodes held per user, group and project, and the grants.
-    quotas: quota::Quotas,
     /// Every limit and grant (MDT0 only).
     quota_master: quota_master::Master,
-    /// File locks held by clients (see `locks`).
-    locks: locks::Locks,
 }
 
 impl MdtService {
@@ -205,7 +228,7 @@ impl MdtService {
     /// Its commits: how many, the changes they made durable, how long they
     /// took.
     pub fn commit_figures(&self) -> &syncer::CommitFigures {
-        &self.commits.figures
+        &self.commit.commits.figures
     }
 }
 
@@ -215,7 +238,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Drop for MdtService {
     fn drop(&mut self) {
-        self.destroys.close();
+        self.names.destroys.close();
         self.stop();
     }
 }
@@ -293,34 +316,44 @@ impl MdtService {
         let mdt = Arc::new(MdtService {
             index,
             dir: dir.to_path_buf(),
-            store,
-            peers,
-            ns: tokio::sync::Mutex::new(()),
-            dist: tokio::sync::Mutex::new(()),
-            next_intent: AtomicU64::new(next_intent),
-            sealed,
-            located,
-            restriped,
-            split: restripe::Split::new(opts.split_entries, opts.split_count),
-            resolving: std::sync::atomic::AtomicBool::new(false),
-            recovered: tokio::sync::watch::channel(false).0,
-            fid_alloc: Mutex::new(fid_alloc),
-            pools: objects::Pools::default(),
-            replies,
-            orphans,
-            destroys: Arc::default(),
-            owner_retrying: Default::default(),
-            syncer,
-            commits,
-            clients,
-            recovery,
-            leases: Arc::new(leases::Leases::new(
-                loom_proto::msg::TargetId::mdt(index),
-                opts.recall_timeout,
-            )),
-            stopping: std::sync::atomic::AtomicBool::new(false),
-            placement: Default::default(),
-            inode_count: AtomicU64::new(inode_count),
+            names: NameStore {
+                store,
+                ns: tokio::sync::Mutex::new(()),
+                fid_alloc: Mutex::new(fid_alloc),
+                pools: objects::Pools::default(),
+                orphans,
+                destroys: Arc::default(),
+                owner_retrying: Default::default(),
+                inode_count: AtomicU64::new(inode_count),
+                leases: Arc::new(leases::Leases::new(
+                    loom_proto::msg::TargetId::mdt(index),
+                    opts.recall_timeout,
+                )),
+                locks,
+            },
+            commit: CommitRecovery {
+                syncer,
+                commits,
+                clients,
+                recovery,
+                replies,
+                stopping: std::sync::atomic::AtomicBool::new(false),
+                changelog,
+                quotas,
+            },
+            dne: Distributed {
+                peers,
+                dist: tokio::sync::Mutex::new(()),
+                next_intent: AtomicU64::new(next_intent),
+                sealed,
+                located,
+                restriped,
+                split: restripe::Split::new(opts.split_entries, opts.split_count),
+                resolving: std::sync::atomic::AtomicBool::new(false),
+                recovered: tokio::sync::watch::channel(false).0,
+                placement: Default::default(),
+                quota_master,
+            },
             stats: MdtStats::default(),
             scrub: crate::scrub::Scrub::open(
                 format!("MDT{index:04x}"),
@@ -330,12 +363,8 @@ impl MdtService {
                     dir: dir.join("db"),
                 }),
             ),
-            changelog,
-            quotas,
-            quota_master,
-            locks,
         });
-        if index == 0 && tx::read_inode(&*mdt.store, Fid::ROOT).is_err() {
+        if index == 0 && tx::read_inode(&*mdt.names.store, Fid::ROOT).is_err() {
             mdt.create_root()?;
         }
         Ok(mdt)
@@ -343,13 +372,13 @@ impl MdtService {
 
     fn create_root(&self) -> anyhow::Result<()> {
         let now = Time::now();
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         t.create_inode(InodeRec::new(
             attrs::new_attr(Fid::ROOT, FileKind::Dir, 0o755, 0, 0, now),
             Fid::ROOT,
         ));
         let ticket = self.apply_step(t)?;
-        self.store.sync_through(ticket)?;
+        self.names.store.sync_through(ticket)?;
         tracing::info!("MDT{:04x}: created the root directory", self.index);
         Ok(())
     }
@@ -414,7 +443,7 @@ impl MdtService {
             self.index
         );
         let log = match rq.log {
-            Some(p) if self.changelog.recording() => p.records(&t, rq.ctx)?,
+            Some(p) if self.commit.changelog.recording() => p.records(&t, rq.ctx)?,
             _ => Vec::new(),
         };
         let touched = match recorded_as {
@@ -435,12 +464,12 @@ impl MdtService {
         // and was acknowledged.
         let quota = quota::Deltas::of(&t);
         if rq.ctx.uid != 0 && c.replay.is_none() {
-            self.quotas.admit(&quota)?;
-        } else if c.replay.is_none() && self.quotas.any_limited() {
-            self.quotas.overshot(&quota);
+            self.commit.quotas.admit(&quota)?;
+        } else if c.replay.is_none() && self.commit.quotas.any_limited() {
+            self.commit.quotas.overshot(&quota);
         }
         let maker = rq.ctx.client_id;
-        let r = self.leases.apply(maker, rq.tok, &touched, late, || {
+        let r = self.names.leases.apply(maker, rq.tok, &touched, late, || {
             self.apply_counted(recorded_as, t, quota, flushed, log)
         })?;
         match r {
@@ -478,15 +507,16 @@ impl MdtService {
         let mut batch = batch;
         let forced = recorded_as.and_then(|(c, _)| c.replay.as_ref().map(|r| r.0));
         let new_client = match recorded_as {
-            Some((c, _)) => self.clients.register(&mut batch, c.key.client)?,
+            Some((c, _)) => self.commit.clients.register(&mut batch, c.key.client)?,
             None => false,
         };
         // The count is read and written where batches are applied one at
         // a time: changes that do not share the namespace lock (an
         // adoption, see `migrate`) must not lose each other's.
-        let (transno, ticket, was_idle) = self.commits.applied(forced, |transno| {
+        let (transno, ticket, was_idle) = self.commit.commits.applied(forced, |transno| {
             let count = if delta != 0 {
-                let c = (self.inode_count.load(Ordering::Acquire) as i64 + delta).max(0) as u64;
+                let c =
+                    (self.names.inode_count.load(Ordering::Acquire) as i64 + delta).max(0) as u64;
                 batch.put(
                     loom_store::kv::Space::Meta,
                     meta::INODE_COUNT.as_bytes().to_vec(),
@@ -503,46 +533,48 @@ impl MdtService {
             );
             // The changelog's records go in the batch of the change:
             // numbered in commit order, kept exactly when the change is.
-            let logged = self.changelog.append(&mut batch, log)?;
+            let logged = self.commit.changelog.append(&mut batch, log)?;
             // So do the quota counts: exact whenever the change is kept.
             let counts = if quota.is_empty() {
                 Vec::new()
             } else {
-                self.quotas.stage(&mut batch, &quota)?
+                self.commit.quotas.stage(&mut batch, &quota)?
             };
             let recorded = match recorded_as {
                 Some((c, reply)) => Some((
                     c.key,
-                    self.replies.record(&mut batch, c.key, transno, reply)?,
+                    self.commit
+                        .replies
+                        .record(&mut batch, c.key, transno, reply)?,
                 )),
                 None => None,
             };
             let ticket = if flushed {
-                self.store.apply_flushed(batch)
+                self.names.store.apply_flushed(batch)
             } else {
-                self.store.apply(batch)
+                self.names.store.apply(batch)
             }
             .map_err(store_err)?;
             if let Some(c) = count {
-                self.inode_count.store(c, Ordering::Release);
+                self.names.inode_count.store(c, Ordering::Release);
             }
             if let Some(next) = logged {
-                self.changelog.published(next);
+                self.commit.changelog.published(next);
             }
             if !counts.is_empty() {
-                self.quotas.published(counts);
+                self.commit.quotas.published(counts);
             }
             if let Some((key, pruned)) = recorded {
-                self.replies.commit(key, &pruned);
+                self.commit.replies.commit(key, &pruned);
             }
             Ok::<_, ServerError>(ticket)
         })?;
         if was_idle {
-            self.syncer.kick();
+            self.commit.syncer.kick();
         }
         if let Some((c, _)) = recorded_as {
             if new_client {
-                self.clients.registered(c.key.client);
+                self.commit.clients.registered(c.key.client);
             }
             c.applied(transno, new_client);
         }
@@ -554,8 +586,8 @@ impl MdtService {
     /// wait for clients to replay. A change applied after it is never
     /// answered: its client sends it again to the next instance.
     pub fn stop(&self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        let (transno, _) = self.commits.last_applied();
+        self.commit.stopping.store(true, Ordering::SeqCst);
+        let (transno, _) = self.commit.commits.last_applied();
         let mut b = loom_store::kv::Batch::new();
         match tx::encode_record(&transno) {
             Ok(v) => b.put(
@@ -565,7 +597,11 @@ impl MdtService {
             ),
             Err(_) => return,
         }
-        let r = self.store.apply(b).and_then(|t| self.store.sync_through(t));
+        let r = self
+            .names
+            .store
+            .apply(b)
+            .and_then(|t| self.names.store.sync_through(t));
         if let Err(e) = r {
             tracing::error!("MDT{:04x}: recording the clean stop: {e}", self.index);
         }
@@ -573,7 +609,7 @@ impl MdtService {
 
     /// Wait until `ticket` is on stable storage.
     async fn commit_through(&self, ticket: Ticket) -> Result<(), ServerError> {
-        self.syncer.sync(ticket).await.map_err(store_err)
+        self.commit.syncer.sync(ticket).await.map_err(store_err)
     }
 
     /// After a change is applied, before its reply: a client's change
@@ -592,17 +628,17 @@ impl MdtService {
 
     /// Commit everything applied so far.
     async fn commit_all(&self) -> Result<(), ServerError> {
-        let (_, ticket) = self.commits.last_applied();
+        let (_, ticket) = self.commit.commits.last_applied();
         self.commit_through(ticket).await
     }
 
     /// This MDT's commit state for a reply whose change got `transno`.
     fn commit_state(&self, transno: u64) -> Commit {
         Commit {
-            boot: self.commits.boot,
+            boot: self.commit.commits.boot,
             transno,
-            last_committed: self.commits.last_committed(),
-            started_at: self.commits.started_at,
+            last_committed: self.commit.commits.last_committed(),
+            started_at: self.commit.commits.started_at,
             leased: false,
         }
     }
@@ -621,7 +657,7 @@ impl MdtService {
         self.spawn_lock_sweeper();
         let me = self.clone();
         tokio::spawn(async move {
-            if !me.recovery.is_open() {
+            if !me.commit.recovery.is_open() {
                 me.replay_all().await;
             }
             me.resolve_at_start();
@@ -631,7 +667,7 @@ impl MdtService {
     fn resolve_at_start(self: &Arc<Self>) {
         match self.has_intents() {
             Ok(false) => {
-                self.recovered.send_replace(true);
+                self.dne.recovered.send_replace(true);
             }
             Ok(true) => {
                 tracing::info!(
@@ -650,7 +686,7 @@ impl MdtService {
     /// Wait for the clients' replays, apply them in transaction order,
     /// evict the clients that did not come, commit, and open.
     async fn replay_all(self: &Arc<Self>) {
-        let (queue, evicted) = self.recovery.close_when_ready().await;
+        let (queue, evicted) = self.commit.recovery.close_when_ready().await;
         let (mut done, mut failed) = (0usize, 0usize);
         for e in queue {
             let key = ReplyKey {
@@ -681,14 +717,14 @@ impl MdtService {
         let mut b = loom_store::kv::Batch::new();
         for c in &evicted {
             b.delete(loom_store::kv::Space::Meta, recovery::client_key(*c));
-            self.clients.forget(*c);
+            self.commit.clients.forget(*c);
             tracing::warn!(
                 "MDT{:04x}: evicted client {c:#x}: it did not replay within {:?}; changes it held uncommitted are lost",
                 self.index,
-                self.recovery.window
+                self.commit.recovery.window
             );
         }
-        let r = match self.store.apply(b).map_err(store_err) {
+        let r = match self.names.store.apply(b).map_err(store_err) {
             Ok(ticket) => self.commit_through(ticket).await,
             Err(e) => Err(e),
         };
@@ -705,7 +741,7 @@ impl MdtService {
             self.index,
             evicted.len()
         );
-        self.recovery.open();
+        self.commit.recovery.open();
     }
 
     /// A session's own request (see [`Session`]), also answered while
@@ -724,7 +760,7 @@ impl MdtService {
                     // it has open are kept until it held them again.
                     match self.note_locker(ctx.client_id, Some(ch)).await {
                         Ok(()) => {
-                            self.leases.subscribe(ctx.client_id, ch);
+                            self.names.leases.subscribe(ctx.client_id, ch);
                             Ok(Reply::Ok)
                         }
                         Err(e) => Err(e),
@@ -762,7 +798,7 @@ impl MdtService {
         ch: Option<&Arc<Channel>>,
     ) -> (Handled, Option<Commit>) {
         self.stats.count(req.op().name);
-        if let Some(e) = self.commits.failed() {
+        if let Some(e) = self.commit.commits.failed() {
             return (Err(self.stopped(e)), None);
         }
         if ctx.client_id == 0 || ctx.seq == 0 {
@@ -774,8 +810,8 @@ impl MdtService {
             Staged::Session(s) => return self.session_request(ctx, s, ch).await,
             Staged::Later(l) => l,
         };
-        if !self.recovery.is_open() {
-            self.recovery.wait_open().await;
+        if !self.commit.recovery.is_open() {
+            self.commit.recovery.wait_open().await;
         }
         crate::fail::request(op);
         let req = match later {
@@ -784,10 +820,10 @@ impl MdtService {
                 return (r, Some(self.commit_state(0)));
             }
             Later::Whole(Whole::Disconnect) => {
-                self.leases.unsubscribe(ctx.client_id);
-                self.locks.drop_client(ctx.client_id);
+                self.names.leases.unsubscribe(ctx.client_id);
+                self.names.locks.drop_client(ctx.client_id);
                 // Its orphans go at the next sweep (`sweep_unheld`).
-                self.leases.holds.drop_client(ctx.client_id);
+                self.names.leases.holds.drop_client(ctx.client_id);
                 if let Err(e) = self.forget_lockers(&[ctx.client_id]).await {
                     return (Err(e), Some(self.commit_state(0)));
                 }
@@ -804,16 +840,16 @@ impl MdtService {
         // also one that is not answered from the reply cache (a restripe
         // or migrate resent after the restart would otherwise start over
         // beside the one being finished).
-        if req.op().effect != Effect::Reads && !*self.recovered.borrow() {
-            let mut rx = self.recovered.subscribe();
+        if req.op().effect != Effect::Reads && !*self.dne.recovered.borrow() {
+            let mut rx = self.dne.recovered.subscribe();
             let _ = rx.wait_for(|done| *done).await;
         }
-        let tok = self.leases.reading(ctx.client_id, ch);
+        let tok = self.names.leases.reading(ctx.client_id, ch);
         let Some(key) = ReplyKey::of(ctx, &req) else {
             return self.read(ctx, req, tok).await;
         };
-        let _running = self.replies.enter(key).await;
-        match self.replies.lookup(&*self.store, key) {
+        let _running = self.commit.replies.enter(key).await;
+        match self.commit.replies.lookup(&*self.names.store, key) {
             Ok(Some((transno, r))) => {
                 self.stats.count("resent");
                 tracing::debug!(
@@ -844,7 +880,7 @@ impl MdtService {
                 Err(ServerError::Recall(leases)) => {
                     rounds += 1;
                     self.stats.count("recalled");
-                    recalled.push(self.leases.recall(ctx.client_id, leases).await);
+                    recalled.push(self.names.leases.recall(ctx.client_id, leases).await);
                 }
                 Err(ServerError::QuotaShort { who, need, res }) => {
                     quota_rounds += 1;
@@ -857,17 +893,17 @@ impl MdtService {
         };
         let late = current.take_late();
         if !late.is_empty() {
-            recalled.push(self.leases.recall(ctx.client_id, late).await);
+            recalled.push(self.names.leases.recall(ctx.client_id, late).await);
         }
         let r = r.map(|reply| current.with_effects(reply));
         drop(recalled);
         let transno = current.transno();
-        if self.stopping.load(Ordering::SeqCst) {
+        if self.commit.stopping.load(Ordering::SeqCst) {
             // Perhaps applied after the clean stop's mark: the next
             // instance will not have it, so no reply may say it was done.
             std::future::pending::<()>().await;
         }
-        if let Some(e) = self.commits.failed() {
+        if let Some(e) = self.commit.commits.failed() {
             // Applied, perhaps never to be committed: not acknowledged.
             return (Err(self.stopped(e)), None);
         }
@@ -893,7 +929,7 @@ impl MdtService {
             return (r, Some(self.commit_state(0)));
         }
         let me = self.index;
-        let fldb = self.peers.config().await.ok();
+        let fldb = self.dne.peers.config().await.ok();
         let local = |fid: Fid| {
             self.keeps(
                 fid,
@@ -908,19 +944,19 @@ impl MdtService {
                 break r;
             }
             let sizes = lease::sizes_read(&req, r.as_ref().map_err(|e| e.errno()), local);
-            let held = self.leases.held_elsewhere(ctx.client_id, &sizes);
+            let held = self.names.leases.held_elsewhere(ctx.client_id, &sizes);
             if held.is_empty() {
                 break r;
             }
             rounds += 1;
             self.stats.count("recalled");
-            recalled.push(self.leases.recall(ctx.client_id, held).await);
-            tok = tok.map(|t| self.leases.restart_read(t));
+            recalled.push(self.names.leases.recall(ctx.client_id, held).await);
+            tok = tok.map(|t| self.names.leases.restart_read(t));
         };
         let mut commit = self.commit_state(0);
         if let (Some(tok), Some(_)) = (tok, &fldb) {
             let granted = lease::granted_by_read(&req, r.as_ref().map_err(|e| e.errno()), local);
-            commit.leased = self.leases.grant_read(tok, &granted);
+            commit.leased = self.names.leases.grant_read(tok, &granted);
         }
         drop(recalled);
         (r, Some(commit))
@@ -930,7 +966,7 @@ impl MdtService {
     /// transport has checked that the sender holds the cluster key).
     pub async fn handle_peer(self: &Arc<Self>, ctx: &ReqCtx, req: PeerRequest) -> Handled {
         self.stats.count(req.op().name);
-        if let Some(e) = self.commits.failed() {
+        if let Some(e) = self.commit.commits.failed() {
             return Err(self.stopped(e));
         }
         self.participant(ctx, req).await
@@ -945,15 +981,15 @@ impl MdtService {
         last: bool,
     ) -> Handled {
         let n = entries.len();
-        match self.recovery.accept(client, entries, last)? {
+        match self.commit.recovery.accept(client, entries, last)? {
             recovery::Accepted::Queued => Ok(Reply::Ok),
             recovery::Accepted::Complete => {
                 tracing::warn!(
                     "MDT{:04x}: client {client:#x} replayed ({n} in its last request); {} still awaited",
                     self.index,
-                    self.recovery.waiting()
+                    self.commit.recovery.waiting()
                 );
-                self.recovery.wait_open().await;
+                self.commit.recovery.wait_open().await;
                 Ok(Reply::Ok)
             }
         }
@@ -961,11 +997,11 @@ impl MdtService {
 
     /// A client leaves: commit everything and forget its registration.
     async fn disconnect(&self, client: u64) -> Result<(), ServerError> {
-        if self.clients.contains(client) {
+        if self.commit.clients.contains(client) {
             let mut b = loom_store::kv::Batch::new();
             b.delete(loom_store::kv::Space::Meta, recovery::client_key(client));
-            let ticket = self.store.apply(b).map_err(store_err)?;
-            self.clients.forget(client);
+            let ticket = self.names.store.apply(b).map_err(store_err)?;
+            self.commit.clients.forget(client);
             return self.commit_through(ticket).await;
         }
         self.commit_all().await
@@ -973,7 +1009,7 @@ impl MdtService {
 
     /// Number of replies in the reply cache.
     pub fn recorded_replies(&self) -> usize {
-        self.replies.len()
+        self.commit.replies.len()
     }
 
     /// Run `req` here, or answer where `loom migrate` moved the inode it
@@ -991,7 +1027,7 @@ impl MdtService {
         // are matched exhaustively (`changelog::Planned::of`).
         let splits = changelog::Planned::of(&req).and_then(|p| p.makes_in());
         let r = self.dispatch_here(ctx, req).await;
-        if ctx.ctx.uid == 0 && self.quotas.has_overshot() {
+        if ctx.ctx.uid == 0 && self.commit.quotas.has_overshot() {
             // Root took an id past this MDT's share: the master hears of
             // it before the answer, unless it is slow to (then after).
             let me = self.clone();
@@ -1021,14 +1057,14 @@ impl MdtService {
             }
             MdtRequest::Lookup { parent, name } => self.lookup(ctx, parent, &name).await,
             MdtRequest::GetAttr { fid } => Ok(Reply::Attr(remote::shown_attr(&tx::read_inode(
-                &*self.store,
+                &*self.names.store,
                 fid,
             )?))),
             MdtRequest::Open { fid, access, hold } => {
-                let r = tx::read_inode(&*self.store, fid)?;
+                let r = tx::read_inode(&*self.names.store, fid)?;
                 perm::may(&perm::Cred::of(ctx), &r, access)?;
                 if hold && r.attr.kind == FileKind::File {
-                    self.leases.holds.hold(fid, ctx.client_id);
+                    self.names.leases.holds.hold(fid, ctx.client_id);
                 }
                 Ok(Reply::Entry {
                     attr: remote::shown_attr(&r),
@@ -1087,14 +1123,14 @@ impl MdtService {
                 target,
             } => self.symlink(ctx, parent, &name, &target).await,
             MdtRequest::Readlink { fid } => {
-                let r = tx::read_inode(&*self.store, fid)?;
+                let r = tx::read_inode(&*self.names.store, fid)?;
                 r.symlink.map(Reply::Link).ok_or_else(|| {
                     ServerError::refused(Errno::EINVAL, format!("{fid} is not a symlink"))
                 })
             }
             MdtRequest::Readdir { fid, cookie, max } => self.readdir(ctx, fid, cookie, max).await,
             MdtRequest::GetLayout { fid } => {
-                let r = tx::read_inode(&*self.store, fid)?;
+                let r = tx::read_inode(&*self.names.store, fid)?;
                 r.layout.map(Reply::Layout).ok_or_else(|| {
                     ServerError::refused(Errno::ENODATA, format!("{fid} has no layout"))
                 })
@@ -1208,7 +1244,7 @@ impl MdtService {
         let frsize = v.fragment_size() as u64;
         let avail = v.blocks_available() as u64 * frsize;
         // An inode costs about 1 KiB in the store: free inodes follow free space.
-        let used = self.inode_count.load(Ordering::Acquire);
+        let used = self.names.inode_count.load(Ordering::Acquire);
         let free = avail / 1024;
         Ok(Reply::StatFs(loom_proto::msg::StatFs {
             target: Some(loom_proto::msg::TargetId::mdt(self.index)),

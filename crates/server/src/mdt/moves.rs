@@ -217,7 +217,7 @@ impl MdtService {
             if dir == Fid::ROOT {
                 return Ok(false);
             }
-            dir = match read_inode(&*self.store, dir) {
+            dir = match read_inode(&*self.names.store, dir) {
                 Ok(r) => r.parent,
                 Err(e) if e.errno() == Errno::ENOENT => self.inode_anywhere(dir).await?.parent,
                 Err(e) => return Err(e),
@@ -235,7 +235,7 @@ impl MdtService {
         flags: u32,
         keep_for: Option<u64>,
     ) -> Handled {
-        let _one_at_a_time = self.dist.lock().await;
+        let _one_at_a_time = self.dne.dist.lock().await;
         let mut tries = 0;
         loop {
             tries += 1;
@@ -273,9 +273,9 @@ impl MdtService {
     ) -> Result<Option<RenameIntent>, ServerError> {
         let c = Cred::of(rq.ctx);
         let exchange = flags & rename_flags::EXCHANGE != 0;
-        let from_rec = read_inode(&*self.store, parent)?;
+        let from_rec = read_inode(&*self.names.store, parent)?;
         let from_dir = &from_rec.attr;
-        let src = read_dentry(&*self.store, parent, name)?.ok_or_else(|| not_found(name))?;
+        let src = read_dentry(&*self.names.store, parent, name)?.ok_or_else(|| not_found(name))?;
         let to_mdt = self.owner_of(new_parent).await?;
         let (to_dir, to_acl, dst, sealed) = match self
             .mdt_call(
@@ -407,7 +407,7 @@ impl MdtService {
         plan: &RenameIntent,
     ) -> Result<u64, ServerError> {
         let (_, g) = self.begin().await.into_parts();
-        let now = read_dentry(&*self.store, plan.from.dir, &plan.from.name)?;
+        let now = read_dentry(&*self.names.store, plan.from.dir, &plan.from.name)?;
         if now.is_none_or(|d| d.fid != plan.src.fid) {
             return Err(ServerError::refused(
                 Errno::EAGAIN,
@@ -415,7 +415,7 @@ impl MdtService {
             ));
         }
         self.not_pending(plan.from.dir, &plan.from.name)?;
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         let id = self.log_intent(rq, &mut t, IntentOp::Rename(Box::new(plan.clone())))?;
         let ticket = self.apply_step(t)?;
         drop(g);
@@ -708,7 +708,7 @@ impl MdtService {
         parent: Fid,
         name: &Name,
     ) -> Handled {
-        let _one_at_a_time = self.dist.lock().await;
+        let _one_at_a_time = self.dne.dist.lock().await;
         let c = Cred::of(rq.ctx);
         let found = self.inode_anywhere(fid).await?;
         perm::may_link(&c, found.inode())?;
@@ -728,7 +728,7 @@ impl MdtService {
         self.not_pending(parent, name)?;
         // Read only: a fresh transaction logs the intent.
         let (_, g) = ch.into_parts();
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         let id = self.log_intent(rq, &mut t, IntentOp::Link(op.clone()))?;
         let ticket = self.apply_step(t)?;
         drop(g);
@@ -780,7 +780,7 @@ impl MdtService {
         fail::point("link_distributed:linked");
         let (mut t, g) = self.begin().await.into_parts();
         let free = t.dir(op.parent).is_ok()
-            && !self.sealed.contains(op.parent)
+            && !self.dne.sealed.contains(op.parent)
             && t.dentry(op.parent, &op.name)?
                 .is_none_or(|d| d.fid == op.fid);
         if !free {
@@ -858,9 +858,9 @@ impl MdtService {
         name: &Name,
         keep_for: Option<u64>,
     ) -> Handled {
-        let _one_at_a_time = self.dist.lock().await;
-        let dir = read_inode(&*self.store, parent)?;
-        let d = read_dentry(&*self.store, parent, name)?.ok_or_else(|| not_found(name))?;
+        let _one_at_a_time = self.dne.dist.lock().await;
+        let dir = read_inode(&*self.names.store, parent)?;
+        let d = read_dentry(&*self.names.store, parent, name)?.ok_or_else(|| not_found(name))?;
         if d.kind == FileKind::Dir {
             return Err(ServerError::refused(
                 Errno::EISDIR,
@@ -878,11 +878,11 @@ impl MdtService {
             maker: rq.ctx.client_id,
         };
         let (_, g) = self.begin().await.into_parts();
-        if read_dentry(&*self.store, parent, name)?.is_none_or(|now| now.fid != d.fid) {
+        if read_dentry(&*self.names.store, parent, name)?.is_none_or(|now| now.fid != d.fid) {
             return Err(not_found(name));
         }
         self.not_pending(parent, name)?;
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         let id = self.log_intent(rq, &mut t, IntentOp::Unlink(op.clone()))?;
         let ticket = self.apply_step(t)?;
         drop(g);

@@ -150,7 +150,7 @@ impl MdtService {
         }
         // A path walk must tell "not a directory" from "no such entry",
         // and needs search permission on every directory it passes.
-        let p = read_inode(&*self.store, parent)?;
+        let p = read_inode(&*self.names.store, parent)?;
         if p.attr.kind != FileKind::Dir {
             return Err(ServerError::refused(
                 Errno::ENOTDIR,
@@ -159,10 +159,10 @@ impl MdtService {
         }
         perm::may_search(&Cred::of(ctx), &p)?;
         belongs_here(&p, parent, name)?;
-        let Some(d) = read_dentry(&*self.store, parent, name)? else {
+        let Some(d) = read_dentry(&*self.names.store, parent, name)? else {
             return Err(not_found(name));
         };
-        match read_inode(&*self.store, d.fid) {
+        match read_inode(&*self.names.store, d.fid) {
             Ok(r) => Ok(Reply::Entry {
                 attr: shown_attr(&r),
                 layout: r.layout,
@@ -227,7 +227,7 @@ impl MdtService {
         let layout = if let Some((_, layout)) = &replayed {
             layout.clone()
         } else if kind == FileKind::File {
-            if read_dentry(&*self.store, parent, name)?.is_some() {
+            if read_dentry(&*self.names.store, parent, name)?.is_some() {
                 // Spare the objects of a create that is bound to fail.
                 return Err(exists(name));
             }
@@ -257,7 +257,7 @@ impl MdtService {
         let now = Time::now();
         let (fid, attr, acls) = match &replayed {
             Some((a, _)) => {
-                if read_inode(&*self.store, a.fid).is_ok() {
+                if read_inode(&*self.names.store, a.fid).is_ok() {
                     return Err(ServerError::refused(
                         Errno::EEXIST,
                         format!("replayed FID {} is in use", a.fid),
@@ -437,8 +437,8 @@ impl MdtService {
         // the file open (see `holds`), may have it open; after a restart,
         // until those clients told again, whatever it was (but a replay,
         // before recovery ends, does what it did the first time).
-        let holds = &self.leases.holds;
-        let grace = self.holds_grace() && *self.recovered.borrow();
+        let holds = &self.names.leases.holds;
+        let grace = self.holds_grace() && *self.dne.recovered.borrow();
         if r.attr.kind == FileKind::File
             && (keep_for.is_some() || holds.held_by_other(fid, keep_for) || grace)
         {
@@ -543,7 +543,7 @@ impl MdtService {
                 format!("{name} is not a directory"),
             ));
         }
-        let here = read_inode(&*self.store, d.fid).ok();
+        let here = read_inode(&*self.names.store, d.fid).ok();
         if here
             .as_ref()
             .is_none_or(|r| r.layout.as_ref().is_some_and(|l| l.dir_shards().is_some()))
@@ -568,7 +568,7 @@ impl MdtService {
     /// Whether the entry's inode is on this MDT, and not a striped
     /// directory: a rename within this MDT can change it.
     fn movable_here(&self, d: &DentryRec) -> bool {
-        read_inode(&*self.store, d.fid)
+        read_inode(&*self.names.store, d.fid)
             .is_ok_and(|r| r.layout.as_ref().and_then(|l| l.dir_shards()).is_none())
     }
 
@@ -585,7 +585,7 @@ impl MdtService {
     /// Owner of `fid`, asked of its MDT if it is not this one. Never
     /// called under the namespace lock (it may make an RPC).
     async fn uid_anywhere(self: &Arc<Self>, fid: Fid) -> Result<u32, ServerError> {
-        match read_inode(&*self.store, fid) {
+        match read_inode(&*self.names.store, fid) {
             Ok(r) => Ok(r.attr.uid),
             Err(e) if e.errno() == Errno::ENOENT => match self.remote_entry(fid).await? {
                 Reply::Entry { attr, .. } => Ok(attr.uid),
@@ -673,7 +673,7 @@ impl MdtService {
             ));
         }
         check_name(new_name)?;
-        let one_mdt = self.peers.config().await?.indices(Role::Mdt).len() == 1;
+        let one_mdt = self.dne.peers.config().await?.indices(Role::Mdt).len() == 1;
         let mut c = self.begin().await;
         let from_rec = c.name(parent, name)?;
         let src = c.t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
@@ -850,7 +850,7 @@ impl MdtService {
         cookie: u64,
         max: u32,
     ) -> Handled {
-        let r = read_inode(&*self.store, dir)?;
+        let r = read_inode(&*self.names.store, dir)?;
         if r.attr.kind != FileKind::Dir {
             return Err(ServerError::refused(
                 Errno::ENOTDIR,
@@ -862,6 +862,7 @@ impl MdtService {
         let prefix = dentry_prefix(dir);
         let resume = (cookie != 0).then(|| dentry_resume_key(dir, cookie));
         let page = self
+            .names
             .store
             .scan(Space::Dentries, &prefix, resume.as_deref(), limit)
             .map_err(store_err)?;
@@ -872,7 +873,7 @@ impl MdtService {
                 continue;
             };
             let d: DentryRec = super::tx::decode_record(&v)?;
-            let attr = match read_inode(&*self.store, d.fid) {
+            let attr = match read_inode(&*self.names.store, d.fid) {
                 Ok(r) => Some(shown_attr(&r)),
                 // An inode on another MDT (a remote directory, a name
                 // moved or linked here): asked of its MDT.
@@ -921,7 +922,7 @@ impl MdtService {
         spec: Option<DirDefault>,
     ) -> Handled {
         if let Some(s) = &spec {
-            let all = self.peers.config().await?.indices(Role::Mdt);
+            let all = self.dne.peers.config().await?.indices(Role::Mdt);
             s.validate(&all)
                 .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
         }

@@ -107,11 +107,11 @@ impl MdtService {
     /// left. Called before the namespace lock is taken: no RPC is made
     /// under it, and [`Self::alloc_fid`] under it never needs to call out.
     pub(super) async fn ensure_fid_room(&self) -> Result<(), ServerError> {
-        let cur = *lock(&self.fid_alloc);
+        let cur = *lock(&self.names.fid_alloc);
         match cur {
             Some((_, oid)) if oid <= u32::MAX - FID_HEADROOM => return Ok(()),
             None if self.index == 0 => {
-                let mut a = lock(&self.fid_alloc);
+                let mut a = lock(&self.names.fid_alloc);
                 if a.is_none() {
                     *a = Some((0, 2));
                 }
@@ -120,6 +120,7 @@ impl MdtService {
             _ => {}
         }
         let r = match self
+            .dne
             .peers
             .call_mgs(MgsRequest::AllocSeq { mdt: self.index })
             .await?
@@ -138,7 +139,7 @@ impl MdtService {
                 "FID sequences exhausted",
             ));
         }
-        let mut a = lock(&self.fid_alloc);
+        let mut a = lock(&self.names.fid_alloc);
         // Another task may have switched first: keep the newer sequence
         // (the MGS hands them out in rising order); a sequence fetched and
         // not used is wasted, as a restart wastes one.
@@ -152,7 +153,7 @@ impl MdtService {
     /// allocator's new position in `t`. Never calls out: the sequence was
     /// made ready by [`Self::ensure_fid_room`] before the namespace lock.
     pub(super) fn alloc_fid(&self, t: &mut Tx<'_>) -> Result<Fid, ServerError> {
-        let mut a = lock(&self.fid_alloc);
+        let mut a = lock(&self.names.fid_alloc);
         let Some((seq, oid)) = *a else {
             return Err(ServerError::refused(
                 Errno::EAGAIN,
@@ -179,7 +180,7 @@ impl MdtService {
     /// next instance after a second crash would start from the same place
     /// again and give the replayed FID to a new inode.
     pub(super) fn allocated_before(&self, t: &mut Tx<'_>, fid: Fid) -> Result<(), ServerError> {
-        let mut a = lock(&self.fid_alloc);
+        let mut a = lock(&self.names.fid_alloc);
         let Some((seq, oid)) = *a else {
             return Ok(());
         };
@@ -222,7 +223,7 @@ impl MdtService {
         let mut fid = dir;
         // Bounded walk: a corrupt parent chain must not loop forever.
         for _ in 0..4096 {
-            let r = match super::tx::read_inode(&*self.store, fid) {
+            let r = match super::tx::read_inode(&*self.names.store, fid) {
                 Ok(r) => r,
                 Err(e) if e.errno() == Errno::ENOENT && fid != dir => return Ok(None),
                 Err(e) => return Err(e),
@@ -292,7 +293,7 @@ impl MdtService {
     ) -> Result<Layout, ServerError> {
         spec.validate()
             .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
-        let cfg = self.peers.config().await?;
+        let cfg = self.dne.peers.config().await?;
         let all = cfg.indices(Role::Ost);
         if all.is_empty() {
             return Err(ServerError::refused(
@@ -325,7 +326,7 @@ impl MdtService {
             let mut live: Vec<u32> = all
                 .iter()
                 .copied()
-                .filter(|&o| self.pools.usable(o))
+                .filter(|&o| self.names.pools.usable(o))
                 .collect();
             if live.is_empty() {
                 live = all.clone();
@@ -354,7 +355,7 @@ impl MdtService {
     /// it runs low, and waits for a refill when it is empty.
     async fn take_object(self: &Arc<Self>, ost: u32) -> Result<u64, ServerError> {
         loop {
-            let (id, low) = self.pools.with(ost, |p| {
+            let (id, low) = self.names.pools.with(ost, |p| {
                 let id = p.take();
                 let low = p.available() < LOW_WATER && !p.refilling;
                 if low {
@@ -368,7 +369,7 @@ impl MdtService {
                     if let Err(e) = me.refill(ost).await {
                         tracing::warn!("MDT{:04x}: precreating on OST{ost:04x}: {e}", me.index);
                     }
-                    me.pools.with(ost, |p| p.refilling = false);
+                    me.names.pools.with(ost, |p| p.refilling = false);
                 });
             }
             match id {
@@ -381,12 +382,13 @@ impl MdtService {
     /// Ask `ost` for a new range of ids, unless another refill already
     /// left the pool above its low-water mark.
     async fn refill(&self, ost: u32) -> Result<(), ServerError> {
-        let l = self.pools.refill_lock(ost);
+        let l = self.names.pools.refill_lock(ost);
         let _one = l.lock().await;
-        if self.pools.with(ost, |p| p.available()) >= LOW_WATER {
+        if self.names.pools.with(ost, |p| p.available()) >= LOW_WATER {
             return Ok(());
         }
         let res = self
+            .dne
             .peers
             .call(
                 TargetId::ost(ost),
@@ -405,7 +407,7 @@ impl MdtService {
             )),
             Err(e) => Err(e),
         };
-        self.pools.with(ost, |p| match &range {
+        self.names.pools.with(ost, |p| match &range {
             Ok(r) => {
                 p.ranges.push_back(*r);
                 p.failed_at = None;

@@ -89,13 +89,13 @@ impl MdtService {
 
     /// Note a new orphan once its batch is applied.
     pub(super) fn orphan_made(&self, fid: Fid) {
-        lock(&self.orphans.renewed).insert(fid, Instant::now());
+        lock(&self.names.orphans.renewed).insert(fid, Instant::now());
     }
 
     /// `fid` got a name again (a hard link to an open orphan): it is no
     /// orphan any more.
     pub(super) fn unorphan(&self, t: &mut Tx<'_>, fid: Fid) {
-        if lock(&self.orphans.renewed).remove(&fid).is_some() {
+        if lock(&self.names.orphans.renewed).remove(&fid).is_some() {
             t.batch.delete(Space::Orphans, fid.to_key().to_vec());
         }
     }
@@ -104,7 +104,7 @@ impl MdtService {
     /// told it had open): an orphan no other client holds is destroyed,
     /// but not while clients may still tell their holds after a restart.
     pub(super) async fn release_orphan(self: &Arc<Self>, ctx: &Rq<'_>, fid: Fid) -> Handled {
-        if self.leases.holds.release(fid, ctx.ctx.client_id) || self.holds_grace() {
+        if self.names.leases.holds.release(fid, ctx.ctx.client_id) || self.holds_grace() {
             return Ok(Reply::Ok);
         }
         self.destroy_orphan(ctx, fid).await
@@ -114,7 +114,7 @@ impl MdtService {
     /// after a restart, until the clients that were here held their open
     /// files again or the grace period ended (see `holds`).
     pub(super) fn holds_grace(&self) -> bool {
-        self.locks.in_grace()
+        self.names.locks.in_grace()
     }
 
     /// Before a removal: wait (at most the grace period) until the
@@ -135,15 +135,15 @@ impl MdtService {
     /// name again) is left alone: the request may be a resend.
     async fn destroy_orphan(self: &Arc<Self>, ctx: &Rq<'_>, fid: Fid) -> Handled {
         let (_, g) = self.begin().await.into_parts();
-        let known = lock(&self.orphans.renewed).contains_key(&fid);
-        let r = match read_inode(&*self.store, fid) {
+        let known = lock(&self.names.orphans.renewed).contains_key(&fid);
+        let r = match read_inode(&*self.names.store, fid) {
             Ok(r) => r,
             Err(e) if e.errno() == loom_proto::Errno::ENOENT => {
                 if known {
-                    let mut t = Tx::new(&*self.store);
+                    let mut t = Tx::new(&*self.names.store);
                     t.batch.delete(Space::Orphans, fid.to_key().to_vec());
                     self.apply(ctx, t, &Reply::Ok)?;
-                    lock(&self.orphans.renewed).remove(&fid);
+                    lock(&self.names.orphans.renewed).remove(&fid);
                 }
                 return Ok(Reply::Ok);
             }
@@ -152,7 +152,7 @@ impl MdtService {
         if r.attr.nlink > 0 || r.attr.kind != FileKind::File || !known {
             return Ok(Reply::Ok);
         }
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         t.delete_inode(fid)?;
         t.batch.delete(Space::Orphans, fid.to_key().to_vec());
         let freed = match &r.layout {
@@ -163,8 +163,8 @@ impl MdtService {
             None => None,
         };
         let ticket = self.apply(ctx, t, &Reply::Ok)?;
-        lock(&self.orphans.renewed).remove(&fid);
-        self.leases.holds.forget(fid);
+        lock(&self.names.orphans.renewed).remove(&fid);
+        self.names.leases.holds.forget(fid);
         drop(g);
         self.settle(ctx, ticket).await?;
         if let Some((fid, objs)) = freed {
@@ -179,7 +179,7 @@ impl MdtService {
     pub(super) fn renew_orphans(&self, ctx: &ReqCtx, fids: &[Fid]) -> Handled {
         self.hold_files(ctx.client_id, fids);
         let now = Instant::now();
-        let mut m = lock(&self.orphans.renewed);
+        let mut m = lock(&self.names.orphans.renewed);
         for f in fids {
             if let Some(t) = m.get_mut(f) {
                 *t = now;
@@ -192,8 +192,8 @@ impl MdtService {
     /// held.
     pub(super) fn hold_files(&self, client: u64, fids: &[Fid]) {
         for f in fids {
-            if read_inode(&*self.store, *f).is_ok_and(|r| r.attr.kind == FileKind::File) {
-                self.leases.holds.hold(*f, client);
+            if read_inode(&*self.names.store, *f).is_ok_and(|r| r.attr.kind == FileKind::File) {
+                self.names.leases.holds.hold(*f, client);
             }
         }
     }
@@ -207,9 +207,9 @@ impl MdtService {
         if self.holds_grace() {
             return;
         }
-        let unheld: Vec<Fid> = lock(&self.orphans.renewed)
+        let unheld: Vec<Fid> = lock(&self.names.orphans.renewed)
             .iter()
-            .filter(|(f, t)| t.elapsed() >= UNHELD_AFTER && !self.leases.holds.held(**f))
+            .filter(|(f, t)| t.elapsed() >= UNHELD_AFTER && !self.names.leases.holds.held(**f))
             .map(|(f, _)| *f)
             .collect();
         for fid in unheld {
@@ -226,7 +226,7 @@ impl MdtService {
 
     /// Number of orphans on this MDT.
     pub fn orphan_count(&self) -> usize {
-        self.orphans.len()
+        self.names.orphans.len()
     }
 
     /// Destroy, every minute, the orphans whose lease ran out (their
@@ -244,7 +244,7 @@ impl MdtService {
 
     /// Destroy the orphans not renewed for `lease`.
     pub async fn sweep_orphans(self: &Arc<Self>, lease: Duration) {
-        for fid in self.orphans.expired(lease) {
+        for fid in self.names.orphans.expired(lease) {
             tracing::info!(
                 "MDT{:04x}: orphan {fid} was not renewed for {lease:?}; destroying it",
                 self.index

@@ -89,7 +89,7 @@ impl MdtService {
         }
         let mut calls = tokio::task::JoinSet::new();
         for (ost, objs) in by_ost {
-            let peers = self.peers.clone();
+            let peers = self.dne.peers.clone();
             calls.spawn(async move {
                 let req = OstRequest::ObjSetOwner { objs, owner };
                 let r = peers
@@ -119,11 +119,11 @@ impl MdtService {
     /// later change of owner is still to be told.
     async fn owner_told(&self, fid: Fid, owner: Owner) {
         let (_, _g) = self.begin().await.into_parts();
-        let still = read_inode(&*self.store, fid).map(|r| file_owner(&r.attr));
+        let still = read_inode(&*self.names.store, fid).map(|r| file_owner(&r.attr));
         if still.as_ref().is_ok_and(|o| *o != owner) {
             return;
         }
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         t.batch.delete(Space::Meta, key(fid).into_bytes());
         if let Err(e) = self.apply_step(t) {
             tracing::warn!("MDT{:04x}: dropping an owner record: {e}", self.index);
@@ -134,6 +134,7 @@ impl MdtService {
     /// is left (at start, and after a failure).
     pub(super) fn spawn_owner_retry(self: &Arc<Self>) {
         if self
+            .names
             .owner_retrying
             .swap(true, std::sync::atomic::Ordering::AcqRel)
         {
@@ -146,13 +147,15 @@ impl MdtService {
                 let Some(mdt) = me.upgrade() else { return };
                 match mdt.retry_owners().await {
                     Ok(0) => {
-                        mdt.owner_retrying
+                        mdt.names
+                            .owner_retrying
                             .store(false, std::sync::atomic::Ordering::Release);
                         // One noted meanwhile may have missed this task.
                         if mdt.retry_owners().await.unwrap_or(1) == 0 {
                             return;
                         }
                         if mdt
+                            .names
                             .owner_retrying
                             .swap(true, std::sync::atomic::Ordering::AcqRel)
                         {
@@ -173,16 +176,17 @@ impl MdtService {
     /// as it is now. How many are left.
     async fn retry_owners(&self) -> Result<usize, ServerError> {
         let recs = self
+            .names
             .store
             .scan(Space::Meta, PREFIX.as_bytes(), None, usize::MAX)
             .map_err(store_err)?;
         let mut left = 0;
         for (k, v) in recs {
             let fid: Fid = decode_record(&v)?;
-            let Ok(r) = read_inode(&*self.store, fid) else {
+            let Ok(r) = read_inode(&*self.names.store, fid) else {
                 // Removed (its objects destroyed) or moved away: nothing
                 // to tell from here.
-                let mut t = Tx::new(&*self.store);
+                let mut t = Tx::new(&*self.names.store);
                 t.batch.delete(Space::Meta, k);
                 self.apply_step(t)?;
                 continue;

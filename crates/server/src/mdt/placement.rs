@@ -89,7 +89,7 @@ impl MdtService {
         if rq.cur.is_some_and(|c| c.replay.is_some()) {
             return Ok(());
         }
-        let Some(gid) = self.peers.config().await?.params.remote_dir_gid else {
+        let Some(gid) = self.dne.peers.config().await?.params.remote_dir_gid else {
             return Ok(());
         };
         let c = super::perm::Cred::of(rq.ctx);
@@ -117,7 +117,7 @@ impl MdtService {
     /// The MDTs of a new directory under default `d` (its shards' MDTs,
     /// in shard order).
     pub(super) async fn place_new_dir(&self, d: &DirDefault) -> Result<Vec<u32>, ServerError> {
-        let all = self.peers.config().await?.indices(Role::Mdt);
+        let all = self.dne.peers.config().await?.indices(Role::Mdt);
         if let Err(m) = d.validate(&all) {
             // Set when the file system had those MDTs: place as if unset.
             tracing::warn!(
@@ -138,7 +138,7 @@ impl MdtService {
                 (0..count).map(|k| all[(pos + k) % all.len()]).collect()
             }
             many => {
-                let i = self.placement.mdts.next.fetch_add(1, Ordering::Relaxed) as usize;
+                let i = self.dne.placement.mdts.next.fetch_add(1, Ordering::Relaxed) as usize;
                 (0..count).map(|k| many[(i + k) % many.len()]).collect()
             }
         };
@@ -149,8 +149,8 @@ impl MdtService {
     /// space when they are out of balance; waits for the MDTs' usage when
     /// it is stale (a mkdir can afford it, once every few seconds).
     async fn weighted_next(&self, all: &[u32]) -> u32 {
-        let usage = self.usage(Role::Mdt, &self.placement.mdts, all).await;
-        pick(&self.placement.mdts, &usage, all, BALANCED)
+        let usage = self.usage(Role::Mdt, &self.dne.placement.mdts, all).await;
+        pick(&self.dne.placement.mdts, &usage, all, BALANCED)
     }
 
     /// The first OST of a new file's stripes, as [`Self::weighted_next`]
@@ -158,7 +158,7 @@ impl MdtService {
     /// what it knows (round robin if nothing) and refreshes it in the
     /// background, so that no create waits for the OSTs.
     pub(super) fn weighted_ost(self: &Arc<Self>, all: &[u32]) -> u32 {
-        let spread = &self.placement.osts;
+        let spread = &self.dne.placement.osts;
         let (usage, stale) = match lock(&spread.usage).as_ref() {
             Some((at, u)) => (u.clone(), at.elapsed() >= USAGE_TTL),
             None => (Usage::new(), true),
@@ -166,8 +166,13 @@ impl MdtService {
         if stale && !spread.refreshing.swap(true, Ordering::AcqRel) {
             let (me, all) = (self.clone(), all.to_vec());
             tokio::spawn(async move {
-                me.usage_fetch(Role::Ost, &me.placement.osts, &all).await;
-                me.placement.osts.refreshing.store(false, Ordering::Release);
+                me.usage_fetch(Role::Ost, &me.dne.placement.osts, &all)
+                    .await;
+                me.dne
+                    .placement
+                    .osts
+                    .refreshing
+                    .store(false, Ordering::Release);
             });
         }
         pick(spread, &usage, all, OST_BALANCED)
@@ -192,6 +197,7 @@ impl MdtService {
             let r = match role {
                 Role::Mdt if m == self.index => self.statfs(),
                 Role::Mdt => self
+                    .dne
                     .peers
                     .call(
                         TargetId::mdt(m),
@@ -202,6 +208,7 @@ impl MdtService {
                     .await
                     .map(|(r, _)| r),
                 _ => self
+                    .dne
                     .peers
                     .call(
                         TargetId::ost(m),

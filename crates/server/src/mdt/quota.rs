@@ -495,7 +495,7 @@ impl MdtService {
     /// What this MDT counts for `who`.
     pub(super) fn quota_usage(&self, ctx: &ReqCtx, who: QuotaId) -> Handled {
         may_see(ctx, who)?;
-        Ok(Reply::QuotaUsage(self.quotas.usage(who)))
+        Ok(Reply::QuotaUsage(self.commit.quotas.usage(who)))
     }
 
     /// Give inode `fid` project id `projid`, and a directory the passing
@@ -542,7 +542,7 @@ impl MdtService {
 
     /// Inode `fid`'s project id and whether it passes it on.
     pub(super) fn get_project(&self, fid: loom_proto::Fid) -> Handled {
-        let r = super::tx::read_inode(&*self.store, fid)?;
+        let r = super::tx::read_inode(&*self.names.store, fid)?;
         Ok(Reply::Project {
             projid: r.attr.projid,
             inherit: r.proj_inherit,
@@ -560,8 +560,8 @@ impl MdtService {
             ));
         }
         let (_, _g) = self.begin().await.into_parts();
-        let scanned = Counts::of(recount(&*self.store)?).by_id;
-        Ok(crate::quota::drift(&self.quotas.all(), &scanned))
+        let scanned = Counts::of(recount(&*self.names.store)?).by_id;
+        Ok(crate::quota::drift(&self.commit.quotas.all(), &scanned))
     }
 }
 

@@ -195,7 +195,7 @@ impl MdtService {
                 "a soft limit above its hard limit",
             ));
         }
-        let mut st = self.quota_master.state.lock().await;
+        let mut st = self.dne.quota_master.state.lock().await;
         let (mut t, g) = self.begin().await.into_parts();
         if limits.any() {
             t.put_meta(&limit_key(who), &limits)?;
@@ -216,7 +216,7 @@ impl MdtService {
         self.commit_through(ticket).await?;
         // Every MDT and OST asks again before its next change for `who`;
         // one that cannot be told now asks within `quota::UNLIMITED_FOR`.
-        let config = self.peers.config().await?;
+        let config = self.dne.peers.config().await?;
         for (role, res) in SLAVES {
             for index in config.indices(role) {
                 let target = TargetId { role, index };
@@ -234,7 +234,7 @@ impl MdtService {
         if self.index != 0 {
             return Err(not_master("reading a limit"));
         }
-        let st = self.quota_master.state.lock().await;
+        let st = self.dne.quota_master.state.lock().await;
         Ok(Reply::QuotaLimits {
             limits: st.limits.get(&who).copied().unwrap_or_default(),
             soft_since: st.soft_since.get(&(who, Res::Inodes)).copied(),
@@ -260,13 +260,15 @@ impl MdtService {
             self.quota_release(who, forget, res).await?
         } else if target.role == Role::Ost {
             let req = OstRequest::QuotaRelease { who, forget };
-            self.peers
+            self.dne
+                .peers
                 .call(target, req, bytes::Bytes::new(), timeout)
                 .await?
                 .0
         } else {
             let req = PeerRequest::QuotaRelease { who, forget, bytes };
-            self.peers
+            self.dne
+                .peers
                 .call(target, req, bytes::Bytes::new(), timeout)
                 .await?
                 .0
@@ -282,7 +284,7 @@ impl MdtService {
         };
         // Committed as an acquire's grant is: a restarted master must not
         // take the grant for less than the usage it found.
-        let t = Tx::new(&*self.store);
+        let t = Tx::new(&*self.names.store);
         self.commit_grant(st, t, (who, target, res), used).await?;
         Ok(used)
     }
@@ -308,7 +310,7 @@ impl MdtService {
     /// namespace lock), so none runs on the grant it gives back.
     pub(super) async fn quota_release(&self, who: QuotaId, forget: bool, res: Res) -> Handled {
         let (_, g) = self.begin().await.into_parts();
-        let used = self.quotas.release(who, res, forget);
+        let used = self.commit.quotas.release(who, res, forget);
         let ticket = self.keep_share(who, res, (!forget).then_some(used))?;
         drop(g);
         self.commit_through(ticket).await?;
@@ -327,7 +329,7 @@ impl MdtService {
         share: Option<u64>,
     ) -> Result<loom_store::kv::Ticket, ServerError> {
         let key = super::quota::share_key(who, res);
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         match share {
             Some(g) => t.put_meta(&key, &g)?,
             None => t.batch.delete(Space::Meta, key.into_bytes()),
@@ -353,7 +355,7 @@ impl MdtService {
             limited: false,
             granted: 0,
         });
-        let mut st = self.quota_master.state.lock().await;
+        let mut st = self.dne.quota_master.state.lock().await;
         let Some(limits) = st.limits.get(&who).copied() else {
             return unlimited;
         };
@@ -395,7 +397,7 @@ impl MdtService {
         }
         let total = others(&st) + want;
         let now = Time::now();
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         if hard != 0 && total > hard {
             return Err(over(who, "hard", hard, res));
         }
@@ -435,7 +437,7 @@ impl MdtService {
     ) -> Handled {
         let held = st.grants.get(&(who, target, res)).copied().unwrap_or(0);
         let granted = held.max(usage);
-        let t = Tx::new(&*self.store);
+        let t = Tx::new(&*self.names.store);
         self.commit_grant(st, t, (who, target, res), granted)
             .await?;
         Ok(Reply::QuotaGrant {
@@ -447,7 +449,7 @@ impl MdtService {
     /// Tell the master of every id a change exempt from limits (root's)
     /// took past this MDT's share (see `Quotas::overshot`).
     pub(super) async fn report_overshoot(self: &Arc<Self>) {
-        for (who, res) in self.quotas.take_overshot() {
+        for (who, res) in self.commit.quotas.take_overshot() {
             if let Err(e) = self.acquire_quota(who, 0, res).await {
                 tracing::warn!(
                     "MDT{:04x}: telling the quota master {who} is past its share: {e}",
@@ -479,7 +481,7 @@ impl MdtService {
             ));
         }
         self.stats.count("quota_acquired");
-        let shares = self.quotas.shares(res);
+        let shares = self.commit.quotas.shares(res);
         let deadline = std::time::Instant::now() + MASTER_WAIT;
         let mut pause = std::time::Duration::from_millis(50);
         loop {
@@ -518,7 +520,7 @@ impl MdtService {
         need: u64,
         res: Res,
     ) -> Result<(), ServerError> {
-        let usage = res.of_usage(&self.quotas.usage(who));
+        let usage = res.of_usage(&self.commit.quotas.usage(who));
         let target = TargetId::mdt(self.index);
         let req = PeerRequest::QuotaAcquire {
             who,
@@ -534,14 +536,15 @@ impl MdtService {
         } else {
             let target = loom_proto::msg::TargetId::mdt(0);
             let timeout = super::remote::PEER_TIMEOUT;
-            self.peers
+            self.dne
+                .peers
                 .call(target, req, bytes::Bytes::new(), timeout)
                 .await?
                 .0
         };
         match reply {
             Reply::QuotaGrant { limited, granted } => {
-                let shares = self.quotas.shares(res);
+                let shares = self.commit.quotas.shares(res);
                 let was_limited = shares.known_limited(who);
                 shares.granted(who, limited, granted);
                 // Kept for a restart; not waited for (a share lost to a

@@ -142,16 +142,17 @@ impl MdtService {
     /// sequence is new); ESTALE if no MDT owns it.
     pub(super) async fn owner_of(&self, fid: Fid) -> Result<u32, ServerError> {
         // Moved by `loom migrate`: its FID's sequence no longer says.
-        if let Some(i) = self.located.away(fid) {
+        if let Some(i) = self.dne.located.away(fid) {
             return Ok(i);
         }
-        if self.located.here(fid) {
+        if self.dne.located.here(fid) {
             return Ok(self.index);
         }
-        if let Some(i) = self.peers.config().await?.mdt_of(fid) {
+        if let Some(i) = self.dne.peers.config().await?.mdt_of(fid) {
             return Ok(i);
         }
-        self.peers
+        self.dne
+            .peers
             .refresh()
             .await?
             .mdt_of(fid)
@@ -176,6 +177,7 @@ impl MdtService {
         match step {
             Some(ctx) if mdt != self.index => {
                 let (reply, _) = self
+                    .dne
                     .peers
                     .call_as(
                         TargetId::mdt(mdt),
@@ -212,6 +214,7 @@ impl MdtService {
             };
         }
         let (reply, _) = self
+            .dne
             .peers
             .call(TargetId::mdt(mdt), req, bytes::Bytes::new(), PEER_TIMEOUT)
             .await?;
@@ -235,6 +238,7 @@ impl MdtService {
             hold: false,
         };
         let (reply, _) = self
+            .dne
             .peers
             .call(
                 TargetId::mdt(owner),
@@ -302,7 +306,7 @@ impl MdtService {
             PeerRequest::DestroyDir { fid } => self.destroy_dir(&step, fid).await,
             PeerRequest::ForgetIntent { coord, id } => self.forget_intent(coord, id).await,
             PeerRequest::ReadInode { fid } => {
-                let r = read_inode(&*self.store, fid)?;
+                let r = read_inode(&*self.names.store, fid)?;
                 Ok(Reply::Inode {
                     attr: shown_attr(&r),
                     layout: r.layout,
@@ -311,13 +315,13 @@ impl MdtService {
                 })
             }
             PeerRequest::ReadEntry { dir, name } => {
-                let r = read_inode(&*self.store, dir)?;
-                let entry = super::tx::read_dentry(&*self.store, dir, &name)?;
+                let r = read_inode(&*self.names.store, dir)?;
+                let entry = super::tx::read_dentry(&*self.names.store, dir, &name)?;
                 Ok(Reply::EntryOf {
                     dir: r.attr,
                     dir_acl: r.acl,
                     entry: entry.map(|d| (d.fid, d.kind)),
-                    sealed: self.sealed.contains(dir),
+                    sealed: self.dne.sealed.contains(dir),
                 })
             }
             PeerRequest::SetEntry {
@@ -398,7 +402,7 @@ impl MdtService {
             // A client's mkdir: held to its caller's quota on this MDT,
             // as a local one is (see `handle`).
             let d = super::quota::Deltas::new_inode(new.uid, new.gid, new.projid);
-            match self.quotas.admit(&d) {
+            match self.commit.quotas.admit(&d) {
                 Ok(()) => break g,
                 Err(ServerError::QuotaShort { who, need, res }) => {
                     drop(g);
@@ -408,7 +412,7 @@ impl MdtService {
                 Err(e) => return Err(e),
             }
         };
-        if let Some(fid) = read_meta::<Fid>(&*self.store, &made_key(intent))? {
+        if let Some(fid) = read_meta::<Fid>(&*self.names.store, &made_key(intent))? {
             if fid == UNDONE {
                 // A late copy of a part that was undone must not make it again.
                 return Err(ServerError::refused(
@@ -420,13 +424,13 @@ impl MdtService {
                 ));
             }
             // Sent again: answer what the first sending made.
-            let r = read_inode(&*self.store, fid)?;
+            let r = read_inode(&*self.names.store, fid)?;
             return Ok(Reply::Entry {
                 attr: shown_attr(&r),
                 layout: r.layout,
             });
         }
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         let fid = self.alloc_fid(&mut t)?;
         let layout = new.others.map(|o| {
             let mut shards = vec![fid];
@@ -469,7 +473,7 @@ impl MdtService {
 
     /// Whether part `intent` was made (or undone) already.
     fn made(&self, intent: IntentRef) -> Result<bool, ServerError> {
-        Ok(read_meta::<Fid>(&*self.store, &made_key(intent))?.is_some())
+        Ok(read_meta::<Fid>(&*self.names.store, &made_key(intent))?.is_some())
     }
 
     /// Remove what part `intent` made, if anything; recorded as `step`
@@ -477,17 +481,17 @@ impl MdtService {
     async fn undo_dir_object(self: &Arc<Self>, step: &Step<'_>, intent: IntentRef) -> Handled {
         let (_, g) = self.begin().await.into_parts();
         let key = made_key(intent);
-        let fid = read_meta::<Fid>(&*self.store, &key)?;
+        let fid = read_meta::<Fid>(&*self.names.store, &key)?;
         if fid == Some(UNDONE) {
             return Ok(Reply::Ok);
         }
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         // Marked, not forgotten, until the coordinator's ForgetIntent.
         t.put_meta(&key, &UNDONE)?;
         let Some(fid) = fid else {
             return self.commit_step(t, g, Reply::Ok, || {}).await;
         };
-        if read_inode(&*self.store, fid).is_ok() {
+        if read_inode(&*self.names.store, fid).is_ok() {
             if t.dir_is_empty(fid)? {
                 t.delete_inode(fid)?;
             } else {
@@ -503,7 +507,7 @@ impl MdtService {
     async fn seal_dir(self: &Arc<Self>, fid: Fid) -> Handled {
         let (mut t, g) = self.begin().await.into_parts();
         t.dir(fid)?;
-        if self.sealed.contains(fid) {
+        if self.dne.sealed.contains(fid) {
             return Ok(Reply::Ok);
         }
         if !t.dir_is_empty(fid)? {
@@ -514,30 +518,30 @@ impl MdtService {
         }
         t.put_meta(&sealed_key(fid), &fid)?;
         self.commit_step(t, g, Reply::Ok, || {
-            self.sealed.set().insert(fid);
+            self.dne.sealed.set().insert(fid);
         })
         .await
     }
 
     async fn unseal_dir(self: &Arc<Self>, fid: Fid) -> Handled {
         let (_, g) = self.begin().await.into_parts();
-        if !self.sealed.contains(fid) {
+        if !self.dne.sealed.contains(fid) {
             return Ok(Reply::Ok);
         }
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         t.batch.delete(Space::Meta, sealed_key(fid).into_bytes());
         self.commit_step(t, g, Reply::Ok, || {
-            self.sealed.set().remove(&fid);
+            self.dne.sealed.set().remove(&fid);
         })
         .await
     }
 
     async fn destroy_dir(self: &Arc<Self>, step: &Step<'_>, fid: Fid) -> Handled {
         let (_, g) = self.begin().await.into_parts();
-        if read_inode(&*self.store, fid).is_err() {
+        if read_inode(&*self.names.store, fid).is_err() {
             return Ok(Reply::Ok);
         }
-        if !self.sealed.contains(fid) {
+        if !self.dne.sealed.contains(fid) {
             // Only a sealed directory is known to stay empty.
             return Err(ServerError::refused(
                 Errno::EBUSY,
@@ -545,12 +549,12 @@ impl MdtService {
             ));
         }
         crate::fail::point("destroy_dir");
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         t.delete_inode(fid)?;
         t.batch.delete(Space::Meta, sealed_key(fid).into_bytes());
         let log = self.step_records(step, &t)?;
         self.commit_logged(t, g, Reply::Ok, log, || {
-            self.sealed.set().remove(&fid);
+            self.dne.sealed.set().remove(&fid);
         })
         .await
     }
@@ -558,6 +562,7 @@ impl MdtService {
     async fn forget_intent(self: &Arc<Self>, coord: u32, id: u64) -> Handled {
         let prefix = made_prefix(coord, id);
         let keys = self
+            .names
             .store
             .scan(Space::Meta, prefix.as_bytes(), None, usize::MAX)
             .map_err(store_err)?;
@@ -593,13 +598,13 @@ impl MdtService {
             conflicts: lease::touched_by_change(&e),
             grants: Vec::new(),
         };
-        let applied = self.leases.apply(maker, None, &touched, true, || {
+        let applied = self.names.leases.apply(maker, None, &touched, true, || {
             self.apply_batch(None, t, false, log)
         })?;
         let (ticket, _, late) =
             applied.map_err(|_| ServerError::internal("a late change was refused for leases"))?;
         drop(g);
-        let recalled = self.leases.recall(maker, late).await;
+        let recalled = self.names.leases.recall(maker, late).await;
         self.commit_through(ticket).await?;
         drop(recalled);
         Ok((reply, ticket))
@@ -607,7 +612,7 @@ impl MdtService {
 
     /// The answer recorded for part `intent` if it was done already.
     fn done_part(&self, intent: IntentRef) -> Result<Option<Reply>, ServerError> {
-        read_meta::<Reply>(&*self.store, &made_key(intent))
+        read_meta::<Reply>(&*self.names.store, &made_key(intent))
     }
 
     async fn set_entry(
@@ -661,7 +666,7 @@ impl MdtService {
         if let Some(r) = self.done_part(intent)? {
             return Ok(r);
         }
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         let now = Time::now();
         let r = t.inode(fid)?;
         if let Some(p) = parent {
@@ -709,8 +714,8 @@ impl MdtService {
     /// MDT0's tree lock (see `PeerRequest::TreeLock`).
     async fn tree_lock(self: &Arc<Self>, coord: u32, id: u64, lock: bool) -> Handled {
         let (_, g) = self.begin().await.into_parts();
-        let held = read_meta::<(u32, u64)>(&*self.store, TREE_LOCK)?;
-        let mut t = Tx::new(&*self.store);
+        let held = read_meta::<(u32, u64)>(&*self.names.store, TREE_LOCK)?;
+        let mut t = Tx::new(&*self.names.store);
         match (lock, held) {
             (true, Some(h)) if h == (coord, id) => return Ok(Reply::Ok),
             (true, Some((c, i))) => {

@@ -100,14 +100,14 @@ impl MdtService {
         &self,
         req: &MdtRequest,
     ) -> Result<Option<Reply>, ServerError> {
-        if self.restriped.none() {
+        if self.dne.restriped.none() {
             return Ok(None);
         }
         let dirs = req.dir_names();
         loop {
-            let notified = self.restriped.changed.notified();
+            let notified = self.dne.restriped.changed.notified();
             let (busy, done): (bool, Vec<(Fid, Option<&Name>)>) = {
-                let g = self.restriped.lock();
+                let g = self.dne.restriped.lock();
                 (
                     dirs.iter().any(|(d, _)| g.1.contains(d)),
                     dirs.iter()
@@ -121,7 +121,7 @@ impl MdtService {
                 continue;
             }
             for (dir, name) in done {
-                let Some(layout) = read_inode(&*self.store, dir)?.layout else {
+                let Some(layout) = read_inode(&*self.names.store, dir)?.layout else {
                     continue;
                 };
                 let elsewhere = match name {
@@ -160,7 +160,7 @@ impl MdtService {
         mdts: Vec<u32>,
         caller: ReqCtx,
     ) -> Handled {
-        let all = self.peers.config().await?.indices(Role::Mdt);
+        let all = self.dne.peers.config().await?.indices(Role::Mdt);
         let mut seen = HashSet::new();
         if mdts.len() < 2
             || mdts.first() != Some(&self.index)
@@ -182,13 +182,13 @@ impl MdtService {
             });
         }
         self.plain_dir(dir, "restriped again")?;
-        if super::tx::read_meta::<Fid>(&*self.store, &shard_key(dir))?.is_some() {
+        if super::tx::read_meta::<Fid>(&*self.names.store, &shard_key(dir))?.is_some() {
             return Err(ServerError::refused(
                 Errno::EINVAL,
                 format!("{dir} is a shard of a striped directory"),
             ));
         }
-        let _one_at_a_time = self.dist.lock().await;
+        let _one_at_a_time = self.dne.dist.lock().await;
         if self.finish_intents_on(dir).await? > 0 {
             if self.striped_over(dir, &mdts).await? {
                 return Ok(Reply::Migrated {
@@ -198,7 +198,7 @@ impl MdtService {
             }
             self.plain_dir(dir, "restriped again")?;
         }
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         let m = RestripeIntent {
             dir,
             mdts,
@@ -221,7 +221,7 @@ impl MdtService {
 
     /// Whether `dir` is striped over `mdts` already, in that order.
     async fn striped_over(&self, dir: Fid, mdts: &[u32]) -> Result<bool, ServerError> {
-        let rec = read_inode(&*self.store, dir)?;
+        let rec = read_inode(&*self.names.store, dir)?;
         let Some(shards) = rec.layout.as_ref().and_then(|l| l.dir_shards()) else {
             return Ok(false);
         };
@@ -243,7 +243,7 @@ impl MdtService {
         mut m: RestripeIntent,
         caller: Option<ReqCtx>,
     ) -> Handled {
-        let rec = read_inode(&*self.store, m.dir)?;
+        let rec = read_inode(&*self.names.store, m.dir)?;
         if rec.layout.as_ref().and_then(|l| l.dir_shards()).is_some() {
             // Its last batch was applied: only the record was left.
             self.set_intent(id, None).await?;
@@ -303,12 +303,13 @@ impl MdtService {
         crate::fail::point("restripe:shards_made");
         let layout = Layout::dir_striped(m.shards.clone());
         // No lease on the directory's names from now on; those held go.
-        let frozen = self.leases.freeze(vec![m.dir]);
-        let held = self.leases.held_on(&[m.dir]);
-        let recalled = self.leases.recall(0, held).await;
+        let frozen = self.names.leases.freeze(vec![m.dir]);
+        let held = self.names.leases.held_on(&[m.dir]);
+        let recalled = self.names.leases.recall(0, held).await;
         let (_, g) = self.begin().await.into_parts();
-        self.restriped.lock().1.insert(m.dir);
-        self.restriped
+        self.dne.restriped.lock().1.insert(m.dir);
+        self.dne
+            .restriped
             .any
             .store(true, std::sync::atomic::Ordering::Release);
         let r = self.move_entries(id, &m, &layout, caller.as_ref()).await;
@@ -320,13 +321,13 @@ impl MdtService {
             Err(e) => Err(e),
         };
         {
-            let mut s = self.restriped.lock();
+            let mut s = self.dne.restriped.lock();
             s.1.remove(&m.dir);
             if done.is_ok() {
                 s.0.insert(m.dir);
             }
         }
-        self.restriped.changed.notify_waiters();
+        self.dne.restriped.changed.notify_waiters();
         drop(g);
         drop(recalled);
         drop(frozen);
@@ -347,6 +348,7 @@ impl MdtService {
     ) -> Result<(loom_store::kv::Ticket, u64), ServerError> {
         let mut per_shard: Vec<Vec<(Name, Fid, FileKind)>> = vec![Vec::new(); m.shards.len()];
         for (k, v) in self
+            .names
             .store
             .scan(Space::Dentries, &dentry_prefix(m.dir), None, usize::MAX)
             .map_err(store_err)?
@@ -362,7 +364,7 @@ impl MdtService {
                 per_shard[i].push((name, d.fid, d.kind));
             }
         }
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         let mut moved = 0u64;
         let mut relinks = 0u32;
         for (i, entries) in per_shard.iter().enumerate().skip(1) {
@@ -440,9 +442,9 @@ impl MdtService {
     ) -> Handled {
         // Not the namespace lock: the coordinator holds its own while it
         // asks (see `migrate`). No client reaches the shard yet.
-        let g = self.located.adopting.lock().await;
+        let g = self.dne.located.adopting.lock().await;
         crate::fail::point("put_entries");
-        let mut t = Tx::new(&*self.store);
+        let mut t = Tx::new(&*self.names.store);
         t.dir(dir)?;
         let mut subdirs = 0u32;
         for (name, fid, kind) in entries {
@@ -463,25 +465,27 @@ impl MdtService {
     /// A plain directory that passed the configured number of entries
     /// after a change in it: restripe it in the background.
     pub(super) fn maybe_split(self: &Arc<Self>, dir: Fid) {
-        let Some(limit) = self.split.entries else {
+        let Some(limit) = self.dne.split.entries else {
             return;
         };
         // Counting costs a scan of up to `limit` keys: every 64th change.
         let tick = self
+            .dne
             .split
             .ticks
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if !tick.is_multiple_of(64) {
             return;
         }
-        let Ok(r) = read_inode(&*self.store, dir) else {
+        let Ok(r) = read_inode(&*self.names.store, dir) else {
             return;
         };
-        let shard = super::tx::read_meta::<Fid>(&*self.store, &shard_key(dir));
+        let shard = super::tx::read_meta::<Fid>(&*self.names.store, &shard_key(dir));
         if r.layout.is_some() || dir == Fid::ROOT || !matches!(shard, Ok(None)) {
             return;
         }
         let Ok(n) = self
+            .names
             .store
             .scan(
                 Space::Dentries,
@@ -495,6 +499,7 @@ impl MdtService {
         };
         if (n as u64) <= limit
             || !self
+                .dne
                 .split
                 .running
                 .lock()
@@ -505,12 +510,12 @@ impl MdtService {
         }
         let me = self.clone();
         tokio::spawn(async move {
-            let mdts = match me.peers.config().await {
+            let mdts = match me.dne.peers.config().await {
                 Ok(c) => c.indices(Role::Mdt),
                 Err(_) => Vec::new(),
             };
             let pos = mdts.iter().position(|m| *m == me.index).unwrap_or(0);
-            let count = (me.split.count as usize).min(mdts.len());
+            let count = (me.dne.split.count as usize).min(mdts.len());
             let pick: Vec<u32> = (0..count).map(|k| mdts[(pos + k) % mdts.len()]).collect();
             match me.restripe_as_mdt(dir, pick, ReqCtx::default()).await {
                 Ok(_) => tracing::info!(
@@ -519,7 +524,8 @@ impl MdtService {
                 ),
                 Err(e) => tracing::warn!("MDT{:04x}: auto-split of {dir}: {e}", me.index),
             }
-            me.split
+            me.dne
+                .split
                 .running
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
