@@ -98,7 +98,7 @@ impl<'m> Change<'m> {
     /// link's target), after the guards of that name.
     pub fn target(&mut self, dir: Fid, name: &Name) -> Result<InodeRec, ServerError> {
         let d = self.t.dir(dir)?.clone();
-        if self.mdt.dne.sealed.contains(dir) {
+        if self.mdt.is_sealed(dir) {
             return Err(being_removed(dir));
         }
         belongs_here(&d, dir, name)?;

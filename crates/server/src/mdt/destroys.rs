@@ -127,7 +127,7 @@ impl MdtService {
         let mut calls = tokio::task::JoinSet::new();
         for (ost, objs) in by_ost {
             for chunk in objs.chunks(MAX_OBJECTS_PER_REQUEST) {
-                let peers = self.dne.peers.clone();
+                let peers = self.peers.clone();
                 let objs = chunk.to_vec();
                 calls.spawn(async move {
                     let r = peers

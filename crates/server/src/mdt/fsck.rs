@@ -84,8 +84,7 @@ impl MdtService {
         }
         for (ost, objs) in by_ost {
             let n = objs.len();
-            self.dne
-                .peers
+            self.peers
                 .call(
                     TargetId::ost(ost),
                     OstRequest::Destroy { objs },

@@ -526,10 +526,16 @@ pub(super) fn undo_for(
 }
 
 impl MdtService {
+    /// Whether the cross-MDT operations a crash left were resolved
+    /// (client changes wait until they are).
+    pub(super) fn intents_resolved(&self) -> bool {
+        *self.dne.recovered.borrow()
+    }
+
     /// The MDTs of a new directory's parts, master first: `count` MDTs in
     /// index order starting at `start_mdt` (this MDT if -1), wrapping.
     async fn placement(&self, s: DirStripe) -> Result<Vec<u32>, ServerError> {
-        let all = self.dne.peers.config().await?.indices(Role::Mdt);
+        let all = self.peers.config().await?.indices(Role::Mdt);
         if s.count == 0 || s.count as usize > all.len() {
             return Err(ServerError::refused(
                 Errno::EINVAL,

@@ -194,7 +194,7 @@ impl MdtService {
                 "only root may migrate directories (loom migrate)",
             ));
         }
-        let mdts = self.dne.peers.config().await?.indices(Role::Mdt);
+        let mdts = self.peers.config().await?.indices(Role::Mdt);
         if !mdts.contains(&to) {
             return Err(ServerError::refused(
                 Errno::EINVAL,

@@ -31,6 +31,8 @@ mod perm;
 mod placement;
 mod quota;
 mod quota_master;
+#[cfg(test)]
+mod reach;
 pub mod records;
 pub mod recovery;
 mod remote;
@@ -134,6 +136,8 @@ impl MdtStats {
 pub struct MdtService {
     index: u32,
     dir: PathBuf,
+    /// Connections to the MGS, the other MDTs and the OSTs.
+    peers: Arc<Peers>,
     /// The namespace store: records, the lock changes take, and what
     /// lives beside the records (FIDs, objects, orphans, leases, locks).
     names: NameStore,
@@ -194,7 +198,6 @@ struct CommitRecovery {
 
 /// The distributed namespace, as one MDT takes part in it.
 struct Distributed {
-    peers: Arc<Peers>,
     /// Serialises the cross-MDT operations this MDT coordinates (held
     /// across their steps on other MDTs, which the namespace lock is not).
     dist: tokio::sync::Mutex<()>,
@@ -316,6 +319,7 @@ impl MdtService {
         let mdt = Arc::new(MdtService {
             index,
             dir: dir.to_path_buf(),
+            peers,
             names: NameStore {
                 store,
                 ns: tokio::sync::Mutex::new(()),
@@ -342,7 +346,6 @@ impl MdtService {
                 quotas,
             },
             dne: Distributed {
-                peers,
                 dist: tokio::sync::Mutex::new(()),
                 next_intent: AtomicU64::new(next_intent),
                 sealed,
@@ -929,7 +932,7 @@ impl MdtService {
             return (r, Some(self.commit_state(0)));
         }
         let me = self.index;
-        let fldb = self.dne.peers.config().await.ok();
+        let fldb = self.peers.config().await.ok();
         let local = |fid: Fid| {
             self.keeps(
                 fid,

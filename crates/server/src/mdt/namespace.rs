@@ -438,7 +438,7 @@ impl MdtService {
         // until those clients told again, whatever it was (but a replay,
         // before recovery ends, does what it did the first time).
         let holds = &self.names.leases.holds;
-        let grace = self.holds_grace() && *self.dne.recovered.borrow();
+        let grace = self.holds_grace() && self.intents_resolved();
         if r.attr.kind == FileKind::File
             && (keep_for.is_some() || holds.held_by_other(fid, keep_for) || grace)
         {
@@ -673,7 +673,7 @@ impl MdtService {
             ));
         }
         check_name(new_name)?;
-        let one_mdt = self.dne.peers.config().await?.indices(Role::Mdt).len() == 1;
+        let one_mdt = self.peers.config().await?.indices(Role::Mdt).len() == 1;
         let mut c = self.begin().await;
         let from_rec = c.name(parent, name)?;
         let src = c.t.dentry(parent, name)?.ok_or_else(|| not_found(name))?;
@@ -922,7 +922,7 @@ impl MdtService {
         spec: Option<DirDefault>,
     ) -> Handled {
         if let Some(s) = &spec {
-            let all = self.dne.peers.config().await?.indices(Role::Mdt);
+            let all = self.peers.config().await?.indices(Role::Mdt);
             s.validate(&all)
                 .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
         }

@@ -120,7 +120,6 @@ impl MdtService {
             _ => {}
         }
         let r = match self
-            .dne
             .peers
             .call_mgs(MgsRequest::AllocSeq { mdt: self.index })
             .await?
@@ -293,7 +292,7 @@ impl MdtService {
     ) -> Result<Layout, ServerError> {
         spec.validate()
             .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
-        let cfg = self.dne.peers.config().await?;
+        let cfg = self.peers.config().await?;
         let all = cfg.indices(Role::Ost);
         if all.is_empty() {
             return Err(ServerError::refused(
@@ -388,7 +387,6 @@ impl MdtService {
             return Ok(());
         }
         let res = self
-            .dne
             .peers
             .call(
                 TargetId::ost(ost),

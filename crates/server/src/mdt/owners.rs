@@ -89,7 +89,7 @@ impl MdtService {
         }
         let mut calls = tokio::task::JoinSet::new();
         for (ost, objs) in by_ost {
-            let peers = self.dne.peers.clone();
+            let peers = self.peers.clone();
             calls.spawn(async move {
                 let req = OstRequest::ObjSetOwner { objs, owner };
                 let r = peers

@@ -89,7 +89,7 @@ impl MdtService {
         if rq.cur.is_some_and(|c| c.replay.is_some()) {
             return Ok(());
         }
-        let Some(gid) = self.dne.peers.config().await?.params.remote_dir_gid else {
+        let Some(gid) = self.peers.config().await?.params.remote_dir_gid else {
             return Ok(());
         };
         let c = super::perm::Cred::of(rq.ctx);
@@ -117,7 +117,7 @@ impl MdtService {
     /// The MDTs of a new directory under default `d` (its shards' MDTs,
     /// in shard order).
     pub(super) async fn place_new_dir(&self, d: &DirDefault) -> Result<Vec<u32>, ServerError> {
-        let all = self.dne.peers.config().await?.indices(Role::Mdt);
+        let all = self.peers.config().await?.indices(Role::Mdt);
         if let Err(m) = d.validate(&all) {
             // Set when the file system had those MDTs: place as if unset.
             tracing::warn!(
@@ -197,7 +197,6 @@ impl MdtService {
             let r = match role {
                 Role::Mdt if m == self.index => self.statfs(),
                 Role::Mdt => self
-                    .dne
                     .peers
                     .call(
                         TargetId::mdt(m),
@@ -208,7 +207,6 @@ impl MdtService {
                     .await
                     .map(|(r, _)| r),
                 _ => self
-                    .dne
                     .peers
                     .call(
                         TargetId::ost(m),

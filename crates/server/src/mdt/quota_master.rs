@@ -216,7 +216,7 @@ impl MdtService {
         self.commit_through(ticket).await?;
         // Every MDT and OST asks again before its next change for `who`;
         // one that cannot be told now asks within `quota::UNLIMITED_FOR`.
-        let config = self.dne.peers.config().await?;
+        let config = self.peers.config().await?;
         for (role, res) in SLAVES {
             for index in config.indices(role) {
                 let target = TargetId { role, index };
@@ -260,15 +260,13 @@ impl MdtService {
             self.quota_release(who, forget, res).await?
         } else if target.role == Role::Ost {
             let req = OstRequest::QuotaRelease { who, forget };
-            self.dne
-                .peers
+            self.peers
                 .call(target, req, bytes::Bytes::new(), timeout)
                 .await?
                 .0
         } else {
             let req = PeerRequest::QuotaRelease { who, forget, bytes };
-            self.dne
-                .peers
+            self.peers
                 .call(target, req, bytes::Bytes::new(), timeout)
                 .await?
                 .0
@@ -536,8 +534,7 @@ impl MdtService {
         } else {
             let target = loom_proto::msg::TargetId::mdt(0);
             let timeout = super::remote::PEER_TIMEOUT;
-            self.dne
-                .peers
+            self.peers
                 .call(target, req, bytes::Bytes::new(), timeout)
                 .await?
                 .0

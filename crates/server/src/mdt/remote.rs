@@ -138,6 +138,12 @@ pub fn shown_attr(r: &InodeRec) -> loom_proto::msg::Attr {
 }
 
 impl MdtService {
+    /// Whether directory `fid` is being removed by a coordinator (it
+    /// takes no new entries).
+    pub(super) fn is_sealed(&self, fid: Fid) -> bool {
+        self.dne.sealed.contains(fid)
+    }
+
     /// The MDT that owns `fid`, from the FLDB (fetched again once if the
     /// sequence is new); ESTALE if no MDT owns it.
     pub(super) async fn owner_of(&self, fid: Fid) -> Result<u32, ServerError> {
@@ -148,11 +154,10 @@ impl MdtService {
         if self.dne.located.here(fid) {
             return Ok(self.index);
         }
-        if let Some(i) = self.dne.peers.config().await?.mdt_of(fid) {
+        if let Some(i) = self.peers.config().await?.mdt_of(fid) {
             return Ok(i);
         }
-        self.dne
-            .peers
+        self.peers
             .refresh()
             .await?
             .mdt_of(fid)
@@ -177,7 +182,6 @@ impl MdtService {
         match step {
             Some(ctx) if mdt != self.index => {
                 let (reply, _) = self
-                    .dne
                     .peers
                     .call_as(
                         TargetId::mdt(mdt),
@@ -214,7 +218,6 @@ impl MdtService {
             };
         }
         let (reply, _) = self
-            .dne
             .peers
             .call(TargetId::mdt(mdt), req, bytes::Bytes::new(), PEER_TIMEOUT)
             .await?;
@@ -238,7 +241,6 @@ impl MdtService {
             hold: false,
         };
         let (reply, _) = self
-            .dne
             .peers
             .call(
                 TargetId::mdt(owner),

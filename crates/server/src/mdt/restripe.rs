@@ -160,7 +160,7 @@ impl MdtService {
         mdts: Vec<u32>,
         caller: ReqCtx,
     ) -> Handled {
-        let all = self.dne.peers.config().await?.indices(Role::Mdt);
+        let all = self.peers.config().await?.indices(Role::Mdt);
         let mut seen = HashSet::new();
         if mdts.len() < 2
             || mdts.first() != Some(&self.index)
@@ -510,7 +510,7 @@ impl MdtService {
         }
         let me = self.clone();
         tokio::spawn(async move {
-            let mdts = match me.dne.peers.config().await {
+            let mdts = match me.peers.config().await {
                 Ok(c) => c.indices(Role::Mdt),
                 Err(_) => Vec::new(),
             };

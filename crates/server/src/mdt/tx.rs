@@ -70,7 +70,7 @@ pub struct Tx<'a> {
     /// `inodes` (see `quota`).
     before: BTreeMap<Fid, Option<InodeRec>>,
     /// Names set (to an inode) or removed, in order.
-    names: Vec<(Fid, Name, Option<Fid>)>,
+    name_changes: Vec<(Fid, Name, Option<Fid>)>,
     /// Each name read or changed, as the store held it before this
     /// transaction (`None`: absent): the before-images of the names.
     names_before: BTreeMap<(Fid, Name), Option<DentryRec>>,
@@ -88,7 +88,7 @@ impl<'a> Tx<'a> {
             batch: Batch::new(),
             inodes: BTreeMap::new(),
             before: BTreeMap::new(),
-            names: Vec::new(),
+            name_changes: Vec::new(),
             names_before: BTreeMap::new(),
             inode_delta: 0,
             created: Vec::new(),
@@ -189,7 +189,7 @@ impl<'a> Tx<'a> {
     pub fn name_images(
         &self,
     ) -> impl Iterator<Item = (Fid, &Name, Option<&DentryRec>, Option<Fid>)> {
-        self.names.iter().map(|(dir, name, after)| {
+        self.name_changes.iter().map(|(dir, name, after)| {
             let before = self
                 .names_before
                 .get(&(*dir, name.clone()))
@@ -203,7 +203,7 @@ impl<'a> Tx<'a> {
         self.name_before(dir, name)?;
         self.batch
             .put(Space::Dentries, dentry_key(dir, name), encode_record(d)?);
-        self.names.push((dir, name.clone(), Some(d.fid)));
+        self.name_changes.push((dir, name.clone(), Some(d.fid)));
         Ok(())
     }
 
@@ -221,7 +221,7 @@ impl<'a> Tx<'a> {
     pub fn delete_dentry(&mut self, dir: Fid, name: &Name) -> Result<(), ServerError> {
         self.name_before(dir, name)?;
         self.batch.delete(Space::Dentries, dentry_key(dir, name));
-        self.names.push((dir, name.clone(), None));
+        self.name_changes.push((dir, name.clone(), None));
         Ok(())
     }
 
@@ -231,7 +231,7 @@ impl<'a> Tx<'a> {
     /// (The names are taken: called once, before `into_batch`.)
     pub fn take_effects(&mut self) -> Effects {
         let mut e = Effects {
-            names: std::mem::take(&mut self.names),
+            names: std::mem::take(&mut self.name_changes),
             ..Effects::default()
         };
         for (fid, rec) in &self.inodes {
@@ -265,7 +265,7 @@ impl<'a> Tx<'a> {
     }
 
     fn last_name_change(&self, dir: Fid, name: &Name) -> Option<Option<Fid>> {
-        self.names
+        self.name_changes
             .iter()
             .rev()
             .find(|(d, n, _)| *d == dir && n == name)
