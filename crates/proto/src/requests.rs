@@ -89,6 +89,9 @@ pub struct Op {
     pub shows: Shows,
     /// It makes an inode whose attributes its answer carries.
     pub makes: bool,
+    /// The server process answers it for every target it hosts (per-job
+    /// statistics), before any target sees it.
+    pub by_process: bool,
 }
 
 /// A declared fact with a default: the value given, or the default.
@@ -111,7 +114,8 @@ macro_rules! fact {
 /// - `lists = FIELD at COOKIE`: the directory it lists from where
 ///   (`listing`; `dir_names` with no name);
 /// - `shows = KIND`: what its answer shows ([`Shows`]);
-/// - `makes = true`: it makes an inode.
+/// - `makes = true`: it makes an inode;
+/// - `by_process = true`: the server process answers it.
 ///
 /// Each fact is declared on the operation's own line and every table is
 /// generated from them, so an operation cannot be left out of one.
@@ -127,7 +131,8 @@ macro_rules! declare_requests {
                     $(, names = [$($dir:ident / $dname:ident),+])?
                     $(, lists = $lists:ident at $cookie:ident)?
                     $(, shows = $shows:ident)?
-                    $(, makes = $makes:literal)?;
+                    $(, makes = $makes:literal)?
+                    $(, by_process = $by_process:literal)?;
             )*
         }
     ) => {
@@ -150,6 +155,7 @@ macro_rules! declare_requests {
                     senders: Senders::$senders,
                     shows: fact!(Shows::Nothing $(, Shows::$shows)?),
                     makes: fact!(false $(, $makes)?),
+                    by_process: fact!(false $(, $by_process)?),
                 },)*
             ];
 
@@ -163,6 +169,7 @@ macro_rules! declare_requests {
                         senders: Senders::$senders,
                         shows: fact!(Shows::Nothing $(, Shows::$shows)?),
                         makes: fact!(false $(, $makes)?),
+                        by_process: fact!(false $(, $by_process)?),
                     },)*
                 }
             }
@@ -603,7 +610,7 @@ declare_requests! {
         /// The jobs and clients this target served recently, with their
         /// operations and bytes (`loom jobstats`); answered by the server
         /// process, which counts every request it serves.
-        JobStats => 80, "job_stats", Reads, Any;
+        JobStats => 80, "job_stats", Reads, Any, by_process = true;
         /// Set a directory's default compression of new files' data
         /// (`setstripe --compress`), inherited down the tree; on the root,
         /// the file system's. `Some(off)` stops a default from above;
@@ -1090,7 +1097,7 @@ declare_requests! {
             bucket: u8,
         } => 76, "list_objects", Reads, Any;
         /// As the MDT's: the jobs and clients this OST served recently.
-        JobStats => 80, "job_stats", Reads, Any;
+        JobStats => 80, "job_stats", Reads, Any, by_process = true;
         /// The bytes this OST holds for `who` (who may ask as for the
         /// MDT's). Answered `Reply::QuotaUsage`.
         QuotaUsage {
@@ -1147,6 +1154,7 @@ pub const PING: Op = Op {
     senders: Senders::Any,
     shows: Shows::Nothing,
     makes: false,
+    by_process: false,
 };
 
 impl Request {
@@ -1268,6 +1276,15 @@ mod tests {
         assert_eq!(list.listing(), Some((b, 7)));
         assert_eq!(list.dir_names(), vec![(b, None)]);
         assert_eq!(list.op().shows, Shows::List);
+        // Only per-job statistics are the process's to answer.
+        for ops in [MdtRequest::OPS, OstRequest::OPS] {
+            let by_process: Vec<_> = ops
+                .iter()
+                .filter(|o| o.by_process)
+                .map(|o| o.name)
+                .collect();
+            assert_eq!(by_process, ["job_stats"]);
+        }
         assert_eq!(MdtRequest::StatFs.routed_by(), None);
         assert!(MdtRequest::StatFs.dir_names().is_empty());
         let set = PeerRequest::SetEntry {

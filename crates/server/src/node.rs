@@ -9,9 +9,7 @@ use crate::peers::Peers;
 use crate::stats::{Served, TargetStats};
 use crate::target;
 use anyhow::{bail, Context};
-use loom_proto::msg::{
-    Envelope, MdtRequest, MgsRequest, OstRequest, Reply, Request, Role, TargetId, TargetInfo,
-};
+use loom_proto::msg::{Envelope, MgsRequest, Reply, Request, Role, TargetId, TargetInfo};
 use loom_proto::Errno;
 use loom_rpc::{Answer, Channel, ClientOptions, ClusterKey, Service};
 use serde::{Deserialize, Serialize};
@@ -290,10 +288,7 @@ impl Service for Node {
         let Some(stats) = stats else {
             return self.dispatch(env, bulk, ch).await;
         };
-        if matches!(
-            env.req,
-            Request::Mdt(MdtRequest::JobStats) | Request::Ost(OstRequest::JobStats)
-        ) {
+        if env.req.op().by_process {
             let snap = stats.snapshot();
             let ops = snap
                 .ops
