@@ -13,6 +13,7 @@ mod fsck;
 mod jobstats;
 mod migrate;
 mod mount;
+mod nodemap;
 mod noop;
 mod params;
 mod project;
@@ -133,6 +134,11 @@ enum Cmd {
     SetParam(params::SetParamArgs),
     /// Show the site parameters: `loom get-param MOUNT [NAME...]`.
     GetParam(params::GetParamArgs),
+    /// Nodemaps: what the servers make of each client network's requests
+    /// (root squash, id maps, read-only), as Lustre's: `loom nodemap
+    /// set|del|list MOUNT ...` (root).
+    #[command(subcommand)]
+    Nodemap(nodemap::NodemapCmd),
     // Benchmarks (mdtest, IOR, IO500; compare, sweep, suite). No doc
     // comment here: it would replace the long help of loom_bench::BenchArgs.
     Bench(loom_bench::BenchArgs),
@@ -185,6 +191,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Project(a) => project::project(a),
         Cmd::SetParam(a) => params::set_param(a),
         Cmd::GetParam(a) => params::get_param(a),
+        Cmd::Nodemap(c) => nodemap::run(c),
         // Its own exit codes, as e2fsck's.
         Cmd::Fsck(a) => return Ok(fsck::fsck(a)),
         Cmd::Bench(a) => loom_bench::run(a),

@@ -68,6 +68,12 @@ pub struct MountArgs {
     /// in the Prometheus text format at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
+    /// The local address the mount's connections leave from: on a node
+    /// with several networks, the one the servers know it by (and so the
+    /// nodemap it is served under, see `loom nodemap`). Default: the
+    /// system's choice.
+    #[arg(long, value_name = "IP")]
+    pub source_addr: Option<std::net::IpAddr>,
 }
 
 /// Seconds a mount keeps what its MDTs lease it, by default.
@@ -127,6 +133,8 @@ pub struct MountPlan {
     pub jobid_var: String,
     /// Where to serve the mount's metrics, if anywhere.
     pub metrics_listen: Option<String>,
+    /// The local address connections leave from.
+    pub source: Option<std::net::IpAddr>,
 }
 
 /// Seconds, 0 to one hour, fractions allowed.
@@ -216,6 +224,7 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
         },
         // The kernel reads ahead for the mount.
         readahead: false,
+        source: plan.source,
         ..ClientOptions::default()
     };
     let client = rt
@@ -359,6 +368,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
             allow_other,
             jobid_var: a.jobid_var.clone(),
             metrics_listen: a.metrics_listen.clone(),
+            source: a.source_addr,
         };
         return mount_and_serve(&plan, || println!("mounted at {}", a.dir.display()));
     }
@@ -406,6 +416,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
                 .iter()
                 .map(|m| format!("--metrics-listen={m}")),
         )
+        .args(a.source_addr.iter().map(|s| format!("--source-addr={s}")))
         .arg("--foreground")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

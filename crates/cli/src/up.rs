@@ -566,6 +566,7 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
             allow_other: mount::serves_everyone(a.private).0,
             jobid_var: loom_client::ClientOptions::default().jobid_var,
             metrics_listen: None,
+            source: None,
         };
         if a.no_mount {
             println!(

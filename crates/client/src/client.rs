@@ -35,6 +35,10 @@ pub struct ClientOptions {
     /// Whether a handle read in order reads whole stripe widths ahead
     /// (`io::readahead`). A FUSE mount has the kernel's readahead instead.
     pub readahead: bool,
+    /// The local address connections leave from (a client node on
+    /// several networks picks the one its servers know it by, and so its
+    /// nodemap); `None`: the system's choice.
+    pub source: Option<std::net::IpAddr>,
 }
 
 impl Default for ClientOptions {
@@ -45,6 +49,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(15),
             caching: Default::default(),
             readahead: true,
+            source: None,
         }
     }
 }
@@ -118,6 +123,7 @@ impl Client {
     ) -> Result<Arc<Client>, ClientError> {
         let mut router = Router::new(mgs_addr, key, opts.call_timeout);
         router.set_caching(opts.caching);
+        router.set_source(opts.source);
         let wait = opts.connect_timeout.min(opts.call_timeout);
         let config = router.fetch_config(wait).await.map_err(|e| match e {
             RpcError::Remote(w) => ClientError::BadConfig {

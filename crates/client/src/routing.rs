@@ -258,6 +258,11 @@ impl Router {
         self.caching = c;
     }
 
+    /// Make connections leave from local address `src`.
+    pub fn set_source(&mut self, src: Option<std::net::IpAddr>) {
+        self.rpc_opts.source = src;
+    }
+
     /// The caching in force.
     pub fn caching(&self) -> Caching {
         self.caching

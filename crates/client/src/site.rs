@@ -5,6 +5,7 @@ use crate::client::Client;
 use crate::ctx::Caller;
 use bytes::Bytes;
 use loom_proto::msg::{MgsRequest, Reply, SiteParams, TargetId};
+use loom_proto::nodemap::Nodemap;
 use loom_proto::Errno;
 use std::time::Duration;
 
@@ -25,6 +26,39 @@ impl Client {
             Reply::Ok => Ok(()),
             other => Err(crate::io::file::unexpected("SetParam", &other)),
         }
+    }
+
+    /// Set nodemap `name` to `nodemap`, or remove it (`None`): root's
+    /// (EPERM otherwise; EINVAL for one that cannot work, ENOENT to
+    /// remove one that does not exist).
+    pub async fn set_nodemap(
+        &self,
+        c: &Caller,
+        name: &str,
+        nodemap: Option<Nodemap>,
+    ) -> Result<(), Errno> {
+        let req = MgsRequest::SetNodemap {
+            name: name.to_string(),
+            nodemap,
+        };
+        match self
+            .router()
+            .call(TargetId::MGS, self.ctx(c), req, Bytes::new())
+            .await?
+            .0
+        {
+            Reply::Ok => Ok(()),
+            other => Err(crate::io::file::unexpected("SetNodemap", &other)),
+        }
+    }
+
+    /// The nodemaps as the MGS has them now.
+    pub async fn nodemaps(&self) -> Result<Vec<Nodemap>, Errno> {
+        self.router()
+            .fetch_config(Duration::from_secs(10))
+            .await
+            .map(|c| c.nodemaps.clone())
+            .map_err(|e| e.errno())
     }
 
     /// The site parameters as the MGS has them now.

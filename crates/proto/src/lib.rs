@@ -34,6 +34,7 @@ pub mod lease;
 pub mod lock;
 pub mod msg;
 pub mod name;
+pub mod nodemap;
 pub mod quota;
 pub mod requests;
 

@@ -307,6 +307,9 @@ pub struct ClusterConfig {
     pub fldb: Vec<SeqRange>,
     /// What the site set (`loom set-param`).
     pub params: SiteParams,
+    /// What the servers make of each client network's requests (`loom
+    /// nodemap`).
+    pub nodemaps: Vec<crate::nodemap::Nodemap>,
 }
 
 /// Settings of a site, kept by the MGS and read by every target with the

@@ -89,6 +89,9 @@ pub struct Op {
     pub shows: Shows,
     /// It makes an inode whose attributes its answer carries.
     pub makes: bool,
+    /// It changes only the sender's session (commits, leases, locks, its
+    /// open files): a read-only client may send it.
+    pub session: bool,
     /// The server process answers it for every target it hosts (per-job
     /// statistics), before any target sees it.
     pub by_process: bool,
@@ -115,7 +118,9 @@ macro_rules! fact {
 ///   (`listing`; `dir_names` with no name);
 /// - `shows = KIND`: what its answer shows ([`Shows`]);
 /// - `makes = true`: it makes an inode;
-/// - `by_process = true`: the server process answers it.
+/// - `by_process = true`: the server process answers it;
+/// - `session = true`: it changes only the sender's session, so a
+///   read-only client may send it.
 ///
 /// Each fact is declared on the operation's own line and every table is
 /// generated from them, so an operation cannot be left out of one.
@@ -132,7 +137,8 @@ macro_rules! declare_requests {
                     $(, lists = $lists:ident at $cookie:ident)?
                     $(, shows = $shows:ident)?
                     $(, makes = $makes:literal)?
-                    $(, by_process = $by_process:literal)?;
+                    $(, by_process = $by_process:literal)?
+                    $(, session = $session:literal)?;
             )*
         }
     ) => {
@@ -156,6 +162,7 @@ macro_rules! declare_requests {
                     shows: fact!(Shows::Nothing $(, Shows::$shows)?),
                     makes: fact!(false $(, $makes)?),
                     by_process: fact!(false $(, $by_process)?),
+                    session: fact!(false $(, $session)?),
                 },)*
             ];
 
@@ -170,6 +177,7 @@ macro_rules! declare_requests {
                         shows: fact!(Shows::Nothing $(, Shows::$shows)?),
                         makes: fact!(false $(, $makes)?),
                         by_process: fact!(false $(, $by_process)?),
+                        session: fact!(false $(, $session)?),
                     },)*
                 }
             }
@@ -267,6 +275,15 @@ declare_requests! {
             /// Its new value.
             value: String,
         } => 112, "set_param", Changes, Any;
+        /// Set nodemap `name` (`None`: remove it): root only (EPERM),
+        /// EINVAL for one that cannot work. Every server reads it with
+        /// the configuration.
+        SetNodemap {
+            /// Its name.
+            name: String,
+            /// What it is now.
+            nodemap: Option<crate::nodemap::Nodemap>,
+        } => 113, "set_nodemap", Changes, Any;
     }
 }
 
@@ -451,12 +468,12 @@ declare_requests! {
         ReleaseOrphan {
             /// The orphan.
             fid: Fid,
-        } => 41, "release_orphan", Once, Any, route = fid;
+        } => 41, "release_orphan", Once, Any, route = fid, session = true;
         /// The client still has these orphans open: renew their lease.
         RenewOrphans {
             /// Orphans on the receiving MDT.
             fids: Vec<Fid>,
-        } => 42, "renew_orphans", Changes, Any;
+        } => 42, "renew_orphans", Changes, Any, session = true;
         /// Attributes and layout of `fid`, fresh, for an open: one round trip
         /// where GetAttr and GetLayout would take two.
         Open {
@@ -494,13 +511,13 @@ declare_requests! {
             entries: Vec<Replayed>,
             /// No more entries follow from this client.
             last: bool,
-        } => 60, "replay", Changes, Any;
+        } => 60, "replay", Changes, Any, session = true;
         /// Client to MDT: make every change applied so far durable before
         /// answering (fsync, syncfs, O_SYNC).
-        Sync => 61, "sync", Changes, Any;
+        Sync => 61, "sync", Changes, Any, session = true;
         /// Client to MDT: the client leaves (unmount, end of a tool): commit,
         /// and stop waiting for it in recovery.
-        Disconnect => 62, "disconnect", Changes, Any;
+        Disconnect => 62, "disconnect", Changes, Any, session = true;
         /// Client to MDT: nothing but the commit state in the answer (the
         /// MDT's instance and last committed number), also during recovery:
         /// how a client learns that its changes are committed, or that the
@@ -755,7 +772,7 @@ declare_requests! {
             lock: FileLock,
             /// Wait for it (F_SETLKW, flock without LOCK_NB).
             wait: bool,
-        } => 107, "lock", Changes, Any, route = fid;
+        } => 107, "lock", Changes, Any, route = fid, session = true;
         /// Drop what the caller's `owner` holds on `fid` from `start` to
         /// `end` (inclusive; a held lock across either end is split).
         /// Answered `Reply::Ok`.
@@ -768,7 +785,7 @@ declare_requests! {
             start: u64,
             /// Last byte.
             end: u64,
-        } => 108, "unlock", Changes, Any, route = fid;
+        } => 108, "unlock", Changes, Any, route = fid, session = true;
         /// F_GETLK: the first lock of another owner in the way of `lock`,
         /// or `Granted` if none is. Answered `Reply::Lock`.
         TestLock {
@@ -790,7 +807,7 @@ declare_requests! {
             locks: Vec<(Fid, FileLock)>,
             /// Files the client has open here (see `Reply::Held`).
             held: Vec<Fid>,
-        } => 110, "reclaim_locks", Changes, Any;
+        } => 110, "reclaim_locks", Changes, Any, session = true;
         /// An append of `len` bytes (O_APPEND): the file's size grows by
         /// `len` at once, and the range it covered is the appender's to
         /// write. Appenders on any client get ranges that do not overlap,
@@ -1055,7 +1072,7 @@ declare_requests! {
         ObjSync {
             /// Object.
             obj: ObjRef,
-        } => 54, "obj_sync", Changes, Any;
+        } => 54, "obj_sync", Changes, Any, session = true;
         /// Reserve `count` new object ids on the OST (for an MDT's pool).
         Precreate {
             /// How many.
@@ -1155,6 +1172,7 @@ pub const PING: Op = Op {
     shows: Shows::Nothing,
     makes: false,
     by_process: false,
+    session: true,
 };
 
 impl Request {

@@ -19,6 +19,7 @@ use loom_proto::msg::{self, Envelope, Reply, ReplyResult};
 use loom_proto::WireError;
 use std::collections::HashMap;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -44,6 +45,9 @@ pub struct Channel {
     dead: AtomicBool,
     /// Wakes the connection's reader to end the connection.
     closing: Notify,
+    /// Where the connection comes from, and whether it proved only the
+    /// client key (a client's, not a server's): what nodemaps look at.
+    peer: Option<(SocketAddr, bool)>,
 }
 
 impl std::fmt::Debug for Channel {
@@ -66,7 +70,24 @@ impl Channel {
             next_id: AtomicU64::new(1),
             dead: AtomicBool::new(false),
             closing: Notify::new(),
+            peer: None,
         }
+    }
+
+    /// A server's channel to a connection accepted from `peer`; `client`
+    /// if it proved only the client key.
+    pub(crate) fn accepted(out: Arc<Outbox>, peer: SocketAddr, client: bool) -> Channel {
+        Channel {
+            peer: Some((peer, client)),
+            ..Channel::new(out)
+        }
+    }
+
+    /// The address of a client connection (one that proved only the
+    /// client key); `None` for a server's or a tool's with the cluster
+    /// key.
+    pub fn client_addr(&self) -> Option<SocketAddr> {
+        self.peer.and_then(|(a, client)| client.then_some(a))
     }
 
     /// A channel writing to `wr`, with no connection reading answers

@@ -51,6 +51,10 @@ pub struct ClientOptions {
     /// How long one frame may take to write before the connection is
     /// declared dead (a peer that stopped reading).
     pub write_timeout: Duration,
+    /// The local address connections leave from (a client node with
+    /// several networks picks the one its servers know it by); `None`:
+    /// the system's choice.
+    pub source: Option<std::net::IpAddr>,
 }
 
 impl Default for ClientOptions {
@@ -61,6 +65,7 @@ impl Default for ClientOptions {
             probe_after: Duration::from_secs(10),
             probe_timeout: Duration::from_secs(10),
             write_timeout: Duration::from_secs(60),
+            source: None,
         }
     }
 }
@@ -328,9 +333,11 @@ impl RpcClient {
         *slot = None;
         let addr = self.addr();
         let stream = tokio::time::timeout(self.opts.connect_timeout, async {
-            let mut s = TcpStream::connect(&addr)
-                .await
-                .map_err(|e| format!("connect to {addr}: {e}"))?;
+            let mut s = match self.opts.source {
+                None => TcpStream::connect(&addr).await,
+                Some(src) => connect_from(src, &addr).await,
+            }
+            .map_err(|e| format!("connect to {addr}: {e}"))?;
             auth::connect(&mut s, &self.key)
                 .await
                 .map_err(|e| format!("handshake with {addr}: {e}"))?;
@@ -688,4 +695,30 @@ impl RpcClient {
             commit,
         })
     }
+}
+
+/// Connect to `addr` from local address `src`.
+async fn connect_from(src: std::net::IpAddr, addr: &str) -> std::io::Result<TcpStream> {
+    let mut last = None;
+    for to in tokio::net::lookup_host(addr).await? {
+        if to.is_ipv4() != src.is_ipv4() {
+            continue;
+        }
+        let sock = if src.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        sock.bind(std::net::SocketAddr::new(src, 0))?;
+        match sock.connect(to).await {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::AddrNotAvailable,
+            format!("{addr} has no address of the family of {src}"),
+        )
+    }))
 }

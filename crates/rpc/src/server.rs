@@ -155,7 +155,11 @@ async fn connection<S: Service>(
             }
         })
     };
-    let ch = Arc::new(Channel::new(out.clone()));
+    let ch = Arc::new(Channel::accepted(
+        out.clone(),
+        peer,
+        standing == Standing::Client,
+    ));
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONN));
     let result = loop {
         let Ok(permit) = slots.clone().acquire_owned().await else {

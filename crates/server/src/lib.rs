@@ -20,6 +20,7 @@ pub mod mdt;
 pub mod metrics;
 pub mod mgs;
 pub mod node;
+pub mod nodemaps;
 pub mod ost;
 pub mod peers;
 pub mod quota;

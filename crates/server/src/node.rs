@@ -137,6 +137,8 @@ pub fn load_key(path: &Path) -> anyhow::Result<ClusterKey> {
 /// (failover will open it on another server).
 pub struct Node {
     hosted: std::sync::RwLock<Hosted>,
+    /// The nodemaps applied to clients' requests.
+    pub clients: crate::nodemaps::ClientMaps,
     /// How long a job's or client's statistics stay after its last request.
     stats_expiry: Duration,
 }
@@ -157,6 +159,7 @@ impl Node {
     pub fn new(stats_expiry: Duration) -> Node {
         Node {
             hosted: std::sync::RwLock::default(),
+            clients: Default::default(),
             stats_expiry,
         }
     }
@@ -330,8 +333,19 @@ impl Service for Node {
 }
 
 impl Node {
-    async fn dispatch(self: Arc<Self>, env: Envelope, bulk: Vec<u8>, ch: &Arc<Channel>) -> Answer {
+    async fn dispatch(
+        self: Arc<Self>,
+        mut env: Envelope,
+        bulk: Vec<u8>,
+        ch: &Arc<Channel>,
+    ) -> Answer {
         let t = env.target;
+        // Every target serves a client as its nodemap makes it.
+        match self.clients.admit(ch, &env) {
+            Ok(Some(ctx)) => env.ctx = ctx,
+            Ok(None) => {}
+            Err(e) => return answer(t, (Err(e), Vec::new())).into(),
+        }
         let refused = |errno, msg: String| -> Answer {
             answer(t, (Err(ServerError::refused(errno, msg)), Vec::new())).into()
         };
@@ -365,6 +379,23 @@ impl Node {
             },
             (_, req) => refused(Errno::EPROTO, format!("{t} does not serve {}", req.name())),
         }
+    }
+}
+
+/// How often a server asks the MGS for the nodemaps.
+const NODEMAP_POLL: Duration = Duration::from_secs(1);
+
+/// Keep `node`'s nodemaps as the MGS has them. Asked of the MGS itself,
+/// not through the configuration the targets share (`Peers::config`),
+/// whose first copy is kept for a while.
+async fn follow_nodemaps(node: Arc<Node>, peers: Arc<Peers>) {
+    loop {
+        match peers.call_mgs(MgsRequest::GetConfig).await {
+            Ok(Reply::Config(c)) => node.clients.set(c.nodemaps),
+            Ok(other) => tracing::warn!("nodemaps: the MGS answered {other:?}"),
+            Err(e) => tracing::debug!("nodemaps: configuration not read: {e}"),
+        }
+        tokio::time::sleep(NODEMAP_POLL).await;
     }
 }
 
@@ -437,6 +468,7 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
         _ => String::new(),
     };
     let mdts: Vec<_> = node.mdts().into_iter().map(|(_, m)| m).collect();
+    let maps = node.clone();
     let server = tokio::spawn(loom_rpc::serve(listener, key, node));
     for id in &infos {
         let req = MgsRequest::Register {
@@ -454,6 +486,7 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
     for m in &mdts {
         m.start();
     }
+    tokio::spawn(follow_nodemaps(maps, peers.clone()));
     let names: Vec<String> = infos.iter().map(|i| i.id().to_string()).collect();
     let metrics = match &cfg.metrics_listen {
         Some(m) => format!("; metrics at http://{m}/metrics"),

@@ -178,6 +178,7 @@ pub fn quick_opts() -> ClientOptions {
         probe_after: Duration::from_millis(200),
         probe_timeout: Duration::from_millis(500),
         write_timeout: Duration::from_secs(5),
+        source: None,
     }
 }
 

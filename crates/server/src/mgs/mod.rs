@@ -22,6 +22,7 @@ use loom_proto::fid::MAX_INO_SEQ;
 use loom_proto::msg::{
     ClusterConfig, MgsRequest, Reply, ReqCtx, SeqRange, SiteParams, TargetId, TargetInfo,
 };
+use loom_proto::nodemap::Nodemap;
 use loom_proto::Errno;
 use loom_store::durable::write_atomic;
 use serde::{Deserialize, Serialize};
@@ -48,6 +49,9 @@ struct MgsState {
     /// A table: after the arrays of tables (absent in older state files).
     #[serde(default)]
     params: SiteParams,
+    /// Arrays of tables, last (absent in older state files).
+    #[serde(default)]
+    nodemaps: Vec<Nodemap>,
 }
 
 impl MgsState {
@@ -60,6 +64,7 @@ impl MgsState {
             targets: Vec::new(),
             fldb: Vec::new(),
             params: SiteParams::default(),
+            nodemaps: Vec::new(),
         }
     }
 
@@ -70,6 +75,7 @@ impl MgsState {
             targets: self.targets.clone(),
             fldb: self.fldb.clone(),
             params: self.params.clone(),
+            nodemaps: self.nodemaps.clone(),
         }
     }
 
@@ -190,6 +196,7 @@ impl MgsService {
             MgsRequest::AllocSeq { mdt } => self.alloc_seq(mdt).await,
             MgsRequest::StatFs => self.statfs().await,
             MgsRequest::SetParam { name, value } => self.set_param(ctx, &name, &value).await,
+            MgsRequest::SetNodemap { name, nodemap } => self.set_nodemap(ctx, &name, nodemap).await,
         };
         (res, Vec::new())
     }
@@ -260,6 +267,59 @@ impl MgsService {
         })
         .await?;
         tracing::info!(name, value, "site parameter set");
+        Ok(Reply::Ok)
+    }
+
+    /// Set or remove nodemap `name`: root's (a squashed root is not),
+    /// pushed to every server with the configuration.
+    async fn set_nodemap(&self, ctx: &ReqCtx, name: &str, nodemap: Option<Nodemap>) -> Handled {
+        if ctx.uid != 0 {
+            return Err(ServerError::refused(
+                Errno::EPERM,
+                format!("setting nodemap {name}: nodemaps are root's"),
+            ));
+        }
+        if let Some(m) = &nodemap {
+            if m.name != name {
+                return Err(ServerError::refused(
+                    Errno::EINVAL,
+                    format!("nodemap {:?} sent as {name:?}", m.name),
+                ));
+            }
+            m.validate()
+                .map_err(|e| ServerError::refused(Errno::EINVAL, e))?;
+        }
+        let removing = nodemap.is_none();
+        self.mutate(|st| {
+            let at = st.nodemaps.iter().position(|m| m.name == name);
+            let changed = match (at, nodemap) {
+                (None, None) => {
+                    return Err(ServerError::refused(
+                        Errno::ENOENT,
+                        format!("no nodemap {name:?}"),
+                    ))
+                }
+                (Some(i), None) => {
+                    st.nodemaps.remove(i);
+                    true
+                }
+                (Some(i), Some(m)) => {
+                    let changed = st.nodemaps[i] != m;
+                    st.nodemaps[i] = m;
+                    changed
+                }
+                (None, Some(m)) => {
+                    st.nodemaps.push(m);
+                    true
+                }
+            };
+            if changed {
+                st.generation += 1;
+            }
+            Ok(((), changed))
+        })
+        .await?;
+        tracing::info!(name, removed = removing, "nodemap set");
         Ok(Reply::Ok)
     }
 

@@ -1,0 +1,106 @@
+//! The nodemaps a server process applies to its clients' requests (see
+//! `loom_proto::nodemap`): read with the configuration, applied in the
+//! process before any target sees a request, so the MGS, MDTs and OSTs
+//! all see the mapped caller.
+//!
+//! A client whose ids a nodemap changes takes no leases: its mount
+//! would otherwise answer from its cache under checks made with its own
+//! ids. When the nodemaps change, the connections of every client whose
+//! nodemap changed are closed: the client reconnects (its requests are
+//! resent, its leases and their caches dropped, as after any lost
+//! connection) and is served under the new map from its first request.
+
+use crate::error::ServerError;
+use loom_proto::msg::{Envelope, MdtRequest, ReqCtx};
+use loom_proto::nodemap::{self, Nodemap};
+use loom_proto::requests::{Effect, Request};
+use loom_proto::Errno;
+use loom_rpc::Channel;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+
+/// The nodemaps in force, and the client connections they may cover.
+#[derive(Default)]
+pub struct ClientMaps {
+    maps: RwLock<Arc<Vec<Nodemap>>>,
+    /// Client connections seen, by serial: closed when their map changes.
+    channels: Mutex<HashMap<u64, Weak<Channel>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl ClientMaps {
+    /// Install `maps` (from the configuration); close the connections of
+    /// the clients whose nodemap changed.
+    pub fn set(&self, maps: Vec<Nodemap>) {
+        let old = {
+            let cur = self.maps.read().unwrap_or_else(|p| p.into_inner());
+            if **cur == maps {
+                return;
+            }
+            cur.clone()
+        };
+        let new = Arc::new(maps);
+        *self.maps.write().unwrap_or_else(|p| p.into_inner()) = new.clone();
+        let changed = |ip: IpAddr| nodemap::for_addr(&old, ip) != nodemap::for_addr(&new, ip);
+        let mut closed = 0;
+        lock(&self.channels).retain(|_, w| {
+            let Some(ch) = w.upgrade() else {
+                return false;
+            };
+            if ch.is_dead() {
+                return false;
+            }
+            match ch.client_addr() {
+                Some(a) if changed(a.ip()) => {
+                    ch.close();
+                    closed += 1;
+                    false
+                }
+                _ => true,
+            }
+        });
+        tracing::info!(
+            nodemaps = new.len(),
+            closed,
+            "nodemaps changed; client connections they cover were closed"
+        );
+    }
+
+    /// The caller a request on `ch` is served as: `env.ctx` as its
+    /// client's nodemap makes it. EROFS for a change from a read-only
+    /// client; EOPNOTSUPP for leases asked by a client whose ids are
+    /// mapped.
+    pub fn admit(&self, ch: &Arc<Channel>, env: &Envelope) -> Result<Option<ReqCtx>, ServerError> {
+        let Some(addr) = ch.client_addr() else {
+            return Ok(None);
+        };
+        lock(&self.channels)
+            .entry(ch.serial())
+            .or_insert_with(|| Arc::downgrade(ch));
+        let maps = self.maps.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some(m) = nodemap::for_addr(&maps, addr.ip()) else {
+            return Ok(None);
+        };
+        let op = env.req.op();
+        if m.readonly && op.effect != Effect::Reads && !op.session {
+            return Err(ServerError::refused(
+                Errno::EROFS,
+                format!("{}: clients of nodemap {} are read-only", op.name, m.name),
+            ));
+        }
+        if !m.keeps_ids() && matches!(env.req, Request::Mdt(MdtRequest::Subscribe)) {
+            return Err(ServerError::refused(
+                Errno::EOPNOTSUPP,
+                format!(
+                    "clients of nodemap {} have their ids mapped: no leases",
+                    m.name
+                ),
+            ));
+        }
+        Ok(Some(m.map(&env.ctx)))
+    }
+}
