@@ -125,6 +125,9 @@ pub struct Router {
     /// The MDTs this client subscribed to leases with, and the count of
     /// lost connections of their address when it did.
     subs: Mutex<HashMap<u32, u64>>,
+    /// MDTs that refused leases on a connection (its losses count then):
+    /// not asked again on it (a client whose ids a nodemap maps).
+    subs_refused: Mutex<HashMap<u32, u64>>,
     subscribing: tokio::sync::Mutex<()>,
     /// Set by a mount: drops what the kernel caches under leases.
     invalidator: Arc<OnceLock<Invalidator>>,
@@ -195,6 +198,7 @@ impl Router {
             fresh: Arc::new(Fresh::default()),
             caching: Caching::default(),
             subs: Mutex::new(HashMap::new()),
+            subs_refused: Mutex::new(HashMap::new()),
             subscribing: tokio::sync::Mutex::new(()),
             invalidator: Arc::new(OnceLock::new()),
             reporter: Arc::new(OnceLock::new()),
@@ -404,7 +408,9 @@ impl Router {
     /// not leased.
     async fn subscribe(&self, mdt: u32, rpc: &RpcClient) {
         let now = *rpc.losses().borrow();
-        if lock(&self.subs).get(&mdt) == Some(&now) {
+        if lock(&self.subs).get(&mdt) == Some(&now)
+            || lock(&self.subs_refused).get(&mdt) == Some(&now)
+        {
             return;
         }
         // One at a time: a second subscription would void the leases
@@ -433,7 +439,16 @@ impl Router {
             Ok(r) if r.result.is_ok() && *rpc.losses().borrow() == losses => {
                 lock(&self.subs).insert(mdt, losses);
             }
-            Ok(r) => tracing::debug!("subscribing to MDT{mdt:04x}: {:?}", r.result.err()),
+            Ok(r) => {
+                if let Err(e) = &r.result {
+                    if e.errno == Errno::EOPNOTSUPP && *rpc.losses().borrow() == losses {
+                        // Refused for this connection: answers are not
+                        // leased, and leases are not asked again on it.
+                        lock(&self.subs_refused).insert(mdt, losses);
+                    }
+                }
+                tracing::debug!("subscribing to MDT{mdt:04x}: {:?}", r.result.err())
+            }
             Err(e) => tracing::debug!("subscribing to MDT{mdt:04x}: {e}"),
         }
     }
