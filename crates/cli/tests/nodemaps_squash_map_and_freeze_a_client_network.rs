@@ -108,15 +108,16 @@ fn a_client_network_is_squashed_mapped_and_made_read_only_live() {
     // A mount from the mapped network, made after the nodemap.
     let m2 = c.second_mount_with("m2", &["--source-addr", "127.0.0.2"]);
     // Every server reads the nodemaps within seconds.
-    until("root squashed on the mapped mount", || {
-        match std::fs::read(m2.join("secret")) {
+    until(
+        "root squashed on the mapped mount",
+        || match std::fs::read(m2.join("secret")) {
             Err(e) => {
                 assert_eq!(e.raw_os_error(), Some(libc::EACCES), "{e}");
                 true
             }
             Ok(_) => false,
-        }
-    });
+        },
+    );
     std::fs::write(m2.join("pub/by-root"), b"x").expect("squashed root writes in a 0777 dir");
     assert_eq!(
         owner(&c.path("pub/by-root")),

@@ -5,10 +5,12 @@
 //!
 //! A client whose ids a nodemap changes takes no leases: its mount
 //! would otherwise answer from its cache under checks made with its own
-//! ids. When the nodemaps change, the connections of every client whose
-//! nodemap changed are closed: the client reconnects (its requests are
-//! resent, its leases and their caches dropped, as after any lost
-//! connection) and is served under the new map from its first request.
+//! ids. Every request is mapped as it comes, under the nodemaps in force;
+//! what a client holds from before a change is its leases, so when the
+//! nodemaps change, the connections on which a client whose nodemap
+//! changed subscribed to leases are closed: it reconnects (its requests
+//! are resent, its leases and their caches dropped, as after any lost
+//! connection) and subscribes again under the new map.
 
 use crate::error::ServerError;
 use loom_proto::msg::{Envelope, MdtRequest, ReqCtx};
@@ -24,7 +26,9 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 #[derive(Default)]
 pub struct ClientMaps {
     maps: RwLock<Arc<Vec<Nodemap>>>,
-    /// Client connections seen, by serial: closed when their map changes.
+    /// Client connections that subscribed to leases, by serial: closed
+    /// when their nodemap changes. (The others' requests are mapped as
+    /// they come: they hold nothing granted under another map.)
     channels: Mutex<HashMap<u64, Weak<Channel>>>,
 }
 
@@ -78,9 +82,14 @@ impl ClientMaps {
         let Some(addr) = ch.client_addr() else {
             return Ok(None);
         };
-        lock(&self.channels)
-            .entry(ch.serial())
-            .or_insert_with(|| Arc::downgrade(ch));
+        let subscribe = matches!(env.req, Request::Mdt(MdtRequest::Subscribe));
+        if subscribe {
+            // What a change of nodemap must undo is what the client was
+            // leased: its connections that asked for leases are kept.
+            lock(&self.channels)
+                .entry(ch.serial())
+                .or_insert_with(|| Arc::downgrade(ch));
+        }
         let maps = self.maps.read().unwrap_or_else(|p| p.into_inner()).clone();
         let Some(m) = nodemap::for_addr(&maps, addr.ip()) else {
             return Ok(None);
@@ -92,7 +101,7 @@ impl ClientMaps {
                 format!("{}: clients of nodemap {} are read-only", op.name, m.name),
             ));
         }
-        if !m.keeps_ids() && matches!(env.req, Request::Mdt(MdtRequest::Subscribe)) {
+        if !m.keeps_ids() && subscribe {
             return Err(ServerError::refused(
                 Errno::EOPNOTSUPP,
                 format!(

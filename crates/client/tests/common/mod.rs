@@ -12,11 +12,24 @@ use std::time::Duration;
 pub const OSTS: u32 = 4;
 
 pub struct Cluster {
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
     pub mgs: String,
     pub key: ClusterKey,
     /// Targets that must register before the cluster is usable.
     pub targets: usize,
+}
+
+impl Cluster {
+    /// The same cluster, reached with `key` (a client node's, say); the
+    /// first handle keeps the servers' directory.
+    pub fn with_key(&self, key: ClusterKey) -> Cluster {
+        Cluster {
+            _dir: None,
+            mgs: self.mgs.clone(),
+            key,
+            targets: self.targets,
+        }
+    }
 }
 
 pub fn free_port() -> u16 {
@@ -61,7 +74,7 @@ pub async fn start_cluster_with_mdts(fsname: &str, mdts: u32) -> Cluster {
         }
     });
     Cluster {
-        _dir: dir,
+        _dir: Some(dir),
         mgs: addr,
         key,
         targets: targets.len(),
