@@ -158,26 +158,26 @@ impl Nodemap {
             .max()
     }
 
-    fn uid(&self, uid: u32) -> u32 {
-        if uid == 0 && !self.admin {
-            return self.squash_uid;
+    /// Client id `id` as the file system sees it, under `map` (uids or
+    /// gids) and `squash`: root squashed unless admin, mapped ids mapped,
+    /// others as they are if trusted.
+    fn id(&self, id: u32, map: &[(u32, u32)], squash: u32) -> u32 {
+        if id == 0 && !self.admin {
+            return squash;
         }
-        match self.uids.iter().find(|(c, _)| *c == uid) {
+        match map.iter().find(|(c, _)| *c == id) {
             Some((_, f)) => *f,
-            None if self.trusted || uid == 0 => uid,
-            None => self.squash_uid,
+            None if self.trusted || id == 0 => id,
+            None => squash,
         }
     }
 
+    fn uid(&self, uid: u32) -> u32 {
+        self.id(uid, &self.uids, self.squash_uid)
+    }
+
     fn gid(&self, gid: u32) -> u32 {
-        if gid == 0 && !self.admin {
-            return self.squash_gid;
-        }
-        match self.gids.iter().find(|(c, _)| *c == gid) {
-            Some((_, f)) => *f,
-            None if self.trusted || gid == 0 => gid,
-            None => self.squash_gid,
-        }
+        self.id(gid, &self.gids, self.squash_gid)
     }
 
     /// `ctx` as this nodemap makes it: ids mapped or squashed.

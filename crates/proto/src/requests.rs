@@ -107,6 +107,24 @@ macro_rules! fact {
     };
 }
 
+/// One operation's declaration, from its line's facts (see
+/// [`declare_requests!`]).
+macro_rules! op_of {
+    ($op:literal, $name:literal, $effect:ident, $senders:ident,
+     [$($shows:ident)?], [$($makes:literal)?], [$($by_process:literal)?], [$($session:literal)?]) => {
+        Op {
+            opcode: $op,
+            name: $name,
+            effect: Effect::$effect,
+            senders: Senders::$senders,
+            shows: fact!(Shows::Nothing $(, Shows::$shows)?),
+            makes: fact!(false $(, $makes)?),
+            by_process: fact!(false $(, $by_process)?),
+            session: fact!(false $(, $session)?),
+        }
+    };
+}
+
 /// Declares one service's request enum and, from the same lines, its
 /// opcodes, names, effects and senders, and the facts the MDT and clients
 /// route, guard and lease by. After the senders, in this order, each
@@ -154,31 +172,15 @@ macro_rules! declare_requests {
         impl $E {
             /// Every operation of this service, in declaration order.
             pub const OPS: &'static [Op] = &[
-                $(Op {
-                    opcode: $op,
-                    name: $name,
-                    effect: Effect::$effect,
-                    senders: Senders::$senders,
-                    shows: fact!(Shows::Nothing $(, Shows::$shows)?),
-                    makes: fact!(false $(, $makes)?),
-                    by_process: fact!(false $(, $by_process)?),
-                    session: fact!(false $(, $session)?),
-                },)*
+                $(op_of!($op, $name, $effect, $senders,
+                    [$($shows)?], [$($makes)?], [$($by_process)?], [$($session)?]),)*
             ];
 
             /// This request's declaration.
             pub const fn op(&self) -> Op {
                 match self {
-                    $($E::$V { .. } => Op {
-                        opcode: $op,
-                        name: $name,
-                        effect: Effect::$effect,
-                        senders: Senders::$senders,
-                        shows: fact!(Shows::Nothing $(, Shows::$shows)?),
-                        makes: fact!(false $(, $makes)?),
-                        by_process: fact!(false $(, $by_process)?),
-                        session: fact!(false $(, $session)?),
-                    },)*
+                    $($E::$V { .. } => op_of!($op, $name, $effect, $senders,
+                        [$($shows)?], [$($makes)?], [$($by_process)?], [$($session)?]),)*
                 }
             }
 
