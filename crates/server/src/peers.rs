@@ -85,6 +85,20 @@ impl Peers {
         }
     }
 
+    /// The configuration, fetched again from the MGS first if the copy
+    /// kept does not satisfy `holds` (a target registered since: a copy
+    /// read while the cluster was starting lacks it for a while).
+    pub async fn config_where(
+        self: &Arc<Self>,
+        holds: impl Fn(&ClusterConfig) -> bool,
+    ) -> Result<ClusterConfig, ServerError> {
+        let c = self.config().await?;
+        if holds(&c) {
+            return Ok(c);
+        }
+        self.refresh().await
+    }
+
     /// Fetch the configuration from the MGS now.
     pub async fn refresh(&self) -> Result<ClusterConfig, ServerError> {
         self.refresh_within(self.opts.call_timeout).await

@@ -535,7 +535,9 @@ impl MdtService {
     /// The MDTs of a new directory's parts, master first: `count` MDTs in
     /// index order starting at `start_mdt` (this MDT if -1), wrapping.
     async fn placement(&self, s: DirStripe) -> Result<Vec<u32>, ServerError> {
-        let all = self.peers.config().await?.indices(Role::Mdt);
+        let enough =
+            |c: &loom_proto::msg::ClusterConfig| c.indices(Role::Mdt).len() >= s.count as usize;
+        let all = self.peers.config_where(enough).await?.indices(Role::Mdt);
         if s.count == 0 || s.count as usize > all.len() {
             return Err(ServerError::refused(
                 Errno::EINVAL,

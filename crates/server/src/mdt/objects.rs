@@ -292,7 +292,10 @@ impl MdtService {
     ) -> Result<Layout, ServerError> {
         spec.validate()
             .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
-        let cfg = self.peers.config().await?;
+        let cfg = self
+            .peers
+            .config_where(|c| !c.indices(Role::Ost).is_empty())
+            .await?;
         let all = cfg.indices(Role::Ost);
         if all.is_empty() {
             return Err(ServerError::refused(
