@@ -239,3 +239,81 @@ async fn site_parameters_are_roots_and_survive_a_restart() {
     );
     assert_eq!(c.targets.len(), 1);
 }
+
+#[tokio::test]
+async fn nodemaps_are_roots_and_survive_a_restart_beside_the_site_parameters() {
+    use loom_proto::nodemap::{Net, Nodemap};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = mgs(dir.path());
+    register(&s, "lfs1", target(TargetId::mdt(0), "u0", "a:1"))
+        .await
+        .expect("register");
+    call(
+        &s,
+        MgsRequest::SetParam {
+            name: "remote_dir_gid".into(),
+            value: "0".into(),
+        },
+    )
+    .await
+    .expect("a site parameter first: a table before the nodemaps");
+    let mut lab = Nodemap::new(
+        "lab",
+        vec![
+            Net::parse("10.1.0.0/16").expect("net"),
+            Net::parse("fd00::/8").expect("net"),
+        ],
+    );
+    lab.uids = vec![(1000, 2000), (1001, 2001)];
+    lab.gids = vec![(100, 200)];
+    lab.readonly = true;
+    let set = |m: Option<Nodemap>| MgsRequest::SetNodemap {
+        name: "lab".into(),
+        nodemap: m,
+    };
+    let user = ReqCtx {
+        uid: 65534,
+        ..ReqCtx::default()
+    };
+    let r = s.handle(&user, set(Some(lab.clone())), Vec::new()).await;
+    let r = crate::error::answer(TargetId::MGS, r).0;
+    assert_eq!(r.map_err(|e| e.errno), Err(Errno::EPERM));
+    let none = Nodemap::new("lab", vec![]);
+    assert_eq!(
+        call(&s, set(Some(none))).await.map_err(|e| e.errno),
+        Err(Errno::EINVAL)
+    );
+    let misnamed = Nodemap::new("other", lab.nets.clone());
+    assert_eq!(
+        call(&s, set(Some(misnamed))).await.map_err(|e| e.errno),
+        Err(Errno::EINVAL)
+    );
+    let before = config(&s).await.generation;
+    call(&s, set(Some(lab.clone()))).await.expect("set");
+    assert_eq!(config(&s).await.generation, before + 1);
+    let admins = Nodemap {
+        admin: true,
+        ..Nodemap::new("admins", vec![Net::parse("10.1.0.5").expect("host")])
+    };
+    call(
+        &s,
+        MgsRequest::SetNodemap {
+            name: "admins".into(),
+            nodemap: Some(admins.clone()),
+        },
+    )
+    .await
+    .expect("a second");
+    drop(s);
+    let again = mgs(dir.path());
+    let c = config(&again).await;
+    assert_eq!(c.nodemaps, vec![lab, admins], "kept in the state file");
+    assert_eq!(c.params.remote_dir_gid, Some(0));
+    call(&again, set(None)).await.expect("remove");
+    assert_eq!(
+        call(&again, set(None)).await.map_err(|e| e.errno),
+        Err(Errno::ENOENT),
+        "removing one that is gone"
+    );
+    assert_eq!(config(&again).await.nodemaps.len(), 1);
+}
