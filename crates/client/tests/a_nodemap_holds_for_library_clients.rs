@@ -17,8 +17,8 @@ fn root() -> Caller {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_network_is_squashed_and_made_read_only_for_library_callers() {
-    let cluster = start_cluster("nodemaps").await;
-    let admin = connect(&cluster, "nodemaps").await;
+    let cluster = start_cluster("nmap1").await;
+    let admin = connect(&cluster, "nmap1").await;
     // What a client node holds: the client key, not the cluster key; and
     // the address its connections leave from.
     let from = |src: &str| ClientOptions {
@@ -58,8 +58,8 @@ async fn a_client_network_is_squashed_and_made_read_only_for_library_callers() {
         .expect("set lab");
     assert_eq!(admin.nodemaps().await.expect("list"), vec![lab.clone()]);
 
-    let mapped = connect_with(&node, "nodemaps", from("127.0.0.2")).await;
-    let plain = connect_with(&node, "nodemaps", from("127.0.0.1")).await;
+    let mapped = connect_with(&node, "nmap1", from("127.0.0.2")).await;
+    let plain = connect_with(&node, "nmap1", from("127.0.0.1")).await;
     // The server reads the nodemaps within a second or two.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -137,4 +137,76 @@ async fn a_client_network_is_squashed_and_made_read_only_for_library_callers() {
         .mkdir(&root(), open_dir.fid, "still", 0o755)
         .await
         .expect("another network still writes");
+}
+
+/// A leasing client answers a walk it made before from its leases, with
+/// no request. When a nodemap comes to map its ids, the server closes the
+/// connection it took leases on: its leases go, and its next walk is the
+/// MDT's, as squashed root. When the nodemap goes, it takes leases again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_nodemap_takes_a_leasing_clients_cache_away() {
+    let cluster = start_cluster("nmap2").await;
+    let admin = connect(&cluster, "nmap2").await;
+    let node = cluster.with_key(cluster.key.client_key());
+    let opts = ClientOptions {
+        call_timeout: Duration::from_secs(20),
+        source: Some("127.0.0.2".parse().expect("an address")),
+        caching: loom_client::routing::Caching {
+            attr_timeout: Duration::from_secs(1),
+            lease_time: Some(Duration::from_secs(300)),
+        },
+        ..ClientOptions::default()
+    };
+    let private = admin
+        .mkdir(&root(), Fid::ROOT, "private", 0o700)
+        .await
+        .expect("mkdir private");
+    admin
+        .create(&root(), private.fid, "f", FileKind::File, 0o644, 0, None)
+        .await
+        .expect("create");
+    let leasing = connect_with(&node, "nmap2", opts).await;
+    let me = root();
+    let walk = || leasing.resolve_path_as(&me, "private/f");
+    walk().await.expect("root walks");
+    let before = leasing.router().calls();
+    walk().await.expect("root walks again");
+    assert_eq!(leasing.router().calls(), before, "answered from its leases");
+
+    let lab = Nodemap::new("lab", vec![Net::parse("127.0.0.2").expect("net")]);
+    admin
+        .set_nodemap(&root(), "lab", Some(lab))
+        .await
+        .expect("set lab");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match walk().await {
+            Err(Errno::EACCES) => break,
+            Ok(_) => assert!(Instant::now() < deadline, "still answered as root"),
+            Err(e) => panic!("walk as squashed root: {e:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    admin
+        .set_nodemap(&root(), "lab", None)
+        .await
+        .expect("remove lab");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match walk().await {
+            Ok(_) => break,
+            Err(Errno::EACCES) => assert!(Instant::now() < deadline, "still squashed"),
+            Err(e) => panic!("walk after the nodemap went: {e:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    walk().await.expect("walks, and leases it");
+    let before = leasing.router().calls();
+    walk().await.expect("walks again");
+    assert_eq!(
+        leasing.router().calls(),
+        before,
+        "leased again once the nodemap went"
+    );
 }
