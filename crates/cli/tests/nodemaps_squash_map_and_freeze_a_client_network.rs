@@ -170,6 +170,25 @@ fn a_client_network_is_squashed_mapped_and_made_read_only_live() {
         b"u\n"
     );
     std::fs::write(c.path("pub/still"), b"x").expect("mount 1 still writes");
+    // The servers' metrics count what each nodemap did, by verdict.
+    let verdict = |v: &str| -> f64 {
+        let series = format!("loom_nodemap_requests_total{{nodemap=\"lab\",verdict=\"{v}\"}}");
+        c.ports()
+            .iter()
+            .filter(|(k, _)| k.starts_with("metrics-"))
+            .map(|(_, p)| scrape_metrics(*p))
+            .filter_map(|m| {
+                m.lines()
+                    .find_map(|l| l.strip_prefix(series.as_str()))
+                    .and_then(|n| n.trim().parse::<f64>().ok())
+            })
+            .sum()
+    };
+    assert!(verdict("mapped") > 0.0, "requests mapped under lab");
+    assert!(
+        verdict("read_only") >= 3.0,
+        "the write, mkdir and rm refused"
+    );
 
     // Removed: served as it says again (root is root).
     loom_ok(&["nodemap", "del", &mnt, "lab"]);

@@ -427,6 +427,20 @@ pub fn render(node: &Node) -> String {
             }
         }
     }
+    help(
+        &mut out,
+        "loom_nodemap_requests_total",
+        "counter",
+        "Client requests this server process took under a nodemap: mapped, refused as read-only (EROFS), or leases refused.",
+    );
+    for ((nodemap, verdict), n) in node.clients.counts() {
+        let _ = writeln!(
+            out,
+            "loom_nodemap_requests_total{{nodemap=\"{}\",verdict=\"{}\"}} {n}",
+            esc(&nodemap),
+            verdict.name()
+        );
+    }
     out
 }
 

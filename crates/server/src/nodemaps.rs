@@ -30,6 +30,32 @@ pub struct ClientMaps {
     /// when their nodemap changes. (The others' requests are mapped as
     /// they come: they hold nothing granted under another map.)
     channels: Mutex<HashMap<u64, Weak<Channel>>>,
+    /// Requests per nodemap, by verdict, for the metrics.
+    counts: Mutex<HashMap<String, [u64; 3]>>,
+}
+
+/// What a nodemap did with a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Verdict {
+    /// Served with the context mapped.
+    Mapped,
+    /// A change from a read-only network: EROFS.
+    ReadOnly,
+    /// Leases asked by a client whose ids are mapped: EOPNOTSUPP.
+    NoLeases,
+}
+
+impl Verdict {
+    const ALL: [Verdict; 3] = [Verdict::Mapped, Verdict::ReadOnly, Verdict::NoLeases];
+
+    /// Its name in the metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Mapped => "mapped",
+            Verdict::ReadOnly => "read_only",
+            Verdict::NoLeases => "no_leases",
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -95,13 +121,26 @@ impl ClientMaps {
             return Ok(None);
         };
         let op = env.req.op();
+        let count = |v: Verdict| {
+            let mut c = lock(&self.counts);
+            match c.get_mut(m.name.as_str()) {
+                Some(n) => n[v as usize] += 1,
+                None => {
+                    let mut n = [0; 3];
+                    n[v as usize] = 1;
+                    c.insert(m.name.clone(), n);
+                }
+            }
+        };
         if m.readonly && op.effect != Effect::Reads && !op.session {
+            count(Verdict::ReadOnly);
             return Err(ServerError::refused(
                 Errno::EROFS,
                 format!("{}: clients of nodemap {} are read-only", op.name, m.name),
             ));
         }
         if !m.keeps_ids() && subscribe {
+            count(Verdict::NoLeases);
             return Err(ServerError::refused(
                 Errno::EOPNOTSUPP,
                 format!(
@@ -110,6 +149,18 @@ impl ClientMaps {
                 ),
             ));
         }
+        count(Verdict::Mapped);
         Ok(Some(m.map(&env.ctx)))
+    }
+
+    /// Requests per nodemap and verdict since the process started.
+    pub fn counts(&self) -> Vec<((String, Verdict), u64)> {
+        let mut v: Vec<_> = lock(&self.counts)
+            .iter()
+            .flat_map(|(name, n)| Verdict::ALL.map(|vd| ((name.clone(), vd), n[vd as usize])))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        v.sort();
+        v
     }
 }
