@@ -255,6 +255,7 @@ fn ask_as(c: &Cluster, uid: u32, req: MdtRequest) -> Result<Reply, Errno> {
             target: TargetId::MGS,
             ctx: ReqCtx::default(),
             req: MgsRequest::GetConfig.into(),
+            capa: None,
         };
         let mgs = RpcClient::new(c.mgs(), key.clone(), ClientOptions::default());
         let cfg = match mgs.call(&get, bytes::Bytes::new()).await {
@@ -270,6 +271,7 @@ fn ask_as(c: &Cluster, uid: u32, req: MdtRequest) -> Result<Reply, Errno> {
                 ..ReqCtx::default()
             },
             req: Request::Mdt(req),
+            capa: None,
         };
         let rpc = RpcClient::new(addr, key, ClientOptions::default());
         match rpc.call(&env, bytes::Bytes::new()).await {

@@ -24,6 +24,7 @@ async fn ask(addr: &str, key: &ClusterKey, target: TargetId, req: Request) -> Re
         target,
         ctx: ReqCtx::default(),
         req,
+        capa: None,
     };
     match rpc.call(&env, bytes::Bytes::new()).await {
         Ok((r, _)) => Ok(r),

@@ -271,17 +271,48 @@ impl Client {
             .map(|(r, _)| r)
     }
 
-    /// Send `req` with `bulk` to OST `ost`; the reply and its bulk.
+    /// Send `req` on an object of file `fid` with `bulk` to OST `ost`,
+    /// with the file's capability; the reply and its bulk.
     pub(crate) async fn ost_call(
         &self,
         c: &Caller,
+        fid: Fid,
         ost: u32,
         req: OstRequest,
         bulk: Bytes,
     ) -> Result<(Reply, Vec<u8>), Errno> {
+        let capa = self.capa_for(c, fid, &req).await?;
         self.router
-            .call(TargetId::ost(ost), self.ctx(c), req, bulk)
+            .call_capa(TargetId::ost(ost), self.ctx(c), req, bulk, capa)
             .await
+    }
+
+    /// The capability `req` on an object of `fid` needs (`None` if it
+    /// touches no object): the one held, or a new one from the MDT.
+    async fn capa_for(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        req: &OstRequest,
+    ) -> Result<Option<loom_proto::capa::Capa>, Errno> {
+        if req.object().is_none() {
+            return Ok(None);
+        }
+        let op = req.op();
+        let write = op.effect != loom_proto::requests::Effect::Reads && !op.session;
+        if let Some(capa) = self.router.capas.get(fid, write) {
+            return Ok(Some(capa));
+        }
+        match self
+            .mdt_call(c, fid, loom_proto::msg::MdtRequest::GetCapa { fid, write })
+            .await?
+        {
+            Reply::Capa(capa) => {
+                self.router.capas.remember(capa.clone());
+                Ok(Some(capa))
+            }
+            other => Err(crate::io::file::unexpected("GetCapa", &other)),
+        }
     }
 
     /// Send each `(ost, request)` to its OST, all in parallel, and wait for
@@ -290,15 +321,17 @@ impl Client {
     pub(crate) async fn ost_call_each(
         &self,
         c: &Caller,
+        fid: Fid,
         reqs: Vec<(u32, OstRequest)>,
         op: &str,
     ) -> Result<(), Errno> {
         let mut set = tokio::task::JoinSet::new();
         for (ost, req) in reqs {
+            let capa = self.capa_for(c, fid, &req).await?;
             let (router, ctx) = (self.router_handle(), self.ctx(c));
             set.spawn(async move {
                 router
-                    .call(TargetId::ost(ost), ctx, req, Bytes::new())
+                    .call_capa(TargetId::ost(ost), ctx, req, Bytes::new(), capa)
                     .await
             });
         }

@@ -26,6 +26,7 @@
 //! Every operation is async and needs a tokio runtime.
 #![warn(missing_docs)]
 
+pub mod capas;
 pub mod changelog;
 pub mod ctx;
 mod dirs;

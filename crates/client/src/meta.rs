@@ -314,7 +314,7 @@ impl Client {
             let (attr, layout) = self.open_entry(c, fid, access).await?;
             match (attr.kind, layout) {
                 (FileKind::File, Some(layout)) => {
-                    self.truncate_objects(c, &layout, size).await?;
+                    self.truncate_objects(c, fid, &layout, size).await?;
                 }
                 (FileKind::Dir, _) => return Err(Errno::EISDIR),
                 _ => return Err(Errno::EINVAL),
@@ -360,7 +360,7 @@ impl Client {
         layout: &Layout,
     ) -> Result<Attr, Errno> {
         self.wait_writes(fid).await;
-        self.truncate_objects(c, layout, 0).await?;
+        self.truncate_objects(c, fid, layout, 0).await?;
         let set = SetAttr {
             size: Some(0),
             by_write_handle: true,
@@ -400,7 +400,13 @@ impl Client {
 
     /// Resize every object of `layout` for a file of `size` bytes, in
     /// parallel.
-    async fn truncate_objects(&self, c: &Caller, layout: &Layout, size: u64) -> Result<(), Errno> {
+    async fn truncate_objects(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        layout: &Layout,
+        size: u64,
+    ) -> Result<(), Errno> {
         let mut reqs = Vec::new();
         for comp in &layout.components {
             // A component's objects hold its extent's bytes only (stripe
@@ -428,7 +434,7 @@ impl Client {
                 }
             }
         }
-        self.ost_call_each(c, reqs, "ObjTruncate").await
+        self.ost_call_each(c, fid, reqs, "ObjTruncate").await
     }
 
     /// Create a non-directory `name` in `parent`: a regular file (which
@@ -1297,7 +1303,14 @@ impl Client {
     pub async fn ost_objects(&self, ost: u32, bucket: u8) -> Result<Vec<ObjInfo>, Errno> {
         let c = Caller::current();
         match self
-            .ost_call(&c, ost, OstRequest::ListObjects { bucket }, Bytes::new())
+            // It names no object: no file's capability.
+            .ost_call(
+                &c,
+                Fid::ROOT,
+                ost,
+                OstRequest::ListObjects { bucket },
+                Bytes::new(),
+            )
             .await?
         {
             (Reply::Objects(v), _) => Ok(v),
@@ -1441,11 +1454,18 @@ impl Client {
         stack.pop().ok_or(Errno::ENOENT)
     }
 
-    /// Size of one object, as its OST reports it (for tools and checks).
-    pub async fn object_size(&self, obj: ObjRef) -> Result<u64, Errno> {
+    /// Size of object `obj` of file `fid`, as its OST reports it (for
+    /// tools and checks).
+    pub async fn object_size(&self, fid: Fid, obj: ObjRef) -> Result<u64, Errno> {
         let c = Caller::current();
         match self
-            .ost_call(&c, obj.ost, OstRequest::ObjGetSize { obj }, Bytes::new())
+            .ost_call(
+                &c,
+                fid,
+                obj.ost,
+                OstRequest::ObjGetSize { obj },
+                Bytes::new(),
+            )
             .await?
         {
             (Reply::Size(s), _) => Ok(s),

@@ -150,6 +150,7 @@ mod tests {
                 ..ReqCtx::default()
             },
             req: MdtRequest::Sync.into(),
+            capa: None,
         }
     }
 

@@ -23,6 +23,7 @@
 use crate::fresh::{Fresh, Validity, XattrsChanged};
 use crate::replay::{ReplayLog, ASK_AFTER, REPLAY_BATCH};
 use bytes::Bytes;
+use loom_proto::capa::Capa;
 use loom_proto::lease;
 use loom_proto::msg::{
     ClientRequest, ClusterConfig, Commit, Effect, Envelope, Lease, MdtRequest, MgsRequest, Reply,
@@ -128,6 +129,8 @@ pub struct Router {
     /// MDTs that refused leases on a connection (its losses count then):
     /// not asked again on it (a client whose ids a nodemap maps).
     subs_refused: Mutex<HashMap<u32, u64>>,
+    /// The capabilities for files' objects this client holds.
+    pub capas: crate::capas::Capas,
     subscribing: tokio::sync::Mutex<()>,
     /// Set by a mount: drops what the kernel caches under leases.
     invalidator: Arc<OnceLock<Invalidator>>,
@@ -199,6 +202,7 @@ impl Router {
             caching: Caching::default(),
             subs: Mutex::new(HashMap::new()),
             subs_refused: Mutex::new(HashMap::new()),
+            capas: Default::default(),
             subscribing: tokio::sync::Mutex::new(()),
             invalidator: Arc::new(OnceLock::new()),
             reporter: Arc::new(OnceLock::new()),
@@ -430,6 +434,7 @@ impl Router {
                 ..ReqCtx::default()
             },
             req: MdtRequest::Subscribe.into(),
+            capa: None,
         };
         let deadline = Instant::now() + REFRESH_TIMEOUT;
         match rpc
@@ -465,6 +470,7 @@ impl Router {
             target: TargetId::MGS,
             ctx: ReqCtx::default(),
             req: MgsRequest::GetConfig.into(),
+            capa: None,
         };
         let (reply, _) = self
             .rpc(&self.mgs_addr)
@@ -542,15 +548,42 @@ impl Router {
             .await
     }
 
+    /// As [`Router::call`], with the capability of the object an OST
+    /// request touches.
+    pub async fn call_capa(
+        &self,
+        target: TargetId,
+        ctx: ReqCtx,
+        req: impl Into<Request>,
+        bulk: Bytes,
+        capa: Option<Capa>,
+    ) -> Result<(Reply, Vec<u8>), Errno> {
+        self.call_full(target, ctx, req.into(), bulk, self.call_timeout, capa)
+            .await
+    }
+
     /// As [`Router::call`], giving up after `timeout` (for questions such
     /// as statfs that must not wait the full call timeout for one target).
     pub async fn call_within(
         &self,
-        mut target: TargetId,
-        mut ctx: ReqCtx,
+        target: TargetId,
+        ctx: ReqCtx,
         req: impl Into<Request>,
         bulk: Bytes,
         timeout: Duration,
+    ) -> Result<(Reply, Vec<u8>), Errno> {
+        self.call_full(target, ctx, req.into(), bulk, timeout, None)
+            .await
+    }
+
+    async fn call_full(
+        &self,
+        mut target: TargetId,
+        mut ctx: ReqCtx,
+        req: Request,
+        bulk: Bytes,
+        timeout: Duration,
+        capa: Option<Capa>,
     ) -> Result<(Reply, Vec<u8>), Errno> {
         let (seq, low) = self.begin();
         ctx.seq = seq.1;
@@ -559,7 +592,8 @@ impl Router {
         let mut env = Envelope {
             target,
             ctx,
-            req: req.into(),
+            req,
+            capa,
         };
         if let Some(n) = self.ops.get(usize::from(env.req.opcode())) {
             n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -643,6 +677,15 @@ impl Router {
                         env.target = target;
                         continue;
                     }
+                    // A created or opened file's capability: kept for its
+                    // I/O; the caller sees the answer alone.
+                    r.result = match r.result {
+                        Ok(Reply::WithCapa { reply, capa }) => {
+                            self.capas.remember(capa);
+                            Ok(*reply)
+                        }
+                        other => other,
+                    };
                     if target.role == Role::Mdt {
                         let now = Instant::now();
                         let leased = leasing
@@ -906,6 +949,7 @@ impl Router {
             target,
             ctx,
             req: req.into(),
+            capa: None,
         };
         let deadline = Instant::now() + self.call_timeout;
         match self
@@ -932,6 +976,7 @@ impl Router {
                     target: TargetId::mdt(mdt),
                     ctx: ReqCtx::default(),
                     req: MdtRequest::CommitState.into(),
+                    capa: None,
                 };
                 self.replay
                     .note(mdt, Commit { transno: 0, ..c }, &env, None);
@@ -1219,6 +1264,7 @@ fn xattrs_changed(req: &MdtRequest, reply: &Reply) -> XattrsChanged {
         | R::Unlock { .. }
         | R::TestLock { .. }
         | R::ReclaimLocks { .. }
-        | R::AppendReserve { .. } => XattrsChanged::Nothing,
+        | R::AppendReserve { .. }
+        | R::GetCapa { .. } => XattrsChanged::Nothing,
     }
 }

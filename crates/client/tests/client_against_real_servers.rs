@@ -121,7 +121,7 @@ async fn striped_writes_read_back_across_reopen_with_holes_and_truncate() {
     assert_eq!(f.size(), t);
     for (i, o) in objs.iter().enumerate() {
         assert_eq!(
-            client.object_size(*o).await.expect("object size"),
+            client.object_size(a.fid, *o).await.expect("object size"),
             object_size_for(ss, objs.len(), i, t),
             "object {i}"
         );

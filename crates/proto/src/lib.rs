@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod acl;
+pub mod capa;
 pub mod changelog;
 pub mod compress;
 pub mod error;

@@ -117,6 +117,9 @@ pub struct Envelope {
     pub ctx: ReqCtx,
     /// The operation.
     pub req: Request,
+    /// The capability of the object a client's OST request touches
+    /// (`loom_proto::capa`); `None` otherwise.
+    pub capa: Option<crate::capa::Capa>,
 }
 
 /// File types, as the kernel knows them.
@@ -1034,6 +1037,16 @@ pub enum Reply {
         /// The files.
         fids: Vec<Fid>,
     },
+    /// A capability (`GetCapa`).
+    Capa(crate::capa::Capa),
+    /// `reply`, with the capability for the file it created or opened
+    /// (the MDT's answer to `Create` and `Open` of a regular file).
+    WithCapa {
+        /// The answer.
+        reply: Box<Reply>,
+        /// The file's capability.
+        capa: crate::capa::Capa,
+    },
 }
 
 impl Reply {
@@ -1121,6 +1134,7 @@ mod tests {
                 flags: rename_flags::NOREPLACE,
                 keep_orphan: false,
             }),
+            capa: None,
         };
         let b = encode(&e).expect("encode");
         assert_eq!(decode::<Envelope>(&b).expect("decode"), e);

@@ -130,6 +130,8 @@ macro_rules! op_of {
 /// route, guard and lease by. After the senders, in this order, each
 /// optional:
 /// - `route = FIELD`: the inode the request is routed by (`routed_by`);
+/// - `object = FIELD`: the OST object it touches (`object`), which a
+///   client's request must hold a capability for;
 /// - `names = [DIR / NAME, ...]`: the directory entries it addresses
 ///   (`dir_names`, `reroute_names`), a rename's source first;
 /// - `lists = FIELD at COOKIE`: the directory it lists from where
@@ -151,6 +153,7 @@ macro_rules! declare_requests {
                 $V:ident $({ $($(#[$fm:meta])* $f:ident : $t:ty),* $(,)? })?
                     => $op:literal, $name:literal, $effect:ident, $senders:ident
                     $(, route = $route:ident)?
+                    $(, object = $object:ident)?
                     $(, names = [$($dir:ident / $dname:ident),+])?
                     $(, lists = $lists:ident at $cookie:ident)?
                     $(, shows = $shows:ident)?
@@ -192,6 +195,19 @@ macro_rules! declare_requests {
                     $($E::$V { .. } => {
                         $(if let $E::$V { $route, .. } = self {
                             return Some(*$route);
+                        })?
+                        None
+                    })*
+                }
+            }
+
+            /// The OST object the request touches.
+            #[allow(unused_variables)]
+            pub fn object(&self) -> Option<crate::layout::ObjRef> {
+                match self {
+                    $($E::$V { .. } => {
+                        $(if let $E::$V { $object, .. } = self {
+                            return Some(*$object);
                         })?
                         None
                     })*
@@ -820,6 +836,15 @@ declare_requests! {
             /// Bytes appended.
             len: u64,
         } => 111, "append_reserve", Once, Any, route = fid;
+        /// A capability for the objects of regular file `fid`
+        /// (`Reply::Capa`), for reading, or writing with `write`; the MDT
+        /// checks the caller may open it so (EACCES).
+        GetCapa {
+            /// The file.
+            fid: Fid,
+            /// For writing too.
+            write: bool,
+        } => 114, "get_capa", Reads, Any, route = fid;
     }
 }
 
@@ -1038,7 +1063,7 @@ declare_requests! {
             /// group and project), if the client knows: an object made or
             /// found with another owner takes this one.
             owner: Option<Owner>,
-        } => 50, "obj_write", Changes, Any;
+        } => 50, "obj_write", Changes, Any, object = obj;
         /// Read up to `len` bytes; the reply's bulk holds them (short at the
         /// object's end; holes read as zeros).
         ObjRead {
@@ -1048,7 +1073,7 @@ declare_requests! {
             offset: u64,
             /// Bytes wanted.
             len: u32,
-        } => 51, "obj_read", Reads, Any;
+        } => 51, "obj_read", Reads, Any, object = obj;
         /// Set an object's size.
         ObjTruncate {
             /// Object.
@@ -1060,7 +1085,7 @@ declare_requests! {
             pack: Option<Compress>,
             /// As for `ObjWrite`.
             owner: Option<Owner>,
-        } => 52, "obj_truncate", Changes, Any;
+        } => 52, "obj_truncate", Changes, Any, object = obj;
         /// Deallocate a byte range, keeping the size.
         ObjPunch {
             /// Object.
@@ -1069,12 +1094,12 @@ declare_requests! {
             offset: u64,
             /// Length.
             len: u64,
-        } => 53, "obj_punch", Changes, Any;
+        } => 53, "obj_punch", Changes, Any, object = obj;
         /// Make an object's data durable.
         ObjSync {
             /// Object.
             obj: ObjRef,
-        } => 54, "obj_sync", Changes, Any, session = true;
+        } => 54, "obj_sync", Changes, Any, object = obj, session = true;
         /// Reserve `count` new object ids on the OST (for an MDT's pool).
         Precreate {
             /// How many.
@@ -1089,7 +1114,7 @@ declare_requests! {
         ObjGetSize {
             /// Object.
             obj: ObjRef,
-        } => 57, "obj_getsize", Reads, Any;
+        } => 57, "obj_getsize", Reads, Any, object = obj;
         /// Reserve space for a byte range, keeping the size (fallocate with
         /// KEEP_SIZE: later writes there cannot fail for lack of space).
         ObjAllocate {
@@ -1101,7 +1126,7 @@ declare_requests! {
             len: u64,
             /// As for `ObjWrite`.
             owner: Option<Owner>,
-        } => 58, "obj_allocate", Changes, Any;
+        } => 58, "obj_allocate", Changes, Any, object = obj;
         /// Space and inode usage of a target (MDT or OST).
         StatFs => 39, "statfs", Reads, Any;
         /// Start, stop or report the target's scrub (`loom scrub`).

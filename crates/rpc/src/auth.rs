@@ -104,6 +104,13 @@ impl ClusterKey {
         ClusterKey::from_bytes(b)
     }
 
+    /// The key servers sign and check capabilities with
+    /// (`loom_proto::capa::key_of`). Derived from the cluster key, so a
+    /// client holding only the client key cannot make one.
+    pub fn capa_key(&self) -> [u8; 32] {
+        loom_proto::capa::key_of(&self.0)
+    }
+
     /// The client key of this cluster key: HMAC-SHA256(cluster key,
     /// "loomfs client key v1"). Given to client nodes instead of the
     /// cluster key; a server recognises it, and nobody can derive the

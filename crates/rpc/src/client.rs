@@ -485,6 +485,7 @@ impl RpcClient {
             target: TargetId::MGS,
             ctx: Default::default(),
             req: Request::Ping,
+            capa: None,
         }) {
             Ok(b) => b,
             Err(_) => return,

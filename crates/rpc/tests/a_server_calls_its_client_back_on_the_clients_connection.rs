@@ -17,6 +17,7 @@ fn recall(n: u32) -> Envelope {
             leases: vec![Lease::Attr(Fid::new(1, n))],
         }
         .into(),
+        capa: None,
     }
 }
 

@@ -139,6 +139,10 @@ pub struct Node {
     hosted: std::sync::RwLock<Hosted>,
     /// The nodemaps applied to clients' requests.
     pub clients: crate::nodemaps::ClientMaps,
+    /// The key capabilities are checked with (`loom_proto::capa`); unset,
+    /// OSTs take clients' requests without one (a node not started by
+    /// [`run`]).
+    capa_key: std::sync::OnceLock<[u8; 32]>,
     /// How long a job's or client's statistics stay after its last request.
     stats_expiry: Duration,
 }
@@ -160,8 +164,37 @@ impl Node {
         Node {
             hosted: std::sync::RwLock::default(),
             clients: Default::default(),
+            capa_key: std::sync::OnceLock::new(),
             stats_expiry,
         }
+    }
+
+    /// Check clients' OST requests against capabilities signed with `key`.
+    pub fn check_capabilities(&self, key: [u8; 32]) {
+        let _ = self.capa_key.set(key);
+    }
+
+    /// EACCES unless a client's request on an OST object carries a
+    /// capability for it (servers, with the cluster key, need none).
+    fn capable(&self, ch: &Arc<Channel>, env: &Envelope) -> Result<(), ServerError> {
+        let (Some(key), Some(_), Request::Ost(req)) =
+            (self.capa_key.get(), ch.client_addr(), &env.req)
+        else {
+            return Ok(());
+        };
+        let Some(obj) = req.object() else {
+            return Ok(());
+        };
+        let op = req.op();
+        let write = op.effect != loom_proto::requests::Effect::Reads && !op.session;
+        let why = match &env.capa {
+            None => format!("{}: no capability", op.name),
+            Some(c) => match c.allows(key, obj, write, loom_proto::capa::now_secs()) {
+                Ok(()) => return Ok(()),
+                Err(why) => format!("{}: {why}", op.name),
+            },
+        };
+        Err(ServerError::refused(Errno::EACCES, why))
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Hosted> {
@@ -340,6 +373,9 @@ impl Node {
         ch: &Arc<Channel>,
     ) -> Answer {
         let t = env.target;
+        if let Err(e) = self.capable(ch, &env) {
+            return answer(t, (Err(e), Vec::new())).into();
+        }
         // Every target serves a client as its nodemap makes it.
         match self.clients.admit(ch, &env) {
             Ok(Some(ctx)) => env.ctx = ctx,
@@ -410,6 +446,7 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
     };
     let peers = Arc::new(Peers::new(&cfg.mgs, key.clone(), opts));
     let node = Node::new(Duration::from_secs(cfg.stats_expiry_secs));
+    node.check_capabilities(key.capa_key());
     let mdt_opts = crate::mdt::MdtOptions {
         recovery_window: Duration::from_secs(cfg.recovery_window_secs),
         commit_interval: Duration::from_millis(cfg.commit_interval_ms.max(1)),

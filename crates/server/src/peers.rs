@@ -58,6 +58,7 @@ impl Peers {
             target: TargetId::MGS,
             ctx: self.ctx.clone(),
             req: req.into(),
+            capa: None,
         };
         Ok(self.mgs.call(&env, Bytes::new()).await?.0)
     }
@@ -99,6 +100,11 @@ impl Peers {
         self.refresh().await
     }
 
+    /// The key capabilities are signed and checked with.
+    pub fn capa_key(&self) -> [u8; 32] {
+        self.key.capa_key()
+    }
+
     /// Fetch the configuration from the MGS now.
     pub async fn refresh(&self) -> Result<ClusterConfig, ServerError> {
         self.refresh_within(self.opts.call_timeout).await
@@ -109,6 +115,7 @@ impl Peers {
             target: TargetId::MGS,
             ctx: self.ctx.clone(),
             req: MgsRequest::GetConfig.into(),
+            capa: None,
         };
         match self
             .mgs
@@ -153,6 +160,7 @@ impl Peers {
             target,
             ctx,
             req: req.into(),
+            capa: None,
         };
         let mut hops = 0;
         loop {

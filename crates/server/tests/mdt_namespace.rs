@@ -2001,6 +2001,7 @@ async fn every_acknowledged_create_survives_a_sigkill_of_the_server() {
                         ..Default::default()
                     },
                     req: create_req(ROOT, &name, Some(spec(-1, 0, -1))).into(),
+                    capa: None,
                 };
                 match client.call(&env, bytes::Bytes::new()).await {
                     Ok((Reply::Entry { attr, layout }, _)) => acked

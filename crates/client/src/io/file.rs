@@ -176,8 +176,11 @@ impl Source {
                         let (client, caller) = (self.client.clone(), self.caller.clone());
                         let i = exts.len();
                         exts.push(ext);
+                        let fid = self.fid;
                         set.spawn(async move {
-                            let r = client.ost_call(&caller, obj.ost, req, Bytes::new()).await;
+                            let r = client
+                                .ost_call(&caller, fid, obj.ost, req, Bytes::new())
+                                .await;
                             (i, r)
                         });
                     }
@@ -608,8 +611,13 @@ impl OpenFile {
                 grant_used,
                 owner,
             };
-            let (client, caller) = (self.client.clone(), self.caller.clone());
-            set.spawn(async move { (obj.ost, client.ost_call(&caller, obj.ost, req, bulk).await) });
+            let (client, caller, fid) = (self.client.clone(), self.caller.clone(), self.fid);
+            set.spawn(async move {
+                (
+                    obj.ost,
+                    client.ost_call(&caller, fid, obj.ost, req, bulk).await,
+                )
+            });
         }
         let client = self.client.clone();
         let done = async move {
@@ -750,7 +758,7 @@ impl OpenFile {
             .map(|obj| (obj.ost, OstRequest::ObjSync { obj }))
             .collect();
         self.client
-            .ost_call_each(&self.caller, syncs, "ObjSync")
+            .ost_call_each(&self.caller, self.fid, syncs, "ObjSync")
             .await?;
         // Other handles' writes (POSIX fsync covers the whole file): their
         // reports reach the MDT before the durable one below.
@@ -852,20 +860,28 @@ impl OpenFile {
         match what {
             Allocation::Reserve => {
                 client
-                    .ost_call_each(c, each(&allocate), "ObjAllocate")
+                    .ost_call_each(c, self.fid, each(&allocate), "ObjAllocate")
                     .await?
             }
-            Allocation::Punch => client.ost_call_each(c, each(&punch), "ObjPunch").await?,
+            Allocation::Punch => {
+                client
+                    .ost_call_each(c, self.fid, each(&punch), "ObjPunch")
+                    .await?
+            }
             // Zeroed chunks of a compressed object take no space: there
             // is nothing to reserve after the punch.
             Allocation::Zero if compressed => {
-                client.ost_call_each(c, each(&punch), "ObjPunch").await?
+                client
+                    .ost_call_each(c, self.fid, each(&punch), "ObjPunch")
+                    .await?
             }
             // Zeroing = deallocate, then reserve the range again.
             Allocation::Zero => {
-                client.ost_call_each(c, each(&punch), "ObjPunch").await?;
                 client
-                    .ost_call_each(c, each(&allocate), "ObjAllocate")
+                    .ost_call_each(c, self.fid, each(&punch), "ObjPunch")
+                    .await?;
+                client
+                    .ost_call_each(c, self.fid, each(&allocate), "ObjAllocate")
                     .await?;
             }
         }

@@ -195,6 +195,7 @@ pub fn readlink(seq: u64, oid: u32) -> Envelope {
             fid: Fid::new(0, oid),
         }
         .into(),
+        capa: None,
     }
 }
 

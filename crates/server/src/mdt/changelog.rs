@@ -203,6 +203,7 @@ impl Planned {
             | MdtRequest::QuotaUsage { .. }
             | MdtRequest::QuotaCheck
             | MdtRequest::GetProject { .. }
+            | MdtRequest::GetCapa { .. }
             | MdtRequest::SetQuota { .. }
             | MdtRequest::GetQuota { .. }
             // Locks are kept in memory: not changes of the namespace.

@@ -400,6 +400,7 @@ impl Leases {
                 target: self.target,
                 ctx: ReqCtx::default(),
                 req: ClientRequest::Recall { leases: items }.into(),
+                capa: None,
             };
             let timeout = self.recall_timeout;
             set.spawn(async move { (client, ch.clone(), ch.call(&env, timeout).await) });

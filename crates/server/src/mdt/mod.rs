@@ -12,6 +12,7 @@
 
 mod acls;
 mod attrs;
+mod capas;
 mod change;
 pub mod changelog;
 mod destroys;
@@ -898,7 +899,7 @@ impl MdtService {
         if !late.is_empty() {
             recalled.push(self.names.leases.recall(ctx.client_id, late).await);
         }
-        let r = r.map(|reply| current.with_effects(reply));
+        let r = r.map(|reply| self.with_capa(&req, current.with_effects(reply)));
         drop(recalled);
         let transno = current.transno();
         if self.commit.stopping.load(Ordering::SeqCst) {
@@ -962,7 +963,7 @@ impl MdtService {
             commit.leased = self.names.leases.grant_read(tok, &granted);
         }
         drop(recalled);
-        (r, Some(commit))
+        (r.map(|reply| self.with_capa(&req, reply)), Some(commit))
     }
 
     /// Handle a step of an operation another MDT coordinates (the
@@ -1191,6 +1192,7 @@ impl MdtService {
                 durable,
             } => self.update_size(ctx, fid, size, mtime, durable).await,
             MdtRequest::AppendReserve { fid, len } => self.append_reserve(ctx, fid, len).await,
+            MdtRequest::GetCapa { fid, write } => self.get_capa(ctx, fid, write),
             // A client's are answered by `handle` before this; these are
             // what a caller without a sequence (a peer, a tool) gets.
             MdtRequest::Sync | MdtRequest::Disconnect => self.commit_all().await.map(|_| Reply::Ok),

@@ -18,6 +18,7 @@ const REACHES: &[(&str, &[&str])] = &[
     ("namespace.rs", &["names"]),
     ("attrs.rs", &["names"]),
     ("acls.rs", &[]),
+    ("capas.rs", &["names"]),
     ("dom.rs", &["names"]),
     ("orphans.rs", &["names"]),
     ("objects.rs", &["names"]),

@@ -131,6 +131,7 @@ impl Staged {
             | R::QuotaCheck
             | R::SetProject { .. }
             | R::GetProject { .. }
+            | R::GetCapa { .. }
             | R::SetQuota { .. }
             | R::GetQuota { .. }) => Staged::Later(Later::Op(r)),
         }

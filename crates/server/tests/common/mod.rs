@@ -164,6 +164,7 @@ impl Cluster {
                 },
             }
             .into(),
+            capa: None,
         };
         self.client
             .call(&env, bytes::Bytes::new())
@@ -221,6 +222,7 @@ impl Cluster {
             target: TargetId::MGS,
             ctx: ReqCtx::default(),
             req: req.into(),
+            capa: None,
         };
         let r = self
             .client
@@ -324,6 +326,7 @@ impl Cluster {
                 ..ReqCtx::default()
             },
             req: req.into(),
+            capa: None,
         };
         Ok(self
             .client
@@ -364,6 +367,7 @@ impl Cluster {
                 ..ReqCtx::default()
             },
             req: req.into(),
+            capa: None,
         };
         Ok(self.client.call(&env, bytes::Bytes::new()).await?.0)
     }
@@ -380,6 +384,7 @@ impl Cluster {
             target: TargetId::mdt(0),
             ctx: ReqCtx::default(),
             req: req.into(),
+            capa: None,
         };
         Ok(self.client.call(&env, bytes::Bytes::new()).await?.0)
     }

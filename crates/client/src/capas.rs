@@ -1,0 +1,58 @@
+//! The capabilities this client holds (`loom_proto::capa`): one per file,
+//! from the MDT's answer to a create or an open, or asked for
+//! (`GetCapa`) when a file's I/O finds none that holds. Each OST request
+//! on a file's objects carries it.
+
+use loom_proto::capa::Capa;
+use loom_proto::Fid;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Files whose capabilities are kept; past it the table starts again
+/// (a file without one asks its MDT at its next I/O).
+const MAX_KEPT: usize = 1 << 18;
+
+/// How long before its end a capability is renewed, in seconds.
+pub const RENEW_BEFORE_SECS: u64 = 300;
+
+/// The capabilities held, by file.
+#[derive(Debug, Default)]
+pub struct Capas {
+    held: Mutex<HashMap<Fid, Capa>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Capas {
+    /// Keep `capa`, unless one held for its file allows more for longer.
+    pub fn remember(&self, capa: Capa) {
+        let mut held = lock(&self.held);
+        if held.len() >= MAX_KEPT && !held.contains_key(&capa.fid) {
+            held.clear();
+        }
+        match held.get(&capa.fid) {
+            // A write capability that holds a while yet is not traded
+            // for a read one (an open for reading after one for writing).
+            Some(h) if h.write && !capa.write && h.good_for(true, RENEW_BEFORE_SECS) => {}
+            _ => {
+                held.insert(capa.fid, capa);
+            }
+        }
+    }
+
+    /// The capability held for `fid` that allows writing if `write`, and
+    /// holds a while yet.
+    pub fn get(&self, fid: Fid, write: bool) -> Option<Capa> {
+        lock(&self.held)
+            .get(&fid)
+            .filter(|c| c.good_for(write, RENEW_BEFORE_SECS))
+            .cloned()
+    }
+
+    /// Forget `fid`'s (its file is gone).
+    pub fn forget(&self, fid: Fid) {
+        lock(&self.held).remove(&fid);
+    }
+}
