@@ -1050,9 +1050,11 @@ pub enum Reply {
 }
 
 impl Reply {
-    /// The answer, and the effects it came with (if any).
+    /// The answer, and the effects it came with (if any); a capability
+    /// that came with it is dropped (a client keeps it before this).
     pub fn split(self) -> (Reply, Option<Effects>) {
         match self {
+            Reply::WithCapa { reply, .. } => reply.split(),
             Reply::Changed { reply, effects } => (*reply, Some(effects)),
             r => (r, None),
         }
