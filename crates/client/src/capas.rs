@@ -50,9 +50,4 @@ impl Capas {
             .filter(|c| c.good_for(write, RENEW_BEFORE_SECS))
             .cloned()
     }
-
-    /// Forget `fid`'s (its file is gone).
-    pub fn forget(&self, fid: Fid) {
-        lock(&self.held).remove(&fid);
-    }
 }
