@@ -243,7 +243,13 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
     std::fs::create_dir_all(&plan.mountpoint)
         .with_context(|| format!("creating mount point {}", plan.mountpoint.display()))?;
     let mountpoint = plan.mountpoint.canonicalize()?;
+    // The file system's root, or the fileset this client's nodemap
+    // confines it to.
+    let root = rt
+        .block_on(client.root())
+        .map_err(|e| crate::tools::errno(e, "asking the MDT for this client's root"))?;
     let fopts = loom_fuse::MountOptions {
+        root,
         fsname: format!("{}:/{}", plan.mgs, plan.fsname),
         attr_timeout: plan.attr_timeout,
         readahead_kb: (plan.readahead_kb > 0).then_some(plan.readahead_kb),

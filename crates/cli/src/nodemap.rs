@@ -6,8 +6,8 @@ use crate::registry;
 use crate::tools::{caller, connect, errno};
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use loom_proto::nodemap::{Net, Nodemap};
-use std::path::PathBuf;
+use loom_proto::nodemap::{Fileset, Net, Nodemap};
+use std::path::{Path, PathBuf};
 
 /// `loom nodemap ...`.
 #[derive(Subcommand, Debug)]
@@ -59,6 +59,11 @@ pub struct SetArgs {
     /// Refuse every change from these clients (EROFS).
     #[arg(long)]
     pub readonly: bool,
+    /// Confine these clients to a directory, given as a path on this
+    /// mount (Lustre's fileset): they mount it as their root and reach
+    /// nothing outside it. It stays their fileset if renamed.
+    #[arg(long, value_name = "DIR")]
+    pub fileset: Option<PathBuf>,
 }
 
 /// `loom nodemap del MOUNT NAME`.
@@ -140,10 +145,39 @@ fn set(a: SetArgs) -> anyhow::Result<()> {
     }
     let (entry, _) = registry::find(&a.path)?;
     let s = connect(entry)?;
+    let mut m = m;
+    if let Some(dir) = &a.fileset {
+        m.fileset = Some(fileset(&s, dir)?);
+    }
     s.rt.block_on(s.client.set_nodemap(&caller(), &a.name, Some(m.clone())))
         .map_err(|e| errno(e, &format!("setting nodemap {} (root only)", a.name)))?;
     println!("{}", show(&m));
     Ok(())
+}
+
+/// The fileset `dir` names: a directory on the same file system as the
+/// mount the command was given.
+fn fileset(s: &crate::tools::Session, dir: &Path) -> anyhow::Result<Fileset> {
+    let (entry, rel) = registry::find(dir)?;
+    if entry.mgs != s.entry.mgs || entry.fsname != s.entry.fsname {
+        bail!(
+            "--fileset {}: not on {}:/{}",
+            dir.display(),
+            s.entry.mgs,
+            s.entry.fsname
+        );
+    }
+    let bytes = rel.as_os_str().as_encoded_bytes();
+    let a =
+        s.rt.block_on(s.client.resolve_path_as(&caller(), bytes))
+            .map_err(|e| errno(e, &format!("--fileset {}", dir.display())))?;
+    if a.kind != loom_proto::msg::FileKind::Dir {
+        bail!("--fileset {}: not a directory", dir.display());
+    }
+    Ok(Fileset {
+        fid: a.fid,
+        path: format!("/{}", rel.display()),
+    })
 }
 
 /// One line per nodemap: name, networks, then what it does.
@@ -166,5 +200,8 @@ fn show(m: &Nodemap) -> String {
         line += &format!(" map_gid={}", pairs(&m.gids));
     }
     line += if m.readonly { " readonly" } else { " rw" };
+    if let Some(f) = &m.fileset {
+        line += &format!(" fileset={} ({})", f.path, f.fid);
+    }
     line
 }

@@ -91,6 +91,9 @@ pub struct Client {
     tells: tokio::sync::mpsc::UnboundedSender<Tell>,
     /// Tells queued so far, and sent so far ([`Client::tells_sent`]).
     told: (AtomicU64, Arc<tokio::sync::watch::Sender<u64>>),
+    /// The directory this client sees as its root, once asked
+    /// ([`Client::root`]).
+    root: std::sync::OnceLock<Fid>,
 }
 
 /// What this client tells an MDT of the files it has open
@@ -167,6 +170,7 @@ impl Client {
             rt: tokio::runtime::Handle::current(),
             locks: Default::default(),
             me: std::sync::OnceLock::new(),
+            root: std::sync::OnceLock::new(),
             tells,
             told: (
                 AtomicU64::new(0),
@@ -269,6 +273,20 @@ impl Client {
             .call(target, self.ctx(c), req, Bytes::new())
             .await
             .map(|(r, _)| r)
+    }
+
+    /// The directory this client sees as the file system's root: the
+    /// root, or the fileset its nodemap confines it to (`GetRoot`, asked
+    /// once; a mount shows it as its root, and paths start there).
+    pub async fn root(&self) -> Result<Fid, Errno> {
+        if let Some(r) = self.root.get() {
+            return Ok(*r);
+        }
+        let c = Caller::current();
+        match self.mdt_call(&c, Fid::ROOT, MdtRequest::GetRoot).await? {
+            Reply::Entry { attr, .. } => Ok(*self.root.get_or_init(|| attr.fid)),
+            other => Err(crate::io::file::unexpected("GetRoot", &other)),
+        }
     }
 
     /// Send `req` on an object of file `fid` with `bulk` to OST `ost`,

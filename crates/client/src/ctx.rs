@@ -184,6 +184,7 @@ impl CtxFactory {
             groups: c.groups.clone(),
             step_of: None,
             umask: c.umask,
+            fileset: None,
         }
     }
 

@@ -1426,9 +1426,10 @@ impl Client {
     /// As [`Client::resolve_path`], as `c`. The path is bytes: names need
     /// not be UTF-8.
     pub async fn resolve_path_as(&self, c: &Caller, path: impl AsRef<[u8]>) -> Result<Attr, Errno> {
-        let root = match self.router.fresh.leased_attr(Fid::ROOT) {
+        let root = self.root().await?;
+        let root = match self.router.fresh.leased_attr(root) {
             Some(a) => a,
-            None => self.getattr(c, Fid::ROOT).await?,
+            None => self.getattr(c, root).await?,
         };
         let mut stack: Vec<Attr> = vec![root];
         for comp in path.as_ref().split(|b| *b == b'/') {

@@ -1265,6 +1265,7 @@ fn xattrs_changed(req: &MdtRequest, reply: &Reply) -> XattrsChanged {
         | R::TestLock { .. }
         | R::ReclaimLocks { .. }
         | R::AppendReserve { .. }
-        | R::GetCapa { .. } => XattrsChanged::Nothing,
+        | R::GetCapa { .. }
+        | R::GetRoot => XattrsChanged::Nothing,
     }
 }

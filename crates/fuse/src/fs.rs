@@ -101,6 +101,8 @@ pub struct LoomFs {
     /// kernel offset: the kernel's last READDIR, at that offset, needs no
     /// round trip.
     ended: Mutex<HashMap<u64, u64>>,
+    /// The kernel's inode numbers of FIDs.
+    inos: Inos,
     /// Sends cache invalidations to the kernel; set once the session
     /// exists (it is made from this file system).
     notifier: Arc<OnceLock<Notifier>>,
@@ -187,8 +189,43 @@ fn fe(e: Errno) -> fuser::Errno {
     fuser::Errno::from_i32(e.raw())
 }
 
-fn fid(ino: INodeNo) -> Fid {
-    Fid::from_ino(ino.0)
+/// The kernel's inode numbers and the FIDs they stand for: a FID's own
+/// number (`Fid::ino`), but the mount's root is the kernel's root
+/// (FUSE_ROOT_ID) whatever its FID (a nodemap's fileset).
+#[derive(Clone, Copy, Debug)]
+pub struct Inos {
+    root: Fid,
+}
+
+impl Inos {
+    /// The numbering of a mount whose root is `root`.
+    pub fn new(root: Fid) -> Inos {
+        Inos { root }
+    }
+
+    /// The FID the kernel's `ino` stands for.
+    pub fn fid(self, ino: INodeNo) -> Fid {
+        match ino {
+            INodeNo::ROOT => self.root,
+            i => Fid::from_ino(i.0),
+        }
+    }
+
+    /// The kernel's number for `fid`.
+    pub fn ino(self, fid: Fid) -> INodeNo {
+        match fid == self.root {
+            true => INodeNo::ROOT,
+            false => INodeNo(fid.ino()),
+        }
+    }
+
+    /// The kernel's view of `a`, numbered so.
+    pub fn attr(self, a: &Attr) -> fuser::FileAttr {
+        fuser::FileAttr {
+            ino: self.ino(a.fid),
+            ..file_attr(a)
+        }
+    }
 }
 
 /// A name as the kernel gave it: bytes, not necessarily UTF-8.
@@ -221,10 +258,10 @@ fn set_time(t: TimeOrNow) -> SetTime {
 /// Attributes sent with "." and ".." in a READDIRPLUS reply: the kernel ignores
 /// the attributes of "." and ".." there (it links no dentry for them), so
 /// they need no round trip; only the inode number reaches `readdir(3)`.
-fn dot_placeholder(ino: INodeNo) -> Attr {
+fn dot_placeholder(fid: Fid) -> Attr {
     let t = Time::default();
     Attr {
-        fid: fid(ino),
+        fid,
         kind: FileKind::Dir,
         perm: 0o755,
         nlink: 2,
@@ -248,6 +285,7 @@ impl LoomFs {
         ttl: Duration,
         notifier: Arc<OnceLock<Notifier>>,
         workers: usize,
+        inos: Inos,
     ) -> std::io::Result<LoomFs> {
         let kept = Arc::new(KeptPages::new(crate::kept::CAP));
         let to_store = crate::notify::spawn_storer(notifier.clone(), kept.clone(), client.clone())?;
@@ -258,6 +296,7 @@ impl LoomFs {
             files: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             ended: Mutex::new(HashMap::new()),
+            inos,
             notifier,
             told: Mutex::new(HashMap::new()),
             groups: GroupsCache::default(),
@@ -370,7 +409,7 @@ impl LoomFs {
         if self.client.recalls() != since {
             return Duration::ZERO;
         }
-        match self.client.recent_entry(fid(parent), name) {
+        match self.client.recent_entry(self.inos.fid(parent), name) {
             Some((Some(known), left)) if known.fid == a.fid => left,
             _ => self.ttl.min(self.ttl_of(a, since)),
         }
@@ -392,7 +431,7 @@ impl LoomFs {
             Ok(a) => {
                 self.note(&a);
                 let ttl = self.entry_ttl(parent, name.as_bytes(), &a, since);
-                reply.entry(&ttl, &file_attr(&a), GEN)
+                reply.entry(&ttl, &self.inos.attr(&a), GEN)
             }
             Err(e) => reply.error(fe(e)),
         }
@@ -402,7 +441,7 @@ impl LoomFs {
         match r {
             Ok(a) => {
                 self.note(&a);
-                reply.attr(&self.ttl_of(&a, since), &file_attr(&a))
+                reply.attr(&self.ttl_of(&a, since), &self.inos.attr(&a))
             }
             Err(e) => reply.error(fe(e)),
         }
@@ -447,17 +486,24 @@ impl LoomFs {
 
     fn do_lookup(&self, req: &Request, parent: INodeNo, name: &OsStr) -> R<Attr> {
         let name = bytes(name)?;
-        let (attr, _) = self.run(self.client.lookup(&self.caller(req), fid(parent), name))?;
+        let (attr, _) = self.run(self.client.lookup(
+            &self.caller(req),
+            self.inos.fid(parent),
+            name,
+        ))?;
         Ok(attr)
     }
 
     fn do_getattr(&self, req: &Request, ino: INodeNo) -> R<Attr> {
-        self.run(self.client.getattr(&self.caller(req), fid(ino)))
+        self.run(self.client.getattr(&self.caller(req), self.inos.fid(ino)))
             .map_err(stale)
     }
 
     fn do_setattr(&self, req: &Request, ino: INodeNo, set: SetAttr) -> R<Attr> {
-        self.run(self.client.setattr(&self.caller(req), fid(ino), set))
+        self.run(
+            self.client
+                .setattr(&self.caller(req), self.inos.fid(ino), set),
+        )
     }
 
     fn do_create(
@@ -470,11 +516,15 @@ impl LoomFs {
     ) -> R<(Attr, FileHandle)> {
         let name = bytes(name)?;
         let (c, perm) = self.maker(req, mode, umask);
-        let (attr, layout) =
-            self.run(
-                self.client
-                    .create(&c, fid(parent), name, FileKind::File, perm, 0, None),
-            )?;
+        let (attr, layout) = self.run(self.client.create(
+            &c,
+            self.inos.fid(parent),
+            name,
+            FileKind::File,
+            perm,
+            0,
+            None,
+        ))?;
         let layout = match layout {
             Some(l) => l,
             None => self.run(self.client.get_layout_as(&c, attr.fid))?,
@@ -499,7 +549,7 @@ impl LoomFs {
         let (attr, _) =
             self.run(
                 self.client
-                    .create(&c, fid(parent), name, kind, perm, rdev, None),
+                    .create(&c, self.inos.fid(parent), name, kind, perm, rdev, None),
             )?;
         Ok(attr)
     }
@@ -514,7 +564,7 @@ impl LoomFs {
         flags: OpenFlags,
     ) -> R<(FileHandle, bool, Option<bool>)> {
         let c = self.caller(req);
-        let f = fid(ino);
+        let f = self.inos.fid(ino);
         let mut want = match flags.0 & libc::O_ACCMODE {
             libc::O_RDONLY => access::READ,
             libc::O_WRONLY => access::WRITE,
@@ -751,20 +801,20 @@ impl LoomFs {
     ) -> R<Attr> {
         let name = bytes(name)?;
         let (c, perm) = self.maker(req, mode, umask);
-        self.run(self.client.mkdir(&c, fid(parent), name, perm))
+        self.run(self.client.mkdir(&c, self.inos.fid(parent), name, perm))
     }
 
     fn do_unlink(&self, req: &Request, parent: INodeNo, name: &OsStr) -> R<()> {
         self.run(
             self.client
-                .unlink(&self.caller(req), fid(parent), bytes(name)?),
+                .unlink(&self.caller(req), self.inos.fid(parent), bytes(name)?),
         )
     }
 
     fn do_rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr) -> R<()> {
         self.run(
             self.client
-                .rmdir(&self.caller(req), fid(parent), bytes(name)?),
+                .rmdir(&self.caller(req), self.inos.fid(parent), bytes(name)?),
         )
     }
 
@@ -781,31 +831,35 @@ impl LoomFs {
         // unknown ones (RENAME_WHITEOUT) with EINVAL.
         self.run(self.client.rename(
             &self.caller(req),
-            fid(parent),
+            self.inos.fid(parent),
             bytes(name)?,
-            fid(newparent),
+            self.inos.fid(newparent),
             bytes(newname)?,
             flags.bits(),
         ))
     }
 
     fn do_link(&self, req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr) -> R<Attr> {
-        self.run(
-            self.client
-                .link(&self.caller(req), fid(ino), fid(newparent), bytes(newname)?),
-        )
+        self.run(self.client.link(
+            &self.caller(req),
+            self.inos.fid(ino),
+            self.inos.fid(newparent),
+            bytes(newname)?,
+        ))
     }
 
     fn do_symlink(&self, req: &Request, parent: INodeNo, name: &OsStr, target: &Path) -> R<Attr> {
         let target = target.as_os_str().as_bytes();
-        self.run(
-            self.client
-                .symlink(&self.caller(req), fid(parent), bytes(name)?, target),
-        )
+        self.run(self.client.symlink(
+            &self.caller(req),
+            self.inos.fid(parent),
+            bytes(name)?,
+            target,
+        ))
     }
 
     fn do_readlink(&self, req: &Request, ino: INodeNo) -> R<Name> {
-        self.run(self.client.readlink(&self.caller(req), fid(ino)))
+        self.run(self.client.readlink(&self.caller(req), self.inos.fid(ino)))
     }
 
     /// Where a listing resumes on the MDT for a kernel offset, and whether
@@ -831,7 +885,7 @@ impl LoomFs {
         let (_, _, cookie) = Self::listing_start(offset);
         self.run(
             self.client
-                .readdir(&self.caller(req), fid(ino), cookie, max),
+                .readdir(&self.caller(req), self.inos.fid(ino), cookie, max),
         )
     }
 
@@ -871,7 +925,7 @@ impl LoomFs {
             self.run(crate::tools::set(
                 &self.client,
                 &c,
-                fid(ino),
+                self.inos.fid(ino),
                 kind,
                 name,
                 value,
@@ -884,10 +938,13 @@ impl LoomFs {
         if name == CAPS_XATTR {
             self.set_no_caps(ino, false);
         }
-        self.run(
-            self.client
-                .setxattr(&self.caller(req), fid(ino), name, value, flags as u32),
-        )
+        self.run(self.client.setxattr(
+            &self.caller(req),
+            self.inos.fid(ino),
+            name,
+            value,
+            flags as u32,
+        ))
     }
 
     /// A directory or file made through `loom.mkdir` or `loom.create`
@@ -921,13 +978,22 @@ impl LoomFs {
         if name.starts_with(crate::tools::PREFIX) {
             let kind = self.do_getattr(req, ino)?.kind;
             let c = self.caller(req);
-            return self.run(crate::tools::get(&self.client, &c, fid(ino), kind, name));
+            return self.run(crate::tools::get(
+                &self.client,
+                &c,
+                self.inos.fid(ino),
+                kind,
+                name,
+            ));
         }
         let caps = name == CAPS_XATTR;
         if caps && self.lock_told().get(&ino.0).is_some_and(|t| t.no_caps) {
             return Err(Errno::ENODATA);
         }
-        let r = self.run(self.client.getxattr(&self.caller(req), fid(ino), name));
+        let r = self.run(
+            self.client
+                .getxattr(&self.caller(req), self.inos.fid(ino), name),
+        );
         if caps && r == Err(Errno::ENODATA) {
             self.set_no_caps(ino, true);
         }
@@ -935,7 +1001,7 @@ impl LoomFs {
     }
 
     fn do_listxattr(&self, req: &Request, ino: INodeNo) -> R<Vec<u8>> {
-        let names = self.run(self.client.listxattr(&self.caller(req), fid(ino)))?;
+        let names = self.run(self.client.listxattr(&self.caller(req), self.inos.fid(ino)))?;
         // The kernel's format: each name NUL-terminated, back to back.
         let mut out = Vec::new();
         for n in names {
@@ -950,7 +1016,10 @@ impl LoomFs {
         if name == CAPS_XATTR {
             self.set_no_caps(ino, false);
         }
-        self.run(self.client.removexattr(&self.caller(req), fid(ino), name))
+        self.run(
+            self.client
+                .removexattr(&self.caller(req), self.inos.fid(ino), name),
+        )
     }
 }
 
@@ -1014,7 +1083,7 @@ impl LoomFs {
             f.remove(FopenFlags::FOPEN_NOFLUSH);
         }
         let ttl = self.entry_ttl(parent, name.as_bytes(), &a, since);
-        let attr = file_attr(&a);
+        let attr = self.inos.attr(&a);
         match write {
             Some(rdwr) => self.may_write(
                 ino.0,
@@ -1100,7 +1169,10 @@ impl Filesystem for LoomFs {
             return reply.error(fe(Errno::ENAMETOOLONG));
         }
         let since = self.client.recalls();
-        match self.client.recent_entry(fid(parent), name.as_bytes()) {
+        match self
+            .client
+            .recent_entry(self.inos.fid(parent), name.as_bytes())
+        {
             Some((Some(a), left)) => {
                 self.client.router().lease_hit();
                 self.note(&a);
@@ -1109,7 +1181,7 @@ impl Filesystem for LoomFs {
                 } else {
                     Duration::ZERO
                 };
-                reply.entry(&ttl, &file_attr(&a), GEN)
+                reply.entry(&ttl, &self.inos.attr(&a), GEN)
             }
             Some((None, left)) => {
                 self.client.router().lease_hit();
@@ -1119,12 +1191,15 @@ impl Filesystem for LoomFs {
                 Ok(a) => {
                     self.note(&a);
                     let ttl = self.entry_ttl(parent, name.as_bytes(), &a, since);
-                    reply.entry(&ttl, &file_attr(&a), GEN)
+                    reply.entry(&ttl, &self.inos.attr(&a), GEN)
                 }
                 Err(Errno::ENOENT) => {
                     // Known absent for as long as the answer's lease (or
                     // the attribute timeout) allows.
-                    let left = match self.client.recent_entry(fid(parent), name.as_bytes()) {
+                    let left = match self
+                        .client
+                        .recent_entry(self.inos.fid(parent), name.as_bytes())
+                    {
                         Some((None, left)) => left,
                         _ => Duration::ZERO,
                     };
@@ -1149,7 +1224,7 @@ impl Filesystem for LoomFs {
         // what is left of the timeout, so no answer lives longer than one
         // from the MDT would.
         let since = self.client.recalls();
-        if let Some((a, left)) = self.client.recent_attr(fid(ino)) {
+        if let Some((a, left)) = self.client.recent_attr(self.inos.fid(ino)) {
             self.client.router().lease_hit();
             self.note(&a);
             let ttl = if self.client.recalls() == since {
@@ -1157,7 +1232,7 @@ impl Filesystem for LoomFs {
             } else {
                 Duration::ZERO
             };
-            return reply.attr(&ttl, &file_attr(&a));
+            return reply.attr(&ttl, &self.inos.attr(&a));
         }
         self.attr_reply(reply, self.do_getattr(req, ino), since);
     }
@@ -1205,7 +1280,7 @@ impl Filesystem for LoomFs {
         let answer: crate::kept::Then = match self.do_setattr(req, ino, set) {
             Ok(a) => {
                 self.note(&a);
-                let (ttl, attr) = (self.ttl_of(&a, since), file_attr(&a));
+                let (ttl, attr) = (self.ttl_of(&a, since), self.inos.attr(&a));
                 Box::new(move || reply.attr(&ttl, &attr))
             }
             Err(e) => Box::new(move || reply.error(fe(e))),
@@ -1307,7 +1382,7 @@ impl Filesystem for LoomFs {
                     self.lock_quiet().insert(fh.0);
                 }
                 let mut f = crate::settings::open_reply_flags(flags);
-                if self.client.ever_locked(fid(ino)) {
+                if self.client.ever_locked(self.inos.fid(ino)) {
                     // Its close must drop the closing process's locks.
                     f.remove(FopenFlags::FOPEN_NOFLUSH);
                 }
@@ -1386,9 +1461,12 @@ impl Filesystem for LoomFs {
         // size waits under the file's size lease, see `do_create`).
         // Asked here first, so that a close with no lock (nearly every
         // one) neither looks up the caller's groups nor enters the runtime.
-        if self.client.holds_locks(fid(ino), lock_owner.0) {
+        if self.client.holds_locks(self.inos.fid(ino), lock_owner.0) {
             let c = self.caller(req);
-            if let Err(e) = self.run(self.client.unlock_owner(&c, fid(ino), lock_owner.0)) {
+            if let Err(e) = self.run(
+                self.client
+                    .unlock_owner(&c, self.inos.fid(ino), lock_owner.0),
+            ) {
                 return reply.error(fe(e));
             }
         }
@@ -1418,11 +1496,11 @@ impl Filesystem for LoomFs {
             .remove(&fh.0)
             .unwrap_or_default();
         owners.extend(lock_owner.map(|o| o.0));
-        owners.retain(|o| self.client.holds_locks(fid(ino), *o));
+        owners.retain(|o| self.client.holds_locks(self.inos.fid(ino), *o));
         if !owners.is_empty() {
             let c = self.caller(req);
             for owner in owners {
-                if let Err(e) = self.run(self.client.unlock_owner(&c, fid(ino), owner)) {
+                if let Err(e) = self.run(self.client.unlock_owner(&c, self.inos.fid(ino), owner)) {
                     tracing::warn!(ino = ino.0, "dropping the locks of a closed file: {e:?}");
                 }
             }
@@ -1446,10 +1524,11 @@ impl Filesystem for LoomFs {
             return reply.error(fe(Errno::EINVAL));
         };
         let c = self.caller(req);
-        let r = self.run(
-            self.client
-                .test_lock(&c, fid(ino), lock_owner.0, kind, start, end),
-        );
+        let r =
+            self.run(
+                self.client
+                    .test_lock(&c, self.inos.fid(ino), lock_owner.0, kind, start, end),
+            );
         match r {
             Ok(Some(l)) => {
                 let typ = match l.kind {
@@ -1477,7 +1556,7 @@ impl Filesystem for LoomFs {
         reply: ReplyEmpty,
     ) {
         let c = self.caller(req);
-        let (client, fid, owner) = (self.client.clone(), fid(ino), lock_owner.0);
+        let (client, fid, owner) = (self.client.clone(), self.inos.fid(ino), lock_owner.0);
         if typ != libc::F_UNLCK {
             self.lockers
                 .lock()
@@ -1608,7 +1687,7 @@ impl Filesystem for LoomFs {
         }
         let (dot, dotdot, _) = Self::listing_start(offset);
         let since = self.client.recalls();
-        let dir = (dot || dotdot).then(|| dot_placeholder(ino));
+        let dir = (dot || dotdot).then(|| dot_placeholder(self.inos.fid(ino)));
         let (entries, eof) = match self.do_readdir(req, ino, offset, READDIRPLUS_BATCH) {
             Ok(e) => e,
             Err(e) => return reply.error(fe(e)),
@@ -1616,13 +1695,13 @@ impl Filesystem for LoomFs {
         let mut last = offset;
         if let Some(d) = &dir {
             if dot {
-                if reply.add(ino, OFF_DOT, ".", &self.ttl, &file_attr(d), GEN) {
+                if reply.add(ino, OFF_DOT, ".", &self.ttl, &self.inos.attr(d), GEN) {
                     return reply.ok();
                 }
                 last = OFF_DOT;
             }
             if dotdot {
-                if reply.add(ino, OFF_DOTDOT, "..", &self.ttl, &file_attr(d), GEN) {
+                if reply.add(ino, OFF_DOTDOT, "..", &self.ttl, &self.inos.attr(d), GEN) {
                     return reply.ok();
                 }
                 last = OFF_DOTDOT;
@@ -1637,7 +1716,7 @@ impl Filesystem for LoomFs {
                 e.cookie,
                 &e.name,
                 &ttl,
-                &file_attr(&e.attr),
+                &self.inos.attr(&e.attr),
                 GEN,
             ) {
                 return reply.ok();
@@ -1781,7 +1860,7 @@ impl Filesystem for LoomFs {
                 if flags & libc::O_APPEND != 0 {
                     reply_flags |= FopenFlags::FOPEN_DIRECT_IO;
                 }
-                reply.created(&ttl, &file_attr(&a), GEN, fh, reply_flags)
+                reply.created(&ttl, &self.inos.attr(&a), GEN, fh, reply_flags)
             }
             Err(e) => reply.error(fe(e)),
         }

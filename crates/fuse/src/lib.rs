@@ -55,6 +55,9 @@ pub struct MountOptions {
     /// Kernel readahead for the mount, in KiB (the kernel starts a FUSE
     /// mount at 128 KiB whatever the file system asks; `None` leaves it).
     pub readahead_kb: Option<u32>,
+    /// The directory the mount shows as its root (`Client::root`: the
+    /// file system's, or a nodemap's fileset).
+    pub root: loom_proto::Fid,
 }
 
 impl Default for MountOptions {
@@ -65,6 +68,7 @@ impl Default for MountOptions {
             allow_other: false,
             fsname: "loomfs".to_string(),
             readahead_kb: Some(DEFAULT_READAHEAD_KB),
+            root: loom_proto::Fid::ROOT,
         }
     }
 }
@@ -79,17 +83,19 @@ pub fn mount(
 ) -> std::io::Result<fuser::BackgroundSession> {
     let cfg = settings::fuser_config(&opts, "loom");
     let notifier = Arc::new(OnceLock::new());
+    let inos = fs::Inos::new(opts.root);
     let fs = fs::LoomFs::new(
         client.clone(),
         rt,
         opts.attr_timeout,
         notifier.clone(),
         opts.threads.max(1),
+        inos,
     )?;
     let kept = fs.kept();
     let session = fuser::Session::new(fs, mountpoint, &cfg)?;
     let _ = notifier.set(session.notifier());
-    client.set_invalidator(notify::spawn(session.notifier(), kept)?);
+    client.set_invalidator(notify::spawn(session.notifier(), kept, inos)?);
     let bg = session.spawn()?;
     settings::apply_readahead(mountpoint, &opts);
     Ok(bg)

@@ -9,6 +9,7 @@
 //! a store waits for folio locks that readers hold until a FUSE worker
 //! answers them, so it never runs on a worker.
 
+use crate::fs::Inos;
 use crate::kept::KeptPages;
 use fuser::{INodeNo, Notifier};
 use loom_client::routing::Invalidator;
@@ -21,14 +22,14 @@ use tokio::sync::oneshot;
 type Job = (Vec<Lease>, oneshot::Sender<()>);
 
 /// Start the thread; the returned invalidator hands it work.
-pub fn spawn(n: Notifier, kept: Arc<KeptPages>) -> std::io::Result<Invalidator> {
+pub fn spawn(n: Notifier, kept: Arc<KeptPages>, inos: Inos) -> std::io::Result<Invalidator> {
     let (tx, rx) = mpsc::channel::<Job>();
     std::thread::Builder::new()
         .name("loom-notify".into())
         .spawn(move || {
             for (leases, done) in rx {
                 for l in &leases {
-                    drop_cached(&n, l, &kept);
+                    drop_cached(&n, l, &kept, inos);
                 }
                 let _ = done.send(());
             }
@@ -51,7 +52,7 @@ pub fn spawn(n: Notifier, kept: Arc<KeptPages>) -> std::io::Result<Invalidator> 
 /// Make the kernel drop what `l` covers. A directory's list has nothing
 /// of its own in the kernel: absent names are never cached there (the
 /// mount answers their lookups, see `fs.rs`).
-fn drop_cached(n: &Notifier, l: &Lease, kept: &KeptPages) {
+fn drop_cached(n: &Notifier, l: &Lease, kept: &KeptPages, inos: Inos) {
     let r = match l {
         // Attributes and cached pages (a recall may be for a write), under
         // the file's gate: a store of kept bytes ends first.
@@ -59,9 +60,9 @@ fn drop_cached(n: &Notifier, l: &Lease, kept: &KeptPages) {
             let gate = kept.gate(fid.ino());
             let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
             kept.drop_file(fid.ino());
-            n.inval_inode(INodeNo(fid.ino()), 0, 0)
+            n.inval_inode(inos.ino(*fid), 0, 0)
         }
-        Lease::Name(dir, name) => n.inval_entry(INodeNo(dir.ino()), name.as_os_str()),
+        Lease::Name(dir, name) => n.inval_entry(inos.ino(*dir), name.as_os_str()),
         // The kernel keeps neither; a recalled size is reported before.
         Lease::List(_) | Lease::Size(_) => Ok(()),
     };

@@ -106,6 +106,11 @@ pub struct ReqCtx {
     /// and the MDT cuts it by the umask, or instead by the directory's
     /// default ACL if it has one. `None`: the mode is already cut.
     pub umask: Option<u32>,
+    /// The subtree the caller is confined to, set by the server process
+    /// from the client's nodemap (`loom_proto::nodemap::Fileset`); never
+    /// sent, so no client can set it.
+    #[serde(skip)]
+    pub fileset: Option<Fid>,
 }
 
 /// A request body.
@@ -1114,6 +1119,27 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
+    fn a_fileset_is_never_on_the_wire() {
+        let ctx = ReqCtx {
+            uid: 5,
+            fileset: Some(Fid::new(9, 9)),
+            ..ReqCtx::default()
+        };
+        let bytes = postcard::to_allocvec(&ctx).expect("encode");
+        let back: ReqCtx = postcard::from_bytes(&bytes).expect("decode");
+        assert_eq!((back.uid, back.fileset), (5, None));
+        assert_eq!(
+            bytes,
+            postcard::to_allocvec(&ReqCtx {
+                fileset: None,
+                ..ctx
+            })
+            .expect("encode"),
+            "the same bytes as without one"
+        );
+    }
+
+    #[test]
     fn envelope_round_trips() {
         let e = Envelope {
             target: TargetId::mdt(3),
@@ -1127,6 +1153,7 @@ mod tests {
                 groups: vec![4, 5],
                 step_of: None,
                 umask: Some(0o022),
+                fileset: None,
             },
             req: Request::Mdt(MdtRequest::Rename {
                 parent: Fid::ROOT,

@@ -11,13 +11,16 @@
 //! - id maps: a client uid or gid listed is the file system's id it maps
 //!   to; others pass unchanged (or, unless `trusted`, are squashed);
 //! - read-only: every request that would change the file system is
-//!   refused with EROFS.
+//!   refused with EROFS;
+//! - fileset: its clients mount a subtree as their root, and the MDTs
+//!   refuse them every inode outside it (EACCES).
 //!
 //! Connections proven with the cluster key (servers, tools run with the
 //! key) are not clients of any nodemap. A client no nodemap names is
 //! served as it says it is.
 
 use crate::msg::ReqCtx;
+use crate::Fid;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 
@@ -102,6 +105,21 @@ pub struct Nodemap {
     pub gids: Vec<(u32, u32)>,
     /// Every change is refused (EROFS).
     pub readonly: bool,
+    /// The subtree its clients are confined to (Lustre's fileset): they
+    /// mount it as their root and reach nothing outside it. A table in
+    /// the MGS's state file, so last.
+    pub fileset: Option<Fileset>,
+}
+
+/// A subtree a nodemap confines its clients to: a directory, named by
+/// its FID (it stays the fileset when renamed), with the path it had
+/// when set, to show.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fileset {
+    /// The directory.
+    pub fid: Fid,
+    /// Its path in the file system when the nodemap was set.
+    pub path: String,
 }
 
 impl Nodemap {
@@ -118,6 +136,7 @@ impl Nodemap {
             uids: Vec::new(),
             gids: Vec::new(),
             readonly: false,
+            fileset: None,
         }
     }
 
@@ -189,6 +208,7 @@ impl Nodemap {
             uid: self.uid(ctx.uid),
             gid: self.gid(ctx.gid),
             groups,
+            fileset: self.fileset.as_ref().map(|f| f.fid),
             ..ctx.clone()
         }
     }
@@ -278,6 +298,16 @@ mod tests {
             lab.map(&ReqCtx::default()).uid,
             0,
             "an admin nodemap keeps root"
+        );
+        assert_eq!(lab.map(&ReqCtx::default()).fileset, None);
+        lab.fileset = Some(Fileset {
+            fid: Fid::new(7, 1),
+            path: "/proj".into(),
+        });
+        assert_eq!(
+            lab.map(&ReqCtx::default()).fileset,
+            Some(Fid::new(7, 1)),
+            "its clients are confined to the fileset"
         );
         let one = Nodemap::new("one", vec![Net::parse("10.9.9.9").expect("host")]);
         let maps = vec![lab, one];

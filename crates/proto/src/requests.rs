@@ -845,6 +845,10 @@ declare_requests! {
             /// For writing too.
             write: bool,
         } => 114, "get_capa", Reads, Any, route = fid;
+        /// The directory the caller mounts as its root: the file system's
+        /// root, or the fileset its nodemap confines it to. Sent to the
+        /// root's MDT; answered `Reply::Entry`.
+        GetRoot => 115, "get_root", Reads, Any;
     }
 }
 

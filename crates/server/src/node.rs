@@ -377,10 +377,8 @@ impl Node {
             return answer(t, (Err(e), Vec::new())).into();
         }
         // Every target serves a client as its nodemap makes it.
-        match self.clients.admit(ch, &env) {
-            Ok(Some(ctx)) => env.ctx = ctx,
-            Ok(None) => {}
-            Err(e) => return answer(t, (Err(e), Vec::new())).into(),
+        if let Err(e) = self.clients.admit(ch, &mut env) {
+            return answer(t, (Err(e), Vec::new())).into();
         }
         let refused = |errno, msg: String| -> Answer {
             answer(t, (Err(ServerError::refused(errno, msg)), Vec::new())).into()

@@ -13,7 +13,7 @@
 //! connection) and subscribes again under the new map.
 
 use crate::error::ServerError;
-use loom_proto::msg::{Envelope, MdtRequest, ReqCtx};
+use loom_proto::msg::{Envelope, MdtRequest};
 use loom_proto::nodemap::{self, Nodemap};
 use loom_proto::requests::{Effect, Request};
 use loom_proto::Errno;
@@ -100,13 +100,14 @@ impl ClientMaps {
         );
     }
 
-    /// The caller a request on `ch` is served as: `env.ctx` as its
-    /// client's nodemap makes it. EROFS for a change from a read-only
-    /// client; EOPNOTSUPP for leases asked by a client whose ids are
-    /// mapped.
-    pub fn admit(&self, ch: &Arc<Channel>, env: &Envelope) -> Result<Option<ReqCtx>, ServerError> {
+    /// Serve the request on `ch` as its client's nodemap makes it: its
+    /// context mapped (and the contexts of the changes a replay carries,
+    /// which the MDT runs as they say), the fileset set. EROFS for a
+    /// change from a read-only client; EOPNOTSUPP for leases asked by a
+    /// client whose ids are mapped.
+    pub fn admit(&self, ch: &Arc<Channel>, env: &mut Envelope) -> Result<(), ServerError> {
         let Some(addr) = ch.client_addr() else {
-            return Ok(None);
+            return Ok(());
         };
         let subscribe = matches!(env.req, Request::Mdt(MdtRequest::Subscribe));
         if subscribe {
@@ -118,7 +119,7 @@ impl ClientMaps {
         }
         let maps = self.maps.read().unwrap_or_else(|p| p.into_inner()).clone();
         let Some(m) = nodemap::for_addr(&maps, addr.ip()) else {
-            return Ok(None);
+            return Ok(());
         };
         let op = env.req.op();
         let count = |v: Verdict| {
@@ -150,7 +151,13 @@ impl ClientMaps {
             ));
         }
         count(Verdict::Mapped);
-        Ok(Some(m.map(&env.ctx)))
+        env.ctx = m.map(&env.ctx);
+        if let Request::Mdt(MdtRequest::Replay { entries, .. }) = &mut env.req {
+            for e in entries {
+                e.ctx = m.map(&e.ctx);
+            }
+        }
+        Ok(())
     }
 
     /// Requests per nodemap and verdict since the process started.

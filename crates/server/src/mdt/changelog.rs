@@ -204,6 +204,7 @@ impl Planned {
             | MdtRequest::QuotaCheck
             | MdtRequest::GetProject { .. }
             | MdtRequest::GetCapa { .. }
+            | MdtRequest::GetRoot
             | MdtRequest::SetQuota { .. }
             | MdtRequest::GetQuota { .. }
             // Locks are kept in memory: not changes of the namespace.

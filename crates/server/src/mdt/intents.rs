@@ -249,6 +249,7 @@ impl From<ReqCtxV4> for ReqCtx {
             groups: c.groups,
             step_of: c.step_of,
             umask: None,
+            fileset: None,
         }
     }
 }

@@ -17,6 +17,7 @@ mod change;
 pub mod changelog;
 mod destroys;
 mod dom;
+mod fileset;
 mod fsck;
 mod holds;
 mod intents;
@@ -805,6 +806,11 @@ impl MdtService {
         if let Some(e) = self.commit.commits.failed() {
             return (Err(self.stopped(e)), None);
         }
+        if let Some(root) = ctx.fileset {
+            if let Err(e) = self.confine(root, &req).await {
+                return (Err(e), None);
+            }
+        }
         if ctx.client_id == 0 || ctx.seq == 0 {
             // A peer MDT or a tool without a sequence: no commit state.
             return (self.dispatch(&Rq::plain(ctx), req).await, None);
@@ -1193,6 +1199,7 @@ impl MdtService {
             } => self.update_size(ctx, fid, size, mtime, durable).await,
             MdtRequest::AppendReserve { fid, len } => self.append_reserve(ctx, fid, len).await,
             MdtRequest::GetCapa { fid, write } => self.get_capa(ctx, fid, write),
+            MdtRequest::GetRoot => self.get_root(ctx.ctx.fileset).await,
             // A client's are answered by `handle` before this; these are
             // what a caller without a sequence (a peer, a tool) gets.
             MdtRequest::Sync | MdtRequest::Disconnect => self.commit_all().await.map(|_| Reply::Ok),

@@ -110,6 +110,20 @@ fn touch(t: &mut Tx<'_>, fid: Fid, now: Time) -> Result<(), ServerError> {
     }
 }
 
+/// A file (not a directory) renamed into `dir`: its inode records the
+/// directory, where a fileset finds it (`fileset`). An inode on another
+/// MDT than its name keeps the directory it had.
+fn moved_into(t: &mut Tx<'_>, fid: Fid, dir: Fid) -> Result<(), ServerError> {
+    match t.inode(fid) {
+        Ok(r) => {
+            r.parent = dir;
+            Ok(())
+        }
+        Err(e) if e.errno() == Errno::ENOENT => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// What dropping a link did.
 pub(super) enum Dropped {
     /// Other links remain (or nothing was dropped).
@@ -770,6 +784,12 @@ impl MdtService {
                     t.inode(new_parent)?.attr.nlink -= 1;
                     t.inode(parent)?.attr.nlink += 1;
                 }
+                if !src_dir {
+                    moved_into(t, src.fid, new_parent)?;
+                }
+                if !dst_dir {
+                    moved_into(t, dst.fid, parent)?;
+                }
             }
             touch(t, dst.fid, now)?;
         } else {
@@ -793,6 +813,8 @@ impl MdtService {
                 t.inode(src.fid)?.parent = new_parent;
                 t.inode(parent)?.attr.nlink -= 1;
                 t.inode(new_parent)?.attr.nlink += 1;
+            } else if parent != new_parent {
+                moved_into(t, src.fid, new_parent)?;
             }
         }
         touch(t, src.fid, now)?;

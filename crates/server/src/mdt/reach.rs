@@ -19,6 +19,7 @@ const REACHES: &[(&str, &[&str])] = &[
     ("attrs.rs", &["names"]),
     ("acls.rs", &[]),
     ("capas.rs", &["names"]),
+    ("fileset.rs", &["names"]),
     ("dom.rs", &["names"]),
     ("orphans.rs", &["names"]),
     ("objects.rs", &["names"]),

@@ -132,6 +132,7 @@ impl Staged {
             | R::SetProject { .. }
             | R::GetProject { .. }
             | R::GetCapa { .. }
+            | R::GetRoot
             | R::SetQuota { .. }
             | R::GetQuota { .. }) => Staged::Later(Later::Op(r)),
         }
