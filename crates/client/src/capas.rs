@@ -1,8 +1,10 @@
 //! The capabilities this client holds (`loom_proto::capa`): one per file,
 //! from the MDT's answer to a create or an open, or asked for
-//! (`GetCapa`) when a file's I/O finds none that holds. Each OST request
-//! on a file's objects carries it.
+//! (`GetCapa`) when a file's I/O finds none that holds, or when the
+//! lease of a file opened under it is recalled. Each OST request on a
+//! file's objects carries it.
 
+use crate::ctx::Caller;
 use loom_proto::capa::Capa;
 use loom_proto::Fid;
 use std::collections::HashMap;
@@ -19,6 +21,13 @@ pub const RENEW_BEFORE_SECS: u64 = 300;
 #[derive(Debug, Default)]
 pub struct Capas {
     held: Mutex<HashMap<Fid, Capa>>,
+    /// Files opened under a lease, with no round trip to the MDT, that
+    /// have no capability yet: for writing or not, and who opened them.
+    /// The permission was checked at the open, so when the file's lease
+    /// is recalled (a chmod, say), the capability is asked for before the
+    /// recall is answered, while the MDT still grants what the open was
+    /// allowed (POSIX: permissions are checked at open only).
+    wanted: Mutex<HashMap<Fid, (bool, Caller)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -40,6 +49,32 @@ impl Capas {
                 held.insert(capa.fid, capa);
             }
         }
+    }
+
+    /// `fid` was opened under a lease by `caller` (for writing if
+    /// `write`): unless a capability that allows it is held, one is
+    /// wanted (see [`Capas::wanted`]).
+    pub fn want(&self, fid: Fid, write: bool, caller: &Caller) {
+        if self.get(fid, write).is_some() {
+            return;
+        }
+        let mut w = lock(&self.wanted);
+        if w.len() >= MAX_KEPT && !w.contains_key(&fid) {
+            w.clear();
+        }
+        match w.get(&fid) {
+            Some((true, _)) if !write => {}
+            _ => {
+                w.insert(fid, (write, caller.clone()));
+            }
+        }
+    }
+
+    /// The capability `fid` wants and has not got: for writing or not,
+    /// and as whom to ask for it. Taken: asked once.
+    pub fn wanted(&self, fid: Fid) -> Option<(bool, Caller)> {
+        let (write, c) = lock(&self.wanted).remove(&fid)?;
+        self.get(fid, write).is_none().then_some((write, c))
     }
 
     /// The capability held for `fid` that allows writing if `write`, and

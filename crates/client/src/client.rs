@@ -182,8 +182,30 @@ impl Client {
         client.spawn_orphan_renewal();
         client.start_reclaimer();
         client.router.set_reporter(client.size_reporter());
+        client.router.set_capa_keeper(client.capa_keeper());
         client.router.spawn_recovery(client.ctxs.client_id());
         Ok(client)
+    }
+
+    /// Asks for the capabilities files opened under a lease still want,
+    /// when their leases are recalled ([`crate::capas::Capas::wanted`]).
+    fn capa_keeper(self: &Arc<Self>) -> crate::routing::Reporter {
+        let me = Arc::downgrade(self);
+        Arc::new(move |fids: Vec<Fid>| {
+            let me = me.clone();
+            Box::pin(async move {
+                let Some(c) = me.upgrade() else { return };
+                for fid in fids {
+                    let Some((write, caller)) = c.router.capas.wanted(fid) else {
+                        continue;
+                    };
+                    if let Err(e) = c.fetch_capa(&caller, fid, write).await {
+                        // Its first I/O asks again (and may be refused).
+                        tracing::debug!(%fid, "capability at a recall: {e:?}");
+                    }
+                }
+            })
+        })
     }
 
     /// Reports what this client's open handles of some files wrote, when
@@ -324,19 +346,31 @@ impl Client {
         // Without one the request goes bare: a server's connection (the
         // cluster key) needs none, and an OST refuses it to a client's
         // (EACCES), as the MDT refused the capability.
-        match self
-            .mdt_call(c, fid, loom_proto::msg::MdtRequest::GetCapa { fid, write })
-            .await
-        {
-            Ok(Reply::Capa(capa)) => {
-                self.router.capas.remember(capa.clone());
-                Ok(Some(capa))
-            }
-            Ok(other) => Err(crate::io::file::unexpected("GetCapa", &other)),
+        match self.fetch_capa(c, fid, write).await {
+            Ok(capa) => Ok(Some(capa)),
             Err(e) => {
                 tracing::debug!("no capability for {fid}: {e:?}");
                 Ok(None)
             }
+        }
+    }
+
+    /// A capability for `fid` from its MDT (`GetCapa`), kept.
+    async fn fetch_capa(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        write: bool,
+    ) -> Result<loom_proto::capa::Capa, Errno> {
+        match self
+            .mdt_call(c, fid, MdtRequest::GetCapa { fid, write })
+            .await?
+        {
+            Reply::Capa(capa) => {
+                self.router.capas.remember(capa.clone());
+                Ok(capa)
+            }
+            other => Err(crate::io::file::unexpected("GetCapa", &other)),
         }
     }
 
@@ -400,16 +434,20 @@ impl Client {
     /// checked: for a caller that checked it on those attributes (the
     /// kernel of a mount with `default_permissions`). `None`: ask the MDT
     /// ([`Client::open_checked`]). Also says which lease
-    /// ([`Client::lease_gen`]).
+    /// ([`Client::lease_gen`]). `write`: opened for writing, whose
+    /// capability is asked for at the first write, or before the lease is
+    /// given back, whichever comes first.
     pub fn open_leased(
         self: &Arc<Self>,
         caller: &Caller,
         fid: Fid,
+        write: bool,
     ) -> Option<(Attr, Arc<OpenFile>, u64)> {
         let (attr, layout, gen) = self.router.fresh.leased_file(fid)?;
         if attr.kind != FileKind::File {
             return None;
         }
+        self.router.capas.want(fid, write, caller);
         let attr = self.with_local_size(attr);
         let f = self.open_as(caller, fid, layout, attr.size);
         f.note_attr(&attr);

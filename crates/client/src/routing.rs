@@ -136,6 +136,9 @@ pub struct Router {
     invalidator: Arc<OnceLock<Invalidator>>,
     /// Set by the client: reports sizes whose leases went.
     reporter: Arc<OnceLock<Reporter>>,
+    /// Set by the client: asks for the capabilities that files open here
+    /// under a recalled lease still want (`Capas::wanted`).
+    capa_keeper: Arc<OnceLock<Reporter>>,
     /// Changes on their way (see [`Router::changes_in_flight`]).
     changing: std::sync::atomic::AtomicU64,
     /// Client id of the contexts this router sends its own requests with.
@@ -206,6 +209,7 @@ impl Router {
             subscribing: tokio::sync::Mutex::new(()),
             invalidator: Arc::new(OnceLock::new()),
             reporter: Arc::new(OnceLock::new()),
+            capa_keeper: Arc::new(OnceLock::new()),
             changing: std::sync::atomic::AtomicU64::new(0),
             client_id: std::sync::atomic::AtomicU64::new(0),
             lease_hits: std::sync::atomic::AtomicU64::new(0),
@@ -301,6 +305,12 @@ impl Router {
         let _ = self.reporter.set(f);
     }
 
+    /// Ask for the capabilities of files open here whose leases are
+    /// recalled with `f` (set once, by the client).
+    pub(crate) fn set_capa_keeper(&self, f: Reporter) {
+        let _ = self.capa_keeper.set(f);
+    }
+
     /// Connection losses so far of the connection to `addr`, if one was
     /// made.
     pub fn losses_of(&self, addr: &str) -> Option<u64> {
@@ -334,10 +344,12 @@ impl Router {
         let fresh = self.fresh.clone();
         let inval = self.invalidator.clone();
         let reporter = self.reporter.clone();
+        let keeper = self.capa_keeper.clone();
         Arc::new(move |env: Envelope| {
             let fresh = fresh.clone();
             let inval = inval.clone();
             let reporter = reporter.clone();
+            let keeper = keeper.clone();
             Box::pin(async move {
                 match env.req {
                     Request::Client(ClientRequest::Recall { leases }) => {
@@ -354,6 +366,11 @@ impl Router {
                             .collect();
                         held.sort_unstable();
                         held.dedup();
+                        // Before the change that recalls them is made:
+                        // the MDT grants what the opens were allowed.
+                        if let (false, Some(k)) = (held.is_empty(), keeper.get()) {
+                            k(held.clone()).await;
+                        }
                         // Forgotten first: a write from now on reports
                         // its size itself.
                         fresh.recall(&leases);

@@ -161,3 +161,71 @@ fn node_ctx(c: &loom_client::Caller) -> ReqCtx {
         ..ReqCtx::default()
     }
 }
+
+/// POSIX checks permissions at open only: a file opened for writing under
+/// a lease (no round trip, so no capability yet) stays writable through
+/// that handle after another client's chmod takes the permission away.
+/// The chmod recalls the lease, and the client asks for the capability
+/// before it answers, while the MDT still grants what the open was
+/// allowed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leased_open_keeps_its_permission_across_a_chmod_elsewhere() {
+    let cluster = start_cluster("capa2").await;
+    let admin = connect(&cluster, "capa2").await;
+    let node = connect_leasing(&cluster.with_key(cluster.key.client_key()), "capa2").await;
+    let root = user_in(0, 0, &[]);
+    let alice = user_in(1000, 1000, &[]);
+    let (a, _) = admin
+        .create(&root, Fid::ROOT, "hers", FileKind::File, 0o644, 0, None)
+        .await
+        .expect("create");
+    admin
+        .setattr(
+            &root,
+            a.fid,
+            loom_proto::msg::SetAttr {
+                uid: Some(1000),
+                gid: Some(1000),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("chown to alice");
+    // Looked up by the leasing client: attributes and layout leased.
+    node.lookup(&alice, Fid::ROOT, "hers")
+        .await
+        .expect("lookup");
+    let (_, h, _) = node
+        .open_leased(&alice, a.fid, true)
+        .expect("opened under the lease, no MDT asked");
+    admin
+        .setattr(
+            &root,
+            a.fid,
+            loom_proto::msg::SetAttr {
+                perm: Some(0o000),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("chmod 000 elsewhere");
+    h.write(0, b"written after the chmod")
+        .await
+        .expect("the open's permission holds");
+    h.flush().await.expect("flush");
+    let (_, r) = admin
+        .open_checked(&root, a.fid, loom_proto::msg::access::READ)
+        .await
+        .expect("root opens");
+    assert_eq!(
+        r.read(0, 64).await.expect("read"),
+        b"written after the chmod".to_vec()
+    );
+    // A new open as alice is refused now, by the MDT.
+    assert_eq!(
+        node.open_checked(&alice, a.fid, loom_proto::msg::access::WRITE)
+            .await
+            .map(|_| ()),
+        Err(Errno::EACCES)
+    );
+}

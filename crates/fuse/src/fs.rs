@@ -582,7 +582,7 @@ impl LoomFs {
         let leased = if truncate {
             None
         } else {
-            self.client.open_leased(&c, f)
+            self.client.open_leased(&c, f, want & access::WRITE != 0)
         };
         let (mut attr, file, keep) = match leased {
             Some((attr, file, lease)) => {
