@@ -55,7 +55,7 @@ impl Capas {
     /// `write`): unless a capability that allows it is held, one is
     /// wanted (see [`Capas::wanted`]).
     pub fn want(&self, fid: Fid, write: bool, caller: &Caller) {
-        if self.get(fid, write).is_some() {
+        if self.holds(fid, write) {
             return;
         }
         let mut w = lock(&self.wanted);
@@ -74,7 +74,16 @@ impl Capas {
     /// and as whom to ask for it. Taken: asked once.
     pub fn wanted(&self, fid: Fid) -> Option<(bool, Caller)> {
         let (write, c) = lock(&self.wanted).remove(&fid)?;
-        self.get(fid, write).is_none().then_some((write, c))
+        (!self.holds(fid, write)).then_some((write, c))
+    }
+
+    /// Whether a capability is held for `fid` that allows writing if
+    /// `write`, and holds a while yet (no copy made: every open under a
+    /// lease asks).
+    fn holds(&self, fid: Fid, write: bool) -> bool {
+        lock(&self.held)
+            .get(&fid)
+            .is_some_and(|c| c.good_for(write, RENEW_BEFORE_SECS))
     }
 
     /// The capability held for `fid` that allows writing if `write`, and
