@@ -21,3 +21,17 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> std::io::Result<()> {
     fs::File::open(dir)?.sync_all()?;
     Ok(())
 }
+
+/// fsync every file and directory under `dir`, and `dir` itself: a tree
+/// just made (a snapshot's image) survives a crash whole.
+pub fn sync_tree(dir: &Path) -> std::io::Result<()> {
+    for ent in fs::read_dir(dir)? {
+        let ent = ent?;
+        if ent.file_type()?.is_dir() {
+            sync_tree(&ent.path())?;
+        } else {
+            fs::File::open(ent.path())?.sync_all()?;
+        }
+    }
+    fs::File::open(dir)?.sync_all()
+}

@@ -207,6 +207,29 @@ pub trait KvStore: Send + Sync {
     }
 }
 
+/// Mirror directory `src` into `dst`: files hard-linked, journals
+/// (`*.jnl`, written in place) copied, the lock file made anew.
+fn link_tree(src: &Path, dst: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dst)?;
+    for ent in std::fs::read_dir(src)? {
+        let ent = ent?;
+        let (from, to) = (ent.path(), dst.join(ent.file_name()));
+        let name = ent.file_name();
+        let name = name.to_string_lossy();
+        if ent.file_type()?.is_dir() {
+            link_tree(&from, &to)?;
+        } else if name == "lock" {
+            // Its own (the store's is locked while open; fjall needs one).
+            std::fs::File::create(&to)?;
+        } else if name.ends_with(".jnl") {
+            std::fs::copy(&from, &to)?;
+        } else {
+            std::fs::hard_link(&from, &to)?;
+        }
+    }
+    Ok(())
+}
+
 /// The fjall backend.
 pub struct FjallStore {
     path: PathBuf,
@@ -339,6 +362,51 @@ impl FjallStore {
             .persist(fjall::PersistMode::SyncData)
             .map_err(|e| self.err(e))?;
         Ok(true)
+    }
+
+    /// Write a point-in-time image of the store to `dst` (a directory
+    /// that must not exist), which [`FjallStore::open`] opens as a store
+    /// of its own: a snapshot of an MDT. Every batch applied before the
+    /// call is in it, none after. It costs what the store's files number,
+    /// not what they hold: the store's tables never change once written,
+    /// so they are hard-linked; only its journals, which grow in place,
+    /// are copied (the memtables are flushed first, which keeps them
+    /// short). A table that compaction removed while it was being
+    /// linked makes it start again.
+    pub fn checkpoint(&self, dst: &Path) -> Result<(), KvError> {
+        let _g = self.apply_lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.db
+            .persist(fjall::PersistMode::SyncAll)
+            .map_err(|e| self.err(e))?;
+        for (_, ks) in &self.spaces {
+            ks.rotate_memtable_and_wait().map_err(|e| self.err(e))?;
+        }
+        let io_err = |what: &str, p: &Path, e: std::io::Error| KvError::Backend {
+            path: self.path.clone(),
+            msg: format!("checkpoint: {what} {}: {e}", p.display()),
+        };
+        const TRIES: usize = 5;
+        for attempt in 1..=TRIES {
+            if dst.exists() {
+                std::fs::remove_dir_all(dst).map_err(|e| io_err("clearing", dst, e))?;
+            }
+            match link_tree(&self.path, dst) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && attempt < TRIES => continue,
+                Err(e) => return Err(io_err("linking into", dst, e)),
+            }
+            crate::durable::sync_tree(dst).map_err(|e| io_err("syncing", dst, e))?;
+            // A table a concurrent compaction replaced may be missing from
+            // the image: opening it says so.
+            match FjallStore::open(dst) {
+                Ok(_) => return Ok(()),
+                Err(e) if attempt < TRIES => {
+                    tracing::debug!("checkpoint attempt {attempt} did not open ({e}); again");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io_err("making", dst, std::io::ErrorKind::Other.into()))
     }
 
     fn ks(&self, s: Space) -> &fjall::Keyspace {
@@ -497,6 +565,77 @@ mod tests {
             Some(b"2".to_vec())
         );
         assert_eq!(s.get(Space::Inodes, b"p/x").expect("get"), None);
+    }
+
+    fn count(s: &FjallStore, space: Space) -> usize {
+        s.scan(space, b"", None, usize::MAX).expect("scan").len()
+    }
+
+    /// A checkpoint holds every batch applied before it and none after,
+    /// opens as a store of its own, and leaves the store it was taken of
+    /// working: also while compactions run, and with batches that never
+    /// reached a table (only the journal).
+    #[test]
+    fn a_checkpoint_is_the_store_as_it_was() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = std::sync::Arc::new(FjallStore::open(&dir.path().join("live")).expect("open"));
+        let put = |from: u32, to: u32, tag: &[u8]| {
+            for chunk in (from..to).collect::<Vec<_>>().chunks(500) {
+                let mut b = Batch::new();
+                for i in chunk {
+                    b.put(Space::Inodes, i.to_be_bytes().to_vec(), tag.to_vec());
+                }
+                s.apply(b).expect("apply");
+            }
+        };
+        put(0, 20_000, b"old");
+        // Compactions in the background while images are taken.
+        let compacting = {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                for _ in 0..5 {
+                    for (_, ks) in &s.spaces {
+                        ks.major_compact().expect("compact");
+                    }
+                }
+            })
+        };
+        let mut images = Vec::new();
+        for round in 0..4u32 {
+            let img = dir.path().join(format!("img{round}"));
+            s.checkpoint(&img).expect("checkpoint");
+            images.push((img, 20_000 + round * 1000));
+            put(20_000 + round * 1000, 21_000 + round * 1000, b"new");
+        }
+        compacting.join().expect("compactions");
+        // Changed and removed after every image.
+        let mut b = Batch::new();
+        b.put(
+            Space::Inodes,
+            0u32.to_be_bytes().to_vec(),
+            b"changed".to_vec(),
+        );
+        b.delete(Space::Inodes, 1u32.to_be_bytes().to_vec());
+        s.apply(b).expect("apply");
+        for (img, n) in &images {
+            let c = FjallStore::open(img).expect("open the image");
+            assert_eq!(count(&c, Space::Inodes), *n as usize, "{}", img.display());
+            assert_eq!(
+                c.get(Space::Inodes, &0u32.to_be_bytes()).expect("get"),
+                Some(b"old".to_vec())
+            );
+            assert!(c
+                .get(Space::Inodes, &1u32.to_be_bytes())
+                .expect("get")
+                .is_some());
+        }
+        assert_eq!(count(&s, Space::Inodes), 23_999, "the store goes on");
+        drop(s);
+        let again = FjallStore::open(&dir.path().join("live")).expect("reopen");
+        assert_eq!(
+            again.get(Space::Inodes, &0u32.to_be_bytes()).expect("get"),
+            Some(b"changed".to_vec())
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! - [`checked`]: reads that verify checksums, changes that keep them.
 //! - [`sums`]: per-block checksums of an object, beside it.
 //! - [`packed`]: compressed objects, in chunks written copy-on-write.
+//! - [`snaps`]: snapshots of an OST's objects, copy-on-write by chunk.
 //! - [`durable`]: small helpers for crash-safe file replacement.
 #![warn(missing_docs)]
 
@@ -16,6 +17,7 @@ pub mod kv;
 pub mod object;
 pub mod owners;
 pub mod packed;
+pub mod snaps;
 pub mod sums;
 
 /// A scratch object for the unit tests of the object formats: its data

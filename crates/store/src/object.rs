@@ -70,6 +70,9 @@ use loom_proto::quota::Owner;
 use loom_proto::Compress;
 use std::sync::atomic::{AtomicI64, Ordering};
 
+mod snapshots;
+use snapshots::{Change, Snaps};
+
 /// Most open file handles kept in the cache.
 pub const HANDLE_CACHE_CAPACITY: usize = 512;
 
@@ -322,6 +325,8 @@ pub struct ObjectStore {
     owners: Owners,
     /// Owners could not be stored (no extended attributes): said once.
     owners_unkept: std::sync::atomic::AtomicBool,
+    /// Its snapshots (see `crate::snaps`).
+    snaps: Mutex<Snaps>,
 }
 
 impl std::fmt::Debug for ObjectStore {
@@ -367,6 +372,7 @@ impl ObjectStore {
             usage: Usage::default(),
             owners: Owners::default(),
             owners_unkept: Default::default(),
+            snaps: Mutex::new(Snaps::load(dir)?),
         };
         let marker = dir.join(CHECKSUMS_FILE);
         if fresh {
@@ -779,6 +785,7 @@ impl ObjectStore {
             return Ok(());
         }
         let _g = self.lock_of(oid).write().unwrap_or_else(|p| p.into_inner());
+        self.preserve(oid, Change::Range(offset, offset + data.len() as u64))?;
         let obj = self.for_change(oid, pack)?;
         if let Some(o) = owner {
             self.own(oid, &obj, o)?;
@@ -906,6 +913,7 @@ impl ObjectStore {
             if size == 0 && self.handle(oid, false)?.is_none() {
                 return Ok(());
             }
+            self.preserve(oid, Change::Resize(size))?;
             let obj = self.for_change(oid, pack)?;
             self.charged(oid, &obj, || match self.view(&obj, obj.sums.get()) {
                 View::Packed(p) => self.moved(oid, p.resize(size)),
@@ -932,6 +940,7 @@ impl ObjectStore {
             if self.handle(oid, false)?.is_none() {
                 return Ok(());
             }
+            self.preserve(oid, Change::Range(offset, offset + len))?;
             let obj = self.for_change(oid, None)?;
             self.charged(oid, &obj, || self.punch_in(oid, &obj, offset, len))?;
         }
@@ -993,6 +1002,9 @@ impl ObjectStore {
     /// Make object `oid`'s data and checksums durable (and its names, if
     /// new). A missing object is fine: there is nothing to sync.
     pub fn sync(&self, oid: u64) -> Result<(), ObjectError> {
+        // What a snapshot keeps of it first: the object's new bytes must
+        // not be on disk without the old ones kept.
+        self.sync_kept(oid)?;
         let Some(obj) = self.handle(oid, false)? else {
             return Ok(());
         };
@@ -1101,6 +1113,9 @@ impl ObjectStore {
             cache.map.remove(&oid);
             cache.unsynced_names.remove(&oid);
         }
+        // A snapshot that saw it keeps its files (moved, not copied).
+        self.preserve(oid, Change::Destroy)?;
+        self.sync_kept(oid)?;
         for path in [self.object_path(oid), self.sums_path(oid)] {
             match fs::remove_file(&path) {
                 Ok(()) => {}
