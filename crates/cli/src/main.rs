@@ -20,6 +20,7 @@ mod project;
 mod quota;
 mod registry;
 mod scrub;
+mod snapshot;
 mod stats;
 mod tools;
 mod up;
@@ -139,6 +140,11 @@ enum Cmd {
     /// set|del|list MOUNT ...` (root).
     #[command(subcommand)]
     Nodemap(nodemap::NodemapCmd),
+    /// Snapshots of the whole file system, copy-on-write, taken on every
+    /// target at once under a write barrier: `loom snapshot
+    /// create|list|destroy MOUNT ...` (create and destroy are root's).
+    #[command(subcommand)]
+    Snapshot(snapshot::SnapshotCmd),
     // Benchmarks (mdtest, IOR, IO500; compare, sweep, suite). No doc
     // comment here: it would replace the long help of loom_bench::BenchArgs.
     Bench(loom_bench::BenchArgs),
@@ -192,6 +198,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::SetParam(a) => params::set_param(a),
         Cmd::GetParam(a) => params::get_param(a),
         Cmd::Nodemap(c) => nodemap::run(c),
+        Cmd::Snapshot(c) => snapshot::run(c),
         // Its own exit codes, as e2fsck's.
         Cmd::Fsck(a) => return Ok(fsck::fsck(a)),
         Cmd::Bench(a) => loom_bench::run(a),

@@ -74,6 +74,10 @@ pub struct MountArgs {
     /// system's choice.
     #[arg(long, value_name = "IP")]
     pub source_addr: Option<std::net::IpAddr>,
+    /// Mount snapshot NAME of the file system instead (`loom snapshot
+    /// list`), read-only.
+    #[arg(long, value_name = "NAME")]
+    pub snapshot: Option<String>,
 }
 
 /// Seconds a mount keeps what its MDTs lease it, by default.
@@ -135,6 +139,8 @@ pub struct MountPlan {
     pub metrics_listen: Option<String>,
     /// The local address connections leave from.
     pub source: Option<std::net::IpAddr>,
+    /// The snapshot to mount (read-only) instead of the file system.
+    pub snapshot: Option<String>,
 }
 
 /// Seconds, 0 to one hour, fractions allowed.
@@ -208,6 +214,33 @@ enum Event {
     Ended,
 }
 
+/// The number of snapshot `name` of the plan's file system.
+async fn snapshot_id(
+    plan: &MountPlan,
+    key: &loom_rpc::ClusterKey,
+    opts: &ClientOptions,
+    name: &str,
+) -> anyhow::Result<u32> {
+    let c = Client::connect(&plan.mgs, &plan.fsname, key.clone(), opts.clone())
+        .await
+        .with_context(|| format!("connecting to {}:/{}", plan.mgs, plan.fsname))?;
+    let snaps = c
+        .snapshots(&loom_client::Caller::current())
+        .await
+        .map_err(|e| crate::tools::errno(e, "listing the snapshots"))?;
+    match snaps
+        .iter()
+        .find(|s| s.name == name && s.state == loom_proto::snapshot::SnapState::Ready)
+    {
+        Some(s) => Ok(s.id),
+        None => bail!(
+            "{}:/{} has no snapshot {name:?} (loom snapshot list shows them)",
+            plan.mgs,
+            plan.fsname
+        ),
+    }
+}
+
 /// Mount, call `ready`, and serve until SIGINT/SIGTERM or an external
 /// unmount; then unmount and return.
 pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result<()> {
@@ -227,6 +260,11 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
         source: plan.source,
         ..ClientOptions::default()
     };
+    let snapshot = match &plan.snapshot {
+        None => None,
+        Some(name) => Some(rt.block_on(snapshot_id(plan, &key, &opts, name))?),
+    };
+    let opts = ClientOptions { snapshot, ..opts };
     let client = rt
         .block_on(Client::connect(&plan.mgs, &plan.fsname, key, opts))
         .with_context(|| format!("connecting to {}:/{}", plan.mgs, plan.fsname))?;
@@ -254,6 +292,7 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
         attr_timeout: plan.attr_timeout,
         readahead_kb: (plan.readahead_kb > 0).then_some(plan.readahead_kb),
         allow_other: plan.allow_other,
+        read_only: snapshot.is_some(),
         ..loom_fuse::MountOptions::default()
     };
     let ours = client.clone();
@@ -375,6 +414,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
             jobid_var: a.jobid_var.clone(),
             metrics_listen: a.metrics_listen.clone(),
             source: a.source_addr,
+            snapshot: a.snapshot.clone(),
         };
         return mount_and_serve(&plan, || println!("mounted at {}", a.dir.display()));
     }
@@ -423,6 +463,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
                 .map(|m| format!("--metrics-listen={m}")),
         )
         .args(a.source_addr.iter().map(|s| format!("--source-addr={s}")))
+        .args(a.snapshot.iter().map(|s| format!("--snapshot={s}")))
         .arg("--foreground")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -668,7 +668,7 @@ fn print_only(a: &GetstripeArgs, count: i64, size: u64, index: i64) {
     }
 }
 
-fn human(kib: u64) -> String {
+pub(crate) fn human(kib: u64) -> String {
     let units = ["K", "M", "G", "T", "P"];
     let mut v = kib as f64;
     let mut i = 0;

@@ -567,6 +567,7 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
             jobid_var: loom_client::ClientOptions::default().jobid_var,
             metrics_listen: None,
             source: None,
+            snapshot: None,
         };
         if a.no_mount {
             println!(

@@ -256,6 +256,7 @@ fn ask_as(c: &Cluster, uid: u32, req: MdtRequest) -> Result<Reply, Errno> {
             ctx: ReqCtx::default(),
             req: MgsRequest::GetConfig.into(),
             capa: None,
+            snapshot: None,
         };
         let mgs = RpcClient::new(c.mgs(), key.clone(), ClientOptions::default());
         let cfg = match mgs.call(&get, bytes::Bytes::new()).await {
@@ -272,6 +273,7 @@ fn ask_as(c: &Cluster, uid: u32, req: MdtRequest) -> Result<Reply, Errno> {
             },
             req: Request::Mdt(req),
             capa: None,
+            snapshot: None,
         };
         let rpc = RpcClient::new(addr, key, ClientOptions::default());
         match rpc.call(&env, bytes::Bytes::new()).await {

@@ -25,6 +25,7 @@ async fn ask(addr: &str, key: &ClusterKey, target: TargetId, req: Request) -> Re
         ctx: ReqCtx::default(),
         req,
         capa: None,
+        snapshot: None,
     };
     match rpc.call(&env, bytes::Bytes::new()).await {
         Ok((r, _)) => Ok(r),

@@ -39,6 +39,9 @@ pub struct ClientOptions {
     /// several networks picks the one its servers know it by, and so its
     /// nodemap); `None`: the system's choice.
     pub source: Option<std::net::IpAddr>,
+    /// Read this snapshot of the file system (its number, see
+    /// [`Client::snapshots`]) instead of the file system itself: read-only.
+    pub snapshot: Option<u32>,
 }
 
 impl Default for ClientOptions {
@@ -50,6 +53,7 @@ impl Default for ClientOptions {
             caching: Default::default(),
             readahead: true,
             source: None,
+            snapshot: None,
         }
     }
 }
@@ -127,6 +131,7 @@ impl Client {
         let mut router = Router::new(mgs_addr, key, opts.call_timeout);
         router.set_caching(opts.caching);
         router.set_source(opts.source);
+        router.set_snapshot(opts.snapshot);
         let wait = opts.connect_timeout.min(opts.call_timeout);
         let config = router.fetch_config(wait).await.map_err(|e| match e {
             RpcError::Remote(w) => ClientError::BadConfig {

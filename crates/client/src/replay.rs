@@ -151,6 +151,7 @@ mod tests {
             },
             req: MdtRequest::Sync.into(),
             capa: None,
+            snapshot: None,
         }
     }
 

@@ -141,6 +141,9 @@ pub struct Router {
     capa_keeper: Arc<OnceLock<Reporter>>,
     /// Changes on their way (see [`Router::changes_in_flight`]).
     changing: std::sync::atomic::AtomicU64,
+    /// The snapshot this client reads (every MDT and OST request asks
+    /// for its image), if any.
+    snapshot: Option<u32>,
     /// Client id of the contexts this router sends its own requests with.
     client_id: std::sync::atomic::AtomicU64,
     /// Calls made, by target role (MGS, MDT, OST), resends not counted.
@@ -210,6 +213,7 @@ impl Router {
             invalidator: Arc::new(OnceLock::new()),
             reporter: Arc::new(OnceLock::new()),
             capa_keeper: Arc::new(OnceLock::new()),
+            snapshot: None,
             changing: std::sync::atomic::AtomicU64::new(0),
             client_id: std::sync::atomic::AtomicU64::new(0),
             lease_hits: std::sync::atomic::AtomicU64::new(0),
@@ -298,6 +302,12 @@ impl Router {
     /// serialised with them by a kernel asks the MDT.
     pub fn changes_in_flight(&self) -> u64 {
         self.changing.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Read snapshot `id` (before any request): every MDT and OST request
+    /// asks for that image, and the servers refuse changes (EROFS).
+    pub fn set_snapshot(&mut self, id: Option<u32>) {
+        self.snapshot = id;
     }
 
     /// Report sizes whose leases went with `f` (set once, by the client).
@@ -452,6 +462,7 @@ impl Router {
             },
             req: MdtRequest::Subscribe.into(),
             capa: None,
+            snapshot: self.snapshot,
         };
         let deadline = Instant::now() + REFRESH_TIMEOUT;
         match rpc
@@ -488,6 +499,7 @@ impl Router {
             ctx: ReqCtx::default(),
             req: MgsRequest::GetConfig.into(),
             capa: None,
+            snapshot: None,
         };
         let (reply, _) = self
             .rpc(&self.mgs_addr)
@@ -606,11 +618,16 @@ impl Router {
         ctx.seq = seq.1;
         ctx.acked_below = low;
         self.calls[role_slot(target.role)].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let snapshot = match target.role {
+            Role::Mgs => None,
+            _ => self.snapshot,
+        };
         let mut env = Envelope {
             target,
             ctx,
             req,
             capa,
+            snapshot,
         };
         if let Some(n) = self.ops.get(usize::from(env.req.opcode())) {
             n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -967,6 +984,7 @@ impl Router {
             ctx,
             req: req.into(),
             capa: None,
+            snapshot: None,
         };
         let deadline = Instant::now() + self.call_timeout;
         match self
@@ -994,6 +1012,7 @@ impl Router {
                     ctx: ReqCtx::default(),
                     req: MdtRequest::CommitState.into(),
                     capa: None,
+                    snapshot: None,
                 };
                 self.replay
                     .note(mdt, Commit { transno: 0, ..c }, &env, None);

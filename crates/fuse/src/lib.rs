@@ -58,6 +58,8 @@ pub struct MountOptions {
     /// The directory the mount shows as its root (`Client::root`: the
     /// file system's, or a nodemap's fileset).
     pub root: loom_proto::Fid,
+    /// Mounted read-only (a snapshot).
+    pub read_only: bool,
 }
 
 impl Default for MountOptions {
@@ -69,6 +71,7 @@ impl Default for MountOptions {
             fsname: "loomfs".to_string(),
             readahead_kb: Some(DEFAULT_READAHEAD_KB),
             root: loom_proto::Fid::ROOT,
+            read_only: false,
         }
     }
 }

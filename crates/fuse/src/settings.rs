@@ -37,6 +37,9 @@ pub fn fuser_config(opts: &MountOptions, subtype: &str) -> fuser::Config {
     if opts.allow_other {
         cfg.acl = fuser::SessionACL::All;
     }
+    if opts.read_only {
+        cfg.mount_options.push(fuser::MountOption::RO);
+    }
     cfg
 }
 

@@ -38,6 +38,7 @@ pub mod name;
 pub mod nodemap;
 pub mod quota;
 pub mod requests;
+pub mod snapshot;
 
 pub use compress::Compress;
 pub use error::{Errno, WireError};

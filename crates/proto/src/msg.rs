@@ -125,6 +125,9 @@ pub struct Envelope {
     /// The capability of the object a client's OST request touches
     /// (`loom_proto::capa`); `None` otherwise.
     pub capa: Option<crate::capa::Capa>,
+    /// The snapshot whose image of the target is asked (read-only; see
+    /// `crate::snapshot`); `None`: the target itself.
+    pub snapshot: Option<u32>,
 }
 
 /// File types, as the kernel knows them.
@@ -1044,6 +1047,11 @@ pub enum Reply {
     },
     /// A capability (`GetCapa`).
     Capa(crate::capa::Capa),
+    /// The file system's snapshots (`SnapshotList`), or the one made
+    /// (`SnapshotCreate`, alone).
+    Snapshots(Vec<crate::snapshot::SnapshotInfo>),
+    /// Bytes a snapshot holds on a target (`SnapStep::Usage`).
+    Taken(u64),
     /// `reply`, with the capability for the file it created or opened
     /// (the MDT's answer to `Create` and `Open` of a regular file).
     WithCapa {
@@ -1164,6 +1172,7 @@ mod tests {
                 keep_orphan: false,
             }),
             capa: None,
+            snapshot: None,
         };
         let b = encode(&e).expect("encode");
         assert_eq!(decode::<Envelope>(&b).expect("decode"), e);

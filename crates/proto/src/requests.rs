@@ -302,6 +302,23 @@ declare_requests! {
             /// What it is now.
             nodemap: Option<crate::nodemap::Nodemap>,
         } => 113, "set_nodemap", Changes, Any;
+        /// Take snapshot `name` of the whole file system (root): every
+        /// target at once, under a barrier that holds at most
+        /// `barrier_ms`. Answered `Reply::Snapshots` with it.
+        SnapshotCreate {
+            /// Its name.
+            name: String,
+            /// How long the barrier may hold, in milliseconds.
+            barrier_ms: u32,
+        } => 116, "snapshot_create", Changes, Any;
+        /// Destroy snapshot `name` (root).
+        SnapshotDestroy {
+            /// Its name.
+            name: String,
+        } => 118, "snapshot_destroy", Changes, Any;
+        /// The snapshots, oldest first, with the bytes each holds
+        /// (`Reply::Snapshots`).
+        SnapshotList => 119, "snapshot_list", Reads, Any;
     }
 }
 
@@ -915,6 +932,14 @@ declare_requests! {
             /// Its intent.
             id: u64,
         } => 59, "forget_intent", Changes, Peers;
+        /// MGS to a target: a step of taking or destroying snapshot `id`
+        /// (`crate::snapshot`).
+        Snapshot {
+            /// The snapshot.
+            id: u32,
+            /// The step.
+            step: crate::snapshot::SnapStep,
+        } => 117, "snapshot", Changes, Peers;
         /// MDT to MDT: inode `fid` of the receiving MDT as it is stored
         /// (`Reply::Inode`): a coordinator's checks before a cross-MDT
         /// rename or link, and its walk up the tree.
@@ -1173,6 +1198,13 @@ declare_requests! {
             /// The new owner.
             owner: Owner,
         } => 106, "obj_set_owner", Changes, Peers;
+        /// MGS to an OST: as the MDTs' `Snapshot`.
+        Snapshot {
+            /// The snapshot.
+            id: u32,
+            /// The step.
+            step: crate::snapshot::SnapStep,
+        } => 117, "snapshot", Changes, Peers;
     }
 }
 

@@ -486,6 +486,7 @@ impl RpcClient {
             ctx: Default::default(),
             req: Request::Ping,
             capa: None,
+            snapshot: None,
         }) {
             Ok(b) => b,
             Err(_) => return,

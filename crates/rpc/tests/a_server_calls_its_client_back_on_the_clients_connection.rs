@@ -18,6 +18,7 @@ fn recall(n: u32) -> Envelope {
         }
         .into(),
         capa: None,
+        snapshot: None,
     }
 }
 

@@ -13,6 +13,7 @@
 //! - [`error`]: what handlers fail with; the one conversion to wire errors.
 #![warn(missing_docs)]
 
+pub mod barrier;
 pub mod dashboard;
 pub mod error;
 pub mod fail;

@@ -9,7 +9,10 @@ use crate::peers::Peers;
 use crate::stats::{Served, TargetStats};
 use crate::target;
 use anyhow::{bail, Context};
-use loom_proto::msg::{Envelope, MgsRequest, Reply, Request, Role, TargetId, TargetInfo};
+use loom_proto::msg::{
+    Envelope, MdtRequest, MgsRequest, OstRequest, Reply, Request, Role, TargetId, TargetInfo,
+};
+use loom_proto::requests::Effect;
 use loom_proto::Errno;
 use loom_rpc::{Answer, Channel, ClientOptions, ClusterKey, Service};
 use serde::{Deserialize, Serialize};
@@ -366,6 +369,82 @@ impl Service for Node {
 }
 
 impl Node {
+    /// A request for snapshot `id`'s image of its target: reads only (an
+    /// MDT's image is a service of its own, an OST reads its objects as
+    /// the snapshot saw them); every change is refused (EROFS), leases
+    /// too (nothing in a snapshot changes).
+    async fn dispatch_snapshot(
+        self: Arc<Self>,
+        id: u32,
+        env: Envelope,
+        bulk: Vec<u8>,
+        ch: &Arc<Channel>,
+    ) -> Answer {
+        let t = env.target;
+        let refused = |errno, msg: String| -> Answer {
+            answer(t, (Err(ServerError::refused(errno, msg)), Vec::new())).into()
+        };
+        let op = env.req.op();
+        let read_only = || format!("{}: snapshot {id} is read-only", op.name);
+        match (t.role, env.req) {
+            (_, Request::Ping) => (Ok(Reply::Ok), Vec::new()).into(),
+            (Role::Mdt, Request::Mdt(MdtRequest::Subscribe)) => refused(
+                Errno::EOPNOTSUPP,
+                format!("snapshot {id} changes no more: no leases"),
+            ),
+            (Role::Mdt, Request::Mdt(MdtRequest::Sync | MdtRequest::Disconnect)) => {
+                (Ok(Reply::Ok), Vec::new()).into()
+            }
+            (Role::Mdt, req) if op.effect != Effect::Reads => {
+                let _ = req;
+                refused(Errno::EROFS, read_only())
+            }
+            (Role::Mdt, req) => {
+                let Some(live) = self.mdt(t.index) else {
+                    return refused(Errno::EINVAL, format!("this server does not host {t}"));
+                };
+                let img = match live.snapshot_image(id) {
+                    Ok(m) => m,
+                    Err(e) => return answer(t, (Err(e), Vec::new())).into(),
+                };
+                match req {
+                    Request::Mdt(r) => answer(t, img.handle(&env.ctx, r, Some(ch)).await).into(),
+                    Request::Peer(r) => {
+                        answer(t, (img.handle_peer(&env.ctx, r).await, Vec::new())).into()
+                    }
+                    other => refused(
+                        Errno::EPROTO,
+                        format!("{t} does not serve {}", other.name()),
+                    ),
+                }
+            }
+            (Role::Ost, Request::Ost(req)) => {
+                let Some(o) = self.ost(t.index) else {
+                    return refused(Errno::EINVAL, format!("this server does not host {t}"));
+                };
+                match req {
+                    OstRequest::ObjRead { obj, offset, len } => {
+                        match o.read_snapshot(id, obj, offset, len).await {
+                            Ok(data) => (Ok(Reply::Data), data).into(),
+                            Err(e) => answer(t, (Err(e), Vec::new())).into(),
+                        }
+                    }
+                    OstRequest::ObjGetSize { obj } => {
+                        answer(t, (o.size_in_snapshot(id, obj).await, Vec::new())).into()
+                    }
+                    r if op.effect == Effect::Reads => {
+                        answer(t, o.handle(&env.ctx, r, bulk).await).into()
+                    }
+                    _ => refused(Errno::EROFS, read_only()),
+                }
+            }
+            (_, req) => refused(
+                Errno::EPROTO,
+                format!("{t} does not serve {} of a snapshot", req.name()),
+            ),
+        }
+    }
+
     async fn dispatch(
         self: Arc<Self>,
         mut env: Envelope,
@@ -379,6 +458,9 @@ impl Node {
         // Every target serves a client as its nodemap makes it.
         if let Err(e) = self.clients.admit(ch, &mut env) {
             return answer(t, (Err(e), Vec::new())).into();
+        }
+        if let Some(id) = env.snapshot {
+            return self.dispatch_snapshot(id, env, bulk, ch).await;
         }
         let refused = |errno, msg: String| -> Answer {
             answer(t, (Err(ServerError::refused(errno, msg)), Vec::new())).into()
@@ -465,7 +547,11 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
             );
         }
         match id.role {
-            Role::Mgs => node.open_mgs(MgsService::open(dir, &cfg.fsname)?),
+            Role::Mgs => {
+                let m = MgsService::open(dir, &cfg.fsname)?;
+                m.use_peers(peers.clone());
+                node.open_mgs(m)
+            }
             Role::Mdt => node.open_mdt(
                 id.index,
                 MdtService::open_with(id.index, dir, peers.clone(), mdt_opts.clone())?,

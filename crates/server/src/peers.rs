@@ -29,6 +29,9 @@ pub struct Peers {
     /// Set while a background refresh runs: at most one at a time.
     refreshing: Arc<AtomicBool>,
     ctx: ReqCtx,
+    /// The snapshot whose targets' images these peers are (an MDT
+    /// serving a snapshot asks the other MDTs' images of it).
+    snapshot: Option<u32>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -49,6 +52,21 @@ impl Peers {
                 client_id: rand::random(),
                 ..ReqCtx::default()
             },
+            snapshot: None,
+        }
+    }
+
+    /// The same peers, reached as their images in snapshot `id`.
+    pub fn for_snapshot(&self, id: u32) -> Peers {
+        Peers {
+            mgs: self.mgs.clone(),
+            key: self.key.clone(),
+            opts: self.opts.clone(),
+            clients: Mutex::new(HashMap::new()),
+            config: Mutex::new(None),
+            refreshing: Arc::new(AtomicBool::new(false)),
+            ctx: self.ctx.clone(),
+            snapshot: Some(id),
         }
     }
 
@@ -59,6 +77,7 @@ impl Peers {
             ctx: self.ctx.clone(),
             req: req.into(),
             capa: None,
+            snapshot: None,
         };
         Ok(self.mgs.call(&env, Bytes::new()).await?.0)
     }
@@ -116,6 +135,7 @@ impl Peers {
             ctx: self.ctx.clone(),
             req: MgsRequest::GetConfig.into(),
             capa: None,
+            snapshot: None,
         };
         match self
             .mgs
@@ -161,6 +181,7 @@ impl Peers {
             ctx,
             req: req.into(),
             capa: None,
+            snapshot: self.snapshot,
         };
         let mut hops = 0;
         loop {

@@ -2002,6 +2002,7 @@ async fn every_acknowledged_create_survives_a_sigkill_of_the_server() {
                     },
                     req: create_req(ROOT, &name, Some(spec(-1, 0, -1))).into(),
                     capa: None,
+                    snapshot: None,
                 };
                 match client.call(&env, bytes::Bytes::new()).await {
                     Ok((Reply::Entry { attr, layout }, _)) => acked

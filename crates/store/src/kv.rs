@@ -200,6 +200,15 @@ pub trait KvStore: Send + Sync {
     ) -> Result<Vec<Checked>, KvError> {
         Ok(Vec::new())
     }
+    /// Write a point-in-time image of the store to `dst`, a store of its
+    /// own (see [`FjallStore::checkpoint`]); the caller applies nothing
+    /// meanwhile.
+    fn checkpoint(&self, dst: &Path) -> Result<(), KvError> {
+        Err(KvError::Backend {
+            path: dst.to_path_buf(),
+            msg: "this store takes no checkpoints".into(),
+        })
+    }
     /// How many reads met a damaged record since the store was opened,
     /// and the records (keyspace, key) they met, oldest first, bounded.
     fn damage_seen(&self) -> (u64, Vec<(Space, Vec<u8>)>) {
@@ -364,6 +373,38 @@ impl FjallStore {
         Ok(true)
     }
 
+    fn ks(&self, s: Space) -> &fjall::Keyspace {
+        // Every Space was opened in `open`, in ALL's order.
+        &self.spaces[Space::ALL.iter().position(|x| *x == s).unwrap_or(0)].1
+    }
+
+    /// Apply `b` as one atomic batch; with `persist`, write the journal
+    /// out that far before returning.
+    fn commit(&self, b: Batch, persist: Option<fjall::PersistMode>) -> Result<Ticket, KvError> {
+        let _g = self.apply_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut wb = self.db.batch().durability(persist);
+        for (s, k, v) in b.ops {
+            match v {
+                Some(v) => {
+                    let v = sealed(&k, &v);
+                    wb.insert(self.ks(s), k, v)
+                }
+                None => wb.remove(self.ks(s), k),
+            }
+        }
+        wb.commit().map_err(|e| self.err(e))?;
+        Ok(self.applied.fetch_add(1, Ordering::AcqRel) + 1)
+    }
+
+    fn err(&self, e: impl std::fmt::Display) -> KvError {
+        KvError::Backend {
+            path: self.path.clone(),
+            msg: e.to_string(),
+        }
+    }
+}
+
+impl KvStore for FjallStore {
     /// Write a point-in-time image of the store to `dst` (a directory
     /// that must not exist), which [`FjallStore::open`] opens as a store
     /// of its own: a snapshot of an MDT. Every batch applied before the
@@ -373,7 +414,7 @@ impl FjallStore {
     /// are copied (the memtables are flushed first, which keeps them
     /// short). A table that compaction removed while it was being
     /// linked makes it start again.
-    pub fn checkpoint(&self, dst: &Path) -> Result<(), KvError> {
+    fn checkpoint(&self, dst: &Path) -> Result<(), KvError> {
         let _g = self.apply_lock.lock().unwrap_or_else(|p| p.into_inner());
         self.db
             .persist(fjall::PersistMode::SyncAll)
@@ -409,38 +450,6 @@ impl FjallStore {
         Err(io_err("making", dst, std::io::ErrorKind::Other.into()))
     }
 
-    fn ks(&self, s: Space) -> &fjall::Keyspace {
-        // Every Space was opened in `open`, in ALL's order.
-        &self.spaces[Space::ALL.iter().position(|x| *x == s).unwrap_or(0)].1
-    }
-
-    /// Apply `b` as one atomic batch; with `persist`, write the journal
-    /// out that far before returning.
-    fn commit(&self, b: Batch, persist: Option<fjall::PersistMode>) -> Result<Ticket, KvError> {
-        let _g = self.apply_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let mut wb = self.db.batch().durability(persist);
-        for (s, k, v) in b.ops {
-            match v {
-                Some(v) => {
-                    let v = sealed(&k, &v);
-                    wb.insert(self.ks(s), k, v)
-                }
-                None => wb.remove(self.ks(s), k),
-            }
-        }
-        wb.commit().map_err(|e| self.err(e))?;
-        Ok(self.applied.fetch_add(1, Ordering::AcqRel) + 1)
-    }
-
-    fn err(&self, e: impl std::fmt::Display) -> KvError {
-        KvError::Backend {
-            path: self.path.clone(),
-            msg: e.to_string(),
-        }
-    }
-}
-
-impl KvStore for FjallStore {
     fn get(&self, s: Space, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
         match self.ks(s).get(key).map_err(|e| self.err(e))? {
             Some(v) => self.open_record(s, key, &v).map(Some),

@@ -196,6 +196,7 @@ pub fn readlink(seq: u64, oid: u32) -> Envelope {
         }
         .into(),
         capa: None,
+        snapshot: None,
     }
 }
 

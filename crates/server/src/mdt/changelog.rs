@@ -278,7 +278,8 @@ impl Planned {
             | PeerRequest::TreeLock { .. }
             | PeerRequest::PutEntries { .. }
             | PeerRequest::QuotaAcquire { .. }
-            | PeerRequest::QuotaRelease { .. } => None,
+            | PeerRequest::QuotaRelease { .. }
+            | PeerRequest::Snapshot { .. } => None,
         }
     }
 

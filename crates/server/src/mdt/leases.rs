@@ -401,6 +401,7 @@ impl Leases {
                 ctx: ReqCtx::default(),
                 req: ClientRequest::Recall { leases: items }.into(),
                 capa: None,
+                snapshot: None,
             };
             let timeout = self.recall_timeout;
             set.spawn(async move { (client, ch.clone(), ch.call(&env, timeout).await) });

@@ -41,6 +41,7 @@ mod remote;
 pub mod replies;
 pub mod request;
 mod restripe;
+mod snapshots;
 mod staged;
 pub mod syncer;
 mod tx;
@@ -151,6 +152,10 @@ pub struct MdtService {
     dne: Distributed,
     /// Operation counters.
     pub stats: MdtStats,
+    /// The snapshot barriers it holds (`snapshots`).
+    barriers: crate::barrier::Barriers,
+    /// Its snapshots' images opened to be read, by snapshot.
+    images: Mutex<std::collections::HashMap<u32, Arc<MdtService>>>,
     /// Verifies every record against its checksum (`loom scrub`).
     scrub: Arc<crate::scrub::Scrub>,
 }
@@ -360,6 +365,8 @@ impl MdtService {
                 quota_master,
             },
             stats: MdtStats::default(),
+            barriers: Default::default(),
+            images: Default::default(),
             scrub: crate::scrub::Scrub::open(
                 format!("MDT{index:04x}"),
                 dir,

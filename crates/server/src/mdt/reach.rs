@@ -39,6 +39,8 @@ const REACHES: &[(&str, &[&str])] = &[
     ("moves.rs", &["names", "dne"]),
     ("migrate.rs", &["names", "dne"]),
     ("restripe.rs", &["names", "dne"]),
+    // A snapshot's barrier holds the distributed and namespace locks.
+    ("snapshots.rs", &["names", "dne"]),
     ("remote.rs", &["names", "commit", "dne"]),
     ("quota_master.rs", &["names", "commit", "dne"]),
     // Types of their own, reaching no part of the service.

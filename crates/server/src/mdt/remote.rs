@@ -278,6 +278,7 @@ impl MdtService {
             plan: ctx.step_of.and_then(|k| Planned::of_step(&req, k)),
         };
         match req {
+            PeerRequest::Snapshot { id, step } => self.snapshot_step(id, step).await,
             PeerRequest::AdoptInodes {
                 intent,
                 dir,

@@ -30,6 +30,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
+mod snapshots;
+
 /// Name of the state file inside the MGS directory.
 pub const STATE_FILE: &str = "mgs_state";
 /// Version of the state file's format; bump on incompatible changes.
@@ -44,6 +46,9 @@ struct MgsState {
     generation: u64,
     /// The next sequence to hand out (>= 1).
     next_seq: u64,
+    /// The number the next snapshot takes (absent in older state files).
+    #[serde(default)]
+    next_snapshot: u32,
     targets: Vec<TargetInfo>,
     fldb: Vec<SeqRange>,
     /// A table: after the arrays of tables (absent in older state files).
@@ -52,6 +57,9 @@ struct MgsState {
     /// Arrays of tables, last (absent in older state files).
     #[serde(default)]
     nodemaps: Vec<Nodemap>,
+    /// The snapshots, oldest first (absent in older state files).
+    #[serde(default)]
+    snapshots: Vec<loom_proto::snapshot::SnapshotInfo>,
 }
 
 impl MgsState {
@@ -65,6 +73,8 @@ impl MgsState {
             fldb: Vec::new(),
             params: SiteParams::default(),
             nodemaps: Vec::new(),
+            next_snapshot: 1,
+            snapshots: Vec::new(),
         }
     }
 
@@ -130,10 +140,21 @@ impl MgsState {
 }
 
 /// The management service.
-#[derive(Debug)]
 pub struct MgsService {
     dir: PathBuf,
     state: Mutex<MgsState>,
+    /// How the MGS reaches the targets (snapshots), once set.
+    peers: std::sync::OnceLock<Arc<crate::peers::Peers>>,
+    /// One snapshot operation at a time.
+    snapshotting: Mutex<()>,
+}
+
+impl std::fmt::Debug for MgsService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MgsService")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
 }
 
 impl MgsService {
@@ -175,7 +196,14 @@ impl MgsService {
         Ok(Arc::new(MgsService {
             dir: dir.to_path_buf(),
             state: Mutex::new(state),
+            peers: std::sync::OnceLock::new(),
+            snapshotting: Mutex::new(()),
         }))
+    }
+
+    /// Reach the targets through `peers` from now on (snapshots need it).
+    pub fn use_peers(&self, peers: Arc<crate::peers::Peers>) {
+        let _ = self.peers.set(peers);
     }
 
     /// The current configuration.
@@ -193,6 +221,11 @@ impl MgsService {
         let res = match req {
             MgsRequest::Register { fsname, target } => self.register(fsname, target).await,
             MgsRequest::GetConfig => Ok(Reply::Config(self.config().await)),
+            MgsRequest::SnapshotCreate { name, barrier_ms } => {
+                self.snapshot_create(ctx, &name, barrier_ms).await
+            }
+            MgsRequest::SnapshotDestroy { name } => self.snapshot_destroy(ctx, &name).await,
+            MgsRequest::SnapshotList => self.snapshot_list().await,
             MgsRequest::AllocSeq { mdt } => self.alloc_seq(mdt).await,
             MgsRequest::StatFs => self.statfs().await,
             MgsRequest::SetParam { name, value } => self.set_param(ctx, &name, &value).await,

@@ -19,6 +19,7 @@
 
 mod grants;
 pub mod quota;
+mod snapshots;
 mod stats;
 mod walk;
 
@@ -60,6 +61,9 @@ pub struct OstService {
     scrub: Arc<Scrub>,
     grants: Grants,
     quota: OstQuota,
+    /// Every change holds it shared; a snapshot's barrier exclusively.
+    gate: Arc<tokio::sync::RwLock<()>>,
+    barriers: crate::barrier::Barriers,
 }
 
 impl OstService {
@@ -87,6 +91,8 @@ impl OstService {
             stats: OpStats::default(),
             grants: Grants::default(),
             quota: OstQuota::open(index, dir)?,
+            gate: Arc::default(),
+            barriers: Default::default(),
         }))
     }
 
@@ -125,7 +131,15 @@ impl OstService {
         bulk: Vec<u8>,
     ) -> (Handled, Vec<u8>) {
         let op = req.op();
+        // Changes wait while a snapshot's barrier holds.
+        let _gate = match (&req, op.effect) {
+            (OstRequest::Snapshot { .. }, _) | (_, loom_proto::requests::Effect::Reads) => None,
+            _ => Some(self.gate.read().await),
+        };
         let (res, out, bytes) = match req {
+            OstRequest::Snapshot { id, step } => {
+                (self.snapshot(ctx, id, step).await, Vec::new(), 0)
+            }
             OstRequest::ObjWrite {
                 obj,
                 offset,

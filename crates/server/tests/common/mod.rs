@@ -165,6 +165,7 @@ impl Cluster {
             }
             .into(),
             capa: None,
+            snapshot: None,
         };
         self.client
             .call(&env, bytes::Bytes::new())
@@ -223,6 +224,7 @@ impl Cluster {
             ctx: ReqCtx::default(),
             req: req.into(),
             capa: None,
+            snapshot: None,
         };
         let r = self
             .client
@@ -327,6 +329,7 @@ impl Cluster {
             },
             req: req.into(),
             capa: None,
+            snapshot: None,
         };
         Ok(self
             .client
@@ -368,6 +371,7 @@ impl Cluster {
             },
             req: req.into(),
             capa: None,
+            snapshot: None,
         };
         Ok(self.client.call(&env, bytes::Bytes::new()).await?.0)
     }
@@ -385,6 +389,7 @@ impl Cluster {
             ctx: ReqCtx::default(),
             req: req.into(),
             capa: None,
+            snapshot: None,
         };
         Ok(self.client.call(&env, bytes::Bytes::new()).await?.0)
     }
