@@ -122,6 +122,16 @@ impl MgsService {
         Ok(())
     }
 
+    async fn mark(&self, id: u32, state: SnapState) -> Result<(), ServerError> {
+        self.mutate(|st: &mut MgsState| {
+            for s in st.snapshots.iter_mut().filter(|s| s.id == id) {
+                s.state = state;
+            }
+            Ok(((), true))
+        })
+        .await
+    }
+
     async fn forget(&self, id: u32) -> Result<(), ServerError> {
         self.mutate(|st: &mut MgsState| {
             st.snapshots.retain(|s| s.id != id);
@@ -181,18 +191,28 @@ impl MgsService {
                 .await?;
             self.each(&targets, id, SnapStep::Quiesce { ms: barrier_ms }, barrier)
                 .await?;
+            crate::fail::point("snapshot_create:quiesced");
             self.each(&targets, id, SnapStep::Take, barrier).await
         }
         .await;
+        crate::fail::point("snapshot_create:taken");
         let thawed = self
             .each(&targets, id, SnapStep::Thaw, Duration::from_secs(30))
             .await;
         if let Err(e) = taken.and(thawed) {
             tracing::warn!(id, name, "snapshot not taken: {e}");
-            let _ = self
+            match self
                 .each(&targets, id, SnapStep::Drop, Duration::from_secs(600))
-                .await;
-            self.forget(id).await?;
+                .await
+            {
+                Ok(_) => self.forget(id).await?,
+                // A target that could not drop it yet does at the next
+                // snapshot operation.
+                Err(d) => {
+                    tracing::warn!(id, "dropping the snapshot not taken: {d}");
+                    self.mark(id, SnapState::Destroying).await?;
+                }
+            }
             return Err(e);
         }
         let ready = self
@@ -233,6 +253,7 @@ impl MgsService {
                 Ok((s.id, true))
             })
             .await?;
+        crate::fail::point("snapshot_destroy:marked");
         self.finish_left().await?;
         tracing::info!(id, name, "snapshot destroyed");
         Ok(Reply::Ok)

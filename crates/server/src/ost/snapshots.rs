@@ -42,6 +42,7 @@ impl OstService {
                         ),
                     ));
                 }
+                crate::fail::point("ost_snapshot:take");
                 let store = self.store.clone();
                 tokio::task::spawn_blocking(move || store.snapshot_take(id))
                     .await

@@ -1,0 +1,277 @@
+//! Snapshots (issue #30): `loom snapshot create` while writers run and
+//! renames cross MDTs. Each snapshot, mounted read-only, is a state that
+//! existed:
+//! - every file striped over both OSTs, on both MDTs, holds a gap-free
+//!   prefix of the numbered records its writer appended;
+//! - every entry renamed back and forth between a directory on MDT0 and
+//!   one on MDT1 sits in exactly one of them;
+//! - permissions hold as uid 65534 sees them;
+//! - nothing can be changed in it.
+//!
+//! Then: `list` shows what each holds, `destroy` frees it, and bad names,
+//! taken names and unknown snapshots get clear errors.
+mod common;
+use common::*;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Record `n` of a writer's stream.
+fn record(n: u64) -> String {
+    format!("{n:08}\n")
+}
+
+/// Whether `bytes` are records 0, 1, 2, ... in order, whole but for the
+/// last, with nothing but zeros after them (an append whose range was
+/// reserved and whose bytes had not landed: the file's end as it was).
+fn gap_free_prefix(bytes: &[u8]) -> Result<u64, String> {
+    let end = bytes.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
+    let text = std::str::from_utf8(&bytes[..end]).map_err(|e| e.to_string())?;
+    let mut n = 0u64;
+    let mut rest = text;
+    while rest.len() >= 9 {
+        let want = record(n);
+        if !rest.starts_with(&want) {
+            return Err(format!("record {n} is {:?}", &rest[..9]));
+        }
+        rest = &rest[9..];
+        n += 1;
+    }
+    if !record(n).starts_with(rest) {
+        return Err(format!("a torn record {rest:?} after {n}"));
+    }
+    Ok(n)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8")
+}
+
+#[test]
+fn snapshots_taken_under_load_are_states_that_existed() {
+    let mut c = Cluster::up(2, 2, &[]);
+    std::fs::set_permissions(c.tmp.path(), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod tmp");
+    let mnt = c.mnt.clone();
+    let (d0, d1) = (mnt.join("d0"), mnt.join("d1"));
+    std::fs::create_dir(&d0).expect("mkdir d0");
+    loom_ok(&["mkdir", "-i", "1", s(&d1)]);
+    for d in [&d0, &d1] {
+        loom_ok(&["setstripe", "-c", "2", "-S", "64K", s(d)]);
+    }
+    // Root's private directory, and a public file in it.
+    let private = mnt.join("private");
+    std::fs::create_dir(&private).expect("mkdir private");
+    std::fs::write(private.join("secret"), b"root's").expect("write secret");
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    std::fs::write(mnt.join("public"), b"anyone's").expect("write public");
+    for i in 0..8 {
+        std::fs::write(d0.join(format!("x{i}")), format!("entry {i}")).expect("write x");
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut workers = Vec::new();
+    let logs: Vec<PathBuf> = vec![
+        d0.join("log0"),
+        d0.join("log1"),
+        d1.join("log2"),
+        d1.join("log3"),
+    ];
+    for log in logs.clone() {
+        let stop = stop.clone();
+        workers.push(std::thread::spawn(move || {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+                .expect("open a log");
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) || n < 200 {
+                f.write_all(record(n).as_bytes()).expect("append");
+                n += 1;
+            }
+            n
+        }));
+    }
+    {
+        let (stop, d0, d1) = (stop.clone(), d0.clone(), d1.clone());
+        workers.push(std::thread::spawn(move || {
+            let mut moves = 0u64;
+            while !stop.load(Ordering::Relaxed) || moves < 40 {
+                let i = moves % 8;
+                let (from, to) = match (moves / 8) % 2 {
+                    0 => (&d0, &d1),
+                    _ => (&d1, &d0),
+                };
+                std::fs::rename(from.join(format!("x{i}")), to.join(format!("x{i}")))
+                    .expect("rename across MDTs");
+                moves += 1;
+            }
+            moves
+        }));
+    }
+    let names = ["s1", "s2", "s3"];
+    for name in names {
+        let out = loom_ok(&["snapshot", "create", s(&mnt), name]);
+        assert!(out.contains(&format!("snapshot {name}")), "{out}");
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().expect("a worker");
+    }
+
+    // Each snapshot, mounted, is a state that existed.
+    let mut lengths = Vec::new();
+    for name in names {
+        let m = c.second_mount_with(&format!("snap-{name}"), &["--snapshot", name]);
+        let mut total = 0;
+        for log in &logs {
+            let rel = log.strip_prefix(&mnt).expect("under the mount");
+            let bytes = std::fs::read(m.join(rel)).unwrap_or_default();
+            let n = gap_free_prefix(&bytes)
+                .unwrap_or_else(|e| panic!("{name}: {}: {e}", rel.display()));
+            total += n;
+        }
+        lengths.push(total);
+        for i in 0..8 {
+            let x = format!("x{i}");
+            let here = [m.join("d0").join(&x), m.join("d1").join(&x)]
+                .iter()
+                .filter(|p| p.exists())
+                .count();
+            assert_eq!(here, 1, "{name}: {x} is in {here} places");
+        }
+        // Read-only, and permissions hold.
+        let e = std::fs::write(m.join("new"), b"x").expect_err("a write in a snapshot");
+        assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{name}");
+        let e = std::fs::remove_file(m.join("public")).expect_err("a removal in a snapshot");
+        assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{name}");
+        let nobody = |cmd: String| {
+            std::process::Command::new("setpriv")
+                .args([
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--clear-groups",
+                    "sh",
+                    "-c",
+                    &cmd,
+                ])
+                .output()
+                .expect("setpriv")
+        };
+        let o = nobody(format!("cat {}", m.join("public").display()));
+        assert!(o.status.success(), "{name}: nobody reads public");
+        assert_eq!(o.stdout, b"anyone's");
+        let o = nobody(format!("cat {}", m.join("private/secret").display()));
+        assert!(
+            !o.status.success(),
+            "{name}: nobody read root's private file"
+        );
+        assert_eq!(
+            std::fs::read(m.join("private/secret")).expect("root reads it"),
+            b"root's"
+        );
+    }
+    assert!(
+        lengths.windows(2).all(|w| w[0] <= w[1]),
+        "later snapshots hold more records: {lengths:?}"
+    );
+
+    // What each holds, then destroyed.
+    let list = loom_ok(&["snapshot", "list", s(&mnt)]);
+    for name in names {
+        assert!(list.contains(name), "{list}");
+    }
+    // Errors: a taken name, a bad name, an unknown snapshot.
+    let o = loom(&["snapshot", "create", s(&mnt), "s1"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("File exists"));
+    let o = loom(&["snapshot", "create", s(&mnt), "no/slash"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("a snapshot's name"));
+    let o = loom(&["snapshot", "destroy", s(&mnt), "nonesuch"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("No such file"));
+    let o = loom(&[
+        "mount",
+        &format!("{}:/loom", c.mgs()),
+        s(&c.tmp.path().join("nowhere")),
+        "--key-file",
+        s(&c.state.join("client.key")),
+        "--snapshot",
+        "nonesuch",
+        "--foreground",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no snapshot \"nonesuch\""),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = as_nobody(&["snapshot", "create", s(&mnt), "mine"]);
+    assert!(!o.status.success(), "a user took a snapshot");
+}
+
+/// Space: a snapshot holds what was overwritten since, chunk by chunk, and
+/// destroying it frees that.
+#[test]
+fn a_snapshot_holds_what_changed_and_destroying_it_frees_that() {
+    let mut c = Cluster::up(1, 2, &[]);
+    let mnt = c.mnt.clone();
+    let big = mnt.join("big");
+    let data: Vec<u8> = (0..16u32 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&big, &data).expect("write 16 MiB");
+    loom_ok(&["snapshot", "create", s(&mnt), "before"]);
+    let holds = |list: &str| -> u64 {
+        let line = list
+            .lines()
+            .find(|l| l.starts_with("before"))
+            .unwrap_or_else(|| panic!("{list}"));
+        let v = line.split_whitespace().nth(3).expect("HOLDS");
+        let (num, unit) = v.split_at(v.len() - 1);
+        let mult = match unit {
+            "K" => 1u64 << 10,
+            "M" => 1 << 20,
+            "G" => 1 << 30,
+            _ => panic!("{v}"),
+        };
+        (num.parse::<f64>().expect("a number") * mult as f64) as u64
+    };
+    let at_first = holds(&loom_ok(&["snapshot", "list", s(&mnt)]));
+    assert!(at_first < 1 << 20, "a new snapshot holds {at_first} bytes");
+    // 2 MiB overwritten: about 2 MiB held, not 16.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&big)
+        .expect("open");
+    std::os::unix::fs::FileExt::write_all_at(&f, &vec![7u8; 2 << 20], 4 << 20).expect("overwrite");
+    f.sync_all().expect("fsync");
+    let after = holds(&loom_ok(&["snapshot", "list", s(&mnt)]));
+    assert!(
+        (2 << 20..4 << 20).contains(&after),
+        "2 MiB overwritten, the snapshot holds {after} bytes"
+    );
+    // The snapshot reads as the file was; the file reads as it is.
+    let m = c.second_mount_with("snap-before", &["--snapshot", "before"]);
+    assert!(std::fs::read(m.join("big")).expect("read the snapshot") == data);
+    let now = std::fs::read(&big).expect("read");
+    assert!(now[4 << 20..6 << 20].iter().all(|b| *b == 7));
+    assert!(now[..4 << 20] == data[..4 << 20]);
+    let o = std::process::Command::new("fusermount3")
+        .args(["-u", s(&m)])
+        .status()
+        .expect("fusermount3");
+    assert!(o.success());
+    loom_ok(&["snapshot", "destroy", s(&mnt), "before"]);
+    assert!(!loom_ok(&["snapshot", "list", s(&mnt)]).contains("before"));
+    for t in ["ost0", "ost1", "mdt0"] {
+        let dir = c.state.join("targets").join(t).join("snapshots");
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .map(|rd| rd.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{t} keeps {left:?}");
+    }
+    assert_eq!(std::fs::read(&big).expect("read").len(), 16 << 20);
+}
