@@ -707,6 +707,17 @@ pub fn df(a: DfArgs) -> anyhow::Result<()> {
         let mut st = s.rt.block_on(s.client.target_statfs());
         st.sort_by_key(|x| (x.target.role != Role::Mdt, x.target.index));
         print_df(&a, &s.entry, &st);
+        // What snapshots hold (counted in the targets' used space above).
+        if let Ok(snaps) = s.rt.block_on(s.client.snapshots(&caller())) {
+            if !snaps.is_empty() {
+                let held: u64 = snaps.iter().map(|x| x.bytes).sum();
+                println!(
+                    "{} snapshots hold {} (loom snapshot list)",
+                    snaps.len(),
+                    human(held / 1024)
+                );
+            }
+        }
         if a.inodes {
             print_ops(&s.entry, &s.rt.block_on(s.client.mdt_op_stats()));
         }

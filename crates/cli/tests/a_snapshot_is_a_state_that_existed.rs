@@ -249,6 +249,8 @@ fn a_snapshot_holds_what_changed_and_destroying_it_frees_that() {
     std::os::unix::fs::FileExt::write_all_at(&f, &vec![7u8; 2 << 20], 4 << 20).expect("overwrite");
     f.sync_all().expect("fsync");
     let after = holds(&loom_ok(&["snapshot", "list", s(&mnt)]));
+    let df = loom_ok(&["df", s(&mnt)]);
+    assert!(df.contains("1 snapshots hold"), "{df}");
     assert!(
         (2 << 20..4 << 20).contains(&after),
         "2 MiB overwritten, the snapshot holds {after} bytes"
