@@ -18,6 +18,10 @@
 //! DIR/snapshots/ID/XX/OID.base.sum  it was destroyed, or (compressed
 //!                                 objects) first changed
 //! DIR/snapshots/ID/XX/OID.map     what is kept: records, below
+//! DIR/snapshots/ID/born           the first object id not handed out
+//!                                 when it was taken (decimal): objects
+//!                                 from there on are younger, and nothing
+//!                                 is kept of them
 //! DIR/snapshots/ID.dropping       the snapshot is being destroyed
 //! ```
 //!
@@ -29,6 +33,10 @@
 //! - `ABSENT`: it did not (made since): nothing is ever kept for it;
 //! - `CHUNK(c)`: chunk `c`'s bytes and checksums are in the delta;
 //! - `BASE`: `OID.base` holds every chunk not kept on its own.
+//!
+//! Objects are handed out in id order (`precreate`'s watermark), and only
+//! objects handed out are written: an object at or past `born` was made
+//! after the snapshot, so its changes keep nothing and write no record.
 //!
 //! A record whose crc fails (the last one, torn by a crash) is ignored:
 //! the chunk it would have named was kept before the change started, and
@@ -63,6 +71,8 @@ pub const CHUNK: u64 = 64 * 1024;
 /// The directory of the snapshots, in a target's directory.
 pub const SNAPSHOTS_DIR: &str = "snapshots";
 
+/// In a delta: the first object id not handed out when it was taken.
+const BORN_FILE: &str = "born";
 const RECORD: usize = 16;
 const EXISTED: u8 = 1;
 const ABSENT: u8 = 2;
@@ -167,8 +177,23 @@ impl Delta {
         &self.dir
     }
 
-    /// Make its directories, durably.
-    pub fn make(&self) -> io::Result<()> {
+    /// The first object id not handed out when it was taken: objects
+    /// from there on were made since, and it keeps nothing of them.
+    pub fn born(&self) -> io::Result<u64> {
+        let path = self.dir.join(BORN_FILE);
+        let text = fs::read_to_string(&path)?;
+        text.trim().parse().map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {e} in {:?}", path.display(), text.trim()),
+            )
+        })
+    }
+
+    /// Make its directories, durably, noting `born` (see [`Delta::born`]).
+    pub fn make(&self, born: u64) -> io::Result<()> {
+        fs::create_dir_all(&self.dir)?;
+        crate::durable::write_atomic(&self.dir.join(BORN_FILE), format!("{born}\n").as_bytes())?;
         for i in 0..256u32 {
             fs::create_dir_all(self.dir.join(format!("{i:02x}")))?;
         }

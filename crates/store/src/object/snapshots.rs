@@ -17,6 +17,8 @@ use std::path::Path;
 #[derive(Debug, Default)]
 pub(super) struct Snaps {
     ids: Vec<u32>,
+    /// Each snapshot's first object id not handed out when it was taken.
+    born: HashMap<u32, u64>,
     newest: HashMap<u64, Kept>,
     /// Objects whose delta was written since their last sync.
     unsynced: HashSet<u64>,
@@ -50,8 +52,20 @@ impl Snaps {
             Err(e) => return Err(ObjectError::io("readdir", None, &sd, e)),
         }
         ids.sort_unstable();
+        let mut born = HashMap::new();
+        for id in &ids {
+            let d = Delta::of(dir, *id);
+            // A snapshot from before the note: every object may be older.
+            let b = match d.born() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => u64::MAX,
+                Err(e) => return Err(ObjectError::io("read", None, d.dir(), e)),
+            };
+            born.insert(*id, b);
+        }
         Ok(Snaps {
             ids,
+            born,
             ..Snaps::default()
         })
     }
@@ -88,8 +102,10 @@ impl ObjectStore {
             ));
         }
         let d = Delta::of(&self.dir, id);
-        d.make().map_err(|e| snap_err(d.dir(), e))?;
+        let born = *lock(&self.next_id);
+        d.make(born).map_err(|e| snap_err(d.dir(), e))?;
         s.ids.push(id);
+        s.born.insert(id, born);
         s.newest.clear();
         Ok(())
     }
@@ -108,8 +124,13 @@ impl ObjectStore {
     /// Keep, for the newest snapshot, what `change` of `oid` is about to
     /// overwrite. The caller holds the object's lock exclusively.
     pub(super) fn preserve(&self, oid: u64, change: Change) -> Result<(), ObjectError> {
-        let Some(newest) = lock(&self.snaps).ids.last().copied() else {
-            return Ok(());
+        let newest = {
+            let s = lock(&self.snaps);
+            match s.ids.last() {
+                // Made since: nothing of it to keep.
+                Some(n) if oid < s.born.get(n).copied().unwrap_or(u64::MAX) => *n,
+                _ => return Ok(()),
+            }
         };
         let d = Delta::of(&self.dir, newest);
         let failed =
@@ -234,6 +255,9 @@ impl ObjectStore {
                     &self.dir,
                     io::Error::new(io::ErrorKind::NotFound, format!("no snapshot {id}")),
                 ));
+            }
+            if oid >= s.born.get(&id).copied().unwrap_or(u64::MAX) {
+                return Ok(None);
             }
             s.ids.iter().copied().filter(|i| *i >= id).collect()
         };
@@ -376,6 +400,7 @@ impl ObjectStore {
         {
             let mut s = lock(&self.snaps);
             s.ids.retain(|i| *i != id);
+            s.born.remove(&id);
             if newest {
                 s.newest.clear();
             }
@@ -495,6 +520,7 @@ mod tests {
         fn every_snapshot_reads_as_its_objects_were(ops in proptest::collection::vec(op(), 1..40)) {
             let d = tempfile::tempdir().expect("tempdir");
             let mut s = ObjectStore::open(d.path()).expect("open");
+            s.precreate(10).expect("precreate");
             let mut live: State = BTreeMap::new();
             let mut snaps: BTreeMap<u32, State> = BTreeMap::new();
             let mut next = 1u32;
@@ -554,6 +580,7 @@ mod tests {
     fn a_snapshot_costs_only_the_chunks_changed_since() {
         let d = tempfile::tempdir().expect("tempdir");
         let s = ObjectStore::open(d.path()).expect("open");
+        s.precreate(10).expect("precreate");
         let big = vec![7u8; 8 << 20];
         s.write(1, 0, &big, None).expect("write 8 MiB");
         s.snapshot_take(1).expect("take");
@@ -588,12 +615,39 @@ mod tests {
         assert!(s.snapshots().is_empty());
     }
 
+    /// Objects handed out after a snapshot cost it nothing: no record,
+    /// and they read as absent in it.
+    #[test]
+    fn objects_made_since_a_snapshot_leave_nothing_in_it() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let s = ObjectStore::open(d.path()).expect("open");
+        assert_eq!(s.precreate(10).expect("precreate"), 1);
+        s.write(3, 0, b"old", None).expect("write");
+        s.snapshot_take(1).expect("take");
+        let first_new = s.precreate(10).expect("precreate");
+        s.write(first_new, 0, b"new", None)
+            .expect("write a new object");
+        s.write(3, 0, b"NEW", None).expect("write an old one");
+        let delta = Delta::of(d.path(), 1);
+        assert!(
+            !delta.path(first_new, ".map").exists(),
+            "a record of a new object"
+        );
+        assert!(delta.path(3, ".map").exists(), "no record of an old object");
+        assert_eq!(s.read_snapshot(1, first_new, 0, 8).expect("read"), None);
+        assert_eq!(
+            s.read_snapshot(1, 3, 0, 8).expect("read"),
+            Some((3, b"old".to_vec()))
+        );
+    }
+
     /// Writes past a short last block and a grow, which rewrite the
     /// block's checksum, leave the snapshot's view of it whole.
     #[test]
     fn writes_past_the_end_keep_the_last_block_as_it_was() {
         let d = tempfile::tempdir().expect("tempdir");
         let s = ObjectStore::open(d.path()).expect("open");
+        s.precreate(10).expect("precreate");
         s.write(1, 0, &[5u8; 100], None).expect("write");
         s.snapshot_take(1).expect("take");
         s.write(1, 150, &[6u8; 10], None)
@@ -611,6 +665,7 @@ mod tests {
     fn a_destroy_cut_short_by_a_crash_is_finished_at_the_next_open() {
         let d = tempfile::tempdir().expect("tempdir");
         let s = ObjectStore::open(d.path()).expect("open");
+        s.precreate(10).expect("precreate");
         s.write(1, 0, &[1u8; 200_000], None).expect("write");
         s.snapshot_take(1).expect("take 1");
         s.write(1, 0, &[2u8; 100_000], None).expect("write");
