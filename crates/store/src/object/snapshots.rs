@@ -7,6 +7,7 @@ use crate::checked::{self, Files};
 use crate::packed::{self, Packed};
 use crate::snaps::{Delta, Kept, CHUNK, SNAPSHOTS_DIR};
 use crate::sums::read_full;
+use loom_proto::quota::Owner;
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io;
@@ -171,6 +172,12 @@ impl ObjectStore {
                     let from = from.min(kept.size.saturating_sub(1));
                     self.keep_chunks(oid, &d, &mut kept, from, to.max(from + 1))?;
                 }
+                Change::Resize(0) if kept.chunks.is_empty() => {
+                    // Emptied (a rewrite from the start): the files move
+                    // to the snapshot whole, none of their bytes copied,
+                    // and the object starts again empty, its owner kept.
+                    self.keep_moved(oid, &d, &mut kept)?;
+                }
                 Change::Resize(new) => {
                     let from = new.min(kept.size.saturating_sub(1));
                     self.keep_chunks(oid, &d, &mut kept, from, u64::MAX)?;
@@ -183,6 +190,31 @@ impl ObjectStore {
             s.unsynced.insert(oid);
         }
         Ok(())
+    }
+
+    /// Move `oid`'s files into the delta as its base, and make it again,
+    /// empty, under the same owner (its bytes leave the owner's count:
+    /// they are the snapshot's now). A compressed object is copied whole.
+    fn keep_moved(&self, oid: u64, d: &Delta, kept: &mut Kept) -> Result<(), ObjectError> {
+        let failed =
+            |e: io::Error| ObjectError::io("keep for snapshot", Some(oid), &d.path(oid, ""), e);
+        let Some(obj) = self.handle(oid, false)? else {
+            return Ok(());
+        };
+        if let View::Packed(_) = self.view(&obj, self.sums_of(oid, &obj, false, None)?) {
+            return self.keep_chunks(oid, d, kept, 0, u64::MAX);
+        }
+        let (owner, taken) = (self.owner_of(oid, &obj)?, self.taken_by(oid, &obj)?);
+        lock(&self.handles).map.remove(&oid);
+        drop(obj);
+        d.keep_base(oid, &self.object_path(oid), &self.sums_path(oid), true)
+            .map_err(failed)?;
+        kept.base = true;
+        self.owners.moved(owner, taken, 0);
+        let again = self.for_change(oid, None)?;
+        // Counted from nothing: the new file is empty.
+        *lock(&again.owner) = Some(Owner::default());
+        self.own(oid, &again, owner)
     }
 
     /// Keep the chunks of `[from, to)` the delta lacks (a compressed
@@ -613,6 +645,38 @@ mod tests {
         s.snapshot_drop(1).expect("drop");
         assert!(!d.path().join("snapshots/1").exists());
         assert!(s.snapshots().is_empty());
+    }
+
+    /// An object emptied after a snapshot (a rewrite from the start)
+    /// moves to it whole, no byte copied; it reads as it was in the
+    /// snapshot, and as new, under its owner, outside.
+    #[test]
+    fn an_object_emptied_after_a_snapshot_moves_to_it_whole() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let s = ObjectStore::open(d.path()).expect("open");
+        s.precreate(10).expect("precreate");
+        let owner = Owner {
+            uid: 1000,
+            gid: 100,
+            projid: 7,
+        };
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 241) as u8).collect();
+        s.write_as(2, 0, &data, None, Some(owner)).expect("write");
+        s.sync(2).expect("sync");
+        s.snapshot_take(1).expect("take");
+        s.truncate(2, 0, None).expect("empty it");
+        s.write(2, 0, b"rewritten", None).expect("write again");
+        assert_eq!(s.read(2, 0, 64).expect("read"), b"rewritten");
+        assert_eq!(s.owner(2).expect("owner"), owner);
+        assert_eq!(
+            s.read_snapshot(1, 2, 0, 3_000_000)
+                .expect("read")
+                .map(|(_, b)| b),
+            Some(data)
+        );
+        let chunks = Delta::of(d.path(), 1).path(2, "");
+        assert!(!chunks.exists(), "bytes were copied");
+        assert_eq!(s.owner_usage().get(&owner).copied().unwrap_or(0), 4096);
     }
 
     /// Objects handed out after a snapshot cost it nothing: no record,
