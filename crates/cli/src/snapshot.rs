@@ -22,10 +22,25 @@ pub enum SnapshotCmd {
     List(ListArgs),
     /// Destroy snapshot NAME (root), freeing what only it holds.
     Destroy(DestroyArgs),
+    /// What changed from snapshot A to snapshot B (or to the file system
+    /// now), as `zfs diff` prints it: `+` added, `-` removed, `M`
+    /// modified, `R OLD -> NEW` renamed (root).
+    Diff(DiffArgs),
     /// Mount snapshot NAME read-only at DIR: `loom snapshot mount
     /// MGS:/FSNAME NAME DIR` (as `loom mount --snapshot NAME`, whose
     /// options it takes after DIR).
     Mount(MountArgs),
+}
+
+/// `loom snapshot diff MOUNT A [B]`.
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// A path on the file system's mount.
+    pub path: PathBuf,
+    /// The older snapshot.
+    pub from: String,
+    /// The newer snapshot; the file system now if not given.
+    pub to: Option<String>,
 }
 
 /// `loom snapshot mount SOURCE NAME DIR [loom mount's options]`.
@@ -158,6 +173,7 @@ pub fn run(c: SnapshotCmd) -> anyhow::Result<()> {
             let m = Mount::try_parse_from(argv)?;
             crate::mount::mount(m.m)
         }
+        SnapshotCmd::Diff(a) => diff(a),
         SnapshotCmd::Destroy(a) => {
             let (entry, _) = registry::find(&a.path)?;
             let s = connect(entry)?;
@@ -167,6 +183,52 @@ pub fn run(c: SnapshotCmd) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `loom snapshot diff`: each image walked through a client reading it.
+fn diff(a: DiffArgs) -> anyhow::Result<()> {
+    use loom_client::snapdiff;
+    let (entry, _) = registry::find(&a.path)?;
+    let s = connect(entry)?;
+    let snaps =
+        s.rt.block_on(s.client.snapshots(&caller()))
+            .map_err(|e| errno(e, "listing the snapshots"))?;
+    let id_of = |name: &str| {
+        snaps
+            .iter()
+            .find(|x| x.name == name && x.state == SnapState::Ready)
+            .map(|x| x.id)
+            .ok_or_else(|| anyhow::anyhow!("no snapshot {name:?} (loom snapshot list shows them)"))
+    };
+    let from = id_of(&a.from)?;
+    let to = a.to.as_deref().map(id_of).transpose()?;
+    let key = loom_server::node::load_key(&s.entry.key_file)?;
+    let reader = |id: Option<u32>| {
+        let opts = loom_client::ClientOptions {
+            call_timeout: Duration::from_secs(60),
+            snapshot: id,
+            ..loom_client::ClientOptions::default()
+        };
+        s.rt.block_on(loom_client::Client::connect(
+            &s.entry.mgs,
+            &s.entry.fsname,
+            key.clone(),
+            opts,
+        ))
+        .map_err(|e| anyhow::anyhow!("connecting to {}:/{}: {e}", s.entry.mgs, s.entry.fsname))
+    };
+    let (old, new) = (reader(Some(from))?, reader(to)?);
+    let c = caller();
+    let old =
+        s.rt.block_on(snapdiff::walk(&old, &c))
+            .map_err(|e| errno(e, &format!("reading snapshot {}", a.from)))?;
+    let new =
+        s.rt.block_on(snapdiff::walk(&new, &c))
+            .map_err(|e| errno(e, "reading the newer image"))?;
+    for ch in snapdiff::diff(&old, &new) {
+        println!("{}", ch.line());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

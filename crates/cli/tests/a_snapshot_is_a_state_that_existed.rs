@@ -277,3 +277,50 @@ fn a_snapshot_holds_what_changed_and_destroying_it_frees_that() {
     }
     assert_eq!(std::fs::read(&big).expect("read").len(), 16 << 20);
 }
+
+/// `loom snapshot diff`: what changed from one snapshot to another, or to
+/// the file system now, as `zfs diff` says it.
+#[test]
+fn a_diff_tells_what_changed_between_snapshots() {
+    let c = Cluster::up(2, 1, &[]);
+    let mnt = c.mnt.clone();
+    for f in ["kept", "changed", "gone"] {
+        std::fs::write(mnt.join(f), f).expect("write");
+    }
+    std::fs::create_dir(mnt.join("d")).expect("mkdir d");
+    loom_ok(&["mkdir", "-i", "1", s(&mnt.join("e"))]);
+    std::fs::write(mnt.join("d/moved"), b"m").expect("write");
+    loom_ok(&["snapshot", "create", s(&mnt), "s1"]);
+    std::fs::write(mnt.join("changed"), b"changed again").expect("rewrite");
+    std::fs::remove_file(mnt.join("gone")).expect("rm");
+    std::fs::rename(mnt.join("d/moved"), mnt.join("e/moved-here")).expect("mv across MDTs");
+    std::fs::write(mnt.join("fresh"), b"f").expect("write");
+    loom_ok(&["snapshot", "create", s(&mnt), "s2"]);
+    let lines = |out: String| -> std::collections::BTreeSet<String> {
+        out.lines().map(str::to_string).collect()
+    };
+    let want: std::collections::BTreeSet<String> = [
+        "M\t/changed",
+        "M\t/d",
+        "M\t/e",
+        "R\t/d/moved -> /e/moved-here",
+        "+\t/fresh",
+        "-\t/gone",
+    ]
+    .iter()
+    .map(|x| x.to_string())
+    .collect();
+    assert_eq!(
+        lines(loom_ok(&["snapshot", "diff", s(&mnt), "s1", "s2"])),
+        want
+    );
+    // Against the file system now.
+    std::fs::write(mnt.join("later"), b"l").expect("write");
+    assert_eq!(
+        lines(loom_ok(&["snapshot", "diff", s(&mnt), "s2"])),
+        ["+\t/later".to_string()].into_iter().collect()
+    );
+    let o = loom(&["snapshot", "diff", s(&mnt), "nonesuch"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no snapshot \"nonesuch\""));
+}

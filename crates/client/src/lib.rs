@@ -41,6 +41,7 @@ pub mod registry;
 pub mod replay;
 pub mod routing;
 mod site;
+pub mod snapdiff;
 mod snapshots;
 
 mod client;
