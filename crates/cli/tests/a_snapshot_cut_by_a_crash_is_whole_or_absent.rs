@@ -5,7 +5,8 @@
 //! clean; the next snapshot is whole.
 //! - the MGS dies after every target took the snapshot, before it
 //!   recorded it whole;
-//! - the OSTs die when asked to take it.
+//! - the OSTs die when asked to take it;
+//! - the MDTs die when asked to take it (acknowledged changes survive).
 mod common;
 use common::*;
 use std::process::Command;
@@ -69,6 +70,49 @@ fn only(c: &Cluster, id: &str) {
 fn a_snapshot_cut_by_a_crash_is_absent_and_the_next_is_whole() {
     an_mgs_killed_mid_snapshot_leaves_it_absent();
     an_ost_killed_as_it_takes_a_snapshot_leaves_it_absent();
+    an_mdt_killed_as_it_takes_a_snapshot_leaves_it_absent();
+}
+
+fn an_mdt_killed_as_it_takes_a_snapshot_leaves_it_absent() {
+    // Only the MDTs reach this point: both die when asked to take it,
+    // holding their barriers, with a cross-MDT rename just done.
+    std::env::set_var("LOOM_FAIL_AT", "mdt_snapshot:take");
+    let mut c = Cluster::up(2, 2, &[]);
+    std::env::remove_var("LOOM_FAIL_AT");
+    let mnt = c.mnt.clone();
+    loom_ok(&["mkdir", "-i", "1", s(&mnt.join("d1"))]);
+    std::fs::write(mnt.join("f"), b"acknowledged").expect("write");
+    std::fs::rename(mnt.join("f"), mnt.join("d1/f")).expect("rename across MDTs");
+    let o = loom(&[
+        "snapshot",
+        "create",
+        s(&mnt),
+        "s1",
+        "--barrier-timeout",
+        "3",
+    ]);
+    assert!(!o.status.success(), "the MDTs died, yet s1 was taken");
+    for mdt in ["mdt0", "mdt1"] {
+        gone(&c, mdt);
+        c.restart(mdt);
+    }
+    // Nothing acknowledged was lost, and changes go on.
+    assert_eq!(
+        std::fs::read(mnt.join("d1/f")).expect("read"),
+        b"acknowledged"
+    );
+    std::fs::write(mnt.join("g"), b"after").expect("a write after the crash");
+    loom_ok(&["snapshot", "create", s(&mnt), "s2"]);
+    let list = loom_ok(&["snapshot", "list", s(&mnt)]);
+    assert!(!list.contains("s1") && list.contains("s2"), "{list}");
+    only(&c, "2");
+    let m = c.second_mount_with("snap-s2", &["--snapshot", "s2"]);
+    assert_eq!(
+        std::fs::read(m.join("d1/f")).expect("read"),
+        b"acknowledged"
+    );
+    assert_eq!(std::fs::read(m.join("g")).expect("read"), b"after");
+    fsck_clean(&c);
 }
 
 fn an_mgs_killed_mid_snapshot_leaves_it_absent() {

@@ -324,3 +324,66 @@ fn a_diff_tells_what_changed_between_snapshots() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("no snapshot \"nonesuch\""));
 }
+
+/// What snapshots hold of layouts: a file whose first 64 KiB live on the
+/// MDT (Data-on-MDT), the next on one OST and the rest on both (a
+/// progressive layout), and a directory striped over both MDTs, read back
+/// from the snapshot as they were after the file was overwritten and the
+/// directory's names changed.
+#[test]
+fn data_on_mdt_progressive_layouts_and_striped_directories_are_in_snapshots() {
+    let mut c = Cluster::up(2, 2, &[]);
+    let mnt = c.mnt.clone();
+    let pfl = mnt.join("pfl");
+    std::fs::create_dir(&pfl).expect("mkdir pfl");
+    loom_ok(&[
+        "setstripe",
+        "-E",
+        "64K",
+        "-L",
+        "mdt",
+        "-E",
+        "1M",
+        "-c",
+        "1",
+        "-E",
+        "-1",
+        "-c",
+        "-1",
+        s(&pfl),
+    ]);
+    let data: Vec<u8> = (0..3u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    std::fs::write(pfl.join("f"), &data).expect("write f");
+    let wide = mnt.join("wide");
+    loom_ok(&["mkdir", "-c", "2", s(&wide)]);
+    for i in 0..20 {
+        std::fs::write(wide.join(format!("n{i}")), format!("name {i}")).expect("write");
+    }
+    loom_ok(&["snapshot", "create", s(&mnt), "layouts"]);
+    std::fs::write(pfl.join("f"), vec![0u8; 3 << 20]).expect("overwrite f");
+    for i in 0..10 {
+        std::fs::remove_file(wide.join(format!("n{i}"))).expect("rm");
+        std::fs::write(wide.join(format!("new{i}")), b"new").expect("write");
+    }
+    let m = c.second_mount_with("snap-layouts", &["--snapshot", "layouts"]);
+    assert!(
+        std::fs::read(m.join("pfl/f")).expect("read f") == data,
+        "f as it was"
+    );
+    let mut names: Vec<String> = std::fs::read_dir(m.join("wide"))
+        .expect("list wide")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = (0..20).map(|i| format!("n{i}")).collect();
+    want.sort();
+    assert_eq!(names, want, "the striped directory as it was");
+    for i in 0..20 {
+        assert_eq!(
+            std::fs::read(m.join(format!("wide/n{i}"))).expect("read"),
+            format!("name {i}").as_bytes()
+        );
+    }
+}

@@ -57,6 +57,7 @@ impl MdtService {
                         ),
                     ));
                 }
+                crate::fail::point("mdt_snapshot:take");
                 let (store, dir) = (self.names.store.clone(), self.snapshot_dir(id));
                 tokio::task::spawn_blocking(move || {
                     std::fs::create_dir_all(&dir)?;
