@@ -6,7 +6,8 @@
 //! - the MGS dies after every target took the snapshot, before it
 //!   recorded it whole;
 //! - the OSTs die when asked to take it;
-//! - the MDTs die when asked to take it (acknowledged changes survive).
+//! - the MDTs die when asked to take it (acknowledged changes survive);
+//! - the MGS dies as it destroys one: finished by the next operation.
 mod common;
 use common::*;
 use std::process::Command;
@@ -71,6 +72,29 @@ fn a_snapshot_cut_by_a_crash_is_absent_and_the_next_is_whole() {
     an_mgs_killed_mid_snapshot_leaves_it_absent();
     an_ost_killed_as_it_takes_a_snapshot_leaves_it_absent();
     an_mdt_killed_as_it_takes_a_snapshot_leaves_it_absent();
+    an_mgs_killed_mid_destroy_leaves_it_to_be_finished();
+}
+
+fn an_mgs_killed_mid_destroy_leaves_it_to_be_finished() {
+    std::env::set_var("LOOM_FAIL_AT", "snapshot_destroy:marked");
+    let mut c = Cluster::up(2, 2, &[]);
+    std::env::remove_var("LOOM_FAIL_AT");
+    let mnt = c.mnt.clone();
+    std::fs::write(mnt.join("f"), vec![3u8; 200_000]).expect("write");
+    loom_ok(&["snapshot", "create", s(&mnt), "s1"]);
+    std::fs::write(mnt.join("f"), vec![4u8; 200_000]).expect("overwrite");
+    let o = loom(&["snapshot", "destroy", s(&mnt), "s1"]);
+    assert!(!o.status.success(), "the MGS died, yet s1 was destroyed");
+    gone(&c, "mgs");
+    c.restart("mgs");
+    let list = loom_ok(&["snapshot", "list", s(&mnt)]);
+    assert!(list.contains("destroying"), "{list}");
+    // Finished by the next operation.
+    loom_ok(&["snapshot", "create", s(&mnt), "s2"]);
+    let list = loom_ok(&["snapshot", "list", s(&mnt)]);
+    assert!(!list.contains("s1") && list.contains("s2"), "{list}");
+    only(&c, "2");
+    fsck_clean(&c);
 }
 
 fn an_mdt_killed_as_it_takes_a_snapshot_leaves_it_absent() {
