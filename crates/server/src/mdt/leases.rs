@@ -67,6 +67,9 @@ struct Table {
     /// Inodes being migrated: no lease on them (their attributes, size,
     /// or a directory's names and list) is granted (see `migrate`).
     frozen: HashMap<Fid, usize>,
+    /// While a snapshot is taken, no size lease is granted: every size a
+    /// client knows of is reported before the image (see `snapshots`).
+    sizes_paused: usize,
 }
 
 /// A subscribed client.
@@ -112,6 +115,18 @@ pub struct Busy {
 pub struct Frozen {
     leases: Arc<Leases>,
     fids: Vec<Fid>,
+}
+
+/// No size lease is granted while it lives (see [`Leases::pause_sizes`]).
+pub struct SizesPaused {
+    leases: Arc<Leases>,
+}
+
+impl Drop for SizesPaused {
+    fn drop(&mut self) {
+        let mut t = self.leases.lock();
+        t.sizes_paused = t.sizes_paused.saturating_sub(1);
+    }
 }
 
 impl Drop for Frozen {
@@ -176,6 +191,9 @@ impl Table {
             return false;
         }
         if !self.frozen.is_empty() && leases.iter().any(|l| self.frozen.contains_key(&fid_of(l))) {
+            return false;
+        }
+        if self.sizes_paused > 0 && leases.iter().any(|l| matches!(l, Lease::Size(_))) {
             return false;
         }
         let Some(sub) = self.subs.get_mut(&client) else {
@@ -473,6 +491,25 @@ impl Leases {
         t.holders
             .keys()
             .filter(|l| set.contains(&fid_of(l)))
+            .cloned()
+            .collect()
+    }
+
+    /// Grant no size lease until the guard is dropped.
+    pub fn pause_sizes(self: &Arc<Self>) -> SizesPaused {
+        self.lock().sizes_paused += 1;
+        SizesPaused {
+            leases: self.clone(),
+        }
+    }
+
+    /// Every size lease held: what clients may have written past the
+    /// sizes this MDT knows.
+    pub fn held_sizes(&self) -> Vec<Lease> {
+        self.lock()
+            .holders
+            .keys()
+            .filter(|l| matches!(l, Lease::Size(_)))
             .cloned()
             .collect()
     }

@@ -4,8 +4,10 @@
 //!   none starts (the distributed lock is held). Every MDT freezes before
 //!   any quiesces, so the steps those operations ask of other MDTs still
 //!   run: the image holds no operation half done across MDTs.
-//! - `Quiesce`: every change in progress ends and none starts (the
-//!   namespace lock is held).
+//! - `Quiesce`: the sizes clients hold under size leases are recalled
+//!   (they report them), and none is leased again until the thaw; then
+//!   every change in progress ends and none starts (the namespace lock
+//!   is held).
 //! - `Take`: the store's image, with every change applied so far
 //!   (acknowledged or not), goes to `DIR/snapshots/ID/db`.
 
@@ -39,10 +41,20 @@ impl MdtService {
                     .await?;
             }
             SnapStep::Quiesce { ms } => {
+                // Sizes first: a file written and closed under a size
+                // lease has its size at its client only. Recalled, the
+                // clients report them (changes, which the barrier would
+                // hold up); none is leased again until the thaw.
+                let paused = self.names.leases.pause_sizes();
+                let sizes = self.names.leases.held_sizes();
+                if !sizes.is_empty() {
+                    drop(self.names.leases.recall(0, sizes).await);
+                }
                 let me = self.clone();
                 self.barriers
                     .raise(id, QUIESCE, ms, move |h| async move {
                         let _g = me.names.ns.lock().await;
+                        let _paused = paused;
                         h.keep().await;
                     })
                     .await?;
