@@ -49,6 +49,15 @@ fn kept(c: &Cluster) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+/// A cluster of 2 MDTs and 2 OSTs whose servers all run with crash point
+/// `point` armed (only those that reach it die).
+fn up_armed(point: &str) -> Cluster {
+    std::env::set_var("LOOM_FAIL_AT", point);
+    let c = Cluster::up(2, 2, &[]);
+    std::env::remove_var("LOOM_FAIL_AT");
+    c
+}
+
 /// Wait until server `name` is gone (it killed itself at its crash point).
 fn gone(c: &Cluster, name: &str) {
     let pid = nix::unistd::Pid::from_raw(c.pid(name));
@@ -76,9 +85,7 @@ fn a_snapshot_cut_by_a_crash_is_absent_and_the_next_is_whole() {
 }
 
 fn an_mgs_killed_mid_destroy_leaves_it_to_be_finished() {
-    std::env::set_var("LOOM_FAIL_AT", "snapshot_destroy:marked");
-    let mut c = Cluster::up(2, 2, &[]);
-    std::env::remove_var("LOOM_FAIL_AT");
+    let mut c = up_armed("snapshot_destroy:marked");
     let mnt = c.mnt.clone();
     std::fs::write(mnt.join("f"), vec![3u8; 200_000]).expect("write");
     loom_ok(&["snapshot", "create", s(&mnt), "s1"]);
@@ -100,9 +107,7 @@ fn an_mgs_killed_mid_destroy_leaves_it_to_be_finished() {
 fn an_mdt_killed_as_it_takes_a_snapshot_leaves_it_absent() {
     // Only the MDTs reach this point: both die when asked to take it,
     // holding their barriers, with a cross-MDT rename just done.
-    std::env::set_var("LOOM_FAIL_AT", "mdt_snapshot:take");
-    let mut c = Cluster::up(2, 2, &[]);
-    std::env::remove_var("LOOM_FAIL_AT");
+    let mut c = up_armed("mdt_snapshot:take");
     let mnt = c.mnt.clone();
     loom_ok(&["mkdir", "-i", "1", s(&mnt.join("d1"))]);
     std::fs::write(mnt.join("f"), b"acknowledged").expect("write");
@@ -140,9 +145,7 @@ fn an_mdt_killed_as_it_takes_a_snapshot_leaves_it_absent() {
 }
 
 fn an_mgs_killed_mid_snapshot_leaves_it_absent() {
-    std::env::set_var("LOOM_FAIL_AT", "snapshot_create:taken");
-    let mut c = Cluster::up(2, 2, &[]);
-    std::env::remove_var("LOOM_FAIL_AT");
+    let mut c = up_armed("snapshot_create:taken");
     let mnt = c.mnt.clone();
     std::fs::write(mnt.join("f"), b"before").expect("write");
     let o = loom(&[
@@ -172,9 +175,7 @@ fn an_mgs_killed_mid_snapshot_leaves_it_absent() {
 
 fn an_ost_killed_as_it_takes_a_snapshot_leaves_it_absent() {
     // Only the OSTs reach this point: both die when asked to take it.
-    std::env::set_var("LOOM_FAIL_AT", "ost_snapshot:take");
-    let mut c = Cluster::up(2, 2, &[]);
-    std::env::remove_var("LOOM_FAIL_AT");
+    let mut c = up_armed("ost_snapshot:take");
     let mnt = c.mnt.clone();
     std::fs::write(mnt.join("f"), vec![1u8; 300_000]).expect("write");
     let o = loom(&[
