@@ -192,44 +192,49 @@ impl Client {
         Ok(client)
     }
 
-    /// Asks for the capabilities files opened under a lease still want,
-    /// when their leases are recalled ([`crate::capas::Capas::wanted`]).
-    fn capa_keeper(self: &Arc<Self>) -> crate::routing::Reporter {
+    /// A recall hook (see [`crate::routing::Reporter`]) that runs `each`
+    /// for every file, on this client while it lives.
+    fn per_file_hook<F, Fut>(self: &Arc<Self>, each: F) -> crate::routing::Reporter
+    where
+        F: Fn(Arc<Client>, Fid) -> Fut + Clone + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
         let me = Arc::downgrade(self);
         Arc::new(move |fids: Vec<Fid>| {
-            let me = me.clone();
+            let (me, each) = (me.clone(), each.clone());
             Box::pin(async move {
                 let Some(c) = me.upgrade() else { return };
                 for fid in fids {
-                    let Some((write, caller)) = c.router.capas.wanted(fid) else {
-                        continue;
-                    };
-                    if let Err(e) = c.fetch_capa(&caller, fid, write).await {
-                        // Its first I/O asks again (and may be refused).
-                        tracing::debug!(%fid, "capability at a recall: {e:?}");
-                    }
+                    each(c.clone(), fid).await;
                 }
             })
+        })
+    }
+
+    /// Asks for the capabilities files opened under a lease still want,
+    /// when their leases are recalled ([`crate::capas::Capas::wanted`]).
+    fn capa_keeper(self: &Arc<Self>) -> crate::routing::Reporter {
+        self.per_file_hook(|c, fid| async move {
+            let Some((write, caller)) = c.router.capas.wanted(fid) else {
+                return;
+            };
+            if let Err(e) = c.fetch_capa(&caller, fid, write).await {
+                // Its first I/O asks again (and may be refused).
+                tracing::debug!(%fid, "capability at a recall: {e:?}");
+            }
         })
     }
 
     /// Reports what this client's open handles of some files wrote, when
     /// their size leases are recalled or lost.
     fn size_reporter(self: &Arc<Self>) -> crate::routing::Reporter {
-        let me = Arc::downgrade(self);
-        Arc::new(move |fids: Vec<Fid>| {
-            let me = me.clone();
-            Box::pin(async move {
-                let Some(c) = me.upgrade() else { return };
-                for fid in fids {
-                    for h in c.open_handles(fid) {
-                        if let Err(e) = h.report_now().await {
-                            // The handle keeps it to report at its close.
-                            tracing::warn!(%fid, "reporting a recalled size: {e}");
-                        }
-                    }
+        self.per_file_hook(|c, fid| async move {
+            for h in c.open_handles(fid) {
+                if let Err(e) = h.report_now().await {
+                    // The handle keeps it to report at its close.
+                    tracing::warn!(%fid, "reporting a recalled size: {e}");
                 }
-            })
+            }
         })
     }
 
