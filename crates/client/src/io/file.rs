@@ -722,18 +722,37 @@ impl OpenFile {
     /// earlier reports at close included).
     async fn report(&self, durable: bool) -> Result<(), Errno> {
         let _one = self.reporting.lock().await;
-        self.drain().await?;
+        // The end to report, taken before the writes it covers are sent
+        // and waited for: a write noted before it was admitted before the
+        // bound below. Writes after it may go on meanwhile (a busy
+        // writer would otherwise hold a recalled report for ever); the
+        // handle stays dirty for them.
+        let dirty = self.dirty.swap(false, Ordering::AcqRel);
+        let end = self.written_end.load(Ordering::Acquire);
+        let mtime = *self.lock_last_write();
+        if let Err(e) = self.drain().await {
+            if dirty {
+                self.dirty.store(true, Ordering::Release);
+            }
+            return Err(e);
+        }
         // The writes must have landed before the size that covers them is
         // reported; a failed one fails this call.
-        self.landed().await?;
-        let dirty = self.dirty.swap(false, Ordering::AcqRel);
+        self.writes.wait_before(self.writes.admitted()).await;
+        let (failed, last) = self.writes.failures();
+        if failed > self.failures_at_open {
+            if dirty {
+                self.dirty.store(true, Ordering::Release);
+            }
+            return Err(last.unwrap_or(Errno::EIO));
+        }
         if !dirty && !durable {
             return Ok(());
         }
         let req = MdtRequest::UpdateSize {
             fid: self.fid,
-            size: self.written_end.load(Ordering::Acquire),
-            mtime: *self.lock_last_write(),
+            size: end,
+            mtime,
             durable,
         };
         match self.client.mdt_call(&self.caller, self.fid, req).await {

@@ -144,6 +144,27 @@ impl FileWrites {
         }
     }
 
+    /// The writes admitted so far, as a bound for [`FileWrites::wait_before`].
+    pub fn admitted(&self) -> u64 {
+        self.lock().next_id
+    }
+
+    /// Wait until every write admitted before `bound` (from
+    /// [`FileWrites::admitted`]) is done; later ones may go on. A size
+    /// report waits this way, so a writer that never pauses cannot hold
+    /// it back for ever.
+    pub async fn wait_before(&self, bound: u64) {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if !self.lock().inflight.iter().any(|r| r.2 < bound) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
     /// Whether writes are in flight (for tests and statistics).
     pub fn busy(&self) -> bool {
         !self.lock().inflight.is_empty()
