@@ -20,6 +20,8 @@
 //! - [`locks`]: file locks (flock, POSIX, OFD) held across clients.
 //! - [`replay`]: changes MDTs acknowledged and have not committed, kept
 //!   and replayed to a restarted MDT.
+//! - [`send`]: send and receive of snapshots: a checksummed stream that
+//!   recreates one on another file system.
 //! - [`registry`]: the live mounts of this machine (`/run/loom/mounts`), so
 //!   tools given a path on a mount can reach its cluster.
 //!
@@ -40,6 +42,7 @@ pub mod quota;
 pub mod registry;
 pub mod replay;
 pub mod routing;
+pub mod send;
 mod site;
 pub mod snapdiff;
 mod snapshots;
