@@ -78,6 +78,19 @@ pub struct MountArgs {
     /// list`), read-only.
     #[arg(long, value_name = "NAME")]
     pub snapshot: Option<String>,
+    /// The hidden directory in the mount's root where users find every
+    /// snapshot read-only, as it was (`ls MOUNT/.snapshots/NAME`);
+    /// `none` for none.
+    #[arg(long, value_name = "NAME", default_value = ".snapshots", value_parser = parse_snapdir)]
+    pub snapdir: String,
+}
+
+/// A snapshot directory's name: one name, not `.` or `..`.
+fn parse_snapdir(s: &str) -> Result<String, String> {
+    if s.is_empty() || s == "." || s == ".." || s.contains('/') || s.len() > 255 {
+        return Err(format!("{s:?}: one name (no '/'), or none"));
+    }
+    Ok(s.to_string())
 }
 
 /// Seconds a mount keeps what its MDTs lease it, by default.
@@ -141,6 +154,8 @@ pub struct MountPlan {
     pub source: Option<std::net::IpAddr>,
     /// The snapshot to mount (read-only) instead of the file system.
     pub snapshot: Option<String>,
+    /// Where users find the snapshots (`None`: nowhere).
+    pub snapdir: Option<String>,
 }
 
 /// Seconds, 0 to one hour, fractions allowed.
@@ -293,6 +308,7 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
         readahead_kb: (plan.readahead_kb > 0).then_some(plan.readahead_kb),
         allow_other: plan.allow_other,
         read_only: snapshot.is_some(),
+        snapdir: plan.snapdir.as_ref().map(|n| n.as_bytes().to_vec()),
         ..loom_fuse::MountOptions::default()
     };
     let ours = client.clone();
@@ -415,6 +431,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
             metrics_listen: a.metrics_listen.clone(),
             source: a.source_addr,
             snapshot: a.snapshot.clone(),
+            snapdir: (a.snapdir != "none").then(|| a.snapdir.clone()),
         };
         return mount_and_serve(&plan, || println!("mounted at {}", a.dir.display()));
     }
@@ -464,6 +481,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
         )
         .args(a.source_addr.iter().map(|s| format!("--source-addr={s}")))
         .args(a.snapshot.iter().map(|s| format!("--snapshot={s}")))
+        .arg(format!("--snapdir={}", a.snapdir))
         .arg("--foreground")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

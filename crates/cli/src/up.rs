@@ -568,6 +568,7 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
             metrics_listen: None,
             source: None,
             snapshot: None,
+            snapdir: Some(".snapshots".to_string()),
         };
         if a.no_mount {
             println!(

@@ -192,6 +192,17 @@ impl Client {
         Ok(client)
     }
 
+    /// Another client of the same file system, with the same options,
+    /// reading snapshot `id` (see [`ClientOptions::snapshot`]).
+    pub async fn at_snapshot(&self, id: u32) -> Result<Arc<Client>, ClientError> {
+        let opts = ClientOptions {
+            snapshot: Some(id),
+            ..self.opts.clone()
+        };
+        let (mgs, key) = self.router.mgs_and_key();
+        Client::connect(&mgs, &self.fsname, key, opts).await
+    }
+
     /// A recall hook (see [`crate::routing::Reporter`]) that runs `each`
     /// for every file, on this client while it lives.
     fn per_file_hook<F, Fut>(self: &Arc<Self>, each: F) -> crate::routing::Reporter

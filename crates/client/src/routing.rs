@@ -253,6 +253,12 @@ impl Router {
         &self.mgs_addr
     }
 
+    /// The MGS's address and the cluster key (for another client of the
+    /// same file system).
+    pub fn mgs_and_key(&self) -> (String, ClusterKey) {
+        (self.mgs_addr.clone(), self.key.clone())
+    }
+
     /// The configuration in force.
     pub fn config(&self) -> Arc<ClusterConfig> {
         self.config

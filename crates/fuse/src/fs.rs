@@ -51,6 +51,7 @@
 
 use crate::attr::{file_attr, file_type, wire_time};
 use crate::kept::{Kept, KeptPages};
+use crate::snapdir::SnapDir;
 use fuser::{
     AccessFlags, BsdFileFlags, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
     InitFlags, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
@@ -135,6 +136,9 @@ pub struct LoomFs {
     /// it then leaves the umask to the file system, and the MDT applies
     /// it, or a directory's default ACL instead.
     acls: bool,
+    /// The snapshot directory (`MOUNT/.snapshots`), unless turned off or
+    /// this mount is itself a snapshot's.
+    snaps: Option<SnapDir>,
 }
 
 /// What this mount last told the kernel about one inode.
@@ -308,6 +312,7 @@ impl LoomFs {
             workers,
             storing: Mutex::new(()),
             acls: false,
+            snaps: None,
         })
     }
 
@@ -462,6 +467,33 @@ impl LoomFs {
                 }
             }
         }
+    }
+
+    /// Serve the snapshot directory `name` in the root (see `snapdir.rs`).
+    pub fn set_snapdir(&mut self, name: Vec<u8>) {
+        self.snaps = Some(SnapDir::new(self.client.clone(), name));
+    }
+
+    /// The snapshot directory, if `ino` is one of its inodes.
+    fn snap_of(&self, ino: INodeNo) -> Option<&SnapDir> {
+        self.snaps
+            .as_ref()
+            .filter(|_| crate::snapdir::is_virtual(ino.0))
+    }
+
+    /// Why a change of `name` in `parent` is refused, if it touches the
+    /// snapshot directory: everything in it is read-only, and its name
+    /// in the root is taken (`making`) or cannot go.
+    fn snap_refusal(&self, parent: INodeNo, name: &OsStr, making: bool) -> Option<Errno> {
+        let s = self.snaps.as_ref()?;
+        if crate::snapdir::is_virtual(parent.0) {
+            return Some(Errno::EROFS);
+        }
+        (parent == INodeNo::ROOT && name.as_bytes() == s.name()).then_some(if making {
+            Errno::EEXIST
+        } else {
+            Errno::EBUSY
+        })
     }
 
     fn run<T>(&self, f: impl Future<Output = T>) -> T {
@@ -1168,6 +1200,21 @@ impl Filesystem for LoomFs {
         if name.len() > loom_client::meta::NAME_MAX {
             return reply.error(fe(Errno::ENAMETOOLONG));
         }
+        if let Some(s) = &self.snaps {
+            let c = self.caller(req);
+            let r = if parent == INodeNo::ROOT && name.as_bytes() == s.name() {
+                Some(self.run(s.getattr(&c, crate::snapdir::DIR_INO)))
+            } else if crate::snapdir::is_virtual(parent.0) {
+                Some(self.run(s.lookup(&c, parent.0, name.as_bytes())))
+            } else {
+                None
+            };
+            match r {
+                Some(Ok((a, ttl))) => return reply.entry(&ttl, &a, GEN),
+                Some(Err(e)) => return reply.error(fe(e)),
+                None => {}
+            }
+        }
         let since = self.client.recalls();
         match self
             .client
@@ -1218,6 +1265,12 @@ impl Filesystem for LoomFs {
     }
 
     fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        if let Some(s) = self.snap_of(ino) {
+            return match self.run(s.getattr(&self.caller(req), ino.0)) {
+                Ok((a, ttl)) => reply.attr(&ttl, &a),
+                Err(e) => reply.error(fe(e)),
+            };
+        }
         // Attributes this mount's own change just left: the kernel asks
         // for them after each change (and, for permission checks, before
         // the next create in the same directory). Kept by the kernel for
@@ -1255,6 +1308,9 @@ impl Filesystem for LoomFs {
         _flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        if self.snap_of(ino).is_some() {
+            return reply.error(fe(Errno::EROFS));
+        }
         let set = SetAttr {
             perm: mode.map(|m| m & 0o7777),
             uid,
@@ -1289,6 +1345,12 @@ impl Filesystem for LoomFs {
     }
 
     fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
+        if let Some(s) = self.snap_of(ino) {
+            return match self.run(s.readlink(&self.caller(req), ino.0)) {
+                Ok(t) => reply.data(&t),
+                Err(e) => reply.error(fe(e)),
+            };
+        }
         match self.do_readlink(req, ino) {
             Ok(t) => reply.data(t.as_bytes()),
             Err(e) => reply.error(fe(e)),
@@ -1305,6 +1367,9 @@ impl Filesystem for LoomFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
+        if let Some(e) = self.snap_refusal(parent, name, true) {
+            return reply.error(fe(e));
+        }
         let since = self.client.recalls();
         let r = self.do_mknod(req, parent, name, mode, umask, rdev);
         self.entry_reply(reply, parent, name, since, r);
@@ -1319,16 +1384,25 @@ impl Filesystem for LoomFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
+        if let Some(e) = self.snap_refusal(parent, name, true) {
+            return reply.error(fe(e));
+        }
         let since = self.client.recalls();
         let r = self.do_mkdir(req, parent, name, mode, umask);
         self.entry_reply(reply, parent, name, since, r);
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        if let Some(e) = self.snap_refusal(parent, name, false) {
+            return reply.error(fe(e));
+        }
         reply_empty(reply, self.do_unlink(req, parent, name));
     }
 
     fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        if let Some(e) = self.snap_refusal(parent, name, false) {
+            return reply.error(fe(e));
+        }
         reply_empty(reply, self.do_rmdir(req, parent, name));
     }
 
@@ -1340,6 +1414,9 @@ impl Filesystem for LoomFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
+        if let Some(e) = self.snap_refusal(parent, link_name, true) {
+            return reply.error(fe(e));
+        }
         let since = self.client.recalls();
         let r = self.do_symlink(req, parent, link_name, target);
         self.entry_reply(reply, parent, link_name, since, r);
@@ -1355,6 +1432,12 @@ impl Filesystem for LoomFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
+        let refused = self
+            .snap_refusal(parent, name, false)
+            .or_else(|| self.snap_refusal(newparent, newname, false));
+        if let Some(e) = refused {
+            return reply.error(fe(e));
+        }
         reply_empty(
             reply,
             self.do_rename(req, parent, name, newparent, newname, flags),
@@ -1369,12 +1452,27 @@ impl Filesystem for LoomFs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
+        let refused = self
+            .snap_of(ino)
+            .map(|_| Errno::EXDEV)
+            .or_else(|| self.snap_refusal(newparent, newname, true));
+        if let Some(e) = refused {
+            return reply.error(fe(e));
+        }
         let since = self.client.recalls();
         let r = self.do_link(req, ino, newparent, newname);
         self.entry_reply(reply, newparent, newname, since, r);
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        if let Some(s) = self.snap_of(ino) {
+            let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+            // What a snapshot holds never changes: the kernel's pages stay.
+            return match self.run(s.open(&self.caller(req), ino.0, flags.0, fh)) {
+                Ok(()) => reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE),
+                Err(e) => reply.error(fe(e)),
+            };
+        }
         // The same open flags as the no-op reference (settings.rs).
         match self.do_open(req, ino, flags) {
             Ok((fh, keep, write)) => {
@@ -1415,7 +1513,11 @@ impl Filesystem for LoomFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        match self.do_read(fh, offset, size) {
+        let r = match self.snaps.as_ref().filter(|s| s.has_file(fh.0)) {
+            Some(s) => self.run(s.read(fh.0, offset, size)),
+            None => self.do_read(fh, offset, size),
+        };
+        match r {
             Ok(d) => reply.data(&d),
             Err(e) => reply.error(fe(e)),
         }
@@ -1454,6 +1556,9 @@ impl Filesystem for LoomFs {
         lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
+        if self.snaps.as_ref().is_some_and(|s| s.has_file(fh.0)) {
+            return reply.ok();
+        }
         // Every close(2): the POSIX locks of the closing process go (the
         // kernel sends no unlock of its own at close: FUSE leaves that to
         // the flush). Then, if it may have written: the data has landed,
@@ -1486,6 +1591,9 @@ impl Filesystem for LoomFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        if self.snaps.as_ref().is_some_and(|s| s.release(fh.0)) {
+            return reply.ok();
+        }
         self.lock_quiet().remove(&fh.0);
         // The open file description went: its flock and OFD locks go (the
         // POSIX locks of each process went at its close's flush).
@@ -1635,7 +1743,26 @@ impl Filesystem for LoomFs {
         if self.listing_ended(fh, offset) {
             return reply.ok();
         }
-        let (dot, dotdot, _) = Self::listing_start(offset);
+        let (dot, dotdot, cookie) = Self::listing_start(offset);
+        if let Some(s) = self.snap_of(ino) {
+            let (entries, _) =
+                match self.run(s.readdir(&self.caller(req), ino.0, cookie, READDIR_BATCH)) {
+                    Ok(e) => e,
+                    Err(e) => return reply.error(fe(e)),
+                };
+            let dots = [(dot, OFF_DOT, "."), (dotdot, OFF_DOTDOT, "..")];
+            for (_, off, name) in dots.iter().filter(|d| d.0) {
+                if reply.add(ino, *off, FileType::Directory, name) {
+                    return reply.ok();
+                }
+            }
+            for (off, name, a) in entries {
+                if reply.add(a.ino, off, a.kind, OsStr::from_bytes(&name)) {
+                    break;
+                }
+            }
+            return reply.ok();
+        }
         let (entries, eof) = match self.do_readdir(req, ino, offset, READDIR_BATCH) {
             Ok(e) => e,
             Err(e) => return reply.error(fe(e)),
@@ -1685,7 +1812,31 @@ impl Filesystem for LoomFs {
         if self.listing_ended(fh, offset) {
             return reply.ok();
         }
-        let (dot, dotdot, _) = Self::listing_start(offset);
+        let (dot, dotdot, cookie) = Self::listing_start(offset);
+        if let Some(s) = self.snap_of(ino) {
+            let c = self.caller(req);
+            let (entries, _) = match self.run(s.readdir(&c, ino.0, cookie, READDIRPLUS_BATCH)) {
+                Ok(e) => e,
+                Err(e) => return reply.error(fe(e)),
+            };
+            let me = match self.run(s.getattr(&c, ino.0)) {
+                Ok((a, _)) => a,
+                Err(e) => return reply.error(fe(e)),
+            };
+            let ttl = crate::snapdir::SNAP_TTL;
+            let dots = [(dot, OFF_DOT, "."), (dotdot, OFF_DOTDOT, "..")];
+            for (_, off, name) in dots.iter().filter(|d| d.0) {
+                if reply.add(ino, *off, name, &ttl, &me, GEN) {
+                    return reply.ok();
+                }
+            }
+            for (off, name, a) in entries {
+                if reply.add(a.ino, off, OsStr::from_bytes(&name), &ttl, &a, GEN) {
+                    break;
+                }
+            }
+            return reply.ok();
+        }
         let since = self.client.recalls();
         let dir = (dot || dotdot).then(|| dot_placeholder(self.inos.fid(ino)));
         let (entries, eof) = match self.do_readdir(req, ino, offset, READDIRPLUS_BATCH) {
@@ -1783,18 +1934,31 @@ impl Filesystem for LoomFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
+        if self.snap_of(ino).is_some() {
+            return reply.error(fe(Errno::EROFS));
+        }
         reply_empty(reply, self.do_setxattr(req, ino, name, value, flags));
     }
 
     fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        if let Some(s) = self.snap_of(ino) {
+            let r = self.run(s.getxattr(&self.caller(req), ino.0, name.as_bytes()));
+            return reply_xattr(reply, size, r);
+        }
         reply_xattr(reply, size, self.do_getxattr(req, ino, name));
     }
 
     fn listxattr(&self, req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        if let Some(s) = self.snap_of(ino) {
+            return reply_xattr(reply, size, self.run(s.listxattr(&self.caller(req), ino.0)));
+        }
         reply_xattr(reply, size, self.do_listxattr(req, ino));
     }
 
     fn removexattr(&self, req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        if self.snap_of(ino).is_some() {
+            return reply.error(fe(Errno::EROFS));
+        }
         reply_empty(reply, self.do_removexattr(req, ino, name));
     }
 
@@ -1813,6 +1977,9 @@ impl Filesystem for LoomFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
+        if let Some(e) = self.snap_refusal(parent, name, true) {
+            return reply.error(fe(e));
+        }
         let since = self.client.recalls();
         let made = self
             .do_create(req, parent, name, mode, umask)

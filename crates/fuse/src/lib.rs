@@ -31,6 +31,7 @@ pub mod kept;
 pub mod noop;
 pub mod notify;
 pub mod settings;
+pub mod snapdir;
 pub mod tools;
 
 use loom_client::Client;
@@ -60,6 +61,9 @@ pub struct MountOptions {
     pub root: loom_proto::Fid,
     /// Mounted read-only (a snapshot).
     pub read_only: bool,
+    /// The hidden directory in the root where every snapshot is found
+    /// read-only (`.snapshots`; `None`: none). Not in a snapshot's mount.
+    pub snapdir: Option<Vec<u8>>,
 }
 
 impl Default for MountOptions {
@@ -72,6 +76,7 @@ impl Default for MountOptions {
             readahead_kb: Some(DEFAULT_READAHEAD_KB),
             root: loom_proto::Fid::ROOT,
             read_only: false,
+            snapdir: Some(b".snapshots".to_vec()),
         }
     }
 }
@@ -87,7 +92,7 @@ pub fn mount(
     let cfg = settings::fuser_config(&opts, "loom");
     let notifier = Arc::new(OnceLock::new());
     let inos = fs::Inos::new(opts.root);
-    let fs = fs::LoomFs::new(
+    let mut fs = fs::LoomFs::new(
         client.clone(),
         rt,
         opts.attr_timeout,
@@ -95,6 +100,9 @@ pub fn mount(
         opts.threads.max(1),
         inos,
     )?;
+    if let Some(name) = opts.snapdir.clone().filter(|_| !opts.read_only) {
+        fs.set_snapdir(name);
+    }
     let kept = fs.kept();
     let session = fuser::Session::new(fs, mountpoint, &cfg)?;
     let _ = notifier.set(session.notifier());

@@ -19,8 +19,14 @@ pub struct Fid {
     pub ver: u32,
 }
 
-/// The highest sequence whose FIDs map one-to-one onto 64-bit inode numbers.
-pub const MAX_INO_SEQ: u64 = u32::MAX as u64;
+/// Sequences from here on are never handed out: a mount numbers inodes
+/// that are not the file system's own there (its snapshot directory's,
+/// whose FIDs repeat from one snapshot to the next).
+pub const VIRT_INO_SEQ: u64 = 0xffff_0000;
+
+/// The highest sequence the MGS hands out: its FIDs map one-to-one onto
+/// 64-bit inode numbers, below those of [`VIRT_INO_SEQ`].
+pub const MAX_INO_SEQ: u64 = VIRT_INO_SEQ - 1;
 
 impl Fid {
     /// The root directory of every loomfs file system (on MDT0).

@@ -42,6 +42,6 @@ pub mod snapshot;
 
 pub use compress::Compress;
 pub use error::{Errno, WireError};
-pub use fid::Fid;
+pub use fid::{Fid, MAX_INO_SEQ, VIRT_INO_SEQ};
 pub use layout::{Layout, ObjRef, StripeSpec};
 pub use name::Name;
