@@ -19,7 +19,9 @@ mod params;
 mod project;
 mod quota;
 mod registry;
+mod replicate;
 mod scrub;
+mod sendrecv;
 mod snapshot;
 mod stats;
 mod tools;
@@ -145,6 +147,21 @@ enum Cmd {
     /// create|list|destroy MOUNT ...` (create and destroy are root's).
     #[command(subcommand)]
     Snapshot(snapshot::SnapshotCmd),
+    /// Write snapshot NAME of the tree at PATH to standard output as a
+    /// checksummed stream, whole or (--from OLD) only what changed since
+    /// OLD: `loom send [--from OLD] PATH NAME > STREAM` (root). Progress
+    /// goes to standard error.
+    Send(sendrecv::SendArgs),
+    /// Recreate a stream of `loom send` in directory PATH of another (or
+    /// the same) loomfs, byte for byte, then take a snapshot of the sent
+    /// one's name: `loom receive PATH < STREAM` (root). A receive that
+    /// stopped resumes when the same stream is sent again.
+    Receive(sendrecv::ReceiveArgs),
+    /// Keep a tree replicated on another loomfs by periodic snapshots and
+    /// incremental sends, changes younger than --min-age waiting: `loom
+    /// replicate run SOURCE DEST`, `loom replicate status DEST` (root).
+    #[command(subcommand)]
+    Replicate(replicate::ReplicateCmd),
     // Benchmarks (mdtest, IOR, IO500; compare, sweep, suite). No doc
     // comment here: it would replace the long help of loom_bench::BenchArgs.
     Bench(loom_bench::BenchArgs),
@@ -199,6 +216,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::GetParam(a) => params::get_param(a),
         Cmd::Nodemap(c) => nodemap::run(c),
         Cmd::Snapshot(c) => snapshot::run(c),
+        Cmd::Send(a) => sendrecv::send(a),
+        Cmd::Receive(a) => sendrecv::receive(a),
+        Cmd::Replicate(c) => replicate::run(c),
         // Its own exit codes, as e2fsck's.
         Cmd::Fsck(a) => return Ok(fsck::fsck(a)),
         Cmd::Bench(a) => loom_bench::run(a),

@@ -86,7 +86,12 @@ pub struct DestroyArgs {
     pub name: String,
 }
 
-fn when(secs: u64) -> String {
+/// `secs` as a compact UTC stamp for a snapshot's name: 20261128T101500Z.
+pub(crate) fn stamp(secs: u64) -> String {
+    when(secs).replace(['-', ':'], "")
+}
+
+pub(crate) fn when(secs: u64) -> String {
     // UTC, as `date -u -d @SECS +%FT%TZ` shows it.
     let days = secs / 86_400;
     let (h, m, s) = (secs % 86_400 / 3600, secs % 3600 / 60, secs % 60);
