@@ -9,7 +9,7 @@
 //!    one the replica received last, straight into `loom receive`'s
 //!    code on the destination (which snapshots it there);
 //! 3. with `--verify`, compares every file's checksum in the sent
-//!    snapshot and in the replica's;
+//!    snapshot and in the replica's tree;
 //! 4. destroys source snapshots older than the one sent, and keeps the
 //!    replica's last `--keep`;
 //! 5. records what it did beside the replica, for `loom replicate
@@ -67,7 +67,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 3)]
     pub keep: usize,
     /// After each round, compare every file's checksum in the sent
-    /// snapshot and the replica's.
+    /// snapshot and in the replica (a change made to the replica shows).
     #[arg(long)]
     pub verify: bool,
     /// One round, then exit (as from cron).
@@ -352,15 +352,13 @@ fn round(a: &RunArgs) -> anyhow::Result<()> {
 
     // 3. Verify.
     if a.verify {
-        let dst_have = list(&dst)?;
-        let mine = dst_have
-            .iter()
-            .find(|x| x.name == pick.name)
-            .ok_or_else(|| anyhow!("the replica took no snapshot {}", pick.name))?;
-        let (ours, theirs) = (
-            sums(&src, pick.id, src_rel.as_os_str().as_bytes())?,
-            sums(&dst, mine.id, &into)?,
-        );
+        // The replica's tree as it is: a change made there since a round
+        // (which the next increment would build on unknowingly) shows.
+        let theirs = dst
+            .rt
+            .block_on(checksums(&dst.client, &c, &into))
+            .map_err(|e| crate::tools::errno(e, "checksumming the replica"))?;
+        let ours = sums(&src, pick.id, src_rel.as_os_str().as_bytes())?;
         let bad: Vec<&Vec<u8>> = ours
             .iter()
             .filter(|(p, s)| theirs.get(*p) != Some(s))
