@@ -222,7 +222,9 @@ pub fn receive(a: ReceiveArgs) -> anyhow::Result<()> {
         .context("loom receive")?;
     if let Some(h) = &got.header {
         if !a.quiet {
-            let how = if got.resumed_at > 0 {
+            let how = if got.already {
+                " already: nothing to do".to_string()
+            } else if got.resumed_at > 0 {
                 format!(" (resumed at record {})", got.resumed_at)
             } else {
                 String::new()

@@ -518,7 +518,8 @@ impl Client {
         ));
         inode.opened(&f);
         self.handles_open.fetch_add(1, Ordering::Relaxed);
-        if !self.router.takes_leases() {
+        // An image cannot change: no unlink to hold an open file against.
+        if !self.router.takes_leases() && self.opts.snapshot.is_none() {
             match told {
                 true => {
                     inode.hold_orphan();

@@ -50,6 +50,8 @@ pub struct Received {
     pub stream: u64,
     /// The stream's header.
     pub header: Option<Header>,
+    /// It was received whole before: nothing was applied.
+    pub already: bool,
 }
 
 fn fs(what: impl Into<String>) -> impl FnOnce(Errno) -> SendError {
@@ -744,7 +746,15 @@ pub async fn receive<R: Read>(
         .and_then(|l| l.split_whitespace().nth(1).map(str::to_string));
     if resume.is_none() {
         if last.as_deref() == Some(&header.snapshot.guid()) {
-            // Applied whole before; only its snapshot may be missing.
+            // Applied whole before; only its snapshot may be missing. The
+            // stream is read to its end (and checked), so a sender piped
+            // here ends well too.
+            while rd.next_record()?.is_some() {
+                got.records = rd.records();
+                step(Step::Skip, &got);
+            }
+            got.stream = rd.bytes();
+            got.already = true;
             return finish(client, c, &keep, &header, opts, got).await;
         }
         match &header.base {
@@ -808,6 +818,11 @@ pub async fn receive<R: Read>(
         if let Some(r) = reopen {
             ap.apply(r).await?;
         }
+    }
+    if resume.is_none() {
+        // A receive killed before its first pass ends resumes too, rather
+        // than finding its tree no longer empty.
+        checkpoint(&mut ap, &keep, &id, rd.records(), rd.chain()).await?;
     }
     let mut saved = Instant::now();
     loop {
