@@ -76,6 +76,21 @@ fn xattrs_of(p: &Path) -> String {
         .join("\n")
 }
 
+/// `getfacl` of `p` (not following a symbolic link), without its
+/// header's file name.
+fn acl_of(p: &Path) -> String {
+    let o = Command::new("getfacl")
+        .args(["-P", "-p", "-n"])
+        .arg(p)
+        .output()
+        .expect("getfacl");
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.starts_with("# file:") && !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// Everything a tree holds that a byte-for-byte copy keeps, by path:
 /// kind, mode, owner, size, modification time, link count, contents,
 /// symbolic link targets, extended attributes and layouts; and which
@@ -124,7 +139,7 @@ fn describe(root: &Path) -> (BTreeMap<String, String>, Vec<Vec<String>>) {
             );
             inodes.entry(md.ino()).or_default().push(key.clone());
         }
-        d += &format!(" xattrs[{}]", xattrs_of(&p));
+        d += &format!(" xattrs[{}] acl[{}]", xattrs_of(&p), acl_of(&p));
         out.insert(key, d);
     }
     let links = inodes.into_values().filter(|v| v.len() > 1).collect();
@@ -380,7 +395,7 @@ fn a_snapshot_sent_and_its_increment_are_received_byte_for_byte() {
     // stream finishes it.
     let cut = streams.join("cut");
     let part = std::fs::read(&inc).expect("read increment");
-    for at in [300, 700, 1200, part.len() / 2] {
+    for at in [300, 700, 1200, part.len() / 2, part.len() - 40] {
         std::fs::write(&cut, &part[..at.min(part.len() - 1)]).expect("write cut");
         let (ok, said) = receive(&into, &cut);
         assert!(!ok && said.contains("ends early"), "cut at {at}: {said}");

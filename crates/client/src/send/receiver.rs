@@ -24,7 +24,7 @@ use super::{SendError, Step};
 use crate::ctx::Caller;
 use crate::io::file::Allocation;
 use crate::{Client, OpenFile};
-use loom_proto::layout::LayoutSpec;
+use loom_proto::layout::{Layout, LayoutSpec};
 use loom_proto::msg::{rename_flags, Attr, DirStripe, FileKind, Role, SetAttr, SetTime};
 use loom_proto::{Errno, Fid};
 use std::collections::HashMap;
@@ -112,15 +112,29 @@ fn stream_id(h: &Header) -> String {
     }
 }
 
+/// The file the data records are for.
+struct Open {
+    path: Vec<u8>,
+    file: Arc<OpenFile>,
+    /// The size it must have once its data is written: a tail of zeros
+    /// (a hole) is not sent, so the size is set at the end if the writes
+    /// fell short of it.
+    size: u64,
+}
+
 struct Applier<'a> {
     client: &'a Arc<Client>,
     c: Caller,
     into: Fid,
     stage: Fid,
     dirs: HashMap<Vec<u8>, Fid>,
+    /// What this receive made or looked up, by path, with a file's
+    /// layout: the passes after Place address each inode again, and a
+    /// new file's size (0) and owner are known without asking.
+    known: HashMap<Vec<u8>, (Attr, Option<Layout>)>,
     /// Each directory's defaults as set here for files made in it.
     made_with: HashMap<Fid, FileLayout>,
-    open: Option<(Vec<u8>, Arc<OpenFile>)>,
+    open: Option<Open>,
     mdts: Vec<u32>,
     osts: usize,
     data: u64,
@@ -144,19 +158,32 @@ impl Applier<'_> {
 
     /// What is at `path`.
     async fn node(&mut self, path: &[u8]) -> Result<Attr, Errno> {
-        if path.is_empty() {
-            return self.client.getattr(&self.c, self.into).await;
-        }
-        let (parent, name) = split(path);
-        let p = self.dir(parent).await?;
-        Ok(self.client.lookup(&self.c, p, name).await?.0)
+        Ok(self.node_and_layout(path).await?.0)
     }
 
-    /// Forget the directories at and under `path` (moved or removed).
+    /// What is at `path`, and its layout if it is a regular file.
+    async fn node_and_layout(&mut self, path: &[u8]) -> Result<(Attr, Option<Layout>), Errno> {
+        if let Some(k) = self.known.get(path) {
+            return Ok(k.clone());
+        }
+        let found = if path.is_empty() {
+            (self.client.getattr(&self.c, self.into).await?, None)
+        } else {
+            let (parent, name) = split(path);
+            let p = self.dir(parent).await?;
+            self.client.lookup(&self.c, p, name).await?
+        };
+        self.known.insert(path.to_vec(), found.clone());
+        Ok(found)
+    }
+
+    /// Forget what is known at and under `path` (moved or removed).
     fn forget(&mut self, path: &[u8]) {
-        self.dirs.retain(|k, _| {
-            !(k.as_slice() == path || (k.starts_with(path) && k.get(path.len()) == Some(&b'/')))
-        });
+        let under = |k: &Vec<u8>| {
+            k.as_slice() == path || (k.starts_with(path) && k.get(path.len()) == Some(&b'/'))
+        };
+        self.dirs.retain(|k, _| !under(k));
+        self.known.retain(|k, _| !under(k));
     }
 
     /// Remove whatever is at `name` in `dir` (a step run again after a
@@ -166,6 +193,7 @@ impl Applier<'_> {
         if attr.kind == FileKind::Dir {
             remove_tree(self.client, &self.c, attr.fid).await?;
             self.dirs.clear();
+            self.known.clear();
             self.client.rmdir(&self.c, dir, name).await
         } else {
             self.client.unlink(&self.c, dir, name).await
@@ -173,10 +201,19 @@ impl Applier<'_> {
     }
 
     async fn close_file(&mut self) -> Result<(), SendError> {
-        if let Some((path, f)) = self.open.take() {
-            f.flush()
-                .await
-                .map_err(fs(format!("writing {}", show(&path))))?;
+        if let Some(o) = self.open.take() {
+            let what = || fs(format!("writing {}", show(&o.path)));
+            o.file.flush().await.map_err(what())?;
+            if o.file.size() < o.size {
+                let set = SetAttr {
+                    size: Some(o.size),
+                    ..SetAttr::default()
+                };
+                self.client
+                    .setattr(&self.c, o.file.fid(), set)
+                    .await
+                    .map_err(what())?;
+            }
         }
         Ok(())
     }
@@ -256,6 +293,7 @@ impl Applier<'_> {
                 let what = || fs(format!("moving {} into place", show(&path)));
                 let d = self.dir(p).await.map_err(what())?;
                 let flags = rename_flags::NOREPLACE;
+                self.forget(&path);
                 match cl.rename(&c, self.stage, staged(fid), d, name, flags).await {
                     Ok(()) | Err(Errno::ENOENT) | Err(Errno::EEXIST) => {}
                     Err(e) => return Err(what()(e)),
@@ -308,19 +346,23 @@ impl Applier<'_> {
                 if let Some(l) = &layout {
                     self.made_as(d, l).await.map_err(what())?;
                 }
-                match cl.create(&c, d, name, kind, perm, rdev, None).await {
-                    Ok(_) => {}
+                let made = match cl.create(&c, d, name, kind, perm, rdev, None).await {
+                    Ok(made) => made,
                     Err(Errno::EEXIST) => {
-                        let (a, _) = cl.lookup(&c, d, name).await.map_err(what())?;
-                        if a.kind != kind {
+                        let found = cl.lookup(&c, d, name).await.map_err(what())?;
+                        if found.0.kind == kind {
+                            found
+                        } else {
                             self.remove(d, name).await.map_err(what())?;
+                            self.forget(&path);
                             cl.create(&c, d, name, kind, perm, rdev, None)
                                 .await
-                                .map_err(what())?;
+                                .map_err(what())?
                         }
                     }
                     Err(e) => return Err(what()(e)),
-                }
+                };
+                self.known.insert(path.clone(), made);
             }
             Record::Symlink { path, target } => {
                 let (p, name) = split(&path);
@@ -360,34 +402,43 @@ impl Applier<'_> {
             Record::Open { path, size } => {
                 self.close_file().await?;
                 let what = || fs(format!("writing {}", show(&path)));
-                let a = self.node(&path).await.map_err(what())?;
-                if a.size != size {
+                let (a, layout) = self.node_and_layout(&path).await.map_err(what())?;
+                // Cut now, before the writes; grown at the close, if the
+                // writes do not reach the size.
+                let mut now = a.size;
+                if size < a.size {
                     let set = SetAttr {
                         size: Some(size),
                         ..SetAttr::default()
                     };
                     cl.setattr(&c, a.fid, set).await.map_err(what())?;
+                    now = size;
                 }
-                let layout = cl.get_layout_as(&c, a.fid).await.map_err(what())?;
-                let f = cl.open_as(&c, a.fid, layout, size);
-                self.open = Some((path, f));
+                let layout = match layout {
+                    Some(l) => l,
+                    None => cl.get_layout_as(&c, a.fid).await.map_err(what())?,
+                };
+                let file = cl.open_as(&c, a.fid, layout, now);
+                self.open = Some(Open { path, file, size });
             }
             Record::Data { offset, bytes } => {
-                let Some((path, f)) = &self.open else {
+                let Some(o) = &self.open else {
                     return Err(SendError::Refused("a data record before its file".into()));
                 };
-                f.write(offset, &bytes)
+                o.file
+                    .write(offset, &bytes)
                     .await
-                    .map_err(fs(format!("writing {}", show(path))))?;
+                    .map_err(fs(format!("writing {}", show(&o.path))))?;
                 self.data += bytes.len() as u64;
             }
             Record::Zero { offset, len } => {
-                let Some((path, f)) = &self.open else {
+                let Some(o) = &self.open else {
                     return Err(SendError::Refused("a data record before its file".into()));
                 };
-                f.fallocate(Allocation::Punch, offset, len, true)
+                o.file
+                    .fallocate(Allocation::Punch, offset, len, true)
                     .await
-                    .map_err(fs(format!("punching {}", show(path))))?;
+                    .map_err(fs(format!("punching {}", show(&o.path))))?;
             }
             Record::Xattrs { path, set } => {
                 let what = || {
@@ -788,6 +839,7 @@ pub async fn receive<R: Read>(
         into: into.fid,
         stage: keep.stage,
         dirs: HashMap::from([(Vec::new(), into.fid)]),
+        known: HashMap::new(),
         made_with: HashMap::new(),
         open: None,
         mdts: cfg.indices(Role::Mdt),
@@ -890,8 +942,8 @@ async fn checkpoint(
     records: u64,
     chain: u32,
 ) -> Result<(), SendError> {
-    if let Some((_, f)) = &ap.open {
-        f.flush().await.map_err(fs("writing file data"))?;
+    if let Some(o) = &ap.open {
+        o.file.flush().await.map_err(fs("writing file data"))?;
     }
     ap.client
         .sync_all()

@@ -186,10 +186,20 @@ impl MgsService {
             .copied()
             .filter(|t| t.role == Role::Mdt)
             .collect();
+        let osts: Vec<TargetId> = targets
+            .iter()
+            .copied()
+            .filter(|t| t.role != Role::Mdt)
+            .collect();
         let taken = async {
             self.each(&mdts, id, SnapStep::Freeze { ms: barrier_ms }, barrier)
                 .await?;
-            self.each(&targets, id, SnapStep::Quiesce { ms: barrier_ms }, barrier)
+            // MDTs before OSTs: an MDT's quiesce recalls size leases, and a
+            // client reports a size once the writes below it have landed,
+            // which a quiesced OST would hold until the barrier ends.
+            self.each(&mdts, id, SnapStep::Quiesce { ms: barrier_ms }, barrier)
+                .await?;
+            self.each(&osts, id, SnapStep::Quiesce { ms: barrier_ms }, barrier)
                 .await?;
             crate::fail::point("snapshot_create:quiesced");
             self.each(&targets, id, SnapStep::Take, barrier).await
