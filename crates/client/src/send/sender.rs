@@ -16,6 +16,7 @@ use crate::Client;
 use loom_proto::layout::{ComponentSpec, Layout, LayoutSpec, Pattern, StripeSpec};
 use loom_proto::msg::{Attr, FileKind};
 use loom_proto::{Errno, Fid};
+use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -180,38 +181,64 @@ pub async fn send<W: Write>(
     }
 
     w.put(&Record::Phase(Phase::Content))?;
+    // What each changed inode needs read is fetched ahead, WINDOW inodes
+    // at a time, while the records go out in order: one round trip after
+    // another per inode would leave the servers idle.
+    let mut ahead: VecDeque<tokio::task::JoinHandle<Result<Fetched, SendError>>> = VecDeque::new();
+    let mut next = 0;
     for (fid, path) in &p.changed {
+        while next < p.changed.len() && ahead.len() < WINDOW {
+            let (f, pth) = &p.changed[next];
+            next += 1;
+            let (Some(node), before) = (
+                new_img.nodes.get(f),
+                old_img.nodes.get(f).map(|n| n.attr.clone()),
+            ) else {
+                ahead.push_back(tokio::spawn(async { Ok(Fetched::default()) }));
+                continue;
+            };
+            let job = FetchJob {
+                client: new.client.clone(),
+                prior: old.as_ref().map(|o| o.client.clone()),
+                c: c.clone(),
+                attr: node.attr.clone(),
+                before,
+                path: pth.clone(),
+            };
+            ahead.push_back(tokio::spawn(job.run()));
+        }
+        let fetched = match ahead.pop_front() {
+            Some(h) => h
+                .await
+                .map_err(|e| SendError::Refused(format!("a read ahead failed: {e}")))??,
+            None => Fetched::default(),
+        };
         let Some(node) = new_img.nodes.get(fid) else {
             continue;
         };
         let before = old_img.nodes.get(fid).map(|n| &n.attr);
         let a = &node.attr;
-        match a.kind {
-            FileKind::File => {
-                let same_data = before.is_some_and(|b| b.size == a.size && b.mtime == a.mtime);
-                if !same_data {
+        if let Some(l) = fetched.layout {
+            w.put(&Record::Open {
+                path: path.clone(),
+                size: a.size,
+            })?;
+            match fetched.data {
+                Some((now, then)) => emit_blocks(0, &now, &then, &mut w, &mut sent)?,
+                None => {
                     let prior = old.as_ref().zip(before);
-                    file_data(new.client, prior, c, a, path, &mut w, &mut sent).await?;
+                    file_data(new.client, l, prior, c, a, path, &mut w, &mut sent).await?
                 }
             }
-            FileKind::Dir => {
-                let cl = new.client;
-                let what = || fs(format!("reading the defaults of {}", show(path)));
-                w.put(&Record::DirDefaults {
-                    path: path.clone(),
-                    layout: cl.get_default_layout_as(c, *fid).await.map_err(what())?,
-                    compress: cl.get_default_compress(c, *fid).await.map_err(what())?,
-                    dirs: cl.get_dir_default(c, *fid).await.map_err(what())?,
-                })?;
-            }
-            _ => {}
+        }
+        if let Some(r) = fetched.defaults {
+            w.put(&r)?;
         }
         // Always, even empty: a new inode may have inherited a default
         // ACL on the receiver that it did not have here.
-        let set = xattrs(new.client, c, *fid, path).await?;
         w.put(&Record::Xattrs {
             path: path.clone(),
-            set,
+            set: fetched.xattrs,
         })?;
         sent.inodes += 1;
         sync(&w, &mut sent);
@@ -335,11 +362,145 @@ async fn xattrs(
     Ok(out)
 }
 
+/// Inodes whose reads run ahead of the records being written.
+const WINDOW: usize = 32;
+/// Files up to this size are read whole ahead.
+const SMALL: u64 = 1 << 20;
+
+/// What the Content pass sends of one inode, read ahead.
+#[derive(Default)]
+struct Fetched {
+    /// A regular file whose data goes: its layout.
+    layout: Option<Layout>,
+    /// A small file's bytes now and in the older image, read whole.
+    data: Option<(Vec<u8>, Vec<u8>)>,
+    /// A directory's defaults record.
+    defaults: Option<Record>,
+    /// Its extended attributes.
+    xattrs: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// One inode to read ahead.
+struct FetchJob {
+    client: Arc<Client>,
+    prior: Option<Arc<Client>>,
+    c: Caller,
+    attr: Attr,
+    before: Option<Attr>,
+    path: Vec<u8>,
+}
+
+impl FetchJob {
+    async fn run(self) -> Result<Fetched, SendError> {
+        let (a, c, cl, path) = (&self.attr, &self.c, &self.client, &self.path);
+        let mut out = Fetched {
+            xattrs: xattrs(cl, c, a.fid, path).await?,
+            ..Fetched::default()
+        };
+        let what = || fs(format!("reading {}", show(path)));
+        match a.kind {
+            FileKind::File => {
+                let same = self
+                    .before
+                    .as_ref()
+                    .is_some_and(|b| b.size == a.size && b.mtime == a.mtime);
+                if same {
+                    return Ok(out);
+                }
+                let layout = cl.get_layout_as(c, a.fid).await.map_err(what())?;
+                if a.size <= SMALL {
+                    let now = cl
+                        .open_as(c, a.fid, layout.clone(), a.size)
+                        .read(0, a.size as usize)
+                        .await
+                        .map_err(what())?;
+                    let then = match (&self.prior, &self.before) {
+                        (Some(p), Some(b)) if b.size > 0 => {
+                            let l = p.get_layout_as(c, b.fid).await.map_err(what())?;
+                            p.open_as(c, b.fid, l, b.size)
+                                .read(0, b.size.min(SMALL) as usize)
+                                .await
+                                .map_err(what())?
+                        }
+                        _ => Vec::new(),
+                    };
+                    out.data = Some((now, then));
+                }
+                out.layout = Some(layout);
+            }
+            FileKind::Dir => {
+                let what = || fs(format!("reading the defaults of {}", show(path)));
+                out.defaults = Some(Record::DirDefaults {
+                    path: path.clone(),
+                    layout: cl.get_default_layout_as(c, a.fid).await.map_err(what())?,
+                    compress: cl.get_default_compress(c, a.fid).await.map_err(what())?,
+                    dirs: cl.get_dir_default(c, a.fid).await.map_err(what())?,
+                });
+            }
+            _ => {}
+        }
+        Ok(out)
+    }
+}
+
+/// The records for bytes `now` at `off` of a file whose older image held
+/// `then` there: runs of blocks that differ, and not zeros the receiver
+/// already reads (a hole of a new file, or past the older end), which a
+/// block of zeros that was not is punched to.
+fn emit_blocks<W: Write>(
+    off: u64,
+    now: &[u8],
+    then: &[u8],
+    w: &mut Writer<W>,
+    sent: &mut Sent,
+) -> Result<(), SendError> {
+    let mut i = 0;
+    while i < now.len() {
+        let end = (i + BLOCK).min(now.len());
+        let block = &now[i..end];
+        let old = then.get(i..end.min(then.len())).unwrap_or(&[]);
+        let zero = block.iter().all(|&b| b == 0);
+        let same = old == block || (zero && old.iter().all(|&b| b == 0));
+        if same {
+            i = end;
+            continue;
+        }
+        if zero {
+            w.put(&Record::Zero {
+                offset: off + i as u64,
+                len: (end - i) as u64,
+            })?;
+            i = end;
+            continue;
+        }
+        // Extend the run over the following differing, non-zero blocks.
+        let mut j = end;
+        while j < now.len() {
+            let e = (j + BLOCK).min(now.len());
+            let b = &now[j..e];
+            let o = then.get(j..e.min(then.len())).unwrap_or(&[]);
+            if b == o || b.iter().all(|&x| x == 0) {
+                break;
+            }
+            j = e;
+        }
+        w.put(&Record::Data {
+            offset: off + i as u64,
+            bytes: now[i..j].to_vec(),
+        })?;
+        sent.data += (j - i) as u64;
+        i = j;
+    }
+    Ok(())
+}
+
 /// Send regular file `a`'s bytes: all but its holes (blocks of zeros),
 /// or, with `prior` (its older image's client and attributes), the blocks
 /// that differ from it.
+#[allow(clippy::too_many_arguments)]
 async fn file_data<W: Write>(
     client: &Arc<Client>,
+    layout: Layout,
     prior: Option<(&Source<'_>, &Attr)>,
     c: &Caller,
     a: &Attr,
@@ -348,11 +509,6 @@ async fn file_data<W: Write>(
     sent: &mut Sent,
 ) -> Result<(), SendError> {
     let what = || fs(format!("reading {}", show(path)));
-    w.put(&Record::Open {
-        path: path.to_vec(),
-        size: a.size,
-    })?;
-    let layout = client.get_layout_as(c, a.fid).await.map_err(what())?;
     let f = client.open_as(c, a.fid, layout, a.size);
     let before = match prior {
         Some((src, b)) => {
@@ -369,45 +525,7 @@ async fn file_data<W: Write>(
             Some((g, size)) if off < *size => g.read(off, want).await.map_err(what())?,
             _ => Vec::new(),
         };
-        // Runs of blocks to send: differing, and not zeros the receiver
-        // already reads (a hole of a new file or past the older end).
-        let mut i = 0;
-        while i < now.len() {
-            let end = (i + BLOCK).min(now.len());
-            let block = &now[i..end];
-            let old = then.get(i..end.min(then.len())).unwrap_or(&[]);
-            let zero = block.iter().all(|&b| b == 0);
-            let same = old == block || (zero && old.iter().all(|&b| b == 0));
-            if same {
-                i = end;
-                continue;
-            }
-            if zero {
-                w.put(&Record::Zero {
-                    offset: off + i as u64,
-                    len: (end - i) as u64,
-                })?;
-                i = end;
-                continue;
-            }
-            // Extend the run over the following differing, non-zero blocks.
-            let mut j = end;
-            while j < now.len() {
-                let e = (j + BLOCK).min(now.len());
-                let b = &now[j..e];
-                let o = then.get(j..e.min(then.len())).unwrap_or(&[]);
-                if b == o || b.iter().all(|&x| x == 0) {
-                    break;
-                }
-                j = e;
-            }
-            w.put(&Record::Data {
-                offset: off + i as u64,
-                bytes: now[i..j].to_vec(),
-            })?;
-            sent.data += (j - i) as u64;
-            i = j;
-        }
+        emit_blocks(off, &now, &then, w, sent)?;
         if now.len() < want {
             break;
         }
