@@ -1466,7 +1466,7 @@ impl Filesystem for LoomFs {
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         if let Some(s) = self.snap_of(ino) {
-            let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+            let fh = self.next_fh.fetch_add(1, Ordering::Relaxed) | crate::snapdir::FH_BIT;
             // What a snapshot holds never changes: the kernel's pages stay.
             return match self.run(s.open(&self.caller(req), ino.0, flags.0, fh)) {
                 Ok(()) => reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE),
@@ -1513,7 +1513,11 @@ impl Filesystem for LoomFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let r = match self.snaps.as_ref().filter(|s| s.has_file(fh.0)) {
+        let r = match self
+            .snaps
+            .as_ref()
+            .filter(|_| crate::snapdir::is_snap_fh(fh.0))
+        {
             Some(s) => self.run(s.read(fh.0, offset, size)),
             None => self.do_read(fh, offset, size),
         };
@@ -1556,7 +1560,7 @@ impl Filesystem for LoomFs {
         lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        if self.snaps.as_ref().is_some_and(|s| s.has_file(fh.0)) {
+        if crate::snapdir::is_snap_fh(fh.0) {
             return reply.ok();
         }
         // Every close(2): the POSIX locks of the closing process go (the
@@ -1591,7 +1595,10 @@ impl Filesystem for LoomFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        if self.snaps.as_ref().is_some_and(|s| s.release(fh.0)) {
+        if crate::snapdir::is_snap_fh(fh.0) {
+            if let Some(s) = &self.snaps {
+                s.release(fh.0);
+            }
             return reply.ok();
         }
         self.lock_quiet().remove(&fh.0);
