@@ -14,8 +14,9 @@
 #    then 1% of the small files and 1 MiB of one large file changed, and
 #    `loom send --from | loom receive` of the increment (its time and
 #    stream size).
-# 3. The disk's own write speed for the same 512 MiB (dd with fsync into
-#    the clusters' state directory), the ceiling of any copy here.
+# 3. The 512 MiB of large files alone, sent and received (MiB/s), and
+#    the disk's own write speed for as much (dd with fsync into the
+#    clusters' state directory), the ceiling of any copy here.
 # Prints one line per figure; medians at the end. Builds nothing.
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: bench-sendrecv.sh LOOM [ROUNDS]" >&2; exit 2; }
@@ -64,6 +65,8 @@ populate() {
         for f in $(seq 0 99); do printf 'file %s %s\n' "$d" "$f" > "$a/tree/d$d/f$f"; done
     done
     for i in 1 2 3 4; do dd if=/dev/urandom of="$a/tree/big$i" bs=1M count=128 status=none; done
+    mkdir -p "$a/large"
+    for i in 1 2 3 4; do cp "$a/tree/big$i" "$a/large/big$i"; done
 }
 for round in $(seq 1 "$rounds"); do
     down; up a 2 4; up b 2 2
@@ -87,10 +90,16 @@ for round in $(seq 1 "$rounds"); do
             fig "whole_tar_s" "$(echo "$t1 - $t0" | bc)" ;;
         esac
     done
+    # The large files alone: send and receive's data rate.
+    mkdir "$b/large"
+    t0=$(now)
+    "$loom" send -q "$a/large" s1 | "$loom" receive -q --no-snapshot "$b/large"
+    t1=$(now)
+    fig "large_send_receive_mib_s" "$(echo "512 / ($t1 - $t0)" | bc -l | cut -c1-7)"
     t0=$(now)
     dd if=/dev/zero of="$base/disk.test" bs=1M count=512 conv=fsync status=none
     t1=$(now); rm -f "$base/disk.test"
-    fig "disk_write_512m_s" "$(echo "$t1 - $t0" | bc)"
+    fig "disk_write_mib_s" "$(echo "512 / ($t1 - $t0)" | bc -l | cut -c1-7)"
     for d in $(seq 0 49); do printf 'changed\n' > "$a/tree/d$d/f7"; done
     dd if=/dev/urandom of="$a/tree/big1" bs=1M count=1 seek=64 conv=notrunc status=none
     "$loom" snapshot create "$a" s2 >/dev/null

@@ -120,6 +120,23 @@ struct Open {
     /// (a hole) is not sent, so the size is set at the end if the writes
     /// fell short of it.
     size: u64,
+    /// Its writes in flight, at most [`WRITES_IN_FLIGHT`].
+    writes: tokio::task::JoinSet<Result<(), Errno>>,
+}
+
+/// Data records written at once: a large file streams as the library's
+/// writes allow, not one round trip at a time.
+const WRITES_IN_FLIGHT: usize = 8;
+
+impl Open {
+    /// Wait for its writes in flight; the first failure.
+    async fn landed(&mut self) -> Result<(), SendError> {
+        while let Some(r) = self.writes.join_next().await {
+            r.map_err(|e| SendError::Refused(format!("a write failed: {e}")))?
+                .map_err(fs(format!("writing {}", show(&self.path))))?;
+        }
+        Ok(())
+    }
 }
 
 struct Applier<'a> {
@@ -201,7 +218,8 @@ impl Applier<'_> {
     }
 
     async fn close_file(&mut self) -> Result<(), SendError> {
-        if let Some(o) = self.open.take() {
+        if let Some(mut o) = self.open.take() {
+            o.landed().await?;
             let what = || fs(format!("writing {}", show(&o.path)));
             o.file.flush().await.map_err(what())?;
             if o.file.size() < o.size {
@@ -419,22 +437,33 @@ impl Applier<'_> {
                     None => cl.get_layout_as(&c, a.fid).await.map_err(what())?,
                 };
                 let file = cl.open_as(&c, a.fid, layout, now);
-                self.open = Some(Open { path, file, size });
+                self.open = Some(Open {
+                    path,
+                    file,
+                    size,
+                    writes: tokio::task::JoinSet::new(),
+                });
             }
             Record::Data { offset, bytes } => {
-                let Some(o) = &self.open else {
+                let Some(o) = &mut self.open else {
                     return Err(SendError::Refused("a data record before its file".into()));
                 };
-                o.file
-                    .write(offset, &bytes)
-                    .await
-                    .map_err(fs(format!("writing {}", show(&o.path))))?;
-                self.data += bytes.len() as u64;
+                while o.writes.len() >= WRITES_IN_FLIGHT {
+                    if let Some(r) = o.writes.join_next().await {
+                        r.map_err(|e| SendError::Refused(format!("a write failed: {e}")))?
+                            .map_err(fs(format!("writing {}", show(&o.path))))?;
+                    }
+                }
+                let f = o.file.clone();
+                let n = bytes.len() as u64;
+                o.writes.spawn(async move { f.write(offset, &bytes).await });
+                self.data += n;
             }
             Record::Zero { offset, len } => {
-                let Some(o) = &self.open else {
+                let Some(o) = &mut self.open else {
                     return Err(SendError::Refused("a data record before its file".into()));
                 };
+                o.landed().await?;
                 o.file
                     .fallocate(Allocation::Punch, offset, len, true)
                     .await
@@ -942,7 +971,8 @@ async fn checkpoint(
     records: u64,
     chain: u32,
 ) -> Result<(), SendError> {
-    if let Some(o) = &ap.open {
+    if let Some(o) = &mut ap.open {
+        o.landed().await?;
         o.file.flush().await.map_err(fs("writing file data"))?;
     }
     ap.client

@@ -364,6 +364,11 @@ async fn xattrs(
 
 /// Inodes whose reads run ahead of the records being written.
 const WINDOW: usize = 32;
+/// A chunk of a file read ahead: its bytes now and in the older image.
+type ChunkRead = tokio::task::JoinHandle<Result<(Vec<u8>, Vec<u8>), Errno>>;
+
+/// Chunks of a large file read at once.
+const CHUNKS_AHEAD: usize = 4;
 /// Files up to this size are read whole ahead.
 const SMALL: u64 = 1 << 20;
 
@@ -517,14 +522,33 @@ async fn file_data<W: Write>(
         }
         None => None,
     };
+    // Chunks read CHUNKS_AHEAD at a time, handled in order.
+    let mut reads: VecDeque<ChunkRead> = VecDeque::new();
+    let mut next = 0u64;
     let mut off = 0u64;
     while off < a.size {
-        let want = DATA_CHUNK.min((a.size - off) as usize);
-        let now = f.read(off, want).await.map_err(what())?;
-        let then = match &before {
-            Some((g, size)) if off < *size => g.read(off, want).await.map_err(what())?,
-            _ => Vec::new(),
+        while next < a.size && reads.len() < CHUNKS_AHEAD {
+            let want = DATA_CHUNK.min((a.size - next) as usize);
+            let (now, then) = (f.clone(), before.clone());
+            let at = next;
+            reads.push_back(tokio::spawn(async move {
+                let n = now.read(at, want).await?;
+                let t = match then {
+                    Some((g, size)) if at < size => g.read(at, want).await?,
+                    _ => Vec::new(),
+                };
+                Ok((n, t))
+            }));
+            next += want as u64;
+        }
+        let Some(h) = reads.pop_front() else {
+            break;
         };
+        let (now, then) = h
+            .await
+            .map_err(|e| SendError::Refused(format!("a read failed: {e}")))?
+            .map_err(what())?;
+        let want = DATA_CHUNK.min((a.size - off) as usize);
         emit_blocks(off, &now, &then, w, sent)?;
         if now.len() < want {
             break;
