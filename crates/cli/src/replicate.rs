@@ -26,11 +26,10 @@ use loom_client::send::format::SnapRef;
 use loom_client::send::receiver::{read_note, receive, receive_state, write_note, ReceiveOptions};
 use loom_client::send::sender::{send, Source};
 use loom_client::send::verify::{checksums, Sums};
-use loom_client::{Caller, Client, ClientOptions};
+use loom_client::{Caller, Client};
 use loom_proto::snapshot::{SnapState, SnapshotInfo};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Prefix of the snapshots a replication takes.
@@ -117,22 +116,6 @@ fn snap_ref(s: &Session, x: &SnapshotInfo) -> SnapRef {
         id: x.id,
         created: x.created,
     }
-}
-
-/// A client of `s`'s file system reading snapshot `id`, on `rt`.
-fn snapshot_client(
-    rt: &tokio::runtime::Runtime,
-    entry: &registry::Entry,
-    id: u32,
-) -> anyhow::Result<Arc<Client>> {
-    let key = loom_server::node::load_key(&entry.key_file)?;
-    let opts = ClientOptions {
-        call_timeout: Duration::from_secs(60),
-        snapshot: Some(id),
-        ..ClientOptions::default()
-    };
-    rt.block_on(Client::connect(&entry.mgs, &entry.fsname, key, opts))
-        .map_err(|e| anyhow!("connecting to {}:/{}: {e}", entry.mgs, entry.fsname))
 }
 
 /// The status note, one `key value` per line.
@@ -265,10 +248,10 @@ fn round(a: &RunArgs) -> anyhow::Result<()> {
             .worker_threads(2)
             .enable_all()
             .build()?;
-        let newc = snapshot_client(&rt, &entry, pick_id)?;
+        let newc = crate::sendrecv::snapshot_client(&rt, &entry, pick_id)?;
         let oldc = base_info
             .as_ref()
-            .map(|b| snapshot_client(&rt, &entry, b.id))
+            .map(|b| crate::sendrecv::snapshot_client(&rt, &entry, b.id))
             .transpose()?;
         let out = std::io::BufWriter::with_capacity(1 << 20, tx);
         let c = caller();
@@ -351,6 +334,7 @@ fn round(a: &RunArgs) -> anyhow::Result<()> {
     }
 
     // 3. Verify.
+    let mut failed = None;
     if a.verify {
         // The replica's tree as it is: a change made there since a round
         // (which the next increment would build on unknowingly) shows.
@@ -365,7 +349,7 @@ fn round(a: &RunArgs) -> anyhow::Result<()> {
             .map(|(p, _)| p)
             .chain(theirs.keys().filter(|p| !ours.contains_key(*p)))
             .collect();
-        fields.retain(|(k, _)| !k.starts_with("verified"));
+        fields.retain(|(k, _)| !k.starts_with("verif"));
         if bad.is_empty() {
             fields.push(("verified", pick.name.clone()));
             fields.push(("verified_at", now().to_string()));
@@ -380,24 +364,17 @@ fn round(a: &RunArgs) -> anyhow::Result<()> {
                 "verify_failed",
                 format!("{} {} differ", pick.name, bad.len()),
             ));
-            dst.rt.block_on(write_note(
-                &dst.client,
-                &c,
-                &into,
-                "replicate",
-                &note(&fields),
-            ))?;
             let some: Vec<String> = bad
                 .iter()
                 .take(5)
                 .map(|p| format!("/{}", String::from_utf8_lossy(p)))
                 .collect();
-            bail!(
+            failed = Some(format!(
                 "verify: {} paths differ between {} and its replica: {}",
                 bad.len(),
                 pick.name,
                 some.join(", ")
-            );
+            ));
         }
     }
     dst.rt.block_on(write_note(
@@ -407,6 +384,9 @@ fn round(a: &RunArgs) -> anyhow::Result<()> {
         "replicate",
         &note(&fields),
     ))?;
+    if let Some(why) = failed {
+        bail!(why);
+    }
 
     // 4. Prune.
     prune(a, &src, &dst, &c, &have, &pick, list(&dst)?)
@@ -424,7 +404,7 @@ async fn s_create(
 
 /// Every file's checksum in snapshot `id` of `s`'s tree at `tree`.
 fn sums(s: &Session, id: u32, tree: &[u8]) -> anyhow::Result<Sums> {
-    let client = snapshot_client(&s.rt, &s.entry, id)?;
+    let client = crate::sendrecv::snapshot_client(&s.rt, &s.entry, id)?;
     let r = s.rt.block_on(checksums(&client, &caller(), tree));
     s.rt.block_on(client.close());
     r.map_err(|e| crate::tools::errno(e, "checksumming"))

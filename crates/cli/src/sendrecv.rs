@@ -3,7 +3,7 @@
 //! (`loom_client::send`).
 
 use crate::registry;
-use crate::tools::{caller, connect, human, Session};
+use crate::tools::{caller, connect, human};
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use loom_client::send::format::SnapRef;
@@ -54,16 +54,20 @@ pub struct ReceiveArgs {
     pub quiet: bool,
 }
 
-/// A client reading snapshot `id` of `s`'s file system.
-fn reader(s: &Session, id: u32) -> anyhow::Result<std::sync::Arc<Client>> {
-    let key = loom_server::node::load_key(&s.entry.key_file)?;
+/// A client of `entry`'s file system reading snapshot `id`, on `rt`.
+pub(crate) fn snapshot_client(
+    rt: &tokio::runtime::Runtime,
+    entry: &registry::Entry,
+    id: u32,
+) -> anyhow::Result<std::sync::Arc<Client>> {
+    let key = loom_server::node::load_key(&entry.key_file)?;
     let opts = ClientOptions {
         call_timeout: Duration::from_secs(60),
         snapshot: Some(id),
         ..ClientOptions::default()
     };
-    s.rt.block_on(Client::connect(&s.entry.mgs, &s.entry.fsname, key, opts))
-        .map_err(|e| anyhow!("connecting to {}:/{}: {e}", s.entry.mgs, s.entry.fsname))
+    rt.block_on(Client::connect(&entry.mgs, &entry.fsname, key, opts))
+        .map_err(|e| anyhow!("connecting to {}:/{}: {e}", entry.mgs, entry.fsname))
 }
 
 /// Progress on standard error, at most once a second (each line on its
@@ -141,8 +145,11 @@ pub fn send(a: SendArgs) -> anyhow::Result<()> {
             a.name
         );
     }
-    let new_client = reader(&s, new.id)?;
-    let old_client = old.as_ref().map(|o| reader(&s, o.id)).transpose()?;
+    let new_client = snapshot_client(&s.rt, &s.entry, new.id)?;
+    let old_client = old
+        .as_ref()
+        .map(|o| snapshot_client(&s.rt, &s.entry, o.id))
+        .transpose()?;
     let tree = rel.as_os_str().as_bytes().to_vec();
     let mut shown = Shown::new(a.quiet);
     let t0 = Instant::now();

@@ -675,6 +675,20 @@ pub async fn receive_state(
     into: &[u8],
 ) -> Result<ReceiveState, SendError> {
     let (keep, _) = keep_at(client, c, into).await?;
+    let (last, state) = kept_state(client, c, &keep).await?;
+    Ok(ReceiveState {
+        last,
+        unfinished: state.map(|cp| (cp.stream, cp.records)),
+    })
+}
+
+/// The last snapshot received whole (guid and name) and the checkpoint
+/// of a receive under way, as kept beside a tree.
+async fn kept_state(
+    client: &Arc<Client>,
+    c: &Caller,
+    keep: &Keep,
+) -> Result<(Option<(String, String)>, Option<Checkpoint>), SendError> {
     let what = |x: &str| fs(format!("reading the receive's {x}"));
     let ledger = read_small(client, c, keep.dir, "ledger")
         .await
@@ -682,19 +696,14 @@ pub async fn receive_state(
     let state = read_small(client, c, keep.dir, "state")
         .await
         .map_err(what("state"))?;
-    Ok(ReceiveState {
-        last: ledger.and_then(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
-            match w.as_slice() {
-                ["received", guid, name, ..] => Some((guid.to_string(), name.to_string())),
-                _ => None,
-            }
-        }),
-        unfinished: state
-            .as_deref()
-            .and_then(Checkpoint::parse)
-            .map(|cp| (cp.stream, cp.records)),
-    })
+    let last = ledger.and_then(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        match w.as_slice() {
+            ["received", guid, name, ..] => Some((guid.to_string(), name.to_string())),
+            _ => None,
+        }
+    });
+    Ok((last, state.as_deref().and_then(Checkpoint::parse)))
 }
 
 /// Note `text` as `name` beside tree `into` (a replication's status).
@@ -802,15 +811,10 @@ pub async fn receive<R: Read>(
         ..Received::default()
     };
     let (keep, into) = keep_at(client, c, &opts.into).await?;
-    let what = |x: &str| fs(format!("reading the receive's {x}"));
-    let ledger = read_small(client, c, keep.dir, "ledger")
-        .await
-        .map_err(what("ledger"))?;
-    let state = read_small(client, c, keep.dir, "state")
-        .await
-        .map_err(what("state"))?;
+    let (last, state) = kept_state(client, c, &keep).await?;
+    let last = last.map(|(guid, _)| guid);
     let id = stream_id(&header);
-    let resume = match state.as_deref().and_then(Checkpoint::parse) {
+    let resume = match state {
         Some(cp) if cp.stream == id => Some(cp),
         Some(cp) => {
             return Err(SendError::Refused(format!(
@@ -821,9 +825,6 @@ pub async fn receive<R: Read>(
         }
         None => None,
     };
-    let last = ledger
-        .as_deref()
-        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string));
     if resume.is_none() {
         if last.as_deref() == Some(&header.snapshot.guid()) {
             // Applied whole before; only its snapshot may be missing. The
