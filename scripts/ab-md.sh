@@ -8,6 +8,8 @@
 # and `loom bench compare md -F -u -n 2000 -p 4 -i 1` on it beside the
 # no-op FUSE reference (same run). Results in /var/tmp/loom-ab-md/, and
 # the medians of the loomfs create, stat and remove rates at the end.
+# MD_ARGS replaces `-n 2000` (e.g. "-n 1000 -w 4096 -e 4096": the gate's
+# md4k, 4 KiB files written and read).
 set -euo pipefail
 source "$(dirname "$0")/ab-lib.sh"
 ab_init ab-md.sh 5 "$@"
@@ -18,7 +20,7 @@ for round in $(seq 1 "$rounds"); do
         loom=${bin[$b]}
         ab_fresh_cluster "$loom" "$state" "$mnt" "$out/up.log"
         mkdir -p "$mnt/b"
-        (cd "$out" && "$loom" bench compare md -F -u -n 2000 -p 4 -i 1 --no-progress \
+        (cd "$out" && "$loom" bench compare md -F -u ${MD_ARGS:--n 2000} -p 4 -i 1 --no-progress \
             --json "$out/md-$b-$round.json" noop=noop:?attr-timeout=300 loomfs=$mnt/b >"$out/md-$b-$round.txt")
         "$loom" down --dir "$state" >/dev/null 2>&1
         wait

@@ -2,8 +2,9 @@
 //! clients of 127.0.0.2 to /proj (a directory on the second MDT) with
 //! `loom nodemap set --fileset`. A mount from there shows /proj as its
 //! root, to root and to uid 65534 alike, and what it makes lands in
-//! /proj; the first mount sees the whole tree. A fileset that is not a
-//! directory, or not there, is refused with a clear error.
+//! /proj (and in its snapshots, /proj as it was); the first mount sees
+//! the whole tree. A fileset that is not a directory, or not there, is
+//! refused with a clear error.
 mod common;
 use common::*;
 use std::os::unix::fs::PermissionsExt;
@@ -114,4 +115,15 @@ fn a_mount_from_a_confined_network_shows_its_fileset_as_root() {
     );
     // The first mount sees the whole tree.
     assert!(names(&c.mnt).contains(&"out".to_string()));
+    // Its snapshots too are confined to the fileset (issue #30's
+    // `.snapshots`): the confined mount finds /proj as each one's root.
+    loom_ok(&["snapshot", "create", &mnt, "confined"]);
+    let snap = m2.join(".snapshots/confined");
+    let shown = names(&snap);
+    assert!(
+        shown.contains(&"in".to_string()) && !shown.contains(&"out".to_string()),
+        "the snapshot through the confined mount: {shown:?}"
+    );
+    assert_eq!(std::fs::read(snap.join("in")).expect("read in"), b"inside");
+    assert!(names(&c.mnt.join(".snapshots/confined")).contains(&"out".to_string()));
 }

@@ -138,7 +138,7 @@ pub struct LoomFs {
     acls: bool,
     /// The snapshot directory (`MOUNT/.snapshots`), unless turned off or
     /// this mount is itself a snapshot's.
-    snaps: Option<SnapDir>,
+    snaps: Option<Box<SnapDir>>,
 }
 
 /// What this mount last told the kernel about one inode.
@@ -471,13 +471,13 @@ impl LoomFs {
 
     /// Serve the snapshot directory `name` in the root (see `snapdir.rs`).
     pub fn set_snapdir(&mut self, name: Vec<u8>) {
-        self.snaps = Some(SnapDir::new(self.client.clone(), name));
+        self.snaps = Some(Box::new(SnapDir::new(self.client.clone(), name)));
     }
 
     /// The snapshot directory, if `ino` is one of its inodes.
     fn snap_of(&self, ino: INodeNo) -> Option<&SnapDir> {
         self.snaps
-            .as_ref()
+            .as_deref()
             .filter(|_| crate::snapdir::is_virtual(ino.0))
     }
 
@@ -1201,11 +1201,12 @@ impl Filesystem for LoomFs {
             return reply.error(fe(Errno::ENAMETOOLONG));
         }
         if let Some(s) = &self.snaps {
-            let c = self.caller(req);
+            // Only names in the root or under the snapshot directory
+            // are looked at here: nothing is asked of other lookups.
             let r = if parent == INodeNo::ROOT && name.as_bytes() == s.name() {
-                Some(self.run(s.getattr(&c, crate::snapdir::DIR_INO)))
+                Some(self.run(s.getattr(&self.caller(req), crate::snapdir::DIR_INO)))
             } else if crate::snapdir::is_virtual(parent.0) {
-                Some(self.run(s.lookup(&c, parent.0, name.as_bytes())))
+                Some(self.run(s.lookup(&self.caller(req), parent.0, name.as_bytes())))
             } else {
                 None
             };
