@@ -40,8 +40,9 @@ pub struct SendArgs {
 /// `loom receive PATH < STREAM`.
 #[derive(Args, Debug)]
 pub struct ReceiveArgs {
-    /// The directory to receive into, on a loomfs mount: empty for a
-    /// whole stream, the last one received for an incremental one.
+    /// The directory to receive into, on a loomfs mount: an empty one
+    /// for a whole stream; for an incremental one, the directory that
+    /// received the snapshot the stream builds on.
     pub path: PathBuf,
     /// Do not take a snapshot of the sent snapshot's name once received.
     #[arg(long)]
