@@ -24,7 +24,6 @@ use anyhow::{anyhow, bail, Context};
 use clap::{Args, Subcommand};
 use loom_client::send::format::SnapRef;
 use loom_client::send::receiver::{read_note, receive, receive_state, write_note, ReceiveOptions};
-use loom_client::send::sender::{send, Source};
 use loom_client::send::verify::{checksums, Sums};
 use loom_client::{Caller, Client};
 use loom_proto::snapshot::{SnapState, SnapshotInfo};
@@ -239,7 +238,6 @@ fn round(a: &RunArgs) -> anyhow::Result<()> {
     // socket the receive reads.
     let (rx, tx) = std::os::unix::net::UnixStream::pair()?;
     let entry = src.entry.clone();
-    let (pick_id, base_info) = (pick.id, base.clone());
     let base_ref = base.as_ref().map(|b| snap_ref(&src, b));
     let pick_ref2 = pick_ref.clone();
     let t0 = std::time::Instant::now();
@@ -248,32 +246,8 @@ fn round(a: &RunArgs) -> anyhow::Result<()> {
             .worker_threads(2)
             .enable_all()
             .build()?;
-        let newc = crate::sendrecv::snapshot_client(&rt, &entry, pick_id)?;
-        let oldc = base_info
-            .as_ref()
-            .map(|b| crate::sendrecv::snapshot_client(&rt, &entry, b.id))
-            .transpose()?;
         let out = std::io::BufWriter::with_capacity(1 << 20, tx);
-        let c = caller();
-        let r = rt.block_on(send(
-            Source {
-                client: &newc,
-                snap: pick_ref2,
-            },
-            match (oldc.as_ref(), base_ref) {
-                (Some(client), Some(snap)) => Some(Source { client, snap }),
-                _ => None,
-            },
-            &tree,
-            &c,
-            out,
-            |_, _| {},
-        ));
-        rt.block_on(newc.close());
-        if let Some(o) = &oldc {
-            rt.block_on(o.close());
-        }
-        Ok(r?)
+        crate::sendrecv::send_snapshot(&rt, &entry, &tree, pick_ref2, base_ref, out, |_, _| {})
     });
     let opts = ReceiveOptions {
         into: into.clone(),

@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use loom_client::send::format::SnapRef;
 use loom_client::send::receiver::{receive as apply, ReceiveOptions};
-use loom_client::send::sender::{send as stream, Source};
+use loom_client::send::sender::{send as stream, Sent, Source};
 use loom_client::send::Step;
 use loom_client::{Client, ClientOptions};
 use loom_proto::snapshot::SnapState;
@@ -69,6 +69,43 @@ pub(crate) fn snapshot_client(
     };
     rt.block_on(Client::connect(&entry.mgs, &entry.fsname, key, opts))
         .map_err(|e| anyhow!("connecting to {}:/{}: {e}", entry.mgs, entry.fsname))
+}
+
+/// Send snapshot `new` of the tree at `tree` (since `old`, if given) to
+/// `out`, each image read by a client of its own on `rt`, closed after.
+pub(crate) fn send_snapshot<W: std::io::Write>(
+    rt: &tokio::runtime::Runtime,
+    entry: &registry::Entry,
+    tree: &[u8],
+    new: SnapRef,
+    old: Option<SnapRef>,
+    out: W,
+    step: impl FnMut(Step, &Sent),
+) -> anyhow::Result<Sent> {
+    let new_client = snapshot_client(rt, entry, new.id)?;
+    let old_client = old
+        .as_ref()
+        .map(|o| snapshot_client(rt, entry, o.id))
+        .transpose()?;
+    let sent = rt.block_on(stream(
+        Source {
+            client: &new_client,
+            snap: new,
+        },
+        match (old_client.as_ref(), old) {
+            (Some(client), Some(snap)) => Some(Source { client, snap }),
+            _ => None,
+        },
+        tree,
+        &caller(),
+        out,
+        step,
+    ));
+    rt.block_on(new_client.close());
+    if let Some(o) = &old_client {
+        rt.block_on(o.close());
+    }
+    Ok(sent?)
 }
 
 /// Progress on standard error, at most once a second (each line on its
@@ -146,44 +183,22 @@ pub fn send(a: SendArgs) -> anyhow::Result<()> {
             a.name
         );
     }
-    let new_client = snapshot_client(&s.rt, &s.entry, new.id)?;
-    let old_client = old
-        .as_ref()
-        .map(|o| snapshot_client(&s.rt, &s.entry, o.id))
-        .transpose()?;
     let tree = rel.as_os_str().as_bytes().to_vec();
     let mut shown = Shown::new(a.quiet);
     let t0 = Instant::now();
     let out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
-    let sent = s.rt.block_on(stream(
-        Source {
-            client: &new_client,
-            snap: new,
-        },
-        match (old_client.as_ref(), old) {
-            (Some(client), Some(snap)) => Some(Source { client, snap }),
-            _ => None,
-        },
-        &tree,
-        &c,
-        out,
-        |step, p| {
-            shown.say(step == Step::Done, || match step {
-                Step::Scan => format!("send: scanning, {} names", p.inodes),
-                _ => format!(
-                    "send: {} inodes, {} of data, {} of stream, {:.0} s",
-                    p.inodes,
-                    mib(p.data),
-                    mib(p.stream),
-                    t0.elapsed().as_secs_f64()
-                ),
-            })
-        },
-    ));
-    s.rt.block_on(new_client.close());
-    if let Some(o) = &old_client {
-        s.rt.block_on(o.close());
-    }
+    let sent = send_snapshot(&s.rt, &s.entry, &tree, new, old, out, |step, p| {
+        shown.say(step == Step::Done, || match step {
+            Step::Scan => format!("send: scanning, {} names", p.inodes),
+            _ => format!(
+                "send: {} inodes, {} of data, {} of stream, {:.0} s",
+                p.inodes,
+                mib(p.data),
+                mib(p.stream),
+                t0.elapsed().as_secs_f64()
+            ),
+        })
+    });
     let sent = sent.context("loom send")?;
     if !a.quiet {
         eprintln!(

@@ -34,6 +34,17 @@ pub enum Step {
     Done,
 }
 
+/// A failed operation's error, saying what was being done.
+fn fs(what: impl Into<String>) -> impl FnOnce(Errno) -> SendError {
+    let what = what.into();
+    move |errno| SendError::Fs { what, errno }
+}
+
+/// A stream path as users see it, from the tree's top.
+fn show(p: &[u8]) -> String {
+    format!("/{}", String::from_utf8_lossy(p))
+}
+
 /// Why a send or receive stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum SendError {

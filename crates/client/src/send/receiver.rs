@@ -20,7 +20,7 @@
 
 use super::format::{FileLayout, Header, Phase, Reader, Record, StreamError, VERSION};
 use super::image::STATE_DIR;
-use super::{SendError, Step};
+use super::{fs, show, SendError, Step};
 use crate::ctx::Caller;
 use crate::io::file::Allocation;
 use crate::{Client, OpenFile};
@@ -52,15 +52,6 @@ pub struct Received {
     pub header: Option<Header>,
     /// It was received whole before: nothing was applied.
     pub already: bool,
-}
-
-fn fs(what: impl Into<String>) -> impl FnOnce(Errno) -> SendError {
-    let what = what.into();
-    move |errno| SendError::Fs { what, errno }
-}
-
-fn show(p: &[u8]) -> String {
-    format!("/{}", String::from_utf8_lossy(p))
 }
 
 fn split(path: &[u8]) -> (&[u8], &[u8]) {
@@ -240,12 +231,10 @@ impl Applier<'_> {
     /// made in it gets that layout (the directory's own defaults come in
     /// the Content pass, after every file made in it).
     async fn made_as(&mut self, parent: Fid, want: &FileLayout) -> Result<(), Errno> {
-        let mut want = want.clone();
-        for comp in &mut want.spec.components {
-            if !comp.on_mdt && comp.stripe.count > self.osts as i32 {
-                comp.stripe.count = self.osts as i32;
-            }
-        }
+        let want = FileLayout {
+            spec: self.fit_layout(want.spec.clone()),
+            compress: want.compress,
+        };
         if self.made_with.get(&parent) == Some(&want) {
             return Ok(());
         }

@@ -10,7 +10,7 @@ use super::format::{
 };
 use super::image::{depth, Image};
 use super::plan::{plan, NameOp};
-use super::{SendError, Step};
+use super::{fs, show, SendError, Step};
 use crate::ctx::Caller;
 use crate::Client;
 use loom_proto::layout::{ComponentSpec, Layout, LayoutSpec, Pattern, StripeSpec};
@@ -42,15 +42,6 @@ pub struct Sent {
     pub stream: u64,
     /// Records written.
     pub records: u64,
-}
-
-fn fs(what: impl Into<String>) -> impl FnOnce(Errno) -> SendError {
-    let what = what.into();
-    move |errno| SendError::Fs { what, errno }
-}
-
-fn show(p: &[u8]) -> String {
-    format!("/{}", String::from_utf8_lossy(p))
 }
 
 /// A file's layout as a spec a receiver can make again: stripe counts
