@@ -14,7 +14,7 @@
 mod common;
 use common::*;
 use std::collections::BTreeMap;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -333,6 +333,27 @@ fn a_snapshot_sent_and_its_increment_are_received_byte_for_byte() {
     loom_ok(&["snapshot", "create", s(&a.mnt), "s1"]);
     let full = streams.join("s1");
     let full_len = send(&[s(&a.mnt), "s1"], &full);
+
+    // Root's tools: a user is told so, and gets no stream.
+    std::fs::set_permissions(a.tmp.path(), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod tmp");
+    for cmd in [
+        format!("{} send {} s1 > /dev/null", s(&loom_bin()), s(&a.mnt)),
+        format!("{} receive {} < /dev/null", s(&loom_bin()), s(&b.mnt)),
+        format!(
+            "{} replicate run {} {} --once",
+            s(&loom_bin()),
+            s(&a.mnt),
+            s(&b.mnt)
+        ),
+    ] {
+        let o = sh_as_nobody(&cmd).output().expect("setpriv");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && err.contains("needs the mount's key"),
+            "{cmd} as uid 65534: {err}"
+        );
+    }
 
     // Refused: not a stream, a damaged one, and into a non-empty directory.
     let into = b.mnt.join("replica");
