@@ -7,7 +7,7 @@
 
 use crate::ctx::Caller;
 use crate::Client;
-use loom_proto::msg::{Attr, FileKind};
+use loom_proto::msg::Attr;
 use loom_proto::{Errno, Fid};
 use std::collections::BTreeMap;
 
@@ -54,34 +54,15 @@ fn modified(a: &Attr, b: &Attr) -> bool {
     )
 }
 
-/// Walk `client`'s image from its root, as `c`.
+/// Walk `client`'s image from its root, as `c` (every name of every
+/// inode, as `send::image` reads it).
 pub async fn walk(client: &Client, c: &Caller) -> Result<Tree, Errno> {
-    let mut t = Tree::default();
     let root = client.root().await?;
-    let mut dirs: Vec<(Fid, Vec<u8>)> = vec![(root, Vec::new())];
-    while let Some((dir, path)) = dirs.pop() {
-        let mut cookie = 0;
-        loop {
-            let (entries, eof) = client.readdir(c, dir, cookie, 1024).await?;
-            for e in &entries {
-                let name = e.name.as_bytes();
-                if name == b"." || name == b".." {
-                    continue;
-                }
-                let mut p = path.clone();
-                if !p.is_empty() {
-                    p.push(b'/');
-                }
-                p.extend_from_slice(name);
-                if e.attr.kind == FileKind::Dir {
-                    dirs.push((e.attr.fid, p.clone()));
-                }
-                t.paths.insert(p, e.attr.clone());
-            }
-            match (eof, entries.last()) {
-                (false, Some(last)) => cookie = last.cookie,
-                _ => break,
-            }
+    let img = crate::send::image::Image::walk(client, c, root, |_| {}).await?;
+    let mut t = Tree::default();
+    for n in img.nodes.values() {
+        for (dir, name) in &n.names {
+            t.paths.insert(img.path(*dir, name), n.attr.clone());
         }
     }
     Ok(t)
@@ -147,7 +128,7 @@ pub fn diff(old: &Tree, new: &Tree) -> Vec<Change> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loom_proto::msg::Time;
+    use loom_proto::msg::{FileKind, Time};
 
     fn attr(fid: u32, size: u64) -> Attr {
         Attr {
