@@ -16,6 +16,7 @@ mod mount;
 mod nodemap;
 mod noop;
 mod params;
+mod pool;
 mod project;
 mod quota;
 mod registry;
@@ -142,6 +143,12 @@ enum Cmd {
     /// set|del|list MOUNT ...` (root).
     #[command(subcommand)]
     Nodemap(nodemap::NodemapCmd),
+    /// OST pools, named sets of OSTs that `setstripe -p POOL` draws new
+    /// files' objects from, as Lustre's `lctl pool_*`: `loom pool
+    /// new|add|remove|destroy MOUNT POOL [OST...]` (root), `loom pool
+    /// list MOUNT [POOL]`.
+    #[command(subcommand)]
+    Pool(pool::PoolCmd),
     /// Snapshots of the whole file system, copy-on-write, taken on every
     /// target at once under a write barrier: `loom snapshot
     /// create|list|destroy MOUNT ...` (create and destroy are root's).
@@ -215,6 +222,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::SetParam(a) => params::set_param(a),
         Cmd::GetParam(a) => params::get_param(a),
         Cmd::Nodemap(c) => nodemap::run(c),
+        Cmd::Pool(c) => pool::run(c),
         Cmd::Snapshot(c) => snapshot::run(c),
         Cmd::Send(a) => sendrecv::send(a),
         Cmd::Receive(a) => sendrecv::receive(a),

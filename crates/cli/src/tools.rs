@@ -261,6 +261,36 @@ pub(crate) fn errno(e: Errno, what: &str) -> anyhow::Error {
     anyhow::anyhow!("{what}: {}", std::io::Error::from_raw_os_error(e.raw()))
 }
 
+/// Refuse pools the file system at `path` does not have, or that hold
+/// no OSTs, naming the ones it has (the MDT refuses them too, with
+/// EINVAL alone).
+fn check_pools(path: &Path, names: &[String], first: Option<i32>) -> anyhow::Result<()> {
+    let pools = crate::pool::list(path)?;
+    for n in names {
+        match loom_proto::pool::find(&pools, n) {
+            Some(p) if p.osts.is_empty() => bail!("OST pool {n} has no OSTs (loom pool add)"),
+            Some(p) if first.is_some_and(|i| i >= 0 && !p.osts.contains(&(i as u32))) => bail!(
+                "OST index {} is not in pool {n} ({})",
+                first.unwrap_or_default(),
+                loom_proto::pool::list_osts(&p.osts)
+            ),
+            Some(_) => {}
+            None => {
+                let have: Vec<&str> = pools.iter().map(|p| p.name.as_str()).collect();
+                bail!(
+                    "no OST pool {n}; the pools are: {}",
+                    if have.is_empty() {
+                        "none".to_string()
+                    } else {
+                        have.join(", ")
+                    }
+                )
+            }
+        }
+    }
+    Ok(())
+}
+
 pub fn setstripe(a: SetstripeArgs) -> anyhow::Result<()> {
     let striping = !(a.count.is_empty()
         && a.size.is_empty()
@@ -276,6 +306,11 @@ pub fn setstripe(a: SetstripeArgs) -> anyhow::Result<()> {
         if !striping && !a.delete {
             return Ok(());
         }
+    }
+    if !a.pool.is_empty() {
+        // A first OST is checked against a plain striping's pool.
+        let first = a.index.first().filter(|_| a.ends.is_empty()).copied();
+        check_pools(&a.path, &a.pool, first)?;
     }
     if !a.ends.is_empty() || !a.layouts.is_empty() {
         return setstripe_components(&a);

@@ -12,6 +12,7 @@
 //! | `loom.default_compress` | directory | its default compression | - |
 //! | `loom.mdt` | any | the index of the MDT keeping it | - |
 //! | `loom.df` | any | every target's usage, as `loom df` shows it | - |
+//! | `loom.pools` | any | the OST pools and their OSTs | - |
 //! | `loom.quota.u.UID` (`.g.GID`, `.p.PROJID`) | any | the id's usage per target and its limits, if the caller may see them | - |
 //! | `loom.dirstripe` | directory | its MDT and shards (`DirStripeShown`) | - |
 //! | `loom.dir_default` | directory | where its new subdirectories go | the same (`DirDefault`; empty: removed) |
@@ -68,6 +69,8 @@ pub async fn get(
         }
         // What `df` shows: every target's usage (no one's secret).
         b"loom.df" => serde_json::to_vec(&client.target_statfs().await),
+        // `loom pool list`: the OST pools (no one's secret either).
+        b"loom.pools" => serde_json::to_vec(&client.pools().await?),
         // `loom.quota.u.UID`, `.g.GID`, `.p.PROJID`: what `loom quota`
         // shows of that id, if the caller may see it (EPERM).
         n if n.starts_with(b"loom.quota.") => {

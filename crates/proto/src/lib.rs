@@ -16,6 +16,7 @@
 //! - [`lock`]: file locks (flock, POSIX, OFD) held across clients.
 //! - [`grant`]: the space an OST reserves for a client's writes sent behind.
 //! - [`error`]: the wire's error codes, which are POSIX errno values.
+//! - [`pool`]: OST pools, named sets of OSTs that layouts draw from.
 //! - [`name`]: file names, symlink targets and xattr names as bytes.
 //!
 //! Format rules: opcodes and enum variants are append-only; an id is never
@@ -36,6 +37,7 @@ pub mod lock;
 pub mod msg;
 pub mod name;
 pub mod nodemap;
+pub mod pool;
 pub mod quota;
 pub mod requests;
 pub mod snapshot;

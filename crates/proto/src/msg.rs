@@ -321,6 +321,8 @@ pub struct ClusterConfig {
     /// What the servers make of each client network's requests (`loom
     /// nodemap`).
     pub nodemaps: Vec<crate::nodemap::Nodemap>,
+    /// The OST pools, by name (`loom pool`).
+    pub pools: Vec<crate::pool::OstPool>,
 }
 
 /// Settings of a site, kept by the MGS and read by every target with the

@@ -319,6 +319,16 @@ declare_requests! {
         /// The snapshots, oldest first, with the bytes each holds
         /// (`Reply::Snapshots`).
         SnapshotList => 119, "snapshot_list", Reads, Any;
+        /// Change OST pool `name` (root): EINVAL for a bad name, an
+        /// unknown OST or a pool not empty at its destroy, EEXIST for a
+        /// pool or member that exists, ENOENT for one that does not.
+        /// Every MDT reads the pools with the configuration.
+        PoolEdit {
+            /// The pool.
+            name: String,
+            /// What to do.
+            op: crate::pool::PoolOp,
+        } => 120, "pool_edit", Changes, Any;
     }
 }
 

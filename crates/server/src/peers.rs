@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Configuration older than this is fetched again, in the background.
-const CONFIG_MAX_AGE: Duration = Duration::from_secs(2);
+pub const CONFIG_MAX_AGE: Duration = Duration::from_secs(2);
 /// Moves followed for one request (an inode migrated several times).
 const MAX_MOVED_HOPS: u32 = 8;
 /// How long the first fetch of the configuration (none cached yet) waits.
@@ -115,6 +115,19 @@ impl Peers {
         let c = self.config().await?;
         if holds(&c) {
             return Ok(c);
+        }
+        self.refresh().await
+    }
+
+    /// The configuration, fetched again from the MGS first if the copy
+    /// kept is [`CONFIG_MAX_AGE`] old or more: what holds for a change the
+    /// MGS acknowledged that long ago (the OST pools a new file's
+    /// objects are drawn from).
+    pub async fn config_fresh(self: &Arc<Self>) -> Result<ClusterConfig, ServerError> {
+        if let Some((c, at)) = lock(&self.config).clone() {
+            if at.elapsed() < CONFIG_MAX_AGE {
+                return Ok(c);
+            }
         }
         self.refresh().await
     }

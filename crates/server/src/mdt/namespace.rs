@@ -241,6 +241,7 @@ impl MdtService {
         let layout = if let Some((_, layout)) = &replayed {
             layout.clone()
         } else if kind == FileKind::File {
+            self.check_pools(&stripe.iter().collect::<Vec<_>>()).await?;
             if read_dentry(&*self.names.store, parent, name)?.is_some() {
                 // Spare the objects of a create that is bound to fail.
                 return Err(exists(name));
@@ -929,6 +930,7 @@ impl MdtService {
             s.validate()
                 .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
         }
+        self.check_pools(&spec.iter().collect::<Vec<_>>()).await?;
         self.set_dir_defaults(ctx, dir, "striping", |r| {
             (r.default_stripe, r.default_layout) = (spec, None)
         })
@@ -963,6 +965,8 @@ impl MdtService {
         if let Some(s) = &spec {
             s.validate()
                 .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
+            let stripes: Vec<&StripeSpec> = s.components.iter().map(|c| &c.stripe).collect();
+            self.check_pools(&stripes).await?;
         }
         // One component on OSTs is plain striping: kept as such.
         let (stripe, layout) = match spec.as_ref().map(|s| (s.as_plain(), s)) {

@@ -292,17 +292,47 @@ impl MdtService {
     ) -> Result<Layout, ServerError> {
         spec.validate()
             .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
-        let cfg = self
-            .peers
-            .config_where(|c| !c.indices(Role::Ost).is_empty())
-            .await?;
-        let all = cfg.indices(Role::Ost);
-        if all.is_empty() {
+        let cfg = match &spec.pool {
+            // A pool's OSTs as the MGS had them at most a few seconds ago,
+            // which `loom pool` waits out: a change holds when it returns.
+            Some(_) => self.peers.config_fresh().await?,
+            None => {
+                self.peers
+                    .config_where(|c| !c.indices(Role::Ost).is_empty())
+                    .await?
+            }
+        };
+        let registered = cfg.indices(Role::Ost);
+        if registered.is_empty() {
             return Err(ServerError::refused(
                 Errno::ENOSPC,
                 "no OSTs are registered",
             ));
         }
+        // A pool narrows the OSTs to its own. One destroyed or emptied
+        // since a directory's default named it no longer does: the file
+        // takes any OST, and no pool is recorded (as Lustre's).
+        let mut pool = spec.pool.clone();
+        let all: Vec<u32> = match pool
+            .as_deref()
+            .map(|p| (p, loom_proto::pool::find(&cfg.pools, p)))
+        {
+            None => registered.clone(),
+            Some((_, Some(p))) if p.osts.iter().any(|o| registered.contains(o)) => p
+                .osts
+                .iter()
+                .copied()
+                .filter(|o| registered.contains(o))
+                .collect(),
+            Some((name, _)) => {
+                tracing::warn!(
+                    "MDT{:04x}: pool {name} is gone or empty; a new file takes any OST",
+                    self.index
+                );
+                pool = None;
+                registered.clone()
+            }
+        };
         let size = if spec.size == 0 {
             DEFAULT_STRIPE_SIZE
         } else {
@@ -317,7 +347,10 @@ impl MdtService {
                 .ok_or_else(|| {
                     ServerError::refused(
                         Errno::EINVAL,
-                        format!("OST index {} does not exist", spec.start_ost),
+                        match &pool {
+                            Some(p) => format!("OST index {} is not in pool {p}", spec.start_ost),
+                            None => format!("OST index {} does not exist", spec.start_ost),
+                        },
                     )
                 })?;
             let count = stripe_count(spec.count, all.len());
@@ -335,7 +368,7 @@ impl MdtService {
             }
             let n = live.len();
             let count = stripe_count(spec.count, n);
-            let first = self.weighted_ost(&live);
+            let first = self.weighted_ost(&registered, &live);
             let start = live.iter().position(|&o| o == first).unwrap_or(0);
             (0..count).map(|i| live[(start + i) % n]).collect()
         };
@@ -348,9 +381,50 @@ impl MdtService {
         }
         let mut layout = Layout::raid0(size, objects);
         if let Some(c) = layout.components.first_mut() {
-            c.pool = spec.pool.clone();
+            c.pool = pool;
         }
         Ok(layout)
+    }
+
+    /// Refuse a striping a user asks for that names a pool the file
+    /// system does not have, or one without OSTs (EINVAL), or a first
+    /// OST outside its pool: a default that could never place its pool
+    /// is better refused when set than ignored at each create.
+    pub(super) async fn check_pools(&self, specs: &[&StripeSpec]) -> Result<(), ServerError> {
+        let mut cfg = None;
+        for s in specs {
+            let Some(name) = &s.pool else { continue };
+            if cfg.is_none() {
+                cfg = Some(self.peers.config_fresh().await?);
+            }
+            let Some(cfg) = cfg.as_ref() else { continue };
+            let refuse = |m: String| Err(ServerError::refused(Errno::EINVAL, m));
+            match loom_proto::pool::find(&cfg.pools, name) {
+                None => {
+                    let names: Vec<&str> = cfg.pools.iter().map(|p| p.name.as_str()).collect();
+                    return refuse(format!(
+                        "no OST pool {name}; the pools are: {}",
+                        if names.is_empty() {
+                            "none".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    ));
+                }
+                Some(p) if p.osts.is_empty() => {
+                    return refuse(format!("OST pool {name} has no OSTs"));
+                }
+                Some(p) if s.start_ost >= 0 && !p.osts.contains(&(s.start_ost as u32)) => {
+                    return refuse(format!(
+                        "OST index {} is not in pool {name} ({})",
+                        s.start_ost,
+                        loom_proto::pool::list_osts(&p.osts)
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
     }
 
     /// One precreated id on `ost`; refills the pool in the background when

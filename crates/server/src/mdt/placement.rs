@@ -153,11 +153,13 @@ impl MdtService {
         pick(&self.dne.placement.mdts, &usage, all, BALANCED)
     }
 
-    /// The first OST of a new file's stripes, as [`Self::weighted_next`]
-    /// for MDTs, but never waiting: with the OSTs' usage stale, it uses
-    /// what it knows (round robin if nothing) and refreshes it in the
-    /// background, so that no create waits for the OSTs.
-    pub(super) fn weighted_ost(self: &Arc<Self>, all: &[u32]) -> u32 {
+    /// The first OST of a new file's stripes among `candidates` (a pool's
+    /// OSTs, or every one that answers), as [`Self::weighted_next`] for
+    /// MDTs, but never waiting: with the OSTs' usage stale, it uses what
+    /// it knows (round robin if nothing) and refreshes that of `all` in
+    /// the background, so that no create waits for the OSTs. Within a
+    /// pool the weights are of its OSTs only.
+    pub(super) fn weighted_ost(self: &Arc<Self>, all: &[u32], candidates: &[u32]) -> u32 {
         let spread = &self.dne.placement.osts;
         let (usage, stale) = match lock(&spread.usage).as_ref() {
             Some((at, u)) => (u.clone(), at.elapsed() >= USAGE_TTL),
@@ -175,7 +177,7 @@ impl MdtService {
                     .store(false, Ordering::Release);
             });
         }
-        pick(spread, &usage, all, OST_BALANCED)
+        pick(spread, &usage, candidates, OST_BALANCED)
     }
 
     /// Free inodes and bytes of each target of `role` in `all`, asked
@@ -233,8 +235,10 @@ fn pick(spread: &Spread, usage: &Usage, all: &[u32], balanced_at: f64) -> u32 {
     let Some(&first) = all.first() else {
         return 0;
     };
-    let max_files = usage.values().map(|u| u.0).max().unwrap_or(0).max(1) as f64;
-    let max_bytes = usage.values().map(|u| u.1).max().unwrap_or(0).max(1) as f64;
+    // Against the freest of `all`: within a pool, its own OSTs.
+    let known = || all.iter().filter_map(|m| usage.get(m));
+    let max_files = known().map(|u| u.0).max().unwrap_or(0).max(1) as f64;
+    let max_bytes = known().map(|u| u.1).max().unwrap_or(0).max(1) as f64;
     let weights: Vec<(u32, f64)> = all
         .iter()
         .map(|m| {

@@ -23,6 +23,7 @@ use loom_proto::msg::{
     ClusterConfig, MgsRequest, Reply, ReqCtx, SeqRange, SiteParams, TargetId, TargetInfo,
 };
 use loom_proto::nodemap::Nodemap;
+use loom_proto::pool::{self, PoolOp, PoolRefusal};
 use loom_proto::Errno;
 use loom_store::durable::write_atomic;
 use serde::{Deserialize, Serialize};
@@ -60,6 +61,9 @@ struct MgsState {
     /// The snapshots, oldest first (absent in older state files).
     #[serde(default)]
     snapshots: Vec<loom_proto::snapshot::SnapshotInfo>,
+    /// The OST pools, by name (absent in older state files).
+    #[serde(default)]
+    pools: Vec<loom_proto::pool::OstPool>,
 }
 
 impl MgsState {
@@ -75,6 +79,7 @@ impl MgsState {
             nodemaps: Vec::new(),
             next_snapshot: 1,
             snapshots: Vec::new(),
+            pools: Vec::new(),
         }
     }
 
@@ -86,6 +91,7 @@ impl MgsState {
             fldb: self.fldb.clone(),
             params: self.params.clone(),
             nodemaps: self.nodemaps.clone(),
+            pools: self.pools.clone(),
         }
     }
 
@@ -230,6 +236,7 @@ impl MgsService {
             MgsRequest::StatFs => self.statfs().await,
             MgsRequest::SetParam { name, value } => self.set_param(ctx, &name, &value).await,
             MgsRequest::SetNodemap { name, nodemap } => self.set_nodemap(ctx, &name, nodemap).await,
+            MgsRequest::PoolEdit { name, op } => self.pool_edit(ctx, &name, op).await,
         };
         (res, Vec::new())
     }
@@ -300,6 +307,34 @@ impl MgsService {
         })
         .await?;
         tracing::info!(name, value, "site parameter set");
+        Ok(Reply::Ok)
+    }
+
+    /// `loom pool`: root's, persisted, and a new generation.
+    async fn pool_edit(&self, ctx: &ReqCtx, name: &str, op: PoolOp) -> Handled {
+        if ctx.uid != 0 {
+            return Err(ServerError::refused(
+                Errno::EPERM,
+                format!("changing pool {name}: OST pools are root's"),
+            ));
+        }
+        self.mutate(|st| {
+            let osts: Vec<u32> = st
+                .targets
+                .iter()
+                .filter(|t| t.id.role == loom_proto::msg::Role::Ost)
+                .map(|t| t.id.index)
+                .collect();
+            pool::apply(&mut st.pools, name, &op, &osts).map_err(|r| match r {
+                PoolRefusal::Invalid(m) => ServerError::refused(Errno::EINVAL, m),
+                PoolRefusal::Exists(m) => ServerError::refused(Errno::EEXIST, m),
+                PoolRefusal::Missing(m) => ServerError::refused(Errno::ENOENT, m),
+            })?;
+            st.generation += 1;
+            Ok(((), true))
+        })
+        .await?;
+        tracing::info!(name, ?op, "OST pool changed");
         Ok(Reply::Ok)
     }
 
