@@ -92,8 +92,10 @@ enum Cmd {
     Setdirstripe(dirtools::MkdirArgs),
     /// Show where a directory lives: its MDT and, if striped, its shards.
     Getdirstripe(dirtools::GetdirstripeArgs),
-    /// Find files and directories of a tree by name, type, stripe count,
-    /// OST and MDT, like `lfs find`; any user, on what they may list.
+    /// Find files and directories by name, type, size, times, owner,
+    /// project, pool, striping, layout, MDT and OST, as `lfs find` and GNU
+    /// find: `loom find PATH... [TESTS]`. The MDTs scan their entries in
+    /// parallel; any user, on what they may list.
     Find(find::FindArgs),
     /// Move directory trees (entries and inodes, no file data) to other
     /// MDTs while they are in use, like `lfs migrate -m`: `loom migrate

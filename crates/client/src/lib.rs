@@ -33,6 +33,7 @@ pub mod changelog;
 pub mod ctx;
 mod dirs;
 pub mod error;
+pub mod find;
 pub mod fresh;
 pub mod inode;
 pub mod io;

@@ -1284,6 +1284,7 @@ fn xattrs_changed(req: &MdtRequest, reply: &Reply) -> XattrsChanged {
         | R::ListObjects { .. }
         | R::ReclaimObjects { .. }
         | R::FsckScan { .. }
+        | R::Find { .. }
         | R::FsckRepair { .. }
         | R::JobStats
         | R::SetDefaultCompress { .. }

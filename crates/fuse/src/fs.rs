@@ -139,6 +139,8 @@ pub struct LoomFs {
     /// The snapshot directory (`MOUNT/.snapshots`), unless turned off or
     /// this mount is itself a snapshot's.
     snaps: Option<Box<SnapDir>>,
+    /// Answers of `loom find` run through the mount (`finds.rs`).
+    finds: crate::finds::Finds,
 }
 
 /// What this mount last told the kernel about one inode.
@@ -313,6 +315,7 @@ impl LoomFs {
             storing: Mutex::new(()),
             acls: false,
             snaps: None,
+            finds: Default::default(),
         })
     }
 
@@ -977,6 +980,24 @@ impl LoomFs {
             value,
             flags as u32,
         ))
+    }
+
+    /// A page of `loom find` asked through the mount by `name`
+    /// (`finds.rs`): the find runs as the caller at its first page.
+    fn find_page(&self, req: &Request, ino: INodeNo, name: &[u8], size: u32) -> R<Vec<u8>> {
+        let (pid, uid) = (req.pid(), req.uid());
+        if !self.finds.has(pid, uid, ino.0, name) {
+            let asked = crate::finds::asked(name)?;
+            let c = self.caller(req);
+            let r = self.run(self.client.find_as(
+                &c,
+                self.inos.fid(ino),
+                &asked.start_name,
+                &asked.query,
+            ))?;
+            self.finds.keep(pid, uid, ino.0, name, &r);
+        }
+        self.finds.page(pid, uid, ino.0, name, size)
     }
 
     /// A directory or file made through `loom.mkdir` or `loom.create`
@@ -1952,6 +1973,10 @@ impl Filesystem for LoomFs {
         if let Some(s) = self.snap_of(ino) {
             let r = self.run(s.getxattr(&self.caller(req), ino.0, name.as_bytes()));
             return reply_xattr(reply, size, r);
+        }
+        if name.as_bytes().starts_with(crate::finds::PREFIX) {
+            let page = self.find_page(req, ino, name.as_bytes(), size);
+            return reply_xattr(reply, size, page);
         }
         reply_xattr(reply, size, self.do_getxattr(req, ino, name));
     }

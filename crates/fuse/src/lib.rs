@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 pub mod attr;
+pub mod finds;
 pub mod fs;
 pub mod kept;
 pub mod noop;

@@ -16,6 +16,7 @@
 //! - [`lock`]: file locks (flock, POSIX, OFD) held across clients.
 //! - [`grant`]: the space an OST reserves for a client's writes sent behind.
 //! - [`error`]: the wire's error codes, which are POSIX errno values.
+//! - [`find`]: what `loom find` asks, and its evaluation on an inode.
 //! - [`pool`]: OST pools, named sets of OSTs that layouts draw from.
 //! - [`name`]: file names, symlink targets and xattr names as bytes.
 //!
@@ -29,6 +30,7 @@ pub mod changelog;
 pub mod compress;
 pub mod error;
 pub mod fid;
+pub mod find;
 pub mod frame;
 pub mod grant;
 pub mod layout;

@@ -818,6 +818,25 @@ pub struct Commit {
     pub leased: bool,
 }
 
+/// One entry a `loom find` scan returns.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Found {
+    /// The directory object it is in (a directory, or a shard of a
+    /// striped one).
+    pub dir: Fid,
+    /// Its name.
+    pub name: crate::Name,
+    /// The inode it names.
+    pub fid: Fid,
+    /// That inode's kind.
+    pub kind: FileKind,
+    /// Whether the query holds; `None`: the inode is on another MDT, for
+    /// the client to test.
+    pub matched: Option<bool>,
+    /// For a striped directory kept here: its shards, in order.
+    pub shards: Vec<Fid>,
+}
+
 /// Every reply body (the success half).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Reply {
@@ -1054,6 +1073,17 @@ pub enum Reply {
     Snapshots(Vec<crate::snapshot::SnapshotInfo>),
     /// Bytes a snapshot holds on a target (`SnapStep::Usage`).
     Taken(u64),
+    /// A page of an MDT's scan for `loom find` (`MdtRequest::Find`).
+    Found {
+        /// Matches, directories and entries to test elsewhere, in key
+        /// order.
+        items: Vec<Found>,
+        /// Directories (or shards) whose entries the caller may not
+        /// list, withheld.
+        denied: Vec<Fid>,
+        /// Cursor of the next page (`None`: this was the last).
+        next: Option<Vec<u8>>,
+    },
     /// `reply`, with the capability for the file it created or opened
     /// (the MDT's answer to `Create` and `Open` of a regular file).
     WithCapa {

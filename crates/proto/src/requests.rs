@@ -669,6 +669,21 @@ declare_requests! {
             /// The repair.
             fix: FsckFix,
         } => 79, "fsck_repair", Changes, Any;
+        /// `loom find`: a page of this MDT's directory entries after
+        /// `after` (empty: from the start), scanning at most `max`, with
+        /// those `query` holds for, every directory (to build paths),
+        /// and every entry whose inode is on another MDT (for the client
+        /// to test). Entries of a directory the caller may not read and
+        /// search are withheld, the directory named instead. Answered
+        /// `Reply::Found`.
+        Find {
+            /// What must hold.
+            query: crate::find::FindQuery,
+            /// Cursor from the previous page.
+            after: Vec<u8>,
+            /// Most entries to scan.
+            max: u32,
+        } => 121, "find", Reads, Any;
         /// The jobs and clients this target served recently, with their
         /// operations and bytes (`loom jobstats`); answered by the server
         /// process, which counts every request it serves.

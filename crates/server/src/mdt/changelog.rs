@@ -189,6 +189,7 @@ impl Planned {
             | MdtRequest::Scrub { .. }
             | MdtRequest::ListObjects { .. }
             | MdtRequest::FsckScan { .. }
+            | MdtRequest::Find { .. }
             | MdtRequest::JobStats
             | MdtRequest::Replay { .. }
             | MdtRequest::Sync

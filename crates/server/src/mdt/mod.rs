@@ -18,6 +18,7 @@ pub mod changelog;
 mod destroys;
 mod dom;
 mod fileset;
+mod find;
 mod fsck;
 mod holds;
 mod intents;
@@ -1182,6 +1183,7 @@ impl MdtService {
             MdtRequest::ListObjects { after } => self.list_objects(&after),
             MdtRequest::ReclaimObjects { objs } => self.reclaim_objects(ctx, objs).await,
             MdtRequest::FsckScan { what, after } => self.fsck_scan(what, &after),
+            MdtRequest::Find { query, after, max } => self.find(ctx, &query, &after, max),
             MdtRequest::FsckRepair { fix } => self.fsck_repair(ctx, fix).await,
             // The server process answers it before it reaches the MDT.
             MdtRequest::JobStats => Err(ServerError::refused(

@@ -115,6 +115,7 @@ impl Staged {
             | R::ListObjects { .. }
             | R::ReclaimObjects { .. }
             | R::FsckScan { .. }
+            | R::Find { .. }
             | R::FsckRepair { .. }
             | R::JobStats
             | R::SetDefaultCompress { .. }

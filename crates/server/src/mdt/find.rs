@@ -1,0 +1,134 @@
+//! `loom find` on an MDT: a scan of its directory entries in key order
+//! (so a directory's entries come together), a page at a time, testing
+//! each entry's name and, where its inode is kept here too, the inode and
+//! its layout. The client runs one scan per MDT at once and builds the
+//! paths of the matches from the directories every page carries.
+//!
+//! Who sees what: the entries of a directory object (a directory, or a
+//! shard of a striped one, which carries its directory's mode and ACL)
+//! are returned only if the caller may read and search it, as a walk
+//! would list it; the directory is named among `denied` instead. The
+//! client keeps only what hangs from its start through directories it
+//! was shown, so a name below a directory the caller cannot list is not
+//! shown even when the directory itself may be listed.
+
+use super::perm::{may, Cred};
+use super::records::{parse_dentry_key, DentryRec, InodeRec};
+use super::tx::{decode_record, store_err};
+use super::MdtService;
+use crate::error::ServerError;
+use loom_proto::find::{Candidate, FindQuery};
+use loom_proto::msg::{access, FileKind, Found, Reply, ReqCtx};
+use loom_proto::Fid;
+use loom_store::kv::Space;
+
+/// Most entries one page scans, whatever the caller asks.
+const MAX_PAGE: u32 = 8192;
+
+impl MdtService {
+    /// A page of the scan after `after` (see the module's comment).
+    pub(super) fn find(
+        &self,
+        ctx: &ReqCtx,
+        query: &FindQuery,
+        after: &[u8],
+        max: u32,
+    ) -> Result<Reply, ServerError> {
+        let cred = Cred::of(ctx);
+        let page = self
+            .names
+            .store
+            .scan(
+                Space::Dentries,
+                &[],
+                (!after.is_empty()).then_some(after),
+                max.clamp(1, MAX_PAGE) as usize,
+            )
+            .map_err(store_err)?;
+        let mut items = Vec::new();
+        let mut denied = Vec::new();
+        // The directory object whose entries are being read, and whether
+        // the caller may list it.
+        let mut dir: Option<(Fid, bool)> = None;
+        for (k, v) in &page {
+            let (Some(parent), Some((_, name))) = (Fid::from_key(k), parse_dentry_key(k)) else {
+                continue;
+            };
+            let listed = match dir {
+                Some((d, ok)) if d == parent => ok,
+                _ => {
+                    let ok = self.may_list(&cred, parent)?;
+                    if !ok {
+                        denied.push(parent);
+                    }
+                    dir = Some((parent, ok));
+                    ok
+                }
+            };
+            if !listed {
+                continue;
+            }
+            let e: DentryRec = decode_record(v)?;
+            let inode = self.local_inode(e.fid)?;
+            let matched = inode.as_ref().map(|r| {
+                query.matches(&Candidate {
+                    name: name.as_bytes(),
+                    attr: &r.attr,
+                    layout: r.layout.as_ref().filter(|_| r.attr.kind == FileKind::File),
+                    mdt: self.index,
+                })
+            });
+            let is_dir = e.kind == FileKind::Dir;
+            if matched == Some(false) && !is_dir {
+                continue;
+            }
+            let shards = inode
+                .as_ref()
+                .and_then(|r| r.layout.as_ref())
+                .and_then(|l| l.dir_shards())
+                .map(<[Fid]>::to_vec)
+                .unwrap_or_default();
+            items.push(Found {
+                dir: parent,
+                name,
+                fid: e.fid,
+                kind: e.kind,
+                matched,
+                shards,
+            });
+        }
+        let next = if page.len() == max.clamp(1, MAX_PAGE) as usize {
+            page.last().map(|(k, _)| k.clone())
+        } else {
+            None
+        };
+        Ok(Reply::Found {
+            items,
+            denied,
+            next,
+        })
+    }
+
+    /// Whether the caller may read and search directory object `dir` (a
+    /// directory or shard kept here; one not found is not listed).
+    fn may_list(&self, cred: &Cred<'_>, dir: Fid) -> Result<bool, ServerError> {
+        Ok(self
+            .local_inode(dir)?
+            .is_some_and(|r| may(cred, &r, access::READ | access::EXEC).is_ok()))
+    }
+
+    /// Inode `fid` if this MDT keeps it.
+    fn local_inode(&self, fid: Fid) -> Result<Option<InodeRec>, ServerError> {
+        match self
+            .names
+            .store
+            .get(Space::Inodes, &super::records::inode_key(fid))
+            .map_err(store_err)?
+        {
+            None => Ok(None),
+            Some(v) => InodeRec::decode(&v)
+                .map(Some)
+                .map_err(|e| store_err(format!("inode {fid}: {}", e.msg))),
+        }
+    }
+}
