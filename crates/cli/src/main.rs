@@ -7,6 +7,7 @@
 
 mod changelog;
 mod cluster;
+mod datamigrate;
 mod dirtools;
 mod find;
 mod fsck;
@@ -97,9 +98,11 @@ enum Cmd {
     /// find: `loom find PATH... [TESTS]`. The MDTs scan their entries in
     /// parallel; any user, on what they may list.
     Find(find::FindArgs),
-    /// Move directory trees (entries and inodes, no file data) to other
-    /// MDTs while they are in use, like `lfs migrate -m`: `loom migrate
-    /// -m MDT[,MDT...] DIR...`.
+    /// Move files' data onto new objects of another layout (`loom migrate
+    /// [-c N] [-S SIZE] [-p POOL] [-E ...] FILE|DIR...`), or directory
+    /// trees (entries and inodes, no file data) to other MDTs (`loom
+    /// migrate -m MDT[,MDT...] DIR...`), while they are in use, like
+    /// `lfs migrate`.
     Migrate(migrate::MigrateArgs),
     /// Verify every block of every object against its checksum, in the
     /// servers, and list the bad ones: `loom scrub MOUNT [--rate MB/s]`.

@@ -2,7 +2,8 @@
 //! entries and their files' inodes, to other MDTs while they are in use,
 //! as Lustre's `lfs migrate -m`. No file data is copied: a file's objects
 //! stay where they are and its inode, which names them, moves. Inodes
-//! keep their FIDs, so open files stay usable.
+//! keep their FIDs, so open files stay usable. Without `-m`, files' data
+//! moves to new objects instead (`datamigrate.rs`).
 
 use crate::registry;
 use crate::tools::{caller, connect, errno, Session};
@@ -16,7 +17,17 @@ use std::time::{Duration, Instant};
 /// Options of `loom migrate`.
 #[derive(Args)]
 #[command(
-    after_help = "Each directory of the tree moves, with its entries and the inodes of the \
+    after_help = "Without -m, FILE|DIR... are files (or the regular files of trees) whose data \
+moves onto new objects laid out as -c, -S, -i, -p or -E ... say (Lustre's lfs migrate), their FIDs \
+kept: to a pool, to more or fewer stripes. A file open on another client waits (EBUSY) and is \
+tried again --retries times; one opened or changed elsewhere while its bytes are copied is \
+copied again. A crash of any server leaves each file with its old layout or its new. \
+Examples:
+  loom migrate -p archive /mnt/loom/old-runs     # every file of the tree to pool archive
+  loom migrate -c 4 -S 4M /mnt/loom/big.dat      # one file over 4 OSTs
+  loom migrate -E 1G -c 1 -E -1 -c -1 /mnt/loom/data
+
+With -m, each directory of the tree moves, with its entries and the inodes of the \
 files named only in it, to an MDT of the list (the directories taken in turn over the list), \
 deepest first. Only root may run it. It runs while programs use the tree: a change that meets a \
 directory being moved waits for it (milliseconds), and open files stay usable. \
@@ -34,19 +45,37 @@ Examples:
 )]
 pub struct MigrateArgs {
     /// The MDT (or comma-separated MDTs) to move the trees to.
-    #[arg(
-        short = 'm',
-        long = "mdt-index",
-        required = true,
-        value_delimiter = ','
-    )]
+    #[arg(short = 'm', long = "mdt-index", value_delimiter = ',')]
     pub mdts: Vec<u32>,
-    /// Restripe each DIR itself (not its tree) over this many MDTs, the
-    /// first COUNT of the -m list: its entries spread over shards by name
-    /// hash, online (Lustre's `lfs migrate -m LIST -c COUNT`). DIR first
-    /// moves to the list's first MDT if it is elsewhere.
-    #[arg(short = 'c', long = "mdt-count", value_parser = clap::value_parser!(u32).range(1..))]
-    pub count: Option<u32>,
+    /// With -m: restripe each DIR itself (not its tree) over this many
+    /// MDTs, the first COUNT of the -m list: its entries spread over
+    /// shards by name hash, online (Lustre's `lfs migrate -m LIST -c
+    /// COUNT`); DIR first moves to the list's first MDT if it is
+    /// elsewhere. Without -m: the files' new stripe count (-1: all OSTs).
+    #[arg(
+        short = 'c',
+        long = "stripe-count",
+        visible_alias = "mdt-count",
+        allow_negative_numbers = true
+    )]
+    pub count: Vec<i32>,
+    /// The files' new stripe size (e.g. 1M, 4M; a multiple of 64K).
+    #[arg(short = 'S', long = "stripe-size", value_parser = crate::tools::parse_size)]
+    pub size: Vec<u64>,
+    /// The files' first OST.
+    #[arg(short = 'i', long = "stripe-index", allow_negative_numbers = true)]
+    pub index: Vec<i32>,
+    /// The OST pool the files' new objects come from.
+    #[arg(short = 'p', long)]
+    pub pool: Vec<String>,
+    /// End of a component of the files' new layout, as `setstripe -E`
+    /// (the -c, -S, -i and -p after it describe that component).
+    #[arg(short = 'E', long = "component-end", allow_negative_numbers = true)]
+    pub ends: Vec<String>,
+    /// Files open elsewhere are tried again this many times, waiting
+    /// longer each time (1 s, 2 s, 4 s, ... at most 30 s).
+    #[arg(long, default_value_t = 5)]
+    pub retries: u32,
     /// Print nothing but errors (no progress, no summary).
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -54,8 +83,9 @@ pub struct MigrateArgs {
     /// every directory).
     #[arg(long, default_value_t = 1.0, value_name = "SECS", value_parser = parse_secs)]
     pub progress: f64,
-    /// Directories whose trees to move (on a loomfs mount).
-    #[arg(required = true)]
+    /// Directories whose trees to move (with -m), or files and trees
+    /// whose files' data to move (on a loomfs mount).
+    #[arg(required = true, value_name = "FILE|DIR")]
     pub dirs: Vec<PathBuf>,
 }
 
@@ -80,6 +110,15 @@ fn parse_secs(s: &str) -> Result<f64, String> {
 
 /// `loom migrate`.
 pub fn migrate(a: MigrateArgs) -> anyhow::Result<()> {
+    if a.mdts.is_empty() {
+        return crate::datamigrate::run(&a);
+    }
+    if !(a.size.is_empty() && a.index.is_empty() && a.pool.is_empty() && a.ends.is_empty()) {
+        bail!("-m moves directories to MDTs; -S, -i, -p and -E move files' data: give one or the other");
+    }
+    if a.count.len() > 1 || a.count.iter().any(|c| *c < 1) {
+        bail!("with -m, -c is the number of MDTs to restripe a directory over (1 or more), given once");
+    }
     let mut failed = false;
     for d in &a.dirs {
         if let Err(e) = migrate_tree(&a, d) {
@@ -99,8 +138,8 @@ fn migrate_tree(a: &MigrateArgs, path: &Path) -> anyhow::Result<()> {
     if nix::unistd::getuid().as_raw() != 0 {
         bail!("only root may migrate directories");
     }
-    if let Some(count) = a.count.filter(|c| *c > 1) {
-        return restripe(a, path, count);
+    if let Some(&count) = a.count.iter().find(|c| **c > 1) {
+        return restripe(a, path, count as u32);
     }
     let (entry, rel) = registry::find(path)?;
     let s = connect(entry)?;

@@ -74,7 +74,7 @@ fn parse_end(s: &str) -> Result<u64, String> {
 /// The components a `setstripe -E ...` command line names, in order: its
 /// words are read again, since each -E opens a component that the options
 /// after it (until the next -E) describe. Clap has checked each value.
-fn components_from_args(words: &[String]) -> Result<LayoutSpec, String> {
+pub(crate) fn components_from_args(words: &[String]) -> Result<LayoutSpec, String> {
     let mut comps: Vec<ComponentSpec> = Vec::new();
     let mut i = 0;
     while i < words.len() {

@@ -43,8 +43,13 @@ impl Capas {
         }
         match held.get(&capa.fid) {
             // A write capability that holds a while yet is not traded
-            // for a read one (an open for reading after one for writing).
-            Some(h) if h.write && !capa.write && h.good_for(true, RENEW_BEFORE_SECS) => {}
+            // for a read one (an open for reading after one for writing),
+            // unless the file's objects changed (its data migrated).
+            Some(h)
+                if h.write
+                    && !capa.write
+                    && h.objs == capa.objs
+                    && h.good_for(true, RENEW_BEFORE_SECS) => {}
             _ => {
                 held.insert(capa.fid, capa);
             }

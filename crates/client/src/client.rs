@@ -356,12 +356,19 @@ impl Client {
         fid: Fid,
         req: &OstRequest,
     ) -> Result<Option<loom_proto::capa::Capa>, Errno> {
-        if req.object().is_none() {
+        let Some(obj) = req.object() else {
             return Ok(None);
-        }
+        };
         let op = req.op();
         let write = op.effect != loom_proto::requests::Effect::Reads && !op.session;
-        if let Some(capa) = self.router.capas.get(fid, write) {
+        // One that names the object: a file whose data migrated since
+        // has other objects, and asks for a new one.
+        if let Some(capa) = self
+            .router
+            .capas
+            .get(fid, write)
+            .filter(|c| c.objs.contains(&obj))
+        {
             return Ok(Some(capa));
         }
         // Without one the request goes bare: a server's connection (the

@@ -31,6 +31,7 @@
 pub mod capas;
 pub mod changelog;
 pub mod ctx;
+mod datamig;
 mod dirs;
 pub mod error;
 pub mod find;

@@ -1285,6 +1285,8 @@ fn xattrs_changed(req: &MdtRequest, reply: &Reply) -> XattrsChanged {
         | R::ReclaimObjects { .. }
         | R::FsckScan { .. }
         | R::Find { .. }
+        | R::MigrateData { .. }
+        | R::MigrateDataEnd { .. }
         | R::FsckRepair { .. }
         | R::JobStats
         | R::SetDefaultCompress { .. }

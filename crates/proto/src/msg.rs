@@ -1073,6 +1073,16 @@ pub enum Reply {
     Snapshots(Vec<crate::snapshot::SnapshotInfo>),
     /// Bytes a snapshot holds on a target (`SnapStep::Usage`).
     Taken(u64),
+    /// A migration of a file's data has begun (`MdtRequest::MigrateData`):
+    /// what to copy from and to, and how many bytes.
+    DataMigrating {
+        /// The layout the bytes are in.
+        old: Layout,
+        /// The layout to copy them to.
+        new: Layout,
+        /// The file's size.
+        size: u64,
+    },
     /// A page of an MDT's scan for `loom find` (`MdtRequest::Find`).
     Found {
         /// Matches, directories and entries to test elsewhere, in key

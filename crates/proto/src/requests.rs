@@ -684,6 +684,29 @@ declare_requests! {
             /// Most entries to scan.
             max: u32,
         } => 121, "find", Reads, Any;
+        /// Begin moving regular file `fid`'s data onto new objects laid
+        /// out as `layout` (`loom migrate`; root only): see
+        /// `server/src/mdt/datamig.rs`. EBUSY while another client has it
+        /// open; EOPNOTSUPP for a Data-on-MDT component. Answered
+        /// `Reply::DataMigrating`, with a capability for both sets of
+        /// objects; a resend gets the same answer.
+        MigrateData {
+            /// The file.
+            fid: Fid,
+            /// Its new layout.
+            layout: LayoutSpec,
+        } => 122, "migrate_data", Changes, Any, route = fid;
+        /// End the migration of `fid`'s data: swap its layout for the
+        /// new one, durably, with `commit` (EBUSY if another client
+        /// reached the file meanwhile, ESTALE if its layout changed: the
+        /// migration is undone either way), or undo it. The old (or the
+        /// unused new) objects are destroyed.
+        MigrateDataEnd {
+            /// The file.
+            fid: Fid,
+            /// Swap (else undo).
+            commit: bool,
+        } => 123, "migrate_data_end", Changes, Any, route = fid;
         /// The jobs and clients this target served recently, with their
         /// operations and bytes (`loom jobstats`); answered by the server
         /// process, which counts every request it serves.

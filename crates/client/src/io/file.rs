@@ -130,6 +130,27 @@ fn spans_checked(
     spans.ok_or(Errno::EIO)
 }
 
+/// Read `[offset, offset + n)` of file `fid` from where `layout` puts it
+/// (within the file's size), waiting for no write of this client: a
+/// migration's copy reads the old layout while it writes the new.
+pub(crate) async fn read_layout(
+    client: Arc<Client>,
+    caller: Caller,
+    fid: Fid,
+    layout: Layout,
+    offset: u64,
+    n: usize,
+) -> Result<Vec<u8>, Errno> {
+    Source {
+        client,
+        caller,
+        fid,
+        layout,
+    }
+    .fetch(offset, n)
+    .await
+}
+
 impl Source {
     /// Read `[offset, offset + n)` (within the file's size) from where the
     /// layout puts it, every object at once.
@@ -796,6 +817,25 @@ impl OpenFile {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// Make what this handle wrote durable on its layout's objects, and
+    /// tell the MDT nothing: a migration's copy, whose bytes are the
+    /// file's already (its size and times stay).
+    pub(crate) async fn sync_objects_only(&self) -> Result<(), Errno> {
+        self.drain().await?;
+        self.landed().await?;
+        let syncs = self
+            .layout
+            .objects()
+            .into_iter()
+            .map(|obj| (obj.ost, OstRequest::ObjSync { obj }))
+            .collect();
+        self.client
+            .ost_call_each(&self.caller, self.fid, syncs, "ObjSync")
+            .await?;
+        self.dirty.store(false, Ordering::Release);
+        Ok(())
     }
 
     /// fallocate(2) on the file's objects: reserve, punch or zero

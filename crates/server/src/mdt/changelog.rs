@@ -190,6 +190,9 @@ impl Planned {
             | MdtRequest::ListObjects { .. }
             | MdtRequest::FsckScan { .. }
             | MdtRequest::Find { .. }
+            // A file's data moved (its layout swapped): not recorded yet.
+            | MdtRequest::MigrateData { .. }
+            | MdtRequest::MigrateDataEnd { .. }
             | MdtRequest::JobStats
             | MdtRequest::Replay { .. }
             | MdtRequest::Sync

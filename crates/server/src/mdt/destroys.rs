@@ -32,7 +32,8 @@ const MAX_OBJECTS_PER_REQUEST: usize = 4096;
 
 /// A file whose objects are to be destroyed once its unlink is committed.
 struct Pending {
-    fid: Fid,
+    /// Its record's key: the file's FID (a migration's: and more).
+    key: Vec<u8>,
     objs: Vec<ObjRef>,
     /// The unlink's transaction number (0: not a client's change).
     transno: u64,
@@ -69,9 +70,15 @@ impl MdtService {
     /// applied as `ticket`) is committed. A client's unlink waits for the
     /// next commit rather than forcing one (one fsync per unlink
     /// otherwise); others (`transno` 0) force it.
-    pub(super) fn queue_destroy(&self, fid: Fid, objs: Vec<ObjRef>, transno: u64, ticket: Ticket) {
+    pub(super) fn queue_destroy(
+        &self,
+        key: Vec<u8>,
+        objs: Vec<ObjRef>,
+        transno: u64,
+        ticket: Ticket,
+    ) {
         self.names.destroys.push(Pending {
-            fid,
+            key,
             objs,
             transno,
             ticket,
@@ -166,7 +173,7 @@ impl MdtService {
                 self.stats.count("destroy_deferred");
             } else {
                 self.stats.count("destroy_done");
-                b.delete(Space::Destroy, p.fid.to_key().to_vec());
+                b.delete(Space::Destroy, p.key.clone());
             }
         }
         // No fsync needed: if this is lost the destroys are simply repeated.
@@ -204,14 +211,14 @@ impl MdtService {
             return;
         }
         for (k, v) in pending {
-            let (Some(fid), Ok(objs)) = (
+            let (Some(_), Ok(objs)) = (
                 Fid::from_key(&k),
                 super::tx::decode_record::<Vec<ObjRef>>(&v),
             ) else {
                 tracing::warn!("MDT{:04x}: unreadable destroy record", self.index);
                 continue;
             };
-            self.queue_destroy(fid, objs, 0, 0);
+            self.queue_destroy(k, objs, 0, 0);
         }
     }
 }

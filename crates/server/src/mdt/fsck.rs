@@ -26,7 +26,8 @@ const RECLAIM_TIMEOUT: Duration = Duration::from_secs(60);
 impl MdtService {
     /// The objects referred to by a page of inode records after `after`
     /// (the first page also holds the objects of unlinked files whose
-    /// destroy has not reached their OSTs yet).
+    /// destroy has not reached their OSTs yet, and of migrations in
+    /// progress).
     pub(super) fn list_objects(&self, after: &[u8]) -> Result<Reply, ServerError> {
         let mut objs = Vec::new();
         if after.is_empty() {
@@ -38,6 +39,8 @@ impl MdtService {
             {
                 objs.extend(decode_record::<Vec<ObjRef>>(&v)?);
             }
+            // And those a file data migration in progress writes.
+            objs.extend(self.migrating_objects()?);
         }
         let page = self
             .names

@@ -508,6 +508,7 @@ impl MdtService {
                 for c in &gone {
                     me.names.locks.drop_client(*c);
                     me.names.leases.holds.drop_client(*c);
+                    me.undo_datamigs_of(*c).await;
                 }
                 if let Err(e) = me.forget_lockers(&gone).await {
                     tracing::warn!("MDT{:04x}: forgetting lockers: {e}", me.index);

@@ -15,6 +15,7 @@ mod attrs;
 mod capas;
 mod change;
 pub mod changelog;
+mod datamig;
 mod destroys;
 mod dom;
 mod fileset;
@@ -171,6 +172,8 @@ struct NameStore {
     fid_alloc: Mutex<Option<(u64, u32)>>,
     /// Object ids precreated on each OST, in memory only (see `objects`).
     pools: objects::Pools,
+    /// File data migrations in progress (see `datamig`).
+    datamigs: datamig::DataMigs,
     /// Unlinked files kept for the clients that have them open.
     orphans: orphans::Orphans,
     /// Files whose objects are to be destroyed once their unlink commits.
@@ -333,6 +336,7 @@ impl MdtService {
                 ns: tokio::sync::Mutex::new(()),
                 fid_alloc: Mutex::new(fid_alloc),
                 pools: objects::Pools::default(),
+                datamigs: datamig::DataMigs::default(),
                 orphans,
                 destroys: Arc::default(),
                 owner_retrying: Default::default(),
@@ -664,7 +668,10 @@ impl MdtService {
     pub fn start(self: &Arc<Self>) {
         self.spawn_destroyer();
         let me = self.clone();
-        tokio::spawn(async move { me.resume_destroys().await });
+        tokio::spawn(async move {
+            me.undo_datamigs_at_start().await;
+            me.resume_destroys().await
+        });
         self.spawn_owner_retry();
         self.spawn_orphan_sweeper();
         self.spawn_lock_sweeper();
@@ -842,6 +849,7 @@ impl MdtService {
                 self.names.locks.drop_client(ctx.client_id);
                 // Its orphans go at the next sweep (`sweep_unheld`).
                 self.names.leases.holds.drop_client(ctx.client_id);
+                self.undo_datamigs_of(ctx.client_id).await;
                 if let Err(e) = self.forget_lockers(&[ctx.client_id]).await {
                     return (Err(e), Some(self.commit_state(0)));
                 }
@@ -1034,6 +1042,7 @@ impl MdtService {
     /// is routed by: also when the move happened while it waited for the
     /// namespace lock (it then found nothing).
     async fn dispatch(self: &Arc<Self>, ctx: &Rq<'_>, req: MdtRequest) -> Handled {
+        self.names.datamigs.touched(ctx.ctx.client_id, &req);
         let routed_by = req.routed_by();
         if let Some(moved) = self.moved_reply(routed_by) {
             return Ok(moved);
@@ -1184,6 +1193,10 @@ impl MdtService {
             MdtRequest::ReclaimObjects { objs } => self.reclaim_objects(ctx, objs).await,
             MdtRequest::FsckScan { what, after } => self.fsck_scan(what, &after),
             MdtRequest::Find { query, after, max } => self.find(ctx, &query, &after, max),
+            MdtRequest::MigrateData { fid, layout } => self.migrate_data(ctx, fid, layout).await,
+            MdtRequest::MigrateDataEnd { fid, commit } => {
+                self.migrate_data_end(ctx, fid, commit).await
+            }
             MdtRequest::FsckRepair { fix } => self.fsck_repair(ctx, fix).await,
             // The server process answers it before it reaches the MDT.
             MdtRequest::JobStats => Err(ServerError::refused(

@@ -501,7 +501,12 @@ impl MdtService {
         drop(g);
         self.settle(ctx, ticket).await?;
         if let Dropped::Freed(Some((fid, objs))) = dropped {
-            self.queue_destroy(fid, objs, ctx.cur.map_or(0, |c| c.transno()), ticket);
+            self.queue_destroy(
+                fid.to_key().to_vec(),
+                objs,
+                ctx.cur.map_or(0, |c| c.transno()),
+                ticket,
+            );
         }
         Ok(reply)
     }

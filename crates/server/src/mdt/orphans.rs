@@ -168,7 +168,12 @@ impl MdtService {
         drop(g);
         self.settle(ctx, ticket).await?;
         if let Some((fid, objs)) = freed {
-            self.queue_destroy(fid, objs, ctx.cur.map_or(0, |c| c.transno()), ticket);
+            self.queue_destroy(
+                fid.to_key().to_vec(),
+                objs,
+                ctx.cur.map_or(0, |c| c.transno()),
+                ticket,
+            );
         }
         tracing::debug!("MDT{:04x}: orphan {fid} released", self.index);
         Ok(Reply::Ok)

@@ -26,6 +26,7 @@ const REACHES: &[(&str, &[&str])] = &[
     ("owners.rs", &["names"]),
     ("fsck.rs", &["names"]),
     ("find.rs", &["names"]),
+    ("datamig.rs", &["names"]),
     // Destroys wait for the commit of the unlink that freed the objects;
     // lockers are recorded durably; the changelog and quota counts are
     // written by the commit step.

@@ -709,7 +709,7 @@ impl MdtService {
         }
         if let Some((fid, objs)) = freed {
             // Committed above: the objects may go.
-            self.queue_destroy(fid, objs, 0, ticket);
+            self.queue_destroy(fid.to_key().to_vec(), objs, 0, ticket);
         }
         Ok(r)
     }

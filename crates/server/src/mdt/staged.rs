@@ -116,6 +116,8 @@ impl Staged {
             | R::ReclaimObjects { .. }
             | R::FsckScan { .. }
             | R::Find { .. }
+            | R::MigrateData { .. }
+            | R::MigrateDataEnd { .. }
             | R::FsckRepair { .. }
             | R::JobStats
             | R::SetDefaultCompress { .. }
