@@ -338,8 +338,8 @@ impl MdtService {
     }
 
     /// Destroy the objects of migrations a crash or a stop cut short:
-    /// no layout took them.
-    pub(super) async fn undo_datamigs_at_start(self: &Arc<Self>) {
+    /// no layout took them. Run at start, before any request.
+    pub(super) fn undo_datamigs_at_start(self: &Arc<Self>) {
         let recs = match self
             .names
             .store

@@ -666,12 +666,12 @@ impl MdtService {
     /// operations a crash interrupted are resolved next (see `intents`);
     /// client changes are let in after both.
     pub fn start(self: &Arc<Self>) {
+        // Before any request: a migration begun again must not meet the
+        // undoing of the one a crash cut.
+        self.undo_datamigs_at_start();
         self.spawn_destroyer();
         let me = self.clone();
-        tokio::spawn(async move {
-            me.undo_datamigs_at_start().await;
-            me.resume_destroys().await
-        });
+        tokio::spawn(async move { me.resume_destroys().await });
         self.spawn_owner_retry();
         self.spawn_orphan_sweeper();
         self.spawn_lock_sweeper();
