@@ -5,6 +5,7 @@
 //! system (`mount-noop`), lfs-style tools (`setstripe`, `getstripe`, `df`)
 //! and the benchmark suite (`bench`).
 
+mod balance;
 mod changelog;
 mod cluster;
 mod datamigrate;
@@ -104,6 +105,11 @@ enum Cmd {
     /// migrate -m MDT[,MDT...] DIR...`), while they are in use, like
     /// `lfs migrate`.
     Migrate(migrate::MigrateArgs),
+    /// Move files off the fullest OSTs onto the emptiest, while in use,
+    /// until every OST's fill is within a tolerance of the others': `loom
+    /// balance MOUNT [--tolerance PCT] [--max-fill PCT] [--rate MB/s]`
+    /// (root).
+    Balance(balance::BalanceArgs),
     /// Verify every block of every object against its checksum, in the
     /// servers, and list the bad ones: `loom scrub MOUNT [--rate MB/s]`.
     Scrub(scrub::ScrubArgs),
@@ -216,6 +222,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Getdirstripe(a) => dirtools::getdirstripe(a),
         Cmd::Find(a) => find::find(a),
         Cmd::Migrate(a) => migrate::migrate(a),
+        Cmd::Balance(a) => balance::balance(a),
         Cmd::Scrub(a) => scrub::scrub(a),
         Cmd::Jobstats(a) => jobstats::jobstats(a),
         Cmd::Stats(a) => stats::stats(a),

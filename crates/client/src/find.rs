@@ -32,6 +32,10 @@ pub struct FindResult {
     /// list: what is in them was not looked at, as find's "Permission
     /// denied".
     pub denied: Vec<Vec<u8>>,
+    /// The inode of each match, in the same order (for the library's
+    /// callers; not carried through the mount).
+    #[serde(skip)]
+    pub fids: Vec<Fid>,
 }
 
 /// One MDT's scan.
@@ -53,10 +57,12 @@ impl Client {
     ) -> Result<FindResult, Errno> {
         let mut out = FindResult::default();
         let attr = self.getattr(c, start).await?;
+        let mut found: Vec<(Vec<u8>, Fid)> = Vec::new();
         if self.test_inode(c, start, start_name, attr.kind, q).await? {
-            out.matches.push(Vec::new());
+            found.push((Vec::new(), start));
         }
         if attr.kind != FileKind::Dir {
+            (out.matches, out.fids) = found.into_iter().unzip();
             return Ok(out);
         }
         let scans = futures_join(self.mdts().into_iter().map(|m| self.scan(c, m, q))).await;
@@ -74,7 +80,7 @@ impl Client {
                 continue;
             }
             if let Some(p) = tree.path_in(it.dir, &it.name) {
-                out.matches.push(p);
+                found.push((p, it.fid));
             }
         }
         for d in denied {
@@ -82,7 +88,8 @@ impl Client {
                 out.denied.push(p);
             }
         }
-        out.matches.sort_unstable();
+        found.sort_unstable();
+        (out.matches, out.fids) = found.into_iter().unzip();
         out.denied.sort_unstable();
         out.denied.dedup();
         Ok(out)
