@@ -179,6 +179,7 @@ mod tests {
                 .map(|i| format!("dir/file-{i:05}").into_bytes())
                 .collect(),
             denied: vec![b"secret".to_vec()],
+            fids: Vec::new(),
         };
         let f = Finds::default();
         let asked = FindAsked {
