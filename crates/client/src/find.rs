@@ -186,7 +186,8 @@ impl Client {
         let mdt = self.router().mdt_of(fid).await?.index;
         Ok(q.matches(&Candidate {
             name,
-            attr: &attr,
+            kind: attr.kind,
+            attr: Some(&attr),
             layout: layout.as_ref(),
             mdt,
         }))

@@ -122,8 +122,11 @@ pub struct FindQuery {
 pub struct Candidate<'a> {
     /// The entry's name.
     pub name: &'a [u8],
-    /// The inode's attributes.
-    pub attr: &'a Attr,
+    /// The inode's kind.
+    pub kind: FileKind,
+    /// The inode's attributes: needed only if [`FindQuery::needs_inode`]
+    /// (a test that needs them fails without).
+    pub attr: Option<&'a Attr>,
     /// Its layout, for a regular file.
     pub layout: Option<&'a Layout>,
     /// The MDT that keeps it.
@@ -148,10 +151,16 @@ impl FindQuery {
 }
 
 fn test(t: &Test, c: &Candidate<'_>, now: i64) -> bool {
-    let a = c.attr;
     match t {
-        Test::Name(p, fold) => glob(p, c.name, *fold),
-        Test::Type(kinds) => kinds.contains(&a.kind),
+        Test::Name(p, fold) => return glob(p, c.name, *fold),
+        Test::Type(kinds) => return kinds.contains(&c.kind),
+        _ => {}
+    }
+    let Some(a) = c.attr else {
+        return false;
+    };
+    match t {
+        Test::Name(..) | Test::Type(_) => false,
         Test::Size(cmp, unit) => cmp.holds(a.size.div_ceil((*unit).max(1))),
         Test::Time(stamp, cmp, period) => {
             let t = match stamp {
@@ -362,7 +371,8 @@ mod tests {
         let hit = |q: &FindQuery, a: &Attr| {
             q.matches(&Candidate {
                 name: b"f",
-                attr: a,
+                kind: a.kind,
+                attr: Some(a),
                 layout: None,
                 mdt: 0,
             })

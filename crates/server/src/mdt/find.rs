@@ -35,6 +35,7 @@ impl MdtService {
         max: u32,
     ) -> Result<Reply, ServerError> {
         let cred = Cred::of(ctx);
+        let needs_inode = query.needs_inode();
         let page = self
             .names
             .store
@@ -69,16 +70,31 @@ impl MdtService {
                 continue;
             }
             let e: DentryRec = decode_record(v)?;
-            let inode = self.local_inode(e.fid)?;
-            let matched = inode.as_ref().map(|r| {
-                query.matches(&Candidate {
+            let is_dir = e.kind == FileKind::Dir;
+            // Names and kinds are the entry's: the inode is read only
+            // for the other tests, and for a directory's shards.
+            let inode = if is_dir || needs_inode {
+                self.local_inode(e.fid)?
+            } else {
+                None
+            };
+            let matched = match &inode {
+                Some(r) => Some(query.matches(&Candidate {
                     name: name.as_bytes(),
-                    attr: &r.attr,
+                    kind: e.kind,
+                    attr: Some(&r.attr),
                     layout: r.layout.as_ref().filter(|_| r.attr.kind == FileKind::File),
                     mdt: self.index,
-                })
-            });
-            let is_dir = e.kind == FileKind::Dir;
+                })),
+                None if !needs_inode => Some(query.matches(&Candidate {
+                    name: name.as_bytes(),
+                    kind: e.kind,
+                    attr: None,
+                    layout: None,
+                    mdt: self.index,
+                })),
+                None => None,
+            };
             if matched == Some(false) && !is_dir {
                 continue;
             }
