@@ -85,6 +85,7 @@ pub fn run(a: &MigrateArgs) -> anyhow::Result<()> {
     let c = caller();
     let mut moved = 0u64;
     let mut wait = Duration::from_secs(1);
+    let mut why = std::collections::HashMap::new();
     for round in 0..=a.retries {
         let mut busy = Vec::new();
         for t in todo {
@@ -96,7 +97,10 @@ pub fn run(a: &MigrateArgs) -> anyhow::Result<()> {
                     n.fetch_add(1, Ordering::Relaxed);
                 }
                 // In use elsewhere, or reached meanwhile: later.
-                Err(Errno::EBUSY | Errno::EAGAIN | Errno::ESTALE) => busy.push(t),
+                Err(e @ (Errno::EBUSY | Errno::EAGAIN | Errno::ESTALE)) => {
+                    why.insert(t.fid, e);
+                    busy.push(t)
+                }
                 Err(Errno::ENOENT) => {
                     // Removed since the walk: nothing to move.
                     n.fetch_add(1, Ordering::Relaxed);
@@ -132,10 +136,12 @@ pub fn run(a: &MigrateArgs) -> anyhow::Result<()> {
         );
     }
     for t in &todo {
-        eprintln!(
-            "loom migrate: {}: in use on another client; left as it was",
-            t.path
-        );
+        let reason = match why.get(&t.fid).copied() {
+            Some(Errno::ESTALE) => "its layout changed while it was copied",
+            Some(Errno::EAGAIN) => "its MDT undid the migration (a restart)",
+            _ => "in use on another client",
+        };
+        eprintln!("loom migrate: {}: {reason}; left as it was", t.path);
     }
     if !todo.is_empty() || failed > 0 {
         bail!("some files were not migrated (see above); run again to go on");

@@ -504,6 +504,31 @@ impl Client {
         self.open_handle(caller, fid, layout, size, false)
     }
 
+    /// A handle of `fid` on `layout` that the MDT is never told of (no
+    /// hold, no release): a data migration's copy onto its new objects,
+    /// whose MDT keeps the file still for it, and which must not stay
+    /// held if this process ends before a release would reach the MDT.
+    pub(crate) fn open_untold(
+        self: &Arc<Self>,
+        caller: &Caller,
+        fid: Fid,
+        layout: Layout,
+        size: u64,
+    ) -> Arc<OpenFile> {
+        let inode = self.router.fresh.inode(fid);
+        let f = Arc::new(OpenFile::new(
+            self.clone(),
+            caller.clone(),
+            fid,
+            layout,
+            size,
+            inode.writes(),
+        ));
+        inode.opened(&f);
+        self.handles_open.fetch_add(1, Ordering::Relaxed);
+        f
+    }
+
     /// [`Client::open_as`]; `told`: the MDT was told of the open (an
     /// `Open` that holds).
     fn open_handle(

@@ -66,7 +66,7 @@ impl Client {
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<u64, Errno> {
         let attr = self.getattr(c, fid).await?;
-        let dst = self.open_as(c, fid, new.clone(), size);
+        let dst = self.open_untold(c, fid, new.clone(), size);
         dst.note_attr(&attr);
         let mut reads = std::collections::VecDeque::new();
         let mut next = 0u64;

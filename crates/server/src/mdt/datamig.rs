@@ -34,7 +34,7 @@ use loom_proto::msg::{FileKind, MdtRequest, Reply};
 use loom_proto::{Errno, Fid};
 use loom_store::kv::Space;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 /// Prefix of the durable records of migrations in progress.
@@ -67,11 +67,40 @@ struct Active {
 #[derive(Default)]
 pub struct DataMigs {
     active: Mutex<HashMap<Fid, Active>>,
+    /// Files whose migration is being begun (between the first check
+    /// and its record): a second begin of one is refused.
+    starting: Mutex<HashSet<Fid>>,
+}
+
+/// A file claimed for a migration being begun; let go when dropped.
+struct Claim<'a> {
+    migs: &'a DataMigs,
+    fid: Fid,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        self.migs
+            .starting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.fid);
+    }
 }
 
 impl DataMigs {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Fid, Active>> {
         self.active.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Claim `fid` for a migration being begun, unless one is begun or
+    /// in progress already.
+    fn claim(&self, fid: Fid) -> Option<Claim<'_>> {
+        let mut starting = self.starting.lock().unwrap_or_else(|p| p.into_inner());
+        if self.lock().contains_key(&fid) || !starting.insert(fid) {
+            return None;
+        }
+        Some(Claim { migs: self, fid })
     }
 
     /// `req` from `client` reached the MDT: a migration of the file it
@@ -153,6 +182,14 @@ impl MdtService {
             let new = m.new.clone();
             return self.migrating_reply(fid, &r, new);
         }
+        // One begin at a time per file: two would take two sets of new
+        // objects under one record.
+        let Some(_claim) = self.names.datamigs.claim(fid) else {
+            return Err(ServerError::refused(
+                Errno::EBUSY,
+                format!("{fid} is being migrated by another client"),
+            ));
+        };
         // No lease from now on; those held are taken back, and a writer
         // under one reports its size before it answers.
         let frozen = self.names.leases.freeze(vec![fid]);
