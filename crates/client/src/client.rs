@@ -539,17 +539,8 @@ impl Client {
         size: u64,
         told: bool,
     ) -> Arc<OpenFile> {
+        let f = self.open_untold(caller, fid, layout, size);
         let inode = self.router.fresh.inode(fid);
-        let f = Arc::new(OpenFile::new(
-            self.clone(),
-            caller.clone(),
-            fid,
-            layout,
-            size,
-            inode.writes(),
-        ));
-        inode.opened(&f);
-        self.handles_open.fetch_add(1, Ordering::Relaxed);
         // An image cannot change: no unlink to hold an open file against.
         if !self.router.takes_leases() && self.opts.snapshot.is_none() {
             match told {

@@ -131,6 +131,17 @@ impl DataMigs {
     }
 }
 
+/// Migrating file data is root's.
+fn root_only(ctx: &Rq<'_>) -> Result<(), ServerError> {
+    if ctx.ctx.uid != 0 {
+        return Err(ServerError::refused(
+            Errno::EPERM,
+            "only root may migrate file data (loom migrate)",
+        ));
+    }
+    Ok(())
+}
+
 fn record_key(fid: Fid) -> String {
     format!("{RECORD}{}", loom_store::kv::hex(&fid.to_key()))
 }
@@ -152,12 +163,7 @@ impl MdtService {
         fid: Fid,
         spec: LayoutSpec,
     ) -> Handled {
-        if ctx.ctx.uid != 0 {
-            return Err(ServerError::refused(
-                Errno::EPERM,
-                "only root may migrate file data (loom migrate)",
-            ));
-        }
+        root_only(ctx)?;
         spec.validate()
             .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
         if spec.components.iter().any(|c| c.on_mdt) {
@@ -274,12 +280,7 @@ impl MdtService {
         fid: Fid,
         commit: bool,
     ) -> Handled {
-        if ctx.ctx.uid != 0 {
-            return Err(ServerError::refused(
-                Errno::EPERM,
-                "only root may migrate file data (loom migrate)",
-            ));
-        }
+        root_only(ctx)?;
         let (_, g) = self.begin().await.into_parts();
         let active = {
             let mut a = self.names.datamigs.lock();
