@@ -92,8 +92,17 @@ fn file_data_migrates_onto_new_objects_while_in_use() {
         .flat_map(|f| c.stripes(s(&d.join(f))))
         .collect();
 
+    // Each swap is in the changelog (LYOUT, as root's).
+    loom_ok(&["changelog", "register", &mnt]);
+    let lyout = |c: &Cluster| {
+        changelog_records(c, &[])
+            .into_iter()
+            .filter(|r| r["type"] == "LYOUT" && r["uid"] == 0)
+            .count()
+    };
     let out = loom_ok(&["migrate", "-p", "fast", "-c", "2", s(&d)]);
     assert!(out.contains("11 files migrated"), "{out}");
+    assert_eq!(lyout(&c), 11, "a LYOUT record per file migrated");
     for (f, ino) in files.iter().zip(&inos) {
         let p = d.join(f);
         assert_eq!(
@@ -143,6 +152,7 @@ fn file_data_migrates_onto_new_objects_while_in_use() {
     ]);
     let l = loom_ok(&["getstripe", s(&d.join("big"))]);
     assert!(l.contains("lcm_entry_count:   2"), "{l}");
+    assert_eq!(lyout(&c), 12);
     assert_eq!(sums(&d), before);
 
     // Bad input: a clear error, nothing moved.

@@ -154,7 +154,10 @@ impl Planned {
             | MdtRequest::SetDefaultLayout { fid, .. }
             | MdtRequest::SetDirDefault { fid, .. }
             | MdtRequest::SetDefaultCompress { fid, .. }
-            | MdtRequest::Restripe { fid, .. } => p(Kind::Inode(K::Layout, *fid, None), 0),
+            | MdtRequest::Restripe { fid, .. }
+            | MdtRequest::MigrateDataEnd { fid, commit: true } => {
+                p(Kind::Inode(K::Layout, *fid, None), 0)
+            }
             MdtRequest::Migrate { fid, .. } => p(Kind::Inode(K::Migrate, *fid, None), 0),
             MdtRequest::UpdateSize { fid, durable, .. } => {
                 let k = if *durable { K::Mtime } else { K::Close };
@@ -190,9 +193,9 @@ impl Planned {
             | MdtRequest::ListObjects { .. }
             | MdtRequest::FsckScan { .. }
             | MdtRequest::Find { .. }
-            // A file's data moved (its layout swapped): not recorded yet.
+            // Begun or undone, a data migration changed nothing.
             | MdtRequest::MigrateData { .. }
-            | MdtRequest::MigrateDataEnd { .. }
+            | MdtRequest::MigrateDataEnd { commit: false, .. }
             | MdtRequest::JobStats
             | MdtRequest::Replay { .. }
             | MdtRequest::Sync

@@ -337,7 +337,16 @@ impl MdtService {
                 super::tx::encode_record(&objs)?,
             );
         }
-        let ticket = self.apply_step(t)?;
+        // A swapped layout is recorded (LYOUT) in the swap's batch.
+        let planned = match refused.is_none() && commit {
+            true => super::changelog::Planned::of(&MdtRequest::MigrateDataEnd { fid, commit }),
+            false => None,
+        };
+        let log = match planned {
+            Some(p) if self.changelog_recording() => p.records(&t, ctx.ctx)?,
+            _ => Vec::new(),
+        };
+        let ticket = self.apply_batch(None, t, false, log)?;
         drop(g);
         self.commit_through(ticket).await?;
         if refused.is_none() && commit {
