@@ -100,17 +100,16 @@ fn edit(path: &Path, name: &str, op: PoolOp) -> anyhow::Result<()> {
     let s = connect(entry)?;
     // Tried here first on what the MGS has, for the reason in words (the
     // MGS refuses the same with an errno).
-    let osts =
+    // One copy of the configuration: its OSTs and its pools.
+    let cfg =
         s.rt.block_on(
             s.client
                 .router()
                 .fetch_config(std::time::Duration::from_secs(10)),
         )
-        .map_err(|e| errno(e.errno(), "reading the configuration"))?
-        .indices(loom_proto::msg::Role::Ost);
-    let mut pools =
-        s.rt.block_on(s.client.pools())
-            .map_err(|e| errno(e, "reading the pools"))?;
+        .map_err(|e| errno(e.errno(), "reading the configuration"))?;
+    let osts = cfg.indices(loom_proto::msg::Role::Ost);
+    let mut pools = cfg.pools.clone();
     if let Err(r) = pool::apply(&mut pools, name, &op, &osts) {
         let (PoolRefusal::Invalid(m) | PoolRefusal::Exists(m) | PoolRefusal::Missing(m)) = r;
         bail!(m);

@@ -5,7 +5,7 @@
 use crate::client::Client;
 use crate::ctx::Caller;
 use bytes::Bytes;
-use loom_proto::msg::{MgsRequest, Reply, SiteParams, TargetId};
+use loom_proto::msg::{ClusterConfig, MgsRequest, Reply, SiteParams, TargetId};
 use loom_proto::nodemap::Nodemap;
 use loom_proto::pool::{OstPool, PoolOp};
 use loom_proto::Errno;
@@ -19,15 +19,7 @@ impl Client {
             name: name.to_string(),
             value: value.to_string(),
         };
-        match self
-            .router()
-            .call(TargetId::MGS, self.ctx(c), req, Bytes::new())
-            .await?
-            .0
-        {
-            Reply::Ok => Ok(()),
-            other => Err(crate::io::file::unexpected("SetParam", &other)),
-        }
+        self.mgs_change(c, req, "SetParam").await
     }
 
     /// Set nodemap `name` to `nodemap`, or remove it (`None`): root's
@@ -43,15 +35,7 @@ impl Client {
             name: name.to_string(),
             nodemap,
         };
-        match self
-            .router()
-            .call(TargetId::MGS, self.ctx(c), req, Bytes::new())
-            .await?
-            .0
-        {
-            Reply::Ok => Ok(()),
-            other => Err(crate::io::file::unexpected("SetNodemap", &other)),
-        }
+        self.mgs_change(c, req, "SetNodemap").await
     }
 
     /// Change OST pool `name` by `op` (root's: EPERM otherwise; EINVAL,
@@ -61,6 +45,12 @@ impl Client {
             name: name.to_string(),
             op,
         };
+        self.mgs_change(c, req, "PoolEdit").await
+    }
+
+    /// Ask the MGS for a change as `c`; `op` names it in an unexpected
+    /// answer.
+    async fn mgs_change(&self, c: &Caller, req: MgsRequest, op: &str) -> Result<(), Errno> {
         match self
             .router()
             .call(TargetId::MGS, self.ctx(c), req, Bytes::new())
@@ -68,34 +58,31 @@ impl Client {
             .0
         {
             Reply::Ok => Ok(()),
-            other => Err(crate::io::file::unexpected("PoolEdit", &other)),
+            other => Err(crate::io::file::unexpected(op, &other)),
         }
+    }
+
+    /// What `pick` takes of the configuration as the MGS has it now.
+    async fn mgs_config<T>(&self, pick: impl FnOnce(&ClusterConfig) -> T) -> Result<T, Errno> {
+        self.router()
+            .fetch_config(Duration::from_secs(10))
+            .await
+            .map(|c| pick(&c))
+            .map_err(|e| e.errno())
     }
 
     /// The OST pools as the MGS has them now.
     pub async fn pools(&self) -> Result<Vec<OstPool>, Errno> {
-        self.router()
-            .fetch_config(Duration::from_secs(10))
-            .await
-            .map(|c| c.pools.clone())
-            .map_err(|e| e.errno())
+        self.mgs_config(|c| c.pools.clone()).await
     }
 
     /// The nodemaps as the MGS has them now.
     pub async fn nodemaps(&self) -> Result<Vec<Nodemap>, Errno> {
-        self.router()
-            .fetch_config(Duration::from_secs(10))
-            .await
-            .map(|c| c.nodemaps.clone())
-            .map_err(|e| e.errno())
+        self.mgs_config(|c| c.nodemaps.clone()).await
     }
 
     /// The site parameters as the MGS has them now.
     pub async fn site_params(&self) -> Result<SiteParams, Errno> {
-        self.router()
-            .fetch_config(Duration::from_secs(10))
-            .await
-            .map(|c| c.params.clone())
-            .map_err(|e| e.errno())
+        self.mgs_config(|c| c.params.clone()).await
     }
 }
