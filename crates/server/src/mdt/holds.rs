@@ -12,6 +12,14 @@
 //! every file it has open here again with its locks (`ReclaimLocks`),
 //! since its leases went with the connection.
 //!
+//! A client's `Held` answer and its last close race: the close's release
+//! may arrive before the answer that listed the file (the client answers
+//! only once the kernel dropped what was recalled). A release of a file
+//! the client does not hold, while a recall to it is out, is remembered
+//! for that recall, and its `Held` does not hold that file again (else
+//! the file would stay held until the client left: never migrated, and
+//! kept as an orphan when unlinked).
+//!
 //! Holds live in memory. After a restart, until the recorded clients
 //! reclaimed or the grace period ended (the locks' grace, see `locks`),
 //! a file losing its last name is kept and no orphan is destroyed for
@@ -26,6 +34,16 @@ use std::sync::Mutex;
 #[derive(Default)]
 pub struct Holds {
     files: Mutex<HashMap<Fid, HashSet<u64>>>,
+    recalls: Mutex<Recalls>,
+}
+
+/// Recalls out per client, and the files each such client released
+/// without holding them meanwhile, with when (see the module's
+/// documentation).
+#[derive(Default)]
+struct Recalls {
+    seq: u64,
+    out: HashMap<u64, (usize, HashMap<Fid, u64>)>,
 }
 
 impl Holds {
@@ -38,11 +56,51 @@ impl Holds {
         self.files().entry(fid).or_default().insert(client);
     }
 
+    fn recalls(&self) -> std::sync::MutexGuard<'_, Recalls> {
+        self.recalls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A recall is sent to `client`: its answer is given, with the mark
+    /// returned, to [`Holds::recall_answered`] (always, also when none
+    /// came).
+    pub fn recall_sent(&self, client: u64) -> u64 {
+        let mut r = self.recalls();
+        r.seq += 1;
+        let seq = r.seq;
+        r.out.entry(client).or_default().0 += 1;
+        seq
+    }
+
+    /// The recall sent to `client` at `sent` is over, the client holding
+    /// `fids`: those it released since are not held again.
+    pub fn recall_answered(&self, client: u64, sent: u64, fids: &[Fid]) {
+        let mut r = self.recalls();
+        let Some((n, released)) = r.out.get_mut(&client) else {
+            return;
+        };
+        for f in fids {
+            if released.get(f).is_none_or(|at| *at < sent) {
+                self.hold(*f, client);
+            }
+        }
+        *n -= 1;
+        if *n == 0 {
+            r.out.remove(&client);
+        }
+    }
+
     /// `client` closed `fid` (or never had it); whether others hold it.
     pub fn release(&self, fid: Fid, client: u64) -> bool {
+        // In recall_answered's order: recalls, then files.
+        let mut r = self.recalls();
         let mut f = self.files();
-        let Some(hs) = f.get_mut(&fid) else {
-            return false;
+        let Some(hs) = f.get_mut(&fid).filter(|hs| hs.contains(&client)) else {
+            r.seq += 1;
+            let seq = r.seq;
+            if let Some((_, released)) = r.out.get_mut(&client) {
+                released.insert(fid, seq);
+            }
+            return f.contains_key(&fid);
         };
         hs.remove(&client);
         if hs.is_empty() {
@@ -108,5 +166,33 @@ mod tests {
         assert_eq!(h.drop_client(1), vec![f], "the last holder died");
         assert!(!h.held(f));
         assert!(!h.release(f, 1), "a release of nothing is harmless");
+    }
+
+    #[test]
+    fn a_release_before_the_recalls_answer_is_not_undone_by_it() {
+        let h = Holds::default();
+        let (f, g) = (Fid::new(1, 7), Fid::new(1, 8));
+        let early = h.recall_sent(1);
+        let late = h.recall_sent(1);
+        // The client listed both, then closed f before its answers came.
+        assert!(!h.release(f, 1));
+        h.recall_answered(1, early, &[f, g]);
+        assert!(!h.held(f), "released after the recall listed it");
+        assert!(h.held(g));
+        // Opened again and recalled again: a recall sent after the
+        // release holds it.
+        let again = h.recall_sent(1);
+        h.recall_answered(1, late, &[f]);
+        assert!(!h.held(f));
+        h.recall_answered(1, again, &[f]);
+        assert!(h.held(f), "held by the recall sent after the release");
+        assert!(!h.release(f, 1));
+        assert!(!h.held(f));
+        // With no recall out, nothing is remembered.
+        assert!(h.release(g, 2), "client 1 holds it");
+        let r = h.recall_sent(2);
+        h.recall_answered(2, r, &[g]);
+        assert!(h.held_by_other(g, Some(1)));
+        assert!(h.recalls().out.is_empty(), "nothing kept once answered");
     }
 }

@@ -111,6 +111,25 @@ pub struct Busy {
     held: Vec<Lease>,
 }
 
+/// A recall out to `client`: when dropped (answered or not), the recall
+/// is over for [`super::holds::Holds`], which holds the files the client
+/// answered it `held`.
+struct RecallOut {
+    leases: Arc<Leases>,
+    client: u64,
+    sent: u64,
+    held: Vec<Fid>,
+}
+
+impl Drop for RecallOut {
+    fn drop(&mut self) {
+        let held = std::mem::take(&mut self.held);
+        self.leases
+            .holds
+            .recall_answered(self.client, self.sent, &held);
+    }
+}
+
 /// Inodes on which no lease is granted while it lives ([`Leases::freeze`]).
 pub struct Frozen {
     leases: Arc<Leases>,
@@ -422,15 +441,21 @@ impl Leases {
                 snapshot: None,
             };
             let timeout = self.recall_timeout;
-            set.spawn(async move { (client, ch.clone(), ch.call(&env, timeout).await) });
+            let out = RecallOut {
+                leases: self.clone(),
+                client,
+                sent: self.holds.recall_sent(client),
+                held: Vec::new(),
+            };
+            set.spawn(async move { (out, ch.clone(), ch.call(&env, timeout).await) });
         }
         while let Some(r) = set.join_next().await {
-            let Ok((client, ch, r)) = r else { continue };
+            let Ok((mut out, ch, r)) = r else { continue };
+            let client = out.client;
             if let Ok(Reply::Held { fids }) = &r {
-                for f in fids {
-                    self.holds.hold(*f, client);
-                }
+                out.held = fids.clone();
             }
+            drop(out);
             if let Err(e) = r {
                 tracing::warn!(
                     client = format_args!("{client:#x}"),
