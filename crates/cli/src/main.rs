@@ -18,6 +18,7 @@ mod mount;
 mod nodemap;
 mod noop;
 mod params;
+mod policy;
 mod pool;
 mod project;
 mod quota;
@@ -160,6 +161,13 @@ enum Cmd {
     /// list MOUNT [POOL]`.
     #[command(subcommand)]
     Pool(pool::PoolCmd),
+    /// The policy engine, as RobinHood for Lustre: a catalog of every
+    /// inode (SQLite, or PostgreSQL) filled by a scan of every MDT and
+    /// kept current by their changelogs, reports from it, and rules that
+    /// purge, migrate and alert: `loom policy scan|follow|report|check|
+    /// run|forget ...` (root).
+    #[command(subcommand)]
+    Policy(policy::PolicyCmd),
     /// Snapshots of the whole file system, copy-on-write, taken on every
     /// target at once under a write barrier: `loom snapshot
     /// create|list|destroy MOUNT ...` (create and destroy are root's).
@@ -235,6 +243,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::GetParam(a) => params::get_param(a),
         Cmd::Nodemap(c) => nodemap::run(c),
         Cmd::Pool(c) => pool::run(c),
+        Cmd::Policy(c) => policy::run(c),
         Cmd::Snapshot(c) => snapshot::run(c),
         Cmd::Send(a) => sendrecv::send(a),
         Cmd::Receive(a) => sendrecv::receive(a),

@@ -13,7 +13,7 @@ use crate::Client;
 use bytes::Bytes;
 use loom_proto::changelog::{ChangeRec, ChangelogState};
 use loom_proto::msg::{MdtRequest, Reply, Role, TargetId};
-use loom_proto::Errno;
+use loom_proto::{Errno, Fid};
 use std::time::Duration;
 
 /// How long a call may take beyond the time the MDT waits for a record.
@@ -32,6 +32,11 @@ impl Client {
             .collect();
         v.sort();
         v
+    }
+
+    /// The MDT that keeps inode `fid`, as the configuration says.
+    pub fn mdt_index_of(&self, fid: Fid) -> Option<u32> {
+        self.router.config().mdt_of(fid)
     }
 
     /// One request to MDT `mdt` as the current caller, allowed `extra`

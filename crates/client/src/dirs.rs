@@ -111,6 +111,41 @@ impl Client {
         }
     }
 
+    /// Every entry of directory object `fid` itself (a directory, or one
+    /// shard of a striped one; without `.` and `..`), as `c`: what the
+    /// policy engine lists again when a directory's shards change.
+    pub async fn list_dir_object(&self, c: &Caller, fid: Fid) -> Result<Vec<DirEntry>, Errno> {
+        let target = self.router_handle().mdt_of(fid).await?;
+        let mut all = Vec::new();
+        let mut cookie = 0;
+        loop {
+            let req = MdtRequest::ReaddirShard {
+                fid,
+                cookie,
+                max: 1024,
+            };
+            let (r, _) = self
+                .router_handle()
+                .call(target, self.ctx(c), req, bytes::Bytes::new())
+                .await?;
+            let Reply::Dir { entries, eof } = r else {
+                return Err(unexpected("Dir", &r));
+            };
+            if let Some(e) = entries.last() {
+                cookie = e.cookie;
+            }
+            let empty = entries.is_empty();
+            all.extend(
+                entries
+                    .into_iter()
+                    .filter(|e| e.name.as_bytes() != b"." && e.name.as_bytes() != b".."),
+            );
+            if eof || empty {
+                return Ok(all);
+            }
+        }
+    }
+
     /// Up to `max` entries of the striped directory with `shards` after
     /// `cookie`, in cookie (name hash) order as a plain directory lists
     /// them, so the same cookie resumes a listing whichever shard it came

@@ -11,7 +11,7 @@ use crate::ctx::Caller;
 use crate::io::file::unexpected;
 use bytes::Bytes;
 use loom_proto::find::{Candidate, FindQuery};
-use loom_proto::msg::{FileKind, Found, MdtRequest, Reply, TargetId};
+use loom_proto::msg::{FileKind, Found, MdtRequest, Reply, Scanned, TargetId};
 use loom_proto::{Errno, Fid};
 use std::collections::HashMap;
 
@@ -93,6 +93,25 @@ impl Client {
         out.denied.sort_unstable();
         out.denied.dedup();
         Ok(out)
+    }
+
+    /// A page of MDT `mdt`'s catalog scan after `after` (empty: from the
+    /// start): its entries with the inodes it keeps, and the cursor of
+    /// the next page (`None`: the last). Root only (EPERM).
+    pub async fn catalog_scan_page(
+        &self,
+        mdt: u32,
+        after: Vec<u8>,
+        max: u32,
+    ) -> Result<(Vec<Scanned>, Option<Vec<u8>>), Errno> {
+        let req = MdtRequest::CatalogScan { after, max };
+        match self
+            .mdt_admin_call(mdt, req, std::time::Duration::ZERO)
+            .await?
+        {
+            Reply::Scanned { items, next } => Ok((items, next)),
+            other => Err(unexpected("Scanned", &other)),
+        }
     }
 
     /// Every page of MDT `mdt`'s scan.

@@ -1285,6 +1285,7 @@ fn xattrs_changed(req: &MdtRequest, reply: &Reply) -> XattrsChanged {
         | R::ReclaimObjects { .. }
         | R::FsckScan { .. }
         | R::Find { .. }
+        | R::CatalogScan { .. }
         | R::MigrateData { .. }
         | R::MigrateDataEnd { .. }
         | R::FsckRepair { .. }

@@ -837,6 +837,23 @@ pub struct Found {
     pub shards: Vec<Fid>,
 }
 
+/// One entry of the policy engine's scan (`MdtRequest::CatalogScan`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scanned {
+    /// The directory object it is in (a directory, or a shard of a
+    /// striped one).
+    pub dir: Fid,
+    /// Its name.
+    pub name: crate::Name,
+    /// The inode it names.
+    pub fid: Fid,
+    /// That inode's kind.
+    pub kind: FileKind,
+    /// The inode's attributes and layout, if the scanning MDT keeps it
+    /// (else the client asks the MDT that does).
+    pub inode: Option<(Attr, Option<Layout>)>,
+}
+
 /// Every reply body (the success half).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Reply {
@@ -1101,6 +1118,14 @@ pub enum Reply {
         reply: Box<Reply>,
         /// The file's capability.
         capa: crate::capa::Capa,
+    },
+    /// A page of an MDT's scan for the policy engine's catalog
+    /// (`MdtRequest::CatalogScan`).
+    Scanned {
+        /// Entries, in key order.
+        items: Vec<Scanned>,
+        /// Cursor of the next page (`None`: this was the last).
+        next: Option<Vec<u8>>,
     },
 }
 

@@ -707,6 +707,17 @@ declare_requests! {
             /// Swap (else undo).
             commit: bool,
         } => 123, "migrate_data_end", Changes, Any, route = fid;
+        /// The policy engine's scan (`loom policy scan`; root only): a
+        /// page of this MDT's directory entries after `after` (empty:
+        /// from the start), at most `max`, each with its inode's
+        /// attributes and layout where this MDT keeps the inode.
+        /// Answered `Reply::Scanned`.
+        CatalogScan {
+            /// Cursor from the previous page.
+            after: Vec<u8>,
+            /// Most entries to return.
+            max: u32,
+        } => 124, "catalog_scan", Reads, Any;
         /// The jobs and clients this target served recently, with their
         /// operations and bytes (`loom jobstats`); answered by the server
         /// process, which counts every request it serves.

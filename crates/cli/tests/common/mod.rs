@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod locker;
+pub mod policy;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -193,6 +193,7 @@ impl Planned {
             | MdtRequest::ListObjects { .. }
             | MdtRequest::FsckScan { .. }
             | MdtRequest::Find { .. }
+            | MdtRequest::CatalogScan { .. }
             // Begun or undone, a data migration changed nothing.
             | MdtRequest::MigrateData { .. }
             | MdtRequest::MigrateDataEnd { commit: false, .. }

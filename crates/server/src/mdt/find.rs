@@ -18,7 +18,7 @@ use super::tx::{decode_record, store_err};
 use super::MdtService;
 use crate::error::ServerError;
 use loom_proto::find::{Candidate, FindQuery};
-use loom_proto::msg::{access, FileKind, Found, Reply, ReqCtx};
+use loom_proto::msg::{access, FileKind, Found, Reply, ReqCtx, Scanned};
 use loom_proto::Fid;
 use loom_store::kv::Space;
 
@@ -123,6 +123,55 @@ impl MdtService {
             denied,
             next,
         })
+    }
+
+    /// `CatalogScan`: a page of every entry after `after`, with the
+    /// inodes kept here (root only: it shows every name).
+    pub(super) fn catalog_scan(
+        &self,
+        ctx: &ReqCtx,
+        after: &[u8],
+        max: u32,
+    ) -> Result<Reply, ServerError> {
+        if ctx.uid != 0 {
+            return Err(ServerError::refused(
+                loom_proto::Errno::EPERM,
+                "only root may scan the namespace for the policy catalog",
+            ));
+        }
+        let max = max.clamp(1, MAX_PAGE) as usize;
+        let page = self
+            .names
+            .store
+            .scan(
+                Space::Dentries,
+                &[],
+                (!after.is_empty()).then_some(after),
+                max,
+            )
+            .map_err(store_err)?;
+        let mut items = Vec::with_capacity(page.len());
+        for (k, v) in &page {
+            let (Some(dir), Some((_, name))) = (Fid::from_key(k), parse_dentry_key(k)) else {
+                continue;
+            };
+            let e: DentryRec = decode_record(v)?;
+            let inode = self.local_inode(e.fid)?.map(|r| {
+                let attr = super::remote::shown_attr(&r);
+                (attr, r.layout)
+            });
+            items.push(Scanned {
+                dir,
+                name,
+                fid: e.fid,
+                kind: e.kind,
+                inode,
+            });
+        }
+        let next = (page.len() == max)
+            .then(|| page.last().map(|(k, _)| k.clone()))
+            .flatten();
+        Ok(Reply::Scanned { items, next })
     }
 
     /// Whether the caller may read and search directory object `dir` (a

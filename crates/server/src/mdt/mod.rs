@@ -1193,6 +1193,7 @@ impl MdtService {
             MdtRequest::ReclaimObjects { objs } => self.reclaim_objects(ctx, objs).await,
             MdtRequest::FsckScan { what, after } => self.fsck_scan(what, &after),
             MdtRequest::Find { query, after, max } => self.find(ctx, &query, &after, max),
+            MdtRequest::CatalogScan { after, max } => self.catalog_scan(ctx, &after, max),
             MdtRequest::MigrateData { fid, layout } => self.migrate_data(ctx, fid, layout).await,
             MdtRequest::MigrateDataEnd { fid, commit } => {
                 self.migrate_data_end(ctx, fid, commit).await

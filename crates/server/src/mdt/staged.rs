@@ -116,6 +116,7 @@ impl Staged {
             | R::ReclaimObjects { .. }
             | R::FsckScan { .. }
             | R::Find { .. }
+            | R::CatalogScan { .. }
             | R::MigrateData { .. }
             | R::MigrateDataEnd { .. }
             | R::FsckRepair { .. }
