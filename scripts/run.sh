@@ -18,7 +18,7 @@ need_root() {
 
 setup() {
     need_root
-    local pkgs=(fuse3 fio git attr acl python3 libcap2-bin iproute2 util-linux libc6-dev pkg-config build-essential curl ca-certificates prometheus chromium)
+    local pkgs=(fuse3 fio git attr acl python3 libcap2-bin iproute2 util-linux libc6-dev pkg-config build-essential curl ca-certificates prometheus chromium postgresql)
     local missing=()
     for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -34,6 +34,13 @@ setup() {
             curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
         }
         export PATH="$HOME/.cargo/bin:$PATH"
+    fi
+    # The policy engine's PostgreSQL catalog tests need a running server
+    # (the tests make their own role and databases).
+    if command -v pg_lsclusters >/dev/null 2>&1; then
+        pg_lsclusters -h | while read -r ver name _ state _; do
+            [ "$state" = online ] || pg_ctlcluster "$ver" "$name" start
+        done
     fi
     modprobe fuse 2>/dev/null || true
     [ -e /dev/fuse ] || { echo "run.sh: /dev/fuse is missing; FUSE is not available here" >&2; exit 1; }

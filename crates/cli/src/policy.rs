@@ -83,6 +83,9 @@ pub struct ReportArgs {
     /// As JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also give it to the MGS, for the dashboard's Policy panel.
+    #[arg(long)]
+    pub publish: bool,
 }
 
 /// `loom policy check`.
@@ -230,6 +233,9 @@ pub fn run(c: PolicyCmd) -> anyhow::Result<()> {
             let s = session(&a.c.mount)?;
             let cat = open(&s, &a.c)?;
             let r = s.rt.block_on(Report::of(&cat))?;
+            if a.publish {
+                s.rt.block_on(publish(&s, &r))?;
+            }
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
@@ -269,6 +275,23 @@ pub fn run(c: PolicyCmd) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Users, groups and projects a published report lists (the most
+/// bytes first): the MGS keeps a bounded report.
+const PUBLISHED_IDS: usize = 100;
+
+/// Give report `r` to the MGS for the dashboard.
+async fn publish(s: &Session, r: &Report) -> anyhow::Result<()> {
+    let mut r = r.clone();
+    for l in [&mut r.users, &mut r.groups, &mut r.projects] {
+        l.truncate(PUBLISHED_IDS);
+    }
+    let json = serde_json::to_string(&r)?;
+    s.client
+        .policy_publish(&crate::tools::caller(), json)
+        .await
+        .map_err(|e| crate::tools::errno(e, "publishing the report to the MGS"))
 }
 
 fn check(a: CheckArgs) -> anyhow::Result<()> {
@@ -338,6 +361,8 @@ fn run_rules(a: RunArgs) -> anyhow::Result<()> {
         let pass = s.rt.block_on(async {
             let n = follow::follow(&s.client, &cat, true, &|_, _| {}).await?;
             let p = actor.pass(&rules).await?;
+            // The dashboard shows the catalog as this pass left it.
+            publish(&s, &Report::of(&cat).await?).await?;
             anyhow::Ok((n, p))
         });
         match pass {
@@ -360,10 +385,13 @@ fn run_rules(a: RunArgs) -> anyhow::Result<()> {
                 // Follow the changelogs between passes.
                 let until = Instant::now() + Duration::from_secs(a.interval);
                 while Instant::now() < until {
-                    let r = s.rt.block_on(tokio::time::timeout(
-                        until.saturating_duration_since(Instant::now()),
-                        follow::follow(&s.client, &cat, true, &|_, _| {}),
-                    ));
+                    let r = s.rt.block_on(async {
+                        tokio::time::timeout(
+                            until.saturating_duration_since(Instant::now()),
+                            follow::follow(&s.client, &cat, true, &|_, _| {}),
+                        )
+                        .await
+                    });
                     if let Ok(Err(e)) = r {
                         log(&format!("following the changelogs: {e:#}"));
                         break;

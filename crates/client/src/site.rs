@@ -48,6 +48,13 @@ impl Client {
         self.mgs_change(c, req, "PoolEdit").await
     }
 
+    /// Give the MGS the policy engine's report (JSON) for the dashboard
+    /// (root's: EPERM otherwise; EFBIG past `MAX_POLICY_REPORT`).
+    pub async fn policy_publish(&self, c: &Caller, report: String) -> Result<(), Errno> {
+        self.mgs_change(c, MgsRequest::PolicyPublish { report }, "PolicyPublish")
+            .await
+    }
+
     /// Ask the MGS for a change as `c`; `op` names it in an unexpected
     /// answer.
     async fn mgs_change(&self, c: &Caller, req: MgsRequest, op: &str) -> Result<(), Errno> {

@@ -837,6 +837,9 @@ pub struct Found {
     pub shards: Vec<Fid>,
 }
 
+/// Largest policy report the MGS keeps (`MgsRequest::PolicyPublish`).
+pub const MAX_POLICY_REPORT: usize = 1 << 20;
+
 /// One entry of the policy engine's scan (`MdtRequest::CatalogScan`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Scanned {
@@ -1127,6 +1130,9 @@ pub enum Reply {
         /// Cursor of the next page (`None`: this was the last).
         next: Option<Vec<u8>>,
     },
+    /// The policy engine's latest report, JSON (`MgsRequest::PolicyReport`;
+    /// empty: none).
+    PolicyReport(String),
 }
 
 impl Reply {

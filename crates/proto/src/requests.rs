@@ -329,6 +329,16 @@ declare_requests! {
             /// What to do.
             op: crate::pool::PoolOp,
         } => 120, "pool_edit", Changes, Any;
+        /// Keep `report`, the policy engine's latest report (JSON, at
+        /// most [`crate::msg::MAX_POLICY_REPORT`] bytes), for the
+        /// dashboard (root).
+        PolicyPublish {
+            /// The report.
+            report: String,
+        } => 125, "policy_publish", Changes, Any;
+        /// The policy engine's latest report (`Reply::PolicyReport`,
+        /// empty if none was published).
+        PolicyReport => 126, "policy_report", Reads, Any;
     }
 }
 

@@ -3,7 +3,8 @@
 //! scripts, styles or fonts: it works on a cluster with no internet), and
 //! `/api/cluster` the JSON it polls every two seconds: every registered
 //! target with its state, space and inodes and what it served (from its
-//! server's statistics), and the jobs and clients summed over targets.
+//! server's statistics), the jobs and clients summed over targets, and
+//! the policy engine's latest report (`loom policy`), if published.
 //! The page keeps the last minutes of those totals and draws the rates.
 
 use crate::peers::Peers;
@@ -128,10 +129,21 @@ async fn cluster(peers: &Arc<Peers>) -> serde_json::Value {
             })
             .collect()
     };
+    // The policy engine's latest report, if one was published.
+    let policy = match peers
+        .call_mgs(loom_proto::msg::MgsRequest::PolicyReport)
+        .await
+    {
+        Ok(Reply::PolicyReport(r)) if !r.is_empty() => {
+            serde_json::from_str(&r).unwrap_or(serde_json::Value::Null)
+        }
+        _ => serde_json::Value::Null,
+    };
     serde_json::json!({
         "fsname": cfg.fsname,
         "targets": targets,
         "jobs": list(jobs),
         "clients": list(clients),
+        "policy": policy,
     })
 }

@@ -222,7 +222,7 @@ pub fn catalog_follows_every_change(a: &str, b: &str) {
 /// the report against GNU find, and bad input refused before anything
 /// is done.
 pub fn rules_act(cat: &str) {
-    let c = Cluster::up(1, 2, &[]);
+    let mut c = Cluster::up(1, 2, &[]);
     let mnt = s(&c.mnt).to_string();
     loom_ok(&["pool", "new", &mnt, "archive"]);
     loom_ok(&["pool", "add", &mnt, "archive", "1"]);
@@ -448,6 +448,44 @@ bytes = "2M"
         "{logged}"
     );
     assert!(logged.contains("ALERT user 65534"), "{logged}");
+    // The pass published the report: the dashboard's Policy panel, as
+    // headless Chromium renders it, shows the user's files as find does.
+    let port = c.port("dashboard").expect("a dashboard port");
+    let o = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            c.tmp.path().join("chromium").display()
+        ))
+        .args(["--virtual-time-budget=4000", "--dump-dom"])
+        .arg(format!("http://127.0.0.1:{port}/"))
+        .output()
+        .expect("chromium (Debian package chromium)");
+    let dom = String::from_utf8_lossy(&o.stdout);
+    let inodes = sh(&format!("find {} -uid 65534 | wc -l", s(&root)))
+        .trim()
+        .to_string();
+    let (files, bytes) = per.get(&65534).copied().expect("the user's files");
+    let human = {
+        let (mut v, mut i) = (bytes as f64, 0);
+        while v >= 1024.0 && i < 5 {
+            v /= 1024.0;
+            i += 1;
+        }
+        format!("{v:.1}{}", ["B", "K", "M", "G", "T", "P"][i])
+    };
+    let row = format!("<tr data-id=\"65534\"><td>65534</td><td>{inodes}</td><td>{files}</td><td>{human}</td></tr>");
+    assert!(dom.contains(&row), "{row} not on the dashboard: {dom}");
+    assert!(
+        dom.contains("<tr data-id=\"/scratch\">"),
+        "largest directories: {dom}"
+    );
+
     // The next pass: nothing left to do, the alert not raised again.
     let out = loom_ok(&[
         "policy",
@@ -462,6 +500,51 @@ bytes = "2M"
     assert!(
         out.contains("0 acted on") && out.contains("0 alerts") && !out.contains("ALERT"),
         "{out}"
+    );
+
+    // As a service: an MDT killed and restarted under it, it goes on and
+    // purges a file that became a candidate meanwhile.
+    let svc_log = c.tmp.path().join("service.log");
+    let svc = Server(
+        Command::new(loom_bin())
+            .args([
+                "policy",
+                "run",
+                &mnt,
+                "--rules",
+                &r,
+                "--catalog",
+                cat,
+                "--interval",
+                "1",
+            ])
+            .stdout(std::fs::File::create(&svc_log).expect("log"))
+            .stderr(std::fs::File::create(c.tmp.path().join("service.err")).expect("log"))
+            .spawn()
+            .expect("loom policy run"),
+    );
+    c.kill9("mdt0");
+    c.restart("mdt0");
+    let late = root.join("scratch/late");
+    sh(&format!(
+        "echo old > {0}; touch -d '40 days ago' {0}",
+        s(&late)
+    ));
+    let gone = within(move || {
+        while late.exists() {
+            std::thread::yield_now();
+        }
+    });
+    drop(svc);
+    let logged = std::fs::read_to_string(&svc_log).expect("log");
+    let err = std::fs::read_to_string(c.tmp.path().join("service.err")).unwrap_or_default();
+    assert!(
+        gone.is_some(),
+        "the service did not purge scratch/late: {logged}{err}"
+    );
+    assert!(
+        logged.contains("purge /scratch/late ") && logged.contains(": done"),
+        "{logged}"
     );
     loom_ok(&["policy", "forget", &mnt, "--catalog", cat]);
 }

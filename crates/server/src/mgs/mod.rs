@@ -153,7 +153,13 @@ pub struct MgsService {
     peers: std::sync::OnceLock<Arc<crate::peers::Peers>>,
     /// One snapshot operation at a time.
     snapshotting: Mutex<()>,
+    /// The policy engine's latest report (`POLICY_FILE`), for the
+    /// dashboard.
+    policy: Mutex<String>,
 }
+
+/// Where the MGS keeps the policy engine's latest report.
+const POLICY_FILE: &str = "policy-report.json";
 
 impl std::fmt::Debug for MgsService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -204,6 +210,8 @@ impl MgsService {
             state: Mutex::new(state),
             peers: std::sync::OnceLock::new(),
             snapshotting: Mutex::new(()),
+            // A report is only shown: one unreadable is left out.
+            policy: Mutex::new(std::fs::read_to_string(dir.join(POLICY_FILE)).unwrap_or_default()),
         }))
     }
 
@@ -237,6 +245,8 @@ impl MgsService {
             MgsRequest::SetParam { name, value } => self.set_param(ctx, &name, &value).await,
             MgsRequest::SetNodemap { name, nodemap } => self.set_nodemap(ctx, &name, nodemap).await,
             MgsRequest::PoolEdit { name, op } => self.pool_edit(ctx, &name, op).await,
+            MgsRequest::PolicyPublish { report } => self.policy_publish(ctx, report).await,
+            MgsRequest::PolicyReport => Ok(Reply::PolicyReport(self.policy.lock().await.clone())),
         };
         (res, Vec::new())
     }
@@ -335,6 +345,44 @@ impl MgsService {
         })
         .await?;
         tracing::info!(name, ?op, "OST pool changed");
+        Ok(Reply::Ok)
+    }
+
+    /// `PolicyPublish`: keep the policy engine's report, durably.
+    async fn policy_publish(&self, ctx: &ReqCtx, report: String) -> Handled {
+        if ctx.uid != 0 {
+            return Err(ServerError::refused(
+                Errno::EPERM,
+                "publishing a policy report is root's",
+            ));
+        }
+        if report.len() > loom_proto::msg::MAX_POLICY_REPORT {
+            return Err(ServerError::refused(
+                Errno::EFBIG,
+                format!(
+                    "a policy report of {} bytes is larger than the {} the MGS keeps",
+                    report.len(),
+                    loom_proto::msg::MAX_POLICY_REPORT
+                ),
+            ));
+        }
+        if serde_json::from_str::<serde_json::Value>(&report).is_err() {
+            return Err(ServerError::refused(
+                Errno::EINVAL,
+                "a policy report is JSON",
+            ));
+        }
+        let mut kept = self.policy.lock().await;
+        let path = self.dir.join(POLICY_FILE);
+        let text = report.clone();
+        tokio::task::spawn_blocking(move || write_atomic(&path, text.as_bytes()))
+            .await
+            .map_err(|e| ServerError::internal(format!("MGS persist task failed: {e}")))?
+            .map_err(|e| ServerError::Store {
+                errno: Errno(e.raw_os_error().unwrap_or(Errno::EIO.0)),
+                msg: format!("writing the policy report: {e}"),
+            })?;
+        *kept = report;
         Ok(Reply::Ok)
     }
 
