@@ -164,8 +164,8 @@ enum Cmd {
     /// The policy engine, as RobinHood for Lustre: a catalog of every
     /// inode (SQLite, or PostgreSQL) filled by a scan of every MDT and
     /// kept current by their changelogs, reports from it, and rules that
-    /// purge, migrate and alert: `loom policy scan|follow|report|check|
-    /// run|forget ...` (root).
+    /// purge, migrate and alert (root): `loom policy scan MOUNT`, then
+    /// `follow`, `report`, `check`, `run`, `dump` or `forget`.
     #[command(subcommand)]
     Policy(policy::PolicyCmd),
     /// Snapshots of the whole file system, copy-on-write, taken on every

@@ -356,20 +356,21 @@ pub fn set(key: &str, value: &str) -> Stmt {
 
 /// Insert or replace an inode's row (in a batch).
 pub fn put_inode(r: &InodeRow) -> Stmt {
-    let cols: Vec<&str> = INODE_COLS.split(", ").collect();
-    let marks: Vec<String> = (1..=cols.len()).map(|i| format!("${i}")).collect();
-    let upd: Vec<String> = cols[1..]
-        .iter()
-        .map(|c| format!("{c} = excluded.{c}"))
-        .collect();
-    (
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        let cols: Vec<&str> = INODE_COLS.split(", ").collect();
+        let marks: Vec<String> = (1..=cols.len()).map(|i| format!("${i}")).collect();
+        let upd: Vec<String> = cols[1..]
+            .iter()
+            .map(|c| format!("{c} = excluded.{c}"))
+            .collect();
         format!(
             "INSERT INTO inodes ({INODE_COLS}) VALUES ({}) ON CONFLICT (ino) DO UPDATE SET {}",
             marks.join(", "),
             upd.join(", ")
-        ),
-        r.params(),
-    )
+        )
+    });
+    (sql.clone(), r.params())
 }
 
 /// A directory object's row is dropped again if it is a known shard.

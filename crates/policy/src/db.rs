@@ -144,25 +144,38 @@ impl Db {
             bail!("no database");
         };
         let mut prepared = one.lock().await;
-        c.batch_execute("BEGIN").await.context("BEGIN")?;
-        for (sql, params) in stmts {
-            let refs = pg_params(params);
-            let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-                refs.iter().map(|b| b.as_ref()).collect();
+        // Every statement prepared first (once per connection), then all
+        // sent at once: the connection pipelines them, and the server runs
+        // them in the order sent.
+        let mut sts = Vec::with_capacity(stmts.len());
+        for (sql, _) in stmts {
             let st = match prepared.get(sql) {
-                Some(st) => Ok(st.clone()),
-                None => c.prepare(sql).await.with_context(|| sql.clone()),
+                Some(st) => st.clone(),
+                None => {
+                    let st = c.prepare(sql).await.with_context(|| sql.clone())?;
+                    prepared.insert(sql.clone(), st.clone());
+                    st
+                }
             };
-            if let Ok(st) = &st {
-                prepared.entry(sql.clone()).or_insert_with(|| st.clone());
-            }
-            let r = match st {
-                Ok(st) => c.execute(&st, &refs).await.with_context(|| sql.clone()),
-                Err(e) => Err(e),
-            };
+            sts.push(st);
+        }
+        let boxed: Vec<Vec<Box<dyn tokio_postgres::types::ToSql + Sync>>> =
+            stmts.iter().map(|(_, p)| pg_params(p)).collect();
+        let refs: Vec<Vec<&(dyn tokio_postgres::types::ToSql + Sync)>> = boxed
+            .iter()
+            .map(|b| b.iter().map(|x| x.as_ref()).collect())
+            .collect();
+        c.batch_execute("BEGIN").await.context("BEGIN")?;
+        let done = crate::scan::join_all(
+            sts.iter()
+                .zip(&refs)
+                .map(|(st, r)| c.execute(st, r.as_slice())),
+        )
+        .await;
+        for (r, (sql, _)) in done.into_iter().zip(stmts) {
             if let Err(e) = r {
                 let _ = c.batch_execute("ROLLBACK").await;
-                return Err(e);
+                return Err(anyhow::Error::new(e).context(sql.clone()));
             }
         }
         c.batch_execute("COMMIT").await.context("COMMIT")?;

@@ -334,9 +334,12 @@ pub async fn follow(
             }
         }
     };
-    let mut total = 0;
-    for r in join_all(client.mdts().into_iter().map(one)).await {
-        total += r?;
-    }
-    Ok(total)
+    // One MDT failing stops them all: following for ever, the others
+    // would hide the failure.
+    Ok(
+        crate::scan::try_join_all(client.mdts().into_iter().map(one))
+            .await?
+            .into_iter()
+            .sum(),
+    )
 }

@@ -98,7 +98,9 @@ async fn scan_mdt(
             match &it.inode {
                 Some((attr, layout)) => {
                     stmts.push(put_inode(&InodeRow::of(attr, layout.as_ref(), mdt)));
-                    stmts.extend(put_shards(it.fid.ino() as i64, &shards_of(layout.as_ref())));
+                    if it.kind == loom_proto::msg::FileKind::Dir {
+                        stmts.extend(put_shards(it.fid.ino() as i64, &shards_of(layout.as_ref())));
+                    }
                     inodes.fetch_add(1, Ordering::Relaxed);
                 }
                 None => elsewhere.push(it.fid),
@@ -175,6 +177,38 @@ pub fn root_caller() -> Caller {
 /// An errno as an error saying what failed.
 pub fn errno(e: Errno, what: &str) -> anyhow::Error {
     anyhow::anyhow!("{what}: {}", std::io::Error::from_raw_os_error(e.raw()))
+}
+
+/// Run fallible futures at once (on this task): their outputs in order,
+/// or the first error as soon as one fails (the others are dropped).
+pub async fn try_join_all<T, F: std::future::Future<Output = anyhow::Result<T>>>(
+    fs: impl IntoIterator<Item = F>,
+) -> anyhow::Result<Vec<T>> {
+    let mut fs: Vec<Option<std::pin::Pin<Box<F>>>> =
+        fs.into_iter().map(|f| Some(Box::pin(f))).collect();
+    let mut out: Vec<Option<T>> = fs.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (i, slot) in fs.iter_mut().enumerate() {
+            if let Some(f) = slot {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(Ok(v)) => {
+                        out[i] = Some(v);
+                        *slot = None;
+                    }
+                    std::task::Poll::Ready(Err(e)) => return std::task::Poll::Ready(Err(e)),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(Ok(()))
+        }
+    })
+    .await?;
+    Ok(out.into_iter().flatten().collect())
 }
 
 /// Run futures at once (on this task), their outputs in order.

@@ -698,7 +698,10 @@ impl MdtService {
             }
             if done {
                 let mut s = self.commit.changelog.lock();
-                s.first = first.unwrap_or(s.next);
+                // Not `next`: a record numbered after the scan (or whose
+                // batch is not applied yet) is not purged, and must stay
+                // readable.
+                s.first = first.unwrap_or(upto.saturating_add(1));
                 return Ok(());
             }
         }
