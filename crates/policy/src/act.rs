@@ -53,6 +53,28 @@ impl Actor<'_> {
         (self.log)(&line);
     }
 
+    /// Log how action `what` ended, and count it: a file in use is left
+    /// for the next pass.
+    fn outcome(&self, what: &str, r: Result<(), Errno>, p: &mut Pass) {
+        match r {
+            Ok(()) => {
+                self.say(format!("{what}: done"));
+                p.done += 1;
+            }
+            Err(Errno::EBUSY | Errno::EAGAIN) => {
+                self.say(format!("{what}: in use, left for the next pass"));
+                p.skipped += 1;
+            }
+            Err(e) => {
+                self.say(format!(
+                    "{what}: failed: {}",
+                    std::io::Error::from_raw_os_error(e.raw())
+                ));
+                p.failed += 1;
+            }
+        }
+    }
+
     async fn pace(&mut self) {
         if self.rate > 0.0 {
             if let Some(t) = self.last {
@@ -180,19 +202,7 @@ impl Actor<'_> {
                     Err(e) => failed = Some(e),
                 }
             }
-            match failed {
-                None => {
-                    self.say(format!("{what}: done"));
-                    p.done += 1;
-                }
-                Some(e) => {
-                    self.say(format!(
-                        "{what}: failed: {}",
-                        std::io::Error::from_raw_os_error(e.raw())
-                    ));
-                    p.failed += 1;
-                }
-            }
+            self.outcome(&what, failed.map_or(Ok(()), Err), p);
         }
         Ok(())
     }
@@ -243,27 +253,11 @@ impl Actor<'_> {
                 continue;
             }
             self.pace().await;
-            match self
+            let r = self
                 .client
                 .migrate_data(&c, fid, spec.clone(), &|_| {})
-                .await
-            {
-                Ok(_) => {
-                    self.say(format!("{what}: done"));
-                    p.done += 1;
-                }
-                Err(Errno::EBUSY | Errno::EAGAIN) => {
-                    self.say(format!("{what}: in use, left for the next pass"));
-                    p.skipped += 1;
-                }
-                Err(e) => {
-                    self.say(format!(
-                        "{what}: failed: {}",
-                        std::io::Error::from_raw_os_error(e.raw())
-                    ));
-                    p.failed += 1;
-                }
-            }
+                .await;
+            self.outcome(&what, r.map(|_| ()), p);
         }
         Ok(())
     }
