@@ -2,12 +2,15 @@
 //! move files' data onto new objects of another layout, their FIDs kept
 //! (Lustre's `lfs migrate` without `-m`). Each file is copied by this
 //! client while its MDT keeps it still (`loom_client::datamig`); a file
-//! open elsewhere is tried again later, with a growing wait.
+//! open elsewhere is tried again later, with a growing wait. A user
+//! without the cluster key migrates the files they may write through
+//! the mount (`setxattr(FILE, "loom.migrate", LAYOUT)`, see
+//! `loom_fuse::tools`), which copies them as that user.
 
 use crate::migrate::MigrateArgs;
 use crate::registry;
 use crate::tools::{caller, connect, errno, Session};
-use anyhow::bail;
+use anyhow::{bail, Context};
 use loom_proto::layout::{ComponentSpec, LayoutSpec};
 use loom_proto::msg::FileKind;
 use loom_proto::{Errno, Fid, StripeSpec};
@@ -27,9 +30,6 @@ struct Todo {
 }
 
 pub fn run(a: &MigrateArgs) -> anyhow::Result<()> {
-    if nix::unistd::getuid().as_raw() != 0 {
-        bail!("only root may migrate file data (it needs the mount's key)");
-    }
     let spec = spec_of(a)?;
     if spec.components.iter().any(|c| c.on_mdt) {
         bail!("-L mdt: file data migrates onto OSTs only, not into a Data-on-MDT component");
@@ -54,11 +54,19 @@ pub fn run(a: &MigrateArgs) -> anyhow::Result<()> {
         }
     }
     let (entry, _) = registry::find(first)?;
-    let s = connect(entry)?;
+    // Root with the key copies here; anyone else through the mount.
+    let s = match nix::unistd::getuid().is_root() && crate::via_mount::key_readable(&entry) {
+        true => Some(connect(entry)?),
+        false => None,
+    };
     let mut todo = Vec::new();
     let mut failed = 0u64;
     for p in &a.dirs {
-        if let Err(e) = collect(&s, p, &mut todo) {
+        let r = match &s {
+            Some(s) => collect(s, p, &mut todo),
+            None => collect_mounted(p, &mut todo),
+        };
+        if let Err(e) = r {
             eprintln!("loom migrate: {e:#}");
             failed += 1;
         }
@@ -89,8 +97,12 @@ pub fn run(a: &MigrateArgs) -> anyhow::Result<()> {
     for round in 0..=a.retries {
         let mut busy = Vec::new();
         for t in todo {
-            let r =
-                s.rt.block_on(s.client.migrate_data(&c, t.fid, spec.clone(), &progress));
+            let r = match &s {
+                Some(s) => {
+                    s.rt.block_on(s.client.migrate_data(&c, t.fid, spec.clone(), &progress))
+                }
+                None => migrate_mounted(&t.path, &spec).inspect(|_| progress(t.size)),
+            };
             match r {
                 Ok(_) => {
                     moved += 1;
@@ -190,6 +202,57 @@ fn spec_of(a: &MigrateArgs) -> anyhow::Result<LayoutSpec> {
             stripe,
         }],
     })
+}
+
+/// Migrate the file at `path` through the mount, as this user.
+fn migrate_mounted(path: &str, spec: &LayoutSpec) -> Result<u64, Errno> {
+    let value = serde_json::to_vec(spec).map_err(|_| Errno::EINVAL)?;
+    rustix::fs::setxattr(
+        path,
+        "loom.migrate",
+        &value,
+        rustix::fs::XattrFlags::empty(),
+    )
+    .map(|_| 0)
+    .map_err(|e| Errno(e.raw_os_error()))
+}
+
+/// The regular files at `path`, walked through the mount: it, or those
+/// of its tree.
+fn collect_mounted(path: &Path, out: &mut Vec<Todo>) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let shown = path.display().to_string();
+    let m = std::fs::symlink_metadata(path).with_context(|| shown.clone())?;
+    if m.is_file() {
+        out.push(Todo {
+            fid: Fid::from_ino(m.ino()),
+            path: shown,
+            size: m.size(),
+        });
+        return Ok(());
+    }
+    if !m.is_dir() {
+        bail!("{shown}: neither a regular file nor a directory");
+    }
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).with_context(|| d.display().to_string())? {
+            let e = e.with_context(|| d.display().to_string())?;
+            let m = e
+                .metadata()
+                .with_context(|| e.path().display().to_string())?;
+            if m.is_dir() {
+                stack.push(e.path());
+            } else if m.is_file() {
+                out.push(Todo {
+                    fid: Fid::from_ino(m.ino()),
+                    path: e.path().display().to_string(),
+                    size: m.size(),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The regular files at `path`: it, or those of its tree.

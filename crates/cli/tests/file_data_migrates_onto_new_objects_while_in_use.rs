@@ -179,7 +179,11 @@ fn file_data_migrates_onto_new_objects_while_in_use() {
         assert!(!o.status.success() && err.contains(why), "{args:?}: {err}");
     }
     let o = as_nobody(&[s(&loom_bin()), "migrate", "-c", "1", s(&d.join("big"))]);
-    assert!(!o.status.success(), "a user migrated a file");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("Permission denied"),
+        "a user migrated root's file: {err}"
+    );
 
     // A file another mount holds open is left as it was, and said so.
     let m2 = c.second_mount("m2");
@@ -305,6 +309,26 @@ print("ok")
         std::fs::read(m2.join("w/moving")).expect("read") == expect,
         "and after one more"
     );
+    // A user migrates their own file, without the cluster key: through
+    // the mount, which copies it as them.
+    let to = if osts(&c, &steady).is_subset(&BTreeSet::from([0, 1])) {
+        ("fast", BTreeSet::from([2, 3]))
+    } else {
+        ("slow", BTreeSet::from([0, 1]))
+    };
+    let o = as_nobody(&[s(&loom_bin()), "migrate", "-p", to.0, s(&steady)]);
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        osts(&c, &steady).is_subset(&to.1),
+        "the user's file on {}",
+        to.0
+    );
+    assert_eq!(sh(&format!("sha256sum < {}", s(&steady))), steady_sum);
     let (code, report) = fsck(&c, &["--min-age", "0"]);
     assert_eq!(code, 0, "{report}");
 }

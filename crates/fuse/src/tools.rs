@@ -21,6 +21,7 @@
 //! | `loom.default_stripe` | directory | - | its default striping (`StripeSpec`; empty: removed) |
 //! | `loom.default_layout` | directory | (above) | its default component layout (`LayoutSpec`; empty: removed) |
 //! | `loom.default_compress` | directory | (above) | its default compression (`Compress`; empty: removed) |
+//! | `loom.migrate` | file | - | moves its data onto new objects laid out as the `LayoutSpec` given (`loom migrate`; the caller must be allowed to write it; returns when the copy is done, holding one of the mount's threads) |
 
 use loom_client::{Caller, Client};
 use loom_proto::msg::{DirStripe, FileKind};
@@ -132,7 +133,7 @@ fn quota_id(s: &[u8]) -> Option<QuotaId> {
 
 /// A tool's change of `fid` (of kind `kind`), as `c`.
 pub async fn set(
-    client: &Client,
+    client: &std::sync::Arc<Client>,
     c: &Caller,
     fid: Fid,
     kind: FileKind,
@@ -140,6 +141,14 @@ pub async fn set(
     value: &[u8],
 ) -> Result<(), Errno> {
     match name {
+        // `loom migrate FILE` of a user: the copy runs here, as the
+        // caller; the MDT checks they may write the file.
+        b"loom.migrate" if kind == FileKind::File => {
+            let spec: loom_proto::layout::LayoutSpec =
+                serde_json::from_slice(value).map_err(|_| Errno::EINVAL)?;
+            spec.validate().map_err(|_| Errno::EINVAL)?;
+            client.migrate_data(c, fid, spec, &|_| {}).await.map(|_| ())
+        }
         b"loom.default_stripe" if kind == FileKind::Dir => {
             let spec = if value.is_empty() {
                 None

@@ -695,7 +695,8 @@ declare_requests! {
             max: u32,
         } => 121, "find", Reads, Any;
         /// Begin moving regular file `fid`'s data onto new objects laid
-        /// out as `layout` (`loom migrate`; root only): see
+        /// out as `layout` (`loom migrate`; root, or a caller who may
+        /// write the file): see
         /// `server/src/mdt/datamig.rs`. EBUSY while another client has it
         /// open; EOPNOTSUPP for a Data-on-MDT component. Answered
         /// `Reply::DataMigrating`, with a capability for both sets of

@@ -131,15 +131,17 @@ impl DataMigs {
     }
 }
 
-/// Migrating file data is root's.
-fn root_only(ctx: &Rq<'_>) -> Result<(), ServerError> {
-    if ctx.ctx.uid != 0 {
-        return Err(ServerError::refused(
-            Errno::EPERM,
-            "only root may migrate file data (loom migrate)",
-        ));
+/// Root may migrate any file's data; a user, the files they may write
+/// (as `lfs migrate`: moving the bytes is a rewrite of them).
+fn may_migrate(ctx: &Rq<'_>, r: &InodeRec) -> Result<(), ServerError> {
+    if ctx.ctx.uid == 0 {
+        return Ok(());
     }
-    Ok(())
+    super::perm::may(
+        &super::perm::Cred::of(ctx.ctx),
+        r,
+        loom_proto::msg::access::WRITE,
+    )
 }
 
 fn record_key(fid: Fid) -> String {
@@ -163,7 +165,6 @@ impl MdtService {
         fid: Fid,
         spec: LayoutSpec,
     ) -> Handled {
-        root_only(ctx)?;
         spec.validate()
             .map_err(|m| ServerError::refused(Errno::EINVAL, m))?;
         if spec.components.iter().any(|c| c.on_mdt) {
@@ -177,6 +178,7 @@ impl MdtService {
         self.check_pools(&stripes).await?;
         let client = ctx.ctx.client_id;
         let r = self.migrating_file(fid)?;
+        may_migrate(ctx, &r)?;
         if let Some(m) = self.names.datamigs.lock().get(&fid) {
             if m.client != client {
                 return Err(ServerError::refused(
@@ -280,7 +282,8 @@ impl MdtService {
         fid: Fid,
         commit: bool,
     ) -> Handled {
-        root_only(ctx)?;
+        // Only the client that began it ends it (checked below), and it
+        // was allowed to begin.
         let (_, g) = self.begin().await.into_parts();
         let active = {
             let mut a = self.names.datamigs.lock();
