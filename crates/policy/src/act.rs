@@ -155,7 +155,9 @@ impl Actor<'_> {
             .cat
             .db
             .query(
-                &format!("{SUBTREE} SELECT i.ino FROM inodes i WHERE i.ino IN (SELECT ino FROM sub) AND i.kind = 'f' AND i.atime < $2 AND i.mtime < $2 ORDER BY i.ino"),
+                // A file with a name outside the tree is not the tree's
+                // to remove.
+                &format!("{SUBTREE} SELECT i.ino FROM inodes i WHERE i.ino IN (SELECT ino FROM sub) AND i.kind = 'f' AND i.atime < $2 AND i.mtime < $2 AND NOT EXISTS (SELECT 1 FROM links l WHERE l.ino = i.ino AND l.parent NOT IN (SELECT ino FROM sub)) ORDER BY i.ino"),
                 &[Val::I(root), Val::I(cutoff)],
             )
             .await?;
