@@ -326,6 +326,9 @@ fn run_rules(a: RunArgs) -> anyhow::Result<()> {
     if !(a.rate >= 0.0 && a.rate.is_finite()) {
         bail!("--rate must be a number of actions a second, 0 for no limit");
     }
+    if a.interval == 0 {
+        bail!("--interval must be at least 1 second");
+    }
     let s = session(&a.c.mount)?;
     let cat = open(&s, &a.c)?;
     let logfile = match &a.log {

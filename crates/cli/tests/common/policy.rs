@@ -390,6 +390,7 @@ bytes = "2M"
             "cannot read the rules file",
         ),
         (vec!["--rules", &r, "--rate=-1"], "--rate"),
+        (vec!["--rules", &r, "--interval", "0"], "--interval"),
     ] {
         let mut full = vec!["policy", "run", &mnt, "--once", "--catalog", cat];
         full.extend(args);
