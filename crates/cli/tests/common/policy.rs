@@ -105,6 +105,11 @@ pub fn same_as_a_fresh_scan(c: &Cluster, a: &str, b: &str) -> Result<(), String>
     let mnt = c.mnt.to_str().expect("utf8");
     loom_ok(&["policy", "follow", mnt, "--once", "-q", "--catalog", a]);
     loom_ok(&["policy", "scan", mnt, "-q", "--catalog", b]);
+    // A change committed after the first follow was idle (a writer's
+    // size reported late, when something asked for it) may be in the
+    // scan: its record is then in the log, and a second follow has it.
+    // A change without a record would still differ.
+    loom_ok(&["policy", "follow", mnt, "--once", "-q", "--catalog", a]);
     let (x, y) = (dump(c, a), dump(c, b));
     if x == y {
         return Ok(());
