@@ -22,6 +22,9 @@ use loom_proto::msg::{access, FileKind, Found, Reply, ReqCtx, Scanned};
 use loom_proto::Fid;
 use loom_store::kv::Space;
 
+/// A stored key and its value.
+type KeyValue = (Vec<u8>, Vec<u8>);
+
 /// Most entries one page scans, whatever the caller asks.
 const MAX_PAGE: u32 = 8192;
 
@@ -36,16 +39,7 @@ impl MdtService {
     ) -> Result<Reply, ServerError> {
         let cred = Cred::of(ctx);
         let needs_inode = query.needs_inode();
-        let page = self
-            .names
-            .store
-            .scan(
-                Space::Dentries,
-                &[],
-                (!after.is_empty()).then_some(after),
-                max.clamp(1, MAX_PAGE) as usize,
-            )
-            .map_err(store_err)?;
+        let page = self.dentry_page(after, max)?;
         let mut items = Vec::new();
         let mut denied = Vec::new();
         // The directory object whose entries are being read, and whether
@@ -140,16 +134,7 @@ impl MdtService {
             ));
         }
         let max = max.clamp(1, MAX_PAGE) as usize;
-        let page = self
-            .names
-            .store
-            .scan(
-                Space::Dentries,
-                &[],
-                (!after.is_empty()).then_some(after),
-                max,
-            )
-            .map_err(store_err)?;
+        let page = self.dentry_page(after, max as u32)?;
         let mut items = Vec::with_capacity(page.len());
         for (k, v) in &page {
             let (Some(dir), Some((_, name))) = (Fid::from_key(k), parse_dentry_key(k)) else {
@@ -172,6 +157,20 @@ impl MdtService {
             .then(|| page.last().map(|(k, _)| k.clone()))
             .flatten();
         Ok(Reply::Scanned { items, next })
+    }
+
+    /// Up to `max` (at most [`MAX_PAGE`]) directory entries after key
+    /// `after` (empty: from the first), in key order: a page of a scan.
+    fn dentry_page(&self, after: &[u8], max: u32) -> Result<Vec<KeyValue>, ServerError> {
+        self.names
+            .store
+            .scan(
+                Space::Dentries,
+                &[],
+                (!after.is_empty()).then_some(after),
+                max.clamp(1, MAX_PAGE) as usize,
+            )
+            .map_err(store_err)
     }
 
     /// Whether the caller may read and search directory object `dir` (a
