@@ -1,0 +1,231 @@
+//! Leases: this client's subscription to each MDT's leases, and the answers
+//! to what those MDTs send back on the same connection (recalls), and what
+//! a lost connection voids.
+//!
+//! A subscription holds for one connection: the count of the connection's
+//! losses when it was made is kept, and a lost connection (whose leases
+//! the MDT dropped) makes the client subscribe again on the next call.
+
+use super::{lock, Router};
+use crate::fresh::Fresh;
+use bytes::Bytes;
+use loom_proto::msg::{
+    ClientRequest, Envelope, Lease, MdtRequest, Reply, ReqCtx, Request, TargetId,
+};
+use loom_proto::WireError;
+use loom_proto::{Errno, Fid};
+use loom_rpc::{CallbackHandler, RpcClient};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long a subscription waits for the MDT.
+const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a recall waits for the kernel to drop what it caches before
+/// it is answered anyway: the kernel takes a directory's lock to drop a
+/// name, and a request of this mount in that directory may hold it while
+/// it waits for the very change that recalls (see docs/ARCHITECTURE.md,
+/// "Leases").
+const KERNEL_DROP_WAIT: Duration = Duration::from_millis(500);
+
+/// Makes the kernel drop what it caches under some leases; the receiver
+/// resolves when it has.
+pub type Invalidator = Arc<dyn Fn(Vec<Lease>) -> tokio::sync::oneshot::Receiver<()> + Send + Sync>;
+
+/// Reports the sizes this client's open handles of some files wrote and
+/// the MDT does not know yet (their size leases were recalled or lost);
+/// resolves when the reports were answered.
+pub type Reporter =
+    Arc<dyn Fn(Vec<Fid>) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// The lease layer's state, and the hooks the client and the mount set.
+#[derive(Default)]
+pub(super) struct Subscriptions {
+    /// The MDTs this client subscribed to leases with, and the count of
+    /// lost connections of their address when it did.
+    subs: Mutex<HashMap<u32, u64>>,
+    /// MDTs that refused leases on a connection (its losses count then):
+    /// not asked again on it (a client whose ids a nodemap maps).
+    subs_refused: Mutex<HashMap<u32, u64>>,
+    /// One subscription at a time.
+    subscribing: tokio::sync::Mutex<()>,
+    /// Set by a mount: drops what the kernel caches under leases.
+    pub(super) invalidator: Arc<OnceLock<Invalidator>>,
+    /// Set by the client: reports sizes whose leases went.
+    pub(super) reporter: Arc<OnceLock<Reporter>>,
+    /// Set by the client: asks for the capabilities that files open here
+    /// under a recalled lease still want (`Capas::wanted`).
+    pub(super) capa_keeper: Arc<OnceLock<Reporter>>,
+}
+
+impl Subscriptions {
+    /// Sets up a new connection: it answers recalls, and its loss drops
+    /// everything known under leases.
+    pub(super) fn on_connect(&self, fresh: Arc<Fresh>) -> super::addrs::OnConnect {
+        let handler = self.recall_handler(fresh.clone());
+        let (inval, reporter) = (self.invalidator.clone(), self.reporter.clone());
+        Arc::new(move |c: &RpcClient| {
+            c.set_callbacks(handler.clone());
+            watch_losses(c, fresh.clone(), inval.clone(), reporter.clone());
+        })
+    }
+
+    /// Whether answers from MDT `mdt` on `rpc`'s connection may be leased.
+    pub(super) fn subscribed(&self, mdt: u32, rpc: &RpcClient) -> bool {
+        lock(&self.subs).get(&mdt) == Some(&*rpc.losses().borrow())
+    }
+
+    /// Answers an MDT's recall: what it covers is forgotten here, then
+    /// dropped by the kernel (waited for up to [`KERNEL_DROP_WAIT`]); a
+    /// recalled size is reported first, if this client wrote past it.
+    fn recall_handler(&self, fresh: Arc<Fresh>) -> CallbackHandler {
+        let inval = self.invalidator.clone();
+        let reporter = self.reporter.clone();
+        let keeper = self.capa_keeper.clone();
+        Arc::new(move |env: Envelope| {
+            let fresh = fresh.clone();
+            let inval = inval.clone();
+            let reporter = reporter.clone();
+            let keeper = keeper.clone();
+            Box::pin(async move {
+                match env.req {
+                    Request::Client(ClientRequest::Recall { leases }) => {
+                        // Files open here whose lease goes are held at the
+                        // MDT from now on (until their last close here):
+                        // one whose last name is removed meanwhile is kept.
+                        let mut held: Vec<Fid> = leases
+                            .iter()
+                            .filter_map(|l| match l {
+                                Lease::Attr(f) | Lease::Size(f) => Some(*f),
+                                _ => None,
+                            })
+                            .filter(|f| fresh.get(*f).is_some_and(|i| i.hold_orphan()))
+                            .collect();
+                        held.sort_unstable();
+                        held.dedup();
+                        // Before the change that recalls them is made:
+                        // the MDT grants what the opens were allowed.
+                        if let (false, Some(k)) = (held.is_empty(), keeper.get()) {
+                            k(held.clone()).await;
+                        }
+                        // Forgotten first: a write from now on reports
+                        // its size itself.
+                        fresh.recall(&leases);
+                        let sizes = sized(&leases);
+                        if let (false, Some(r)) = (sizes.is_empty(), reporter.get()) {
+                            r(sizes).await;
+                        }
+                        if let Some(f) = inval.get() {
+                            let done = f(leases);
+                            if tokio::time::timeout(KERNEL_DROP_WAIT, done).await.is_err() {
+                                tracing::debug!("recall answered before the kernel dropped all");
+                            }
+                        }
+                        Ok(match held.is_empty() {
+                            true => Reply::Ok,
+                            false => Reply::Held { fids: held },
+                        })
+                    }
+                    other => Err(WireError::new(
+                        Errno::EOPNOTSUPP,
+                        format!("a client does not serve {}", other.name()),
+                    )),
+                }
+            })
+        })
+    }
+}
+
+/// When a connection to `c`'s server dies, the leases granted on it
+/// are void: drop everything known, in the kernel too.
+fn watch_losses(
+    c: &RpcClient,
+    fresh: Arc<Fresh>,
+    inval: Arc<OnceLock<Invalidator>>,
+    reporter: Arc<OnceLock<Reporter>>,
+) {
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let mut losses = c.losses();
+    rt.spawn(async move {
+        while losses.changed().await.is_ok() {
+            let all = fresh.take_all();
+            let sizes = sized(&all);
+            if let (false, Some(r)) = (sizes.is_empty(), reporter.get()) {
+                // In the background: the reports wait for the
+                // connection to come back.
+                tokio::spawn(r(sizes));
+            }
+            if let Some(f) = inval.get() {
+                let _ = f(all).await;
+            }
+        }
+    });
+}
+
+impl Router {
+    /// Subscribe to MDT `mdt`'s leases on the connection `rpc` has now, if
+    /// not done on it yet. Best effort: without it, answers are simply
+    /// not leased.
+    pub(super) async fn subscribe(&self, mdt: u32, rpc: &RpcClient) {
+        let now = *rpc.losses().borrow();
+        if lock(&self.leases.subs).get(&mdt) == Some(&now)
+            || lock(&self.leases.subs_refused).get(&mdt) == Some(&now)
+        {
+            return;
+        }
+        // One at a time: a second subscription would void the leases
+        // granted after the first.
+        let _one = self.leases.subscribing.lock().await;
+        let losses = *rpc.losses().borrow();
+        if lock(&self.leases.subs).get(&mdt) == Some(&losses) {
+            return;
+        }
+        let (seq, low) = self.seqs.begin();
+        let env = Envelope {
+            target: TargetId::mdt(mdt),
+            ctx: ReqCtx {
+                client_id: self.client_id.load(std::sync::atomic::Ordering::Relaxed),
+                seq: seq.1,
+                acked_below: low,
+                ..ReqCtx::default()
+            },
+            req: MdtRequest::Subscribe.into(),
+            capa: None,
+            snapshot: self.snapshot,
+        };
+        let deadline = Instant::now() + SUBSCRIBE_TIMEOUT;
+        match rpc
+            .call_replied(&env, Bytes::new(), deadline, SUBSCRIBE_TIMEOUT)
+            .await
+        {
+            Ok(r) if r.result.is_ok() && *rpc.losses().borrow() == losses => {
+                lock(&self.leases.subs).insert(mdt, losses);
+            }
+            Ok(r) => {
+                if let Err(e) = &r.result {
+                    if e.errno == Errno::EOPNOTSUPP && *rpc.losses().borrow() == losses {
+                        // Refused for this connection: answers are not
+                        // leased, and leases are not asked again on it.
+                        lock(&self.leases.subs_refused).insert(mdt, losses);
+                    }
+                }
+                tracing::debug!("subscribing to MDT{mdt:04x}: {:?}", r.result.err())
+            }
+            Err(e) => tracing::debug!("subscribing to MDT{mdt:04x}: {e}"),
+        }
+    }
+}
+
+/// The files whose size leases are among `leases`.
+fn sized(leases: &[Lease]) -> Vec<Fid> {
+    leases
+        .iter()
+        .filter_map(|l| match l {
+            Lease::Size(f) => Some(*f),
+            _ => None,
+        })
+        .collect()
+}
