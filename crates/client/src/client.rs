@@ -318,6 +318,20 @@ impl Client {
             .map(|(r, _)| r)
     }
 
+    /// Send `changes` to the MDT that owns `fid` in one request, as `c`:
+    /// each answered, learned and kept for replay as if sent alone (see
+    /// [`Router::call_batch`]). The answers in order, up to the first that
+    /// failed; the changes after it were not made.
+    pub async fn batch(
+        &self,
+        c: &Caller,
+        fid: Fid,
+        changes: Vec<MdtRequest>,
+    ) -> Result<Vec<Result<Reply, Errno>>, Errno> {
+        let target = self.router.mdt_of(fid).await?;
+        self.router.call_batch(target, self.ctx(c), changes).await
+    }
+
     /// The directory this client sees as the file system's root: the
     /// root, or the fileset its nodemap confines it to (`GetRoot`, asked
     /// once; a mount shows it as its root, and paths start there).

@@ -799,6 +799,25 @@ pub struct Replayed {
     pub reply: Reply,
 }
 
+/// One change of a batch (`MdtRequest::Batch`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Batched {
+    /// Its own sequence number: the key of its reply in the reply cache,
+    /// and of its replay.
+    pub seq: u64,
+    /// The change.
+    pub req: MdtRequest,
+}
+
+/// The answer to one change of a batch (`Reply::Batch`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchResult {
+    /// Its answer, as if it had been sent alone.
+    pub result: Result<Reply, crate::WireError>,
+    /// Its commit state (its transaction number).
+    pub commit: Option<Commit>,
+}
+
 /// The commit state an MDT's reply to a client carries (Lustre's transno
 /// and last_committed): the frame's COMMIT flag puts it before the body.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -1121,6 +1140,12 @@ pub enum Reply {
         reply: Box<Reply>,
         /// The file's capability.
         capa: crate::capa::Capa,
+    },
+    /// The answers to a batch's changes, in order, up to the first that
+    /// failed or was answered elsewhere (`MdtRequest::Batch`).
+    Batch {
+        /// One per change done (or the one that ended the batch).
+        results: Vec<BatchResult>,
     },
     /// A page of an MDT's scan for the policy engine's catalog
     /// (`MdtRequest::CatalogScan`).

@@ -729,6 +729,18 @@ declare_requests! {
             /// Most entries to return.
             max: u32,
         } => 124, "catalog_scan", Reads, Any;
+        /// Changes sent together in one request (a client's write-back
+        /// batch): each as if sent alone with its own sequence number (its
+        /// reply cached, its transaction kept by the client for replay), in
+        /// order. The first that fails, or that is answered where its
+        /// inode went (`Moved`, `Restriped`), ends the batch: those after
+        /// it are not done. Only changes that happen once (creates,
+        /// setattrs, Data-on-MDT writes, unlinks, ...) may be batched.
+        /// Answered `Reply::Batch`.
+        Batch {
+            /// The changes, in the order they are applied.
+            items: Vec<crate::msg::Batched>,
+        } => 127, "batch", Changes, Any;
         /// The jobs and clients this target served recently, with their
         /// operations and bytes (`loom jobstats`); answered by the server
         /// process, which counts every request it serves.

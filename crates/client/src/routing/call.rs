@@ -12,14 +12,28 @@ use super::Router;
 use crate::fresh::Validity;
 use bytes::Bytes;
 use loom_proto::capa::Capa;
-use loom_proto::msg::{Effect, Envelope, Reply, ReqCtx, Request, Role, TargetId};
-use loom_proto::Errno;
-use loom_rpc::RpcError;
+use loom_proto::msg::{
+    Batched, Commit, Effect, Envelope, MdtRequest, Reply, ReqCtx, Request, Role, TargetId,
+};
+use loom_proto::{Errno, WireError};
+use loom_rpc::{Replied, RpcClient, RpcError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a server may stay unreachable before the router fetches the
 /// configuration again, in case its targets moved.
 pub const RETRY_SLICE: Duration = Duration::from_secs(15);
+
+/// What the client knew when it sent a request: what its answer may be
+/// cached under.
+struct Sent {
+    rpc: Arc<RpcClient>,
+    /// Sent to an MDT by a client that takes leases.
+    leasing: bool,
+    /// `Fresh::recalls` and `Fresh::changes` before it was sent.
+    since: u64,
+    changes: u64,
+}
 
 impl Router {
     /// Send `req` to `target` as `ctx` with `bulk`; the reply and its bulk.
@@ -66,7 +80,7 @@ impl Router {
 
     async fn call_full(
         &self,
-        mut target: TargetId,
+        target: TargetId,
         mut ctx: ReqCtx,
         req: Request,
         bulk: Bytes,
@@ -96,7 +110,130 @@ impl Router {
         // (LOOM_LOG=loom_client::routing=trace).
         tracing::trace!(%target, op = %env.req.name(), "call");
         let deadline = Instant::now() + timeout;
+        let once = env.req.op().effect == Effect::Once;
         let mut moves = 0;
+        loop {
+            let (r, sent) = self.exchange(&env, &bulk, deadline, once).await?;
+            if env.target.role == Role::Mdt {
+                match self.redirect(&mut env, &r.result, &mut moves).await {
+                    Some(Ok(_)) => continue,
+                    Some(Err(e)) => return Err(e),
+                    None => {}
+                }
+            }
+            return match self.answered(&env, r.result, r.commit, &sent) {
+                Ok(reply) => Ok((reply, r.bulk)),
+                Err(e) => {
+                    tracing::debug!(target = %env.target, op = env.req.name(), "{e}");
+                    Err(e.errno)
+                }
+            };
+        }
+    }
+
+    /// Send the changes `reqs` to MDT `target` as `ctx`, in one request
+    /// (`MdtRequest::Batch`): each with its own sequence number, answered,
+    /// learned and kept for replay as if sent alone. The answers, in
+    /// order, up to the first that failed (the changes after it were not
+    /// made). A change answered where its inode went is sent again alone,
+    /// with those after it. Fails as a whole only when the batch got no
+    /// answer.
+    pub async fn call_batch(
+        &self,
+        target: TargetId,
+        mut ctx: ReqCtx,
+        reqs: Vec<MdtRequest>,
+    ) -> Result<Vec<Result<Reply, Errno>>, Errno> {
+        // The batch's own number first: the mark it carries is at or
+        // below every item's.
+        let (seq, low) = self.seqs.begin();
+        let seqs: Vec<_> = reqs.iter().map(|_| self.seqs.begin().0).collect();
+        ctx.seq = seq.1;
+        ctx.acked_below = low;
+        let items: Vec<Batched> = reqs
+            .into_iter()
+            .zip(&seqs)
+            .map(|(req, s)| Batched { seq: s.1, req })
+            .collect();
+        let env = Envelope {
+            target,
+            ctx: ctx.clone(),
+            req: MdtRequest::Batch {
+                items: items.clone(),
+            }
+            .into(),
+            capa: None,
+            snapshot: self.snapshot,
+        };
+        self.counters.sent(target.role, env.req.opcode());
+        for item in &items {
+            self.counters.batched(item.req.op().opcode);
+        }
+        let _changing = self.counters.changing();
+        let deadline = Instant::now() + self.call_timeout;
+        let (r, sent) = self.exchange(&env, &Bytes::new(), deadline, true).await?;
+        let results = match r.result {
+            Ok(Reply::Batch { results }) if results.len() <= items.len() => results,
+            Ok(other) => {
+                tracing::warn!(%target, "a batch answered with {other:?}");
+                return Err(Errno::EPROTO);
+            }
+            Err(e) => {
+                tracing::debug!(%target, "batch: {e}");
+                return Err(e.errno);
+            }
+        };
+        let mut out = Vec::with_capacity(results.len());
+        for (i, (item, done)) in items.iter().zip(results).enumerate() {
+            if matches!(
+                done.result,
+                Ok(Reply::Moved { .. } | Reply::Restriped { .. })
+            ) {
+                // Not done there: this and the rest go alone, each to
+                // where its inode went.
+                for rest in &items[i..] {
+                    let r = self
+                        .call(target, ctx.clone(), rest.req.clone(), Bytes::new())
+                        .await
+                        .map(|(reply, _)| reply);
+                    let failed = r.is_err();
+                    out.push(r);
+                    if failed {
+                        break;
+                    }
+                }
+                return Ok(out);
+            }
+            let one = Envelope {
+                target,
+                ctx: ReqCtx {
+                    seq: item.seq,
+                    ..ctx.clone()
+                },
+                req: item.req.clone().into(),
+                capa: None,
+                snapshot: self.snapshot,
+            };
+            let r = self.answered(&one, done.result, done.commit, &sent);
+            out.push(r.map_err(|e| {
+                tracing::debug!(%target, op = item.req.op().name, "in a batch: {e}");
+                e.errno
+            }));
+        }
+        Ok(out)
+    }
+
+    /// Send `env` until it is answered, its deadline passes or its
+    /// connection fails with the request perhaps applied (`once`: a change
+    /// that may then have been made unseen, so what is known is dropped).
+    async fn exchange(
+        &self,
+        env: &Envelope,
+        bulk: &Bytes,
+        deadline: Instant,
+        once: bool,
+    ) -> Result<(Replied, Sent), Errno> {
+        let target = env.target;
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
             let Some(addr) = self.addrs.addr_of(target) else {
@@ -119,55 +256,17 @@ impl Router {
             let since = self.fresh.recalls();
             let changes = self.fresh.changes();
             match rpc
-                .call_replied(&env, bulk.clone(), deadline, RETRY_SLICE)
+                .call_replied(env, bulk.clone(), deadline, RETRY_SLICE)
                 .await
             {
-                Ok(mut r) => {
-                    if target.role == Role::Mdt {
-                        match self.redirect(&mut env, &r.result, &mut moves).await {
-                            Some(Ok(to)) => {
-                                target = to;
-                                continue;
-                            }
-                            Some(Err(e)) => return Err(e),
-                            None => {}
-                        }
-                    }
-                    // A created or opened file's capability: kept for its
-                    // I/O; the caller sees the answer alone.
-                    r.result = match r.result {
-                        Ok(Reply::WithCapa { reply, capa }) => {
-                            self.capas.remember(capa);
-                            Ok(*reply)
-                        }
-                        other => other,
+                Ok(r) => {
+                    let sent = Sent {
+                        rpc,
+                        leasing,
+                        since,
+                        changes,
                     };
-                    if target.role == Role::Mdt {
-                        let now = Instant::now();
-                        let leased = leasing
-                            && r.commit.is_some_and(|c| c.leased)
-                            && self.leases.subscribed(target.index, &rpc);
-                        let v = Validity {
-                            leased: self.caching.lease_time.filter(|_| leased).map(|t| now + t),
-                            short: now + self.caching.attr_timeout,
-                            since,
-                            changes,
-                            stamp: r.commit.map_or(0, |c| c.transno),
-                        };
-                        // Only the answer itself is kept for replay.
-                        r.result = self.learn(target.index, &env, r.result, leased, v);
-                        if let Some(c) = r.commit {
-                            self.replay
-                                .note(target.index, c, &env, r.result.as_ref().ok());
-                        }
-                    }
-                    return match r.result {
-                        Ok(reply) => Ok((reply, r.bulk)),
-                        Err(e) => {
-                            tracing::debug!(%target, op = env.req.name(), "{e}");
-                            Err(e.errno)
-                        }
-                    };
+                    return Ok((r, sent));
                 }
                 Err(RpcError::Remote(e)) => {
                     tracing::debug!(%target, op = env.req.name(), "{e}");
@@ -185,7 +284,7 @@ impl Router {
                 }
                 Err(e) => {
                     tracing::warn!(%target, op = env.req.name(), "giving up: {e}");
-                    if env.req.op().effect == Effect::Once {
+                    if once {
                         // A change to names or inodes may have been
                         // applied, unseen.
                         self.fresh.clear();
@@ -194,5 +293,46 @@ impl Router {
                 }
             }
         }
+    }
+
+    /// `result`, the answer to `env` sent as `sent`, with commit state
+    /// `commit`, as the caller sees it: a created or opened file's
+    /// capability kept for its I/O, and an MDT's answer learned (under the
+    /// leases it grants) and kept for replay until committed.
+    fn answered(
+        &self,
+        env: &Envelope,
+        result: Result<Reply, WireError>,
+        commit: Option<Commit>,
+        sent: &Sent,
+    ) -> Result<Reply, WireError> {
+        let result = match result {
+            Ok(Reply::WithCapa { reply, capa }) => {
+                self.capas.remember(capa);
+                Ok(*reply)
+            }
+            other => other,
+        };
+        let target = env.target;
+        if target.role != Role::Mdt {
+            return result;
+        }
+        let now = Instant::now();
+        let leased = sent.leasing
+            && commit.is_some_and(|c| c.leased)
+            && self.leases.subscribed(target.index, &sent.rpc);
+        let v = Validity {
+            leased: self.caching.lease_time.filter(|_| leased).map(|t| now + t),
+            short: now + self.caching.attr_timeout,
+            since: sent.since,
+            changes: sent.changes,
+            stamp: commit.map_or(0, |c| c.transno),
+        };
+        // Only the answer itself is kept for replay.
+        let result = self.learn(target.index, env, result, leased, v);
+        if let Some(c) = commit {
+            self.replay.note(target.index, c, env, result.as_ref().ok());
+        }
+        result
     }
 }

@@ -40,6 +40,14 @@ impl Counters {
         }
     }
 
+    /// One change sent in a batch (counted by its operation; the batch is
+    /// the call).
+    pub(super) fn batched(&self, op: u16) {
+        if let Some(n) = self.ops.get(usize::from(op)) {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// A change on its way until the guard drops.
     pub(super) fn changing(&self) -> InFlight<'_> {
         InFlight::new(&self.changing)

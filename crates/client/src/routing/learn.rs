@@ -207,6 +207,8 @@ fn xattrs_changed(req: &MdtRequest, reply: &Reply) -> XattrsChanged {
         | R::ReclaimLocks { .. }
         | R::AppendReserve { .. }
         | R::GetCapa { .. }
-        | R::GetRoot => XattrsChanged::Nothing,
+        | R::GetRoot
+        // Each change of a batch is learned from its own answer.
+        | R::Batch { .. } => XattrsChanged::Nothing,
     }
 }

@@ -213,6 +213,8 @@ impl Planned {
             | MdtRequest::GetProject { .. }
             | MdtRequest::GetCapa { .. }
             | MdtRequest::GetRoot
+            // Its changes record what they do, each as if sent alone.
+            | MdtRequest::Batch { .. }
             | MdtRequest::SetQuota { .. }
             | MdtRequest::GetQuota { .. }
             // Locks are kept in memory: not changes of the namespace.

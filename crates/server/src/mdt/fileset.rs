@@ -52,6 +52,8 @@ impl MdtService {
         named.extend(req.dir_names().iter().map(|(d, _)| *d));
         match req {
             MdtRequest::Link { fid, .. } => named.push(*fid),
+            // Each change of a batch is confined when it is taken.
+            MdtRequest::Batch { .. } => return Ok(()),
             MdtRequest::Replay { entries, .. } => {
                 for e in entries {
                     Box::pin(self.confine(root, &e.req)).await?;

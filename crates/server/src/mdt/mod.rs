@@ -12,6 +12,7 @@
 
 mod acls;
 mod attrs;
+mod batch;
 mod capas;
 mod change;
 pub mod changelog;
@@ -833,6 +834,7 @@ impl MdtService {
         let op = req.op().name;
         let later = match Staged::of(req) {
             Staged::Session(s) => return self.session_request(ctx, s, ch).await,
+            Staged::Batch(items) => return self.batch(ctx, items, ch).await,
             Staged::Later(l) => l,
         };
         if !self.commit.recovery.is_open() {
@@ -1223,6 +1225,11 @@ impl MdtService {
             MdtRequest::AppendReserve { fid, len } => self.append_reserve(ctx, fid, len).await,
             MdtRequest::GetCapa { fid, write } => self.get_capa(ctx, fid, write),
             MdtRequest::GetRoot => self.get_root(ctx.ctx.fileset).await,
+            // A client's is taken by `handle`, change by change.
+            MdtRequest::Batch { .. } => Err(ServerError::refused(
+                Errno::EINVAL,
+                "a batch is taken only from a client's session",
+            )),
             // A client's are answered by `handle` before this; these are
             // what a caller without a sequence (a peer, a tool) gets.
             MdtRequest::Sync | MdtRequest::Disconnect => self.commit_all().await.map(|_| Reply::Ok),

@@ -21,6 +21,8 @@ const REACHES: &[(&str, &[&str])] = &[
     ("capas.rs", &["names"]),
     ("fileset.rs", &["names"]),
     ("dom.rs", &["names"]),
+    // Each change of a batch goes through `handle`, as if sent alone.
+    ("batch.rs", &[]),
     ("orphans.rs", &["names"]),
     ("objects.rs", &["names"]),
     ("owners.rs", &["names"]),

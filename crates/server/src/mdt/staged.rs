@@ -7,13 +7,15 @@
 
 use super::locks::LockReq;
 use loom_proto::lock::FileLock;
-use loom_proto::msg::{MdtRequest, Replayed};
+use loom_proto::msg::{Batched, MdtRequest, Replayed};
 use loom_proto::Fid;
 
 /// A client's request, by how it is taken.
 pub(super) enum Staged {
     /// Answered at once, also while the MDT recovers.
     Session(Session),
+    /// Changes each taken as a request of its own (`batch`).
+    Batch(Vec<Batched>),
     /// Taken once recovery is over.
     Later(Later),
 }
@@ -59,6 +61,7 @@ impl Staged {
             R::CommitState => Staged::Session(Session::CommitState),
             R::Subscribe => Staged::Session(Session::Subscribe),
             R::Replay { entries, last, .. } => Staged::Session(Session::Replay { entries, last }),
+            R::Batch { items } => Staged::Batch(items),
             R::Sync => Staged::Later(Later::Whole(Whole::Sync)),
             R::Disconnect => Staged::Later(Later::Whole(Whole::Disconnect)),
             R::ReclaimLocks { locks, held } => Staged::Session(Session::Reclaim { locks, held }),
