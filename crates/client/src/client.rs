@@ -332,6 +332,20 @@ impl Client {
         self.router.call_batch(target, self.ctx(c), changes).await
     }
 
+    /// Reserve `count` FIDs of the MDT that owns `fid` for this client
+    /// (`MdtRequest::GrantFids`), to name inodes it makes ahead of the MDT
+    /// (`MdtRequest::MakeAt`): the first and how many.
+    pub async fn grant_fids(&self, fid: Fid, count: u32) -> Result<(Fid, u32), Errno> {
+        let c = Caller::current();
+        match self
+            .mdt_call(&c, fid, MdtRequest::GrantFids { count })
+            .await?
+        {
+            Reply::Fids { first, count } => Ok((first, count)),
+            other => Err(crate::io::file::unexpected("GrantFids", &other)),
+        }
+    }
+
     /// The directory this client sees as the file system's root: the
     /// root, or the fileset its nodemap confines it to (`GetRoot`, asked
     /// once; a mount shows it as its root, and paths start there).

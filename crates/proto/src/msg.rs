@@ -1141,6 +1141,14 @@ pub enum Reply {
         /// The file's capability.
         capa: crate::capa::Capa,
     },
+    /// FIDs reserved for the caller (`MdtRequest::GrantFids`): `count`
+    /// from `first` on, in its sequence.
+    Fids {
+        /// The first.
+        first: Fid,
+        /// How many.
+        count: u32,
+    },
     /// The answers to a batch's changes, in order, up to the first that
     /// failed or was answered elsewhere (`MdtRequest::Batch`).
     Batch {

@@ -741,6 +741,49 @@ declare_requests! {
             /// The changes, in the order they are applied.
             items: Vec<crate::msg::Batched>,
         } => 127, "batch", Changes, Any;
+        /// Reserve `count` FIDs of this MDT (at most 4096, in one
+        /// sequence) for the calling client, which names the inodes it
+        /// makes ahead of the MDT with them (`MakeAt`, its write-back).
+        /// Committed before the answer: the MDT never gives them to
+        /// anyone else, and takes them only from this client. Answered
+        /// `Reply::Fids`.
+        GrantFids {
+            /// How many.
+            count: u32,
+        } => 128, "grant_fids", Once, Any;
+        /// Make a whole inode in one change under a FID granted to the
+        /// caller (`GrantFids`): a file (with its first bytes, which its
+        /// layout must keep on the MDT), a directory or a symlink, with
+        /// its final mode, owner and times. What a client that answered
+        /// the create itself sends in place of a create, its setattrs and
+        /// its first write. Answered as `Create`.
+        MakeAt {
+            /// Directory.
+            parent: Fid,
+            /// Name.
+            name: Name,
+            /// The new inode's FID, from the caller's grant.
+            fid: Fid,
+            /// Type.
+            kind: FileKind,
+            /// Permission bits after umask.
+            perm: u32,
+            /// Device number.
+            rdev: u32,
+            /// Owner (the caller's, unless root).
+            uid: u32,
+            /// Group (one of the caller's, or the directory's when it is
+            /// setgid, unless root).
+            gid: u32,
+            /// Access time.
+            atime: Time,
+            /// Modification time.
+            mtime: Time,
+            /// A symlink's target.
+            target: Option<Name>,
+            /// A file's first bytes (kept on the MDT by its layout).
+            data: Vec<u8>,
+        } => 129, "make_at", Once, Any, route = parent, names = [parent / name], makes = true;
         /// The jobs and clients this target served recently, with their
         /// operations and bytes (`loom jobstats`); answered by the server
         /// process, which counts every request it serves.

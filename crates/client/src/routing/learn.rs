@@ -208,6 +208,8 @@ fn xattrs_changed(req: &MdtRequest, reply: &Reply) -> XattrsChanged {
         | R::AppendReserve { .. }
         | R::GetCapa { .. }
         | R::GetRoot
+        | R::GrantFids { .. }
+        | R::MakeAt { .. }
         // Each change of a batch is learned from its own answer.
         | R::Batch { .. } => XattrsChanged::Nothing,
     }

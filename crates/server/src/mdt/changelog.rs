@@ -90,6 +90,17 @@ impl Planned {
             | MdtRequest::MkdirStriped { parent, name, .. } => {
                 p(Kind::Named(K::Mkdir, *parent, name.clone()), 0)
             }
+            MdtRequest::MakeAt {
+                parent, name, kind, ..
+            } => {
+                let k = match kind {
+                    FileKind::File => K::Create,
+                    FileKind::Dir => K::Mkdir,
+                    FileKind::Symlink => K::Symlink,
+                    _ => K::Mknod,
+                };
+                p(Kind::Named(k, *parent, name.clone()), 0)
+            }
             MdtRequest::Symlink { parent, name, .. } => {
                 p(Kind::Named(K::Symlink, *parent, name.clone()), 0)
             }
@@ -213,6 +224,8 @@ impl Planned {
             | MdtRequest::GetProject { .. }
             | MdtRequest::GetCapa { .. }
             | MdtRequest::GetRoot
+            // FIDs reserved: nothing in the namespace yet.
+            | MdtRequest::GrantFids { .. }
             // Its changes record what they do, each as if sent alone.
             | MdtRequest::Batch { .. }
             | MdtRequest::SetQuota { .. }

@@ -106,6 +106,23 @@ impl MdtService {
         Ok(Reply::Ok)
     }
 
+    /// A new file's first bytes (`MakeAt`), put in its change `t`: they
+    /// must lie inside its Data-on-MDT component. Returns the size.
+    pub(super) fn dom_fill(
+        &self,
+        t: &mut Tx<'_>,
+        fid: Fid,
+        layout: Option<&Layout>,
+        data: &[u8],
+    ) -> Result<u64, ServerError> {
+        let stop = inside(fid, 0, data.len() as u64, dom_end(fid, layout)?)?;
+        for (n, chunk) in data.chunks(DOM_BLOCK as usize).enumerate() {
+            t.batch
+                .put(Space::Dom, block_key(fid, n as u64), chunk.to_vec());
+        }
+        Ok(stop)
+    }
+
     /// Up to `len` bytes at `offset` of `fid`'s Data-on-MDT component: short
     /// at the end of the file or of the component, zeros in holes.
     /// As with an OST's objects, the open checked the caller's access

@@ -204,5 +204,6 @@ fn subtree_safe(req: &MdtRequest) -> bool {
             | R::ReclaimLocks { .. }
             | R::GetQuota { .. }
             | R::GetRoot
+            | R::GrantFids { .. }
     )
 }

@@ -22,6 +22,7 @@ mod dom;
 mod fileset;
 mod find;
 mod fsck;
+mod grants;
 mod holds;
 mod intents;
 pub mod leases;
@@ -1225,6 +1226,32 @@ impl MdtService {
             MdtRequest::AppendReserve { fid, len } => self.append_reserve(ctx, fid, len).await,
             MdtRequest::GetCapa { fid, write } => self.get_capa(ctx, fid, write),
             MdtRequest::GetRoot => self.get_root(ctx.ctx.fileset).await,
+            MdtRequest::GrantFids { count } => self.grant_fids(ctx, count).await,
+            MdtRequest::MakeAt {
+                parent,
+                name,
+                fid,
+                kind,
+                perm,
+                rdev,
+                uid,
+                gid,
+                atime,
+                mtime,
+                target,
+                data,
+            } => {
+                let at = namespace::MadeAt {
+                    fid,
+                    uid,
+                    gid,
+                    atime,
+                    mtime,
+                    data,
+                };
+                self.make_at(ctx, parent, &name, kind, perm, rdev, target, at)
+                    .await
+            }
             // A client's is taken by `handle`, change by change.
             MdtRequest::Batch { .. } => Err(ServerError::refused(
                 Errno::EINVAL,

@@ -32,6 +32,50 @@ struct NewInode {
     perm: u32,
     /// An explicit layout request (files only); else the parent's default.
     stripe: Option<StripeSpec>,
+    /// What a client's `MakeAt` fixed itself; `None`: the MDT chooses.
+    at: Option<MadeAt>,
+}
+
+/// What a `MakeAt` fixes of the inode it makes: the FID granted to the
+/// client, owner, group, times, and a file's first bytes.
+pub(super) struct MadeAt {
+    pub fid: Fid,
+    pub uid: u32,
+    pub gid: u32,
+    pub atime: Time,
+    pub mtime: Time,
+    pub data: Vec<u8>,
+}
+
+/// The owner, group and mode a `MakeAt` asks for, as POSIX lets the
+/// caller set them: its own uid (root: any), the group a create would
+/// give or one it is in (root: any), set-group-ID dropped from a file
+/// in a group the caller is not in.
+fn made_owner(
+    ctx: &Rq<'_>,
+    o: &NewOwner,
+    kind: FileKind,
+    m: &MadeAt,
+) -> Result<(u32, u32, u32), ServerError> {
+    let c = Cred::of(ctx);
+    if m.uid != o.uid && !c.is_root() {
+        return Err(ServerError::refused(
+            Errno::EPERM,
+            format!("only root makes an inode owned by uid {}", m.uid),
+        ));
+    }
+    if m.gid != o.gid && !c.is_root() && !c.in_group(m.gid) {
+        return Err(ServerError::refused(
+            Errno::EPERM,
+            format!("the caller is not in group {}", m.gid),
+        ));
+    }
+    let perm = if m.gid == o.gid {
+        o.perm
+    } else {
+        perm::new_perm(&c, kind, o.perm, m.gid)
+    };
+    Ok((m.uid, m.gid, perm))
 }
 
 pub(super) fn check_name(name: &Name) -> Result<(), ServerError> {
@@ -226,7 +270,12 @@ impl MdtService {
         new: NewInode,
         fill: impl FnOnce(&mut InodeRec),
     ) -> Handled {
-        let NewInode { kind, perm, stripe } = new;
+        let NewInode {
+            kind,
+            perm,
+            stripe,
+            at,
+        } = new;
         check_name(name)?;
         // Check what the caller asked for before it is merged with the
         // directory's default, which would hide a bad field.
@@ -250,6 +299,21 @@ impl MdtService {
             // default: plain striping (unset fields inherited) or
             // components.
             let inherited = self.default_layout(parent)?;
+            if let Some(m) = &at {
+                // Refused before objects are taken for it.
+                let dom = inherited.as_ref().and_then(|l| l.components.first());
+                let keeps = dom.filter(|c| c.on_mdt).map_or(0, |c| c.end);
+                if m.data.len() as u64 > keeps {
+                    return Err(ServerError::refused(
+                        Errno::EINVAL,
+                        format!(
+                            "{} bytes do not fit the Data-on-MDT component ({keeps} bytes) of the layout {} gives",
+                            m.data.len(),
+                            parent
+                        ),
+                    ));
+                }
+            }
             let inherited_compress = self.default_compress(parent)?.and_then(Compress::if_on);
             match (stripe, inherited.as_ref().map(|l| (l.as_plain(), l))) {
                 (Some(s), Some((Some(p), _))) => Some(self.make_layout(&s.inherit(p)).await?),
@@ -288,10 +352,27 @@ impl MdtService {
                 (a.fid, attr, acls)
             }
             None => {
-                let fid = self.alloc_fid(t)?;
                 let o = Self::owner(ctx, &p, kind, perm);
-                let attr = new_attr(fid, kind, o.perm, o.uid, o.gid, now);
-                (fid, attr, (o.acl, o.default_acl))
+                match &at {
+                    None => {
+                        let fid = self.alloc_fid(t)?;
+                        let attr = new_attr(fid, kind, o.perm, o.uid, o.gid, now);
+                        (fid, attr, (o.acl, o.default_acl))
+                    }
+                    Some(m) => {
+                        self.check_granted(ctx.ctx.client_id, m.fid)?;
+                        if read_inode(&*self.names.store, m.fid).is_ok() {
+                            return Err(ServerError::refused(
+                                Errno::EEXIST,
+                                format!("{} is in use", m.fid),
+                            ));
+                        }
+                        let (uid, gid, perm) = made_owner(ctx, &o, kind, m)?;
+                        let mut attr = new_attr(m.fid, kind, perm, uid, gid, now);
+                        (attr.atime, attr.mtime) = (m.atime, m.mtime);
+                        (m.fid, attr, (o.acl, o.default_acl))
+                    }
+                }
             }
         };
         let mut rec = InodeRec {
@@ -331,6 +412,15 @@ impl MdtService {
             rec.attr.projid = p.attr.projid;
         }
         fill(&mut rec);
+        if let Some(m) = at.as_ref().filter(|m| !m.data.is_empty()) {
+            if kind != FileKind::File {
+                return Err(ServerError::refused(
+                    Errno::EINVAL,
+                    "only a regular file is made with bytes",
+                ));
+            }
+            rec.attr.size = self.dom_fill(t, fid, rec.layout.as_ref(), &m.data)?;
+        }
         t.put_dentry(parent, name, &DentryRec { fid, kind })?;
         let pr = t.inode(parent)?;
         pr.attr.mtime = now;
@@ -363,7 +453,12 @@ impl MdtService {
                 "create makes files, FIFOs, devices and sockets",
             ));
         }
-        let new = NewInode { kind, perm, stripe };
+        let new = NewInode {
+            kind,
+            perm,
+            stripe,
+            at: None,
+        };
         self.add_inode(ctx, parent, name, new, |r| r.attr.rdev = rdev)
             .await
     }
@@ -402,6 +497,7 @@ impl MdtService {
             kind: FileKind::Dir,
             perm,
             stripe: None,
+            at: None,
         };
         self.add_inode(ctx, parent, name, new, |_| {}).await
     }
@@ -424,10 +520,64 @@ impl MdtService {
             kind: FileKind::Symlink,
             perm: 0o777,
             stripe: None,
+            at: None,
         };
         self.add_inode(ctx, parent, name, new, |r| {
             r.attr.size = target.len() as u64;
             r.symlink = Some(target);
+        })
+        .await
+    }
+
+    /// `MakeAt`: a whole inode under a FID granted to the caller, with its
+    /// final owner, mode and times, and a file's first bytes, in one
+    /// change. A directory is made here, whatever the parent's default
+    /// placement (the client named it with this MDT's FID).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn make_at(
+        self: &Arc<Self>,
+        ctx: &Rq<'_>,
+        parent: Fid,
+        name: &Name,
+        kind: FileKind,
+        perm: u32,
+        rdev: u32,
+        target: Option<Name>,
+        at: MadeAt,
+    ) -> Handled {
+        let target = match (kind, target) {
+            (FileKind::Symlink, Some(t)) if !t.is_empty() && t.len() <= 4095 => Some(t),
+            (FileKind::Symlink, _) => {
+                return Err(ServerError::refused(
+                    Errno::ENAMETOOLONG,
+                    "symlink target must be 1 to 4095 bytes",
+                ))
+            }
+            (_, Some(_)) => {
+                return Err(ServerError::refused(
+                    Errno::EINVAL,
+                    "only a symlink is made with a target",
+                ))
+            }
+            (_, None) => None,
+        };
+        let perm = if kind == FileKind::Symlink {
+            0o777
+        } else {
+            perm
+        };
+        let new = NewInode {
+            kind,
+            perm,
+            stripe: None,
+            at: Some(at),
+        };
+        self.add_inode(ctx, parent, name, new, |r| {
+            r.attr.rdev = rdev;
+            if let Some(t) = target {
+                r.attr.size = t.len() as u64;
+                r.symlink = Some(t);
+            }
         })
         .await
     }

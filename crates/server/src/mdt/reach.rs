@@ -27,6 +27,7 @@ const REACHES: &[(&str, &[&str])] = &[
     ("objects.rs", &["names"]),
     ("owners.rs", &["names"]),
     ("fsck.rs", &["names"]),
+    ("grants.rs", &["names"]),
     ("find.rs", &["names"]),
     ("datamig.rs", &["names"]),
     // Destroys wait for the commit of the unlink that freed the objects;

@@ -140,6 +140,8 @@ impl Staged {
             | R::GetProject { .. }
             | R::GetCapa { .. }
             | R::GetRoot
+            | R::GrantFids { .. }
+            | R::MakeAt { .. }
             | R::SetQuota { .. }
             | R::GetQuota { .. }) => Staged::Later(Later::Op(r)),
         }
