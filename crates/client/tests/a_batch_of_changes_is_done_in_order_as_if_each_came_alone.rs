@@ -4,8 +4,9 @@
 //! directory it may write and one it may not), its own answer, learned by
 //! the sender's cache. The batch is one round trip. A change that fails
 //! ends the batch and those after it are not made; a request that is not
-//! a change is refused. A second client sees every change at its next
-//! access. Through the library against real servers.
+//! a change is refused, and so is a batch larger than a frame. A second
+//! client sees every change at its next access. Through the library
+//! against real servers.
 mod common;
 use common::*;
 use loom_client::Client;
@@ -247,6 +248,25 @@ async fn a_batch_of_changes_is_done_in_order_as_if_each_came_alone() {
     assert_eq!(results[0].as_ref().err(), Some(&Errno::EINVAL));
     assert_eq!(
         other.lookup(&alice, home.fid, "g2").await.err(),
+        Some(Errno::ENOENT)
+    );
+
+    // A batch larger than a frame may carry is refused before it is sent
+    // (not sent again and again), and nothing of it is made.
+    let long = "n".repeat(240);
+    let too_big: Vec<MdtRequest> = (0..5000)
+        .map(|i| create(home.fid, &format!("{long}{i:05}"), 0o644))
+        .collect();
+    assert_eq!(
+        client.batch(&alice, home.fid, too_big).await.err(),
+        Some(Errno::EINVAL),
+        "a batch over the frame's limit"
+    );
+    assert_eq!(
+        other
+            .lookup(&alice, home.fid, format!("{long}00000"))
+            .await
+            .err(),
         Some(Errno::ENOENT)
     );
     client.close().await;

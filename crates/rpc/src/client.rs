@@ -583,6 +583,23 @@ impl RpcClient {
         unreachable_after: Duration,
     ) -> Result<Replied, RpcError> {
         let body = msg::encode(env).map_err(RpcError::Remote)?;
+        // A frame the server would drop (and this client would send
+        // again and again): refused here, with its sizes.
+        let (max_body, max_bulk) = (
+            loom_proto::frame::MAX_BODY as usize,
+            loom_proto::frame::MAX_BULK as usize,
+        );
+        if body.len() > max_body || bulk.len() > max_bulk {
+            return Err(RpcError::Remote(WireError::new(
+                Errno::EINVAL,
+                format!(
+                    "{}: a request of {} bytes and {} of bulk exceeds the frame's limits ({max_body} and {max_bulk})",
+                    env.req.name(),
+                    body.len(),
+                    bulk.len()
+                ),
+            )));
+        }
         let opcode = env.req.opcode();
         let start = Instant::now();
         let timeout = deadline.saturating_duration_since(start);
