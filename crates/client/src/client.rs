@@ -346,6 +346,20 @@ impl Client {
         }
     }
 
+    /// Write back empty directory `dir` (`MdtRequest::TakeWriteBack`):
+    /// another client's request on it recalls the lease, and this
+    /// client's flusher (`Router::set_flusher`) runs before the recall is
+    /// answered. This client must take leases.
+    pub async fn take_write_back(&self, c: &Caller, dir: Fid) -> Result<(), Errno> {
+        match self
+            .mdt_call(c, dir, MdtRequest::TakeWriteBack { dir })
+            .await?
+        {
+            Reply::Ok => Ok(()),
+            other => Err(crate::io::file::unexpected("TakeWriteBack", &other)),
+        }
+    }
+
     /// The directory this client sees as the file system's root: the
     /// root, or the fileset its nodemap confines it to (`GetRoot`, asked
     /// once; a mount shows it as its root, and paths start there).

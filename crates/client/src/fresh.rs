@@ -563,6 +563,9 @@ impl Fresh {
                     }
                     *fid
                 }
+                // Sent before the recall is answered; nothing is cached
+                // under it.
+                Lease::WriteBack(_) => continue,
             };
             t.sweep(fid);
         }

@@ -63,8 +63,9 @@ fn drop_cached(n: &Notifier, l: &Lease, kept: &KeptPages, inos: Inos) {
             n.inval_inode(inos.ino(*fid), 0, 0)
         }
         Lease::Name(dir, name) => n.inval_entry(inos.ino(*dir), name.as_os_str()),
-        // The kernel keeps neither; a recalled size is reported before.
-        Lease::List(_) | Lease::Size(_) => Ok(()),
+        // The kernel keeps neither; a recalled size is reported before,
+        // a written-back directory's changes sent before.
+        Lease::List(_) | Lease::Size(_) | Lease::WriteBack(_) => Ok(()),
     };
     if let Err(e) = r {
         // ENOENT: the kernel holds no such inode or name; nothing to drop.

@@ -31,6 +31,12 @@ pub enum Lease {
     /// when recalled. Any other client's read of the file's attributes,
     /// or change to it, recalls it first.
     Size(Fid),
+    /// An empty directory that one client writes back (issue #32): it
+    /// answers changes in it itself and sends them later, in batches.
+    /// Taken with `TakeWriteBack`, held by one client. Any other client's
+    /// request on the directory or a name in it recalls it, and the
+    /// holder sends what it has not sent yet before it answers.
+    WriteBack(Fid),
 }
 
 /// The leases an answer to read `req` grants: a lookup the name (also

@@ -784,6 +784,16 @@ declare_requests! {
             /// A file's first bytes (kept on the MDT by its layout).
             data: Vec<u8>,
         } => 129, "make_at", Once, Any, route = parent, names = [parent / name], makes = true;
+        /// Write back empty directory `dir` (`Lease::WriteBack`): the
+        /// caller, which takes leases and may write `dir`, answers the
+        /// changes in it itself and sends them later; any other client's
+        /// request on it recalls the lease first. EBUSY while another
+        /// client holds it, ENOTEMPTY for a directory with names,
+        /// EOPNOTSUPP for a striped one.
+        TakeWriteBack {
+            /// The directory.
+            dir: Fid,
+        } => 130, "take_write_back", Reads, Any, route = dir;
         /// The jobs and clients this target served recently, with their
         /// operations and bytes (`loom jobstats`); answered by the server
         /// process, which counts every request it serves.

@@ -210,6 +210,7 @@ fn xattrs_changed(req: &MdtRequest, reply: &Reply) -> XattrsChanged {
         | R::GetRoot
         | R::GrantFids { .. }
         | R::MakeAt { .. }
+        | R::TakeWriteBack { .. }
         // Each change of a batch is learned from its own answer.
         | R::Batch { .. } => XattrsChanged::Nothing,
     }

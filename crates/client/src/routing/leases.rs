@@ -57,6 +57,9 @@ pub(super) struct Subscriptions {
     /// Set by the client: asks for the capabilities that files open here
     /// under a recalled lease still want (`Capas::wanted`).
     pub(super) capa_keeper: Arc<OnceLock<Reporter>>,
+    /// Set by the write-back layer: sends what it has not sent of the
+    /// directories whose write-back leases are recalled.
+    pub(super) flusher: Arc<OnceLock<Reporter>>,
 }
 
 impl Subscriptions {
@@ -83,14 +86,28 @@ impl Subscriptions {
         let inval = self.invalidator.clone();
         let reporter = self.reporter.clone();
         let keeper = self.capa_keeper.clone();
+        let flusher = self.flusher.clone();
         Arc::new(move |env: Envelope| {
             let fresh = fresh.clone();
             let inval = inval.clone();
             let reporter = reporter.clone();
             let keeper = keeper.clone();
+            let flusher = flusher.clone();
             Box::pin(async move {
                 match env.req {
                     Request::Client(ClientRequest::Recall { leases }) => {
+                        // Directories written back: what was not sent
+                        // goes first; the recalling request then sees it.
+                        let dirs: Vec<Fid> = leases
+                            .iter()
+                            .filter_map(|l| match l {
+                                Lease::WriteBack(d) => Some(*d),
+                                _ => None,
+                            })
+                            .collect();
+                        if let (false, Some(f)) = (dirs.is_empty(), flusher.get()) {
+                            f(dirs).await;
+                        }
                         // Files open here whose lease goes are held at the
                         // MDT from now on (until their last close here):
                         // one whose last name is removed meanwhile is kept.

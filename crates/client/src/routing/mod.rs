@@ -210,6 +210,13 @@ impl Router {
         let _ = self.leases.capa_keeper.set(f);
     }
 
+    /// Send what is not sent yet of directories written back when their
+    /// leases are recalled, with `f` (set once, by the write-back layer;
+    /// the recall is answered when it resolves).
+    pub fn set_flusher(&self, f: Reporter) {
+        let _ = self.leases.flusher.set(f);
+    }
+
     /// Connection losses so far of the connection to `addr`, if one was
     /// made.
     pub fn losses_of(&self, addr: &str) -> Option<u64> {

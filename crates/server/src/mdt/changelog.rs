@@ -226,6 +226,7 @@ impl Planned {
             | MdtRequest::GetRoot
             // FIDs reserved: nothing in the namespace yet.
             | MdtRequest::GrantFids { .. }
+            | MdtRequest::TakeWriteBack { .. }
             // Its changes record what they do, each as if sent alone.
             | MdtRequest::Batch { .. }
             | MdtRequest::SetQuota { .. }

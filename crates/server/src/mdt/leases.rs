@@ -170,7 +170,11 @@ fn unref<K: std::hash::Hash + Eq>(m: &mut HashMap<K, usize>, k: &K) {
 /// The inode a lease is on (a name's and a list's: the directory).
 fn fid_of(l: &Lease) -> Fid {
     match l {
-        Lease::Attr(f) | Lease::Size(f) | Lease::List(f) | Lease::Name(f, _) => *f,
+        Lease::Attr(f)
+        | Lease::Size(f)
+        | Lease::List(f)
+        | Lease::Name(f, _)
+        | Lease::WriteBack(f) => *f,
     }
 }
 
@@ -474,6 +478,29 @@ impl Leases {
             }
         }
         busy
+    }
+
+    /// Grant `client` the write-back lease on directory `dir` (see
+    /// `writeback`): only to a subscribed client, while no other client
+    /// holds it and it is not under recall. True when granted.
+    pub fn grant_writeback(&self, client: u64, dir: Fid) -> bool {
+        let l = Lease::WriteBack(dir);
+        let mut t = self.lock();
+        if t.holders
+            .get(&l)
+            .is_some_and(|hs| hs.iter().any(|c| *c != client))
+        {
+            return false;
+        }
+        t.grant(client, &[l], true)
+    }
+
+    /// Whether `client` holds `lease`.
+    pub fn holds(&self, client: u64, lease: &Lease) -> bool {
+        self.lock()
+            .holders
+            .get(lease)
+            .is_some_and(|hs| hs.contains(&client))
     }
 
     /// Those of `leases` that a client other than `client` holds.

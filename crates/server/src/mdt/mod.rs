@@ -50,9 +50,12 @@ mod staged;
 pub mod syncer;
 mod tx;
 mod walk;
+mod writeback;
 
 use crate::error::{Handled, ServerError};
-use loom_proto::msg::{Commit, Effect, FileKind, MdtRequest, PeerRequest, Reply, ReqCtx, Time};
+use loom_proto::msg::{
+    Commit, Effect, FileKind, Lease, MdtRequest, PeerRequest, Reply, ReqCtx, Time,
+};
 use loom_proto::requests::Shows;
 use loom_proto::{lease, Errno, Fid};
 use loom_rpc::Channel;
@@ -873,6 +876,22 @@ impl MdtService {
             let mut rx = self.dne.recovered.subscribe();
             let _ = rx.wait_for(|done| *done).await;
         }
+        // A directory another client writes back: its changes are sent
+        // before this request runs, which then sees them (see
+        // `writeback`). Under recall until this is answered. (Asking for
+        // the lease is not an access: it is refused while held.)
+        let _written_back = {
+            let named = match &req {
+                MdtRequest::TakeWriteBack { .. } => Vec::new(),
+                r => writeback::named_dirs(r),
+            };
+            let wb: Vec<Lease> = named.into_iter().map(Lease::WriteBack).collect();
+            let held = self.names.leases.held_elsewhere(ctx.client_id, &wb);
+            match held.is_empty() {
+                true => None,
+                false => Some(self.names.leases.recall(ctx.client_id, held).await),
+            }
+        };
         let tok = self.names.leases.reading(ctx.client_id, ch);
         let Some(key) = ReplyKey::of(ctx, &req) else {
             return self.read(ctx, req, tok).await;
@@ -1227,6 +1246,7 @@ impl MdtService {
             MdtRequest::GetCapa { fid, write } => self.get_capa(ctx, fid, write),
             MdtRequest::GetRoot => self.get_root(ctx.ctx.fileset).await,
             MdtRequest::GrantFids { count } => self.grant_fids(ctx, count).await,
+            MdtRequest::TakeWriteBack { dir } => self.take_write_back(ctx, dir).await,
             MdtRequest::MakeAt {
                 parent,
                 name,
@@ -1249,8 +1269,13 @@ impl MdtService {
                     mtime,
                     data,
                 };
-                self.make_at(ctx, parent, &name, kind, perm, rdev, target, at)
-                    .await
+                let r = self
+                    .make_at(ctx, parent, &name, kind, perm, rdev, target, at)
+                    .await;
+                if let (FileKind::Dir, Ok(Reply::Entry { attr, .. })) = (kind, &r) {
+                    self.inherit_write_back(ctx.ctx.client_id, parent, attr.fid);
+                }
+                r
             }
             // A client's is taken by `handle`, change by change.
             MdtRequest::Batch { .. } => Err(ServerError::refused(

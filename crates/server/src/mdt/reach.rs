@@ -28,6 +28,7 @@ const REACHES: &[(&str, &[&str])] = &[
     ("owners.rs", &["names"]),
     ("fsck.rs", &["names"]),
     ("grants.rs", &["names"]),
+    ("writeback.rs", &["names"]),
     ("find.rs", &["names"]),
     ("datamig.rs", &["names"]),
     // Destroys wait for the commit of the unlink that freed the objects;

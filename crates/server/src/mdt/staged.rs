@@ -142,6 +142,7 @@ impl Staged {
             | R::GetRoot
             | R::GrantFids { .. }
             | R::MakeAt { .. }
+            | R::TakeWriteBack { .. }
             | R::SetQuota { .. }
             | R::GetQuota { .. }) => Staged::Later(Later::Op(r)),
         }
