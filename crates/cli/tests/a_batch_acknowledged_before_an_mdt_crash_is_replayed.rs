@@ -9,21 +9,11 @@
 //! fsck` finds it clean.
 mod common;
 use common::*;
-use loom_client::{Caller, Client, ClientOptions};
+use loom_client::ClientOptions;
 use loom_proto::msg::{MdtRequest, SetAttr};
 use loom_proto::Fid;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
-
-fn root() -> Caller {
-    Caller {
-        uid: 0,
-        gid: 0,
-        groups: Vec::new(),
-        pid: 0,
-        umask: None,
-    }
-}
 
 #[test]
 fn a_batch_acknowledged_before_an_mdt_crash_is_replayed() {
@@ -32,20 +22,12 @@ fn a_batch_acknowledged_before_an_mdt_crash_is_replayed() {
         1,
         &["--recovery-window", "60", "--commit-interval-ms", "30000"],
     );
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let key = loom_server::node::load_key(&c.state.join("client.key")).expect("client key");
     let opts = ClientOptions {
         call_timeout: Duration::from_secs(120),
         ..ClientOptions::default()
     };
-    let client: std::sync::Arc<Client> = rt
-        .block_on(Client::connect(&c.mgs(), "loom", key, opts))
-        .expect("connect");
-    let me = root();
+    let (rt, client) = library_client(&c, opts);
+    let me = root_caller();
     // The first change registers the client and waits for its commit.
     let d = rt
         .block_on(client.mkdir(&me, Fid::ROOT, "d", 0o755))
@@ -138,20 +120,12 @@ fn inodes_made_under_granted_fids_survive_an_mdt_crash() {
         1,
         &["--recovery-window", "60", "--commit-interval-ms", "30000"],
     );
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let key = loom_server::node::load_key(&c.state.join("client.key")).expect("client key");
     let opts = ClientOptions {
         call_timeout: Duration::from_secs(120),
         ..ClientOptions::default()
     };
-    let client: std::sync::Arc<Client> = rt
-        .block_on(Client::connect(&c.mgs(), "loom", key, opts))
-        .expect("connect");
-    let me = root();
+    let (rt, client) = library_client(&c, opts);
+    let me = root_caller();
     let d = rt
         .block_on(client.mkdir(&me, Fid::ROOT, "d", 0o777))
         .expect("first change");

@@ -7,27 +7,14 @@
 //! policy engine's follower then refused to go on).
 mod common;
 use common::*;
-use loom_client::{Client, ClientOptions};
+use loom_client::ClientOptions;
 use std::process::Command;
 use std::time::Duration;
 
 #[test]
 fn a_caught_up_changelog_reader_misses_no_record() {
     let c = Cluster::up(1, 1, &[]);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let key = loom_server::node::load_key(&c.state.join("client.key")).expect("client key");
-    let client: std::sync::Arc<Client> = rt
-        .block_on(Client::connect(
-            &c.mgs(),
-            "loom",
-            key,
-            ClientOptions::default(),
-        ))
-        .expect("connect");
+    let (rt, client) = library_client(&c, ClientOptions::default());
     let user = rt.block_on(client.changelog_register(0)).expect("register");
     let files = 1500;
     let writers: Vec<_> = (0..2)

@@ -10,20 +10,10 @@
 //! through the library and a mount.
 mod common;
 use common::*;
-use loom_client::{Caller, Client, ClientOptions};
+use loom_client::ClientOptions;
 use loom_proto::msg::DirStripe;
 use loom_proto::Fid;
 use std::time::Duration;
-
-fn root() -> Caller {
-    Caller {
-        uid: 0,
-        gid: 0,
-        groups: Vec::new(),
-        pid: 0,
-        umask: None,
-    }
-}
 
 #[test]
 fn a_cross_mdt_mkdir_lost_in_a_crash_is_replayed() {
@@ -34,20 +24,12 @@ fn a_cross_mdt_mkdir_lost_in_a_crash_is_replayed() {
     );
     c.kill9("mdt0");
     let mut armed = c.start_armed("mdt0", "request:rmdir", 1);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let key = loom_server::node::load_key(&c.state.join("client.key")).expect("client key");
     let opts = ClientOptions {
         call_timeout: Duration::from_secs(120),
         ..ClientOptions::default()
     };
-    let client: std::sync::Arc<Client> = rt
-        .block_on(Client::connect(&c.mgs(), "loom", key, opts))
-        .expect("connect");
-    let me = root();
+    let (rt, client) = library_client(&c, opts);
+    let me = root_caller();
     // The first change on this MDT instance registers the client and
     // waits for its commit.
     rt.block_on(client.mkdir(&me, Fid::ROOT, "registered", 0o755))

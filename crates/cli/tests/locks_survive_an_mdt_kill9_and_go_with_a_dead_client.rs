@@ -14,7 +14,8 @@
 //!   library wait is woken by a mount's release.
 mod common;
 use common::locker::*;
-use loom_client::{Caller, Client, ClientOptions};
+use common::library_client;
+use loom_client::{Caller, ClientOptions};
 use loom_proto::lock::LockKind;
 use loom_proto::Errno;
 
@@ -78,20 +79,7 @@ fn a_library_client_locks_as_the_mounts_do() {
     let mut mount = Locker::start(&ev, "a process on mount 1");
     mount.open(&d1, "f");
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let key = loom_server::node::load_key(&c.state.join("client.key")).expect("client key");
-    let client = rt
-        .block_on(Client::connect(
-            &c.mgs(),
-            "loom",
-            key,
-            ClientOptions::default(),
-        ))
-        .expect("connect");
+    let (rt, client) = library_client(&c, ClientOptions::default());
     let me = Caller {
         uid: 65534,
         gid: 65534,

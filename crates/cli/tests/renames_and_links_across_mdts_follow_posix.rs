@@ -10,7 +10,7 @@
 //! stay on their MDT (no data is copied). `loom fsck` is clean at the end.
 mod common;
 use common::*;
-use loom_client::{Caller, Client, ClientOptions};
+use loom_client::{Caller, ClientOptions};
 use loom_proto::msg::rename_flags;
 use loom_proto::Fid;
 use nix::fcntl::{renameat2, RenameFlags};
@@ -193,20 +193,7 @@ fn renames_and_links_across_mdts_follow_posix() {
 
     // The library: a directory cannot move into itself across MDTs (the
     // kernel would refuse before asking), and flags are checked.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let key = loom_server::node::load_key(&c.state.join("client.key")).expect("client key");
-    let client: std::sync::Arc<Client> = rt
-        .block_on(Client::connect(
-            &c.mgs(),
-            "loom",
-            key,
-            ClientOptions::default(),
-        ))
-        .expect("connect");
+    let (rt, client) = library_client(&c, ClientOptions::default());
     let me = Caller {
         uid: 0,
         gid: 0,

@@ -10,9 +10,8 @@
 mod common;
 use common::*;
 use loom_client::Client;
-use loom_proto::layout::{ComponentSpec, LayoutSpec};
 use loom_proto::msg::{Attr, FileKind, MdtRequest, Reply, SetAttr};
-use loom_proto::{Errno, Fid, StripeSpec};
+use loom_proto::{Errno, Fid};
 use std::sync::Arc;
 
 fn create(parent: Fid, name: &str, perm: u32) -> MdtRequest {
@@ -65,22 +64,8 @@ async fn a_batch_of_changes_is_done_in_order_as_if_each_came_alone() {
         .expect("mkdir closed");
     // Small files keep their first 64 KiB on the MDT: their first bytes
     // travel in the batch too.
-    let spec = LayoutSpec {
-        components: vec![
-            ComponentSpec {
-                end: 64 << 10,
-                on_mdt: true,
-                stripe: StripeSpec::default(),
-            },
-            ComponentSpec {
-                end: u64::MAX,
-                on_mdt: false,
-                stripe: StripeSpec::default(),
-            },
-        ],
-    };
     client
-        .set_default_layout_as(&root, home.fid, Some(spec))
+        .set_default_layout_as(&root, home.fid, Some(dom_64k()))
         .await
         .expect("default layout");
     let (kept, _) = client

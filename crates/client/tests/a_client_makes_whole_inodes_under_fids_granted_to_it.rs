@@ -4,14 +4,13 @@
 //! directory, a symlink; a batch of them is one round trip. As uid 1000.
 //! The MDT refuses a FID granted to another client or already in use, an
 //! owner or group the caller may not give, bytes its layout does not keep
-//! on the MDT, and grants of 0 or too many FIDs; its own creates never
-//! take a granted FID. A second client sees every inode as made.
+//! on the MDT, grants of 0 or too many FIDs, and an inode past its
+//! owner's quota; its own creates never take a granted FID. A second client sees every inode as made.
 mod common;
 use common::*;
 use loom_client::Client;
-use loom_proto::layout::{ComponentSpec, LayoutSpec};
 use loom_proto::msg::{FileKind, MdtRequest, Reply, Time};
-use loom_proto::{Errno, Fid, StripeSpec};
+use loom_proto::{Errno, Fid};
 use std::sync::Arc;
 
 const T0: Time = Time {
@@ -72,22 +71,8 @@ async fn a_client_makes_whole_inodes_under_fids_granted_to_it() {
         .mkdir(&root, Fid::ROOT, "plain", 0o1777)
         .await
         .expect("mkdir plain");
-    let spec = LayoutSpec {
-        components: vec![
-            ComponentSpec {
-                end: 64 << 10,
-                on_mdt: true,
-                stripe: StripeSpec::default(),
-            },
-            ComponentSpec {
-                end: u64::MAX,
-                on_mdt: false,
-                stripe: StripeSpec::default(),
-            },
-        ],
-    };
     client
-        .set_default_layout_as(&root, home.fid, Some(spec))
+        .set_default_layout_as(&root, home.fid, Some(dom_64k()))
         .await
         .expect("default layout");
 
@@ -300,6 +285,40 @@ async fn a_client_makes_whole_inodes_under_fids_granted_to_it() {
     )
     .await
     .expect("the FID refused before");
+
+    // The MDT counts each inode against its owner's quota: a batch stops
+    // at the first that would pass the hard limit.
+    use loom_proto::quota::{QuotaId, QuotaLimits};
+    client
+        .set_quota(
+            QuotaId::user(2000),
+            QuotaLimits {
+                inode_hard: 5,
+                ..QuotaLimits::default()
+            },
+        )
+        .await
+        .expect("set the quota");
+    let bob: Vec<MdtRequest> = (0..8)
+        .map(|i| {
+            make_at(
+                home.fid,
+                &format!("bob{i}"),
+                nth(first, 260 + i),
+                FileKind::File,
+                0o644,
+                2000,
+                b"",
+            )
+        })
+        .collect();
+    let r = client
+        .batch(&user(2000), home.fid, bob)
+        .await
+        .expect("answered");
+    assert_eq!(r.len(), 6, "{r:?}");
+    assert!(r[..5].iter().all(|r| r.is_ok()), "{r:?}");
+    assert_eq!(r[5].as_ref().err(), Some(&Errno::EDQUOT), "the sixth inode");
     client.close().await;
     other.close().await;
 }

@@ -633,6 +633,35 @@ pub fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Opti
 }
 
 /// Sum of "N changes replayed" over the restarted servers' logs.
+/// A library client of `c` in this test's process, with `opts`, and the
+/// runtime it runs on (the tests themselves are synchronous).
+pub fn library_client(
+    c: &Cluster,
+    opts: loom_client::ClientOptions,
+) -> (tokio::runtime::Runtime, std::sync::Arc<loom_client::Client>) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let key = loom_server::node::load_key(&c.state.join("client.key")).expect("client key");
+    let client = rt
+        .block_on(loom_client::Client::connect(&c.mgs(), "loom", key, opts))
+        .expect("connect");
+    (rt, client)
+}
+
+/// Root, as a caller of the library.
+pub fn root_caller() -> loom_client::Caller {
+    loom_client::Caller {
+        uid: 0,
+        gid: 0,
+        groups: Vec::new(),
+        pid: 0,
+        umask: None,
+    }
+}
+
 pub fn replayed_in_logs(c: &Cluster) -> usize {
     let mut n = 0;
     for e in std::fs::read_dir(c.tmp.path()).expect("tmp").flatten() {
