@@ -13,8 +13,8 @@
 //!   by a library client is refused to a mount, F_GETLK names it, and a
 //!   library wait is woken by a mount's release.
 mod common;
-use common::locker::*;
 use common::library_client;
+use common::locker::*;
 use loom_client::{Caller, ClientOptions};
 use loom_proto::lock::LockKind;
 use loom_proto::Errno;

@@ -112,10 +112,16 @@ async fn a_written_back_directory_is_sent_before_another_client_sees_it() {
     }
     let connects = a.router().rpc_stats().connects;
 
-    // B's next access to w recalls the lease: it sees everything.
+    // B's next access to w recalls the lease: here a lookup of w's name
+    // in its parent, which shows w's attributes: its links count the
+    // directory A made in it.
+    let (seen_w, _) = b.lookup(&alice, home.fid, "w").await.expect("lookup w");
+    assert_eq!(flushes.load(Ordering::SeqCst), 1, "one recall");
+    assert_eq!(seen_w.nlink, 3, "w with the directory made in it");
+    assert!(seen_w.mtime >= w.mtime);
     let (f42, _) = b.lookup(&alice, w.fid, "f42").await.expect("lookup f42");
     assert_eq!(f42.fid, at(42));
-    assert_eq!(flushes.load(Ordering::SeqCst), 1, "one recall");
+    assert_eq!(flushes.load(Ordering::SeqCst), 1, "sent once");
     let (entries, eof) = b.readdir(&alice, w.fid, 0, 1000).await.expect("readdir");
     assert!(eof);
     let mut names: Vec<String> = entries
@@ -178,6 +184,22 @@ async fn a_written_back_directory_is_sent_before_another_client_sees_it() {
         .expect("seen by a plain client");
     assert_eq!(seen.fid, at(112));
     assert_eq!(flushes.load(Ordering::SeqCst), 3);
+    // A change that touches the directory itself recalls too: B's rmdir
+    // of a directory A made something in finds it not empty.
+    let w5 = a.mkdir(&alice, home.fid, "w5", 0o755).await.expect("w5");
+    a.take_write_back(&alice, w5.fid)
+        .await
+        .expect("write back w5");
+    pending
+        .lock()
+        .expect("lock")
+        .push((w5.fid, make_at(w5.fid, "kept", at(113), FileKind::File)));
+    assert_eq!(
+        b.rmdir(&alice, home.fid, "w5").await.err(),
+        Some(Errno::ENOTEMPTY),
+        "what A made in it was sent first"
+    );
+    assert_eq!(flushes.load(Ordering::SeqCst), 4);
     // Answered each time: no recall timed out (that would cut A's
     // connection).
     assert_eq!(

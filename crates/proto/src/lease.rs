@@ -117,25 +117,28 @@ pub fn granted_by_change(reply: &Reply, e: &Effects) -> Vec<Lease> {
     v
 }
 
-/// The size leases to recall from other clients before answering a read
-/// of `req` with `result`: those of the inodes whose attributes it
-/// returns (`local` as in [`granted_by_read`]).
-pub fn sizes_read(
+/// The leases to recall from other clients before answering a read of
+/// `req` with `result`: of the inodes whose attributes it returns (`local`
+/// as in [`granted_by_read`]), the size leases (their holders wrote past
+/// the size the MDT knows) and the write-back leases (their holders
+/// changed the directory, its times and links, and did not send it yet).
+pub fn recalled_by_read(
     req: &MdtRequest,
     result: Result<&Reply, Errno>,
     local: impl Fn(Fid) -> bool,
 ) -> Vec<Lease> {
     granted_by_read(req, result, local)
         .into_iter()
-        .filter_map(|l| match l {
-            Lease::Attr(f) => Some(Lease::Size(f)),
-            _ => None,
+        .flat_map(|l| match l {
+            Lease::Attr(f) => vec![Lease::Size(f), Lease::WriteBack(f)],
+            _ => Vec::new(),
         })
         .collect()
 }
 
 /// The leases a change must recall from everyone but its maker: every
-/// inode it touched or removed (its attributes and size), every name it
+/// inode it touched or removed (its attributes and size, and a directory
+/// written back: what its holder did there goes first), every name it
 /// set or removed, and those names' directory lists.
 pub fn touched_by_change(e: &Effects) -> Vec<Lease> {
     let inodes = e
@@ -144,7 +147,7 @@ pub fn touched_by_change(e: &Effects) -> Vec<Lease> {
         .map(|a| a.fid)
         .chain(e.removed.iter().copied());
     let mut v: Vec<Lease> = inodes
-        .flat_map(|f| [Lease::Attr(f), Lease::Size(f)])
+        .flat_map(|f| [Lease::Attr(f), Lease::Size(f), Lease::WriteBack(f)])
         .collect();
     for (dir, name, _) in &e.names {
         v.push(Lease::Name(*dir, name.clone()));

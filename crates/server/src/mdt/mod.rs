@@ -991,8 +991,8 @@ impl MdtService {
             if rounds >= MAX_RECALL_ROUNDS {
                 break r;
             }
-            let sizes = lease::sizes_read(&req, r.as_ref().map_err(|e| e.errno()), local);
-            let held = self.names.leases.held_elsewhere(ctx.client_id, &sizes);
+            let shown = lease::recalled_by_read(&req, r.as_ref().map_err(|e| e.errno()), local);
+            let held = self.names.leases.held_elsewhere(ctx.client_id, &shown);
             if held.is_empty() {
                 break r;
             }
