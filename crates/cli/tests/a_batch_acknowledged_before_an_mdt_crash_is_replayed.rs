@@ -112,9 +112,8 @@ fn a_batch_acknowledged_before_an_mdt_crash_is_replayed() {
 /// FIDs.
 #[test]
 fn inodes_made_under_granted_fids_survive_an_mdt_crash() {
-    use loom_proto::layout::{ComponentSpec, LayoutSpec};
+    use loom_proto::layout::LayoutSpec;
     use loom_proto::msg::{FileKind, Reply, Time};
-    use loom_proto::StripeSpec;
     let mut c = Cluster::up(
         1,
         1,
@@ -129,20 +128,7 @@ fn inodes_made_under_granted_fids_survive_an_mdt_crash() {
     let d = rt
         .block_on(client.mkdir(&me, Fid::ROOT, "d", 0o777))
         .expect("first change");
-    let spec = LayoutSpec {
-        components: vec![
-            ComponentSpec {
-                end: 64 << 10,
-                on_mdt: true,
-                stripe: StripeSpec::default(),
-            },
-            ComponentSpec {
-                end: u64::MAX,
-                on_mdt: false,
-                stripe: StripeSpec::default(),
-            },
-        ],
-    };
+    let spec = LayoutSpec::dom_first(64 << 10);
     rt.block_on(client.set_default_layout_as(&me, d.fid, Some(spec)))
         .expect("default layout");
     let (first, _) = rt.block_on(client.grant_fids(d.fid, 100)).expect("grant");

@@ -14,9 +14,9 @@
 //! `scripts/bench-small-files.sh`, which adds the servers' CPU time).
 
 use loom_client::{Caller, Client, ClientOptions};
-use loom_proto::layout::{ComponentSpec, LayoutSpec};
+use loom_proto::layout::LayoutSpec;
 use loom_proto::msg::{FileKind, MdtRequest, SetAttr, SetTime, Time};
-use loom_proto::{Fid, StripeSpec};
+use loom_proto::Fid;
 use std::time::{Duration, Instant};
 
 fn data(i: u32) -> Vec<u8> {
@@ -63,20 +63,7 @@ async fn main() {
         .mkdir(&me, Fid::ROOT, &args[3], 0o755)
         .await
         .unwrap_or_else(|e| die(format!("mkdir {}: {e}", args[3])));
-    let spec = LayoutSpec {
-        components: vec![
-            ComponentSpec {
-                end: 64 << 10,
-                on_mdt: true,
-                stripe: StripeSpec::default(),
-            },
-            ComponentSpec {
-                end: u64::MAX,
-                on_mdt: false,
-                stripe: StripeSpec::default(),
-            },
-        ],
-    };
+    let spec = LayoutSpec::dom_first(64 << 10);
     client
         .set_default_layout_as(&me, dir.fid, Some(spec))
         .await

@@ -10,6 +10,7 @@
 mod common;
 use common::*;
 use loom_client::Client;
+use loom_proto::layout::LayoutSpec;
 use loom_proto::msg::{Attr, FileKind, MdtRequest, Reply, SetAttr};
 use loom_proto::{Errno, Fid};
 use std::sync::Arc;
@@ -65,7 +66,7 @@ async fn a_batch_of_changes_is_done_in_order_as_if_each_came_alone() {
     // Small files keep their first 64 KiB on the MDT: their first bytes
     // travel in the batch too.
     client
-        .set_default_layout_as(&root, home.fid, Some(dom_64k()))
+        .set_default_layout_as(&root, home.fid, Some(LayoutSpec::dom_first(64 << 10)))
         .await
         .expect("default layout");
     let (kept, _) = client

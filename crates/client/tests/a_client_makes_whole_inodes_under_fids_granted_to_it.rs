@@ -9,6 +9,7 @@
 mod common;
 use common::*;
 use loom_client::Client;
+use loom_proto::layout::LayoutSpec;
 use loom_proto::msg::{FileKind, MdtRequest, Reply, Time};
 use loom_proto::{Errno, Fid};
 use std::sync::Arc;
@@ -72,7 +73,7 @@ async fn a_client_makes_whole_inodes_under_fids_granted_to_it() {
         .await
         .expect("mkdir plain");
     client
-        .set_default_layout_as(&root, home.fid, Some(dom_64k()))
+        .set_default_layout_as(&root, home.fid, Some(LayoutSpec::dom_first(64 << 10)))
         .await
         .expect("default layout");
 

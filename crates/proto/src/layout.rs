@@ -215,6 +215,25 @@ pub struct ComponentSpec {
 }
 
 impl LayoutSpec {
+    /// The first `end` bytes of a file on its MDT (Data-on-MDT), the rest
+    /// striped by default.
+    pub fn dom_first(end: u64) -> LayoutSpec {
+        LayoutSpec {
+            components: vec![
+                ComponentSpec {
+                    end,
+                    on_mdt: true,
+                    stripe: StripeSpec::default(),
+                },
+                ComponentSpec {
+                    end: u64::MAX,
+                    on_mdt: false,
+                    stripe: StripeSpec::default(),
+                },
+            ],
+        }
+    }
+
     /// One RAID-0 component over the whole file.
     pub fn plain(stripe: StripeSpec) -> LayoutSpec {
         LayoutSpec {

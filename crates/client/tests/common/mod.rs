@@ -133,26 +133,6 @@ pub async fn connect_with(c: &Cluster, fsname: &str, opts: ClientOptions) -> Arc
     }
 }
 
-/// A default layout that keeps a file's first 64 KiB on the MDT, the rest
-/// striped by default.
-pub fn dom_64k() -> loom_proto::layout::LayoutSpec {
-    use loom_proto::layout::{ComponentSpec, LayoutSpec};
-    LayoutSpec {
-        components: vec![
-            ComponentSpec {
-                end: 64 << 10,
-                on_mdt: true,
-                stripe: loom_proto::StripeSpec::default(),
-            },
-            ComponentSpec {
-                end: u64::MAX,
-                on_mdt: false,
-                stripe: loom_proto::StripeSpec::default(),
-            },
-        ],
-    }
-}
-
 pub fn me() -> Caller {
     Caller::current()
 }

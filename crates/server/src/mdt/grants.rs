@@ -12,7 +12,7 @@
 
 use super::request::Rq;
 use super::tx::read_meta;
-use super::{lock, MdtService};
+use super::MdtService;
 use crate::error::{Handled, ServerError};
 use loom_proto::msg::Reply;
 use loom_proto::{Errno, Fid};
@@ -50,24 +50,8 @@ impl MdtService {
         }
         self.ensure_fid_room().await?;
         let (mut t, g) = self.begin().await.into_parts();
-        let (seq, first) = {
-            let mut a = lock(&self.names.fid_alloc);
-            let Some((seq, oid)) = *a else {
-                return Err(ServerError::refused(
-                    Errno::EAGAIN,
-                    "no FID sequence yet (the MGS was not reached); try again",
-                ));
-            };
-            let Some(next) = oid.checked_add(count) else {
-                return Err(ServerError::refused(
-                    Errno::EAGAIN,
-                    format!("FID sequence {seq:#x} nearly used up; try again"),
-                ));
-            };
-            *a = Some((seq, next));
-            (seq, oid)
-        };
-        t.put_meta(super::records::meta::FID_ALLOC, &(seq, first + count))?;
+        let first = self.alloc_fids(&mut t, count)?;
+        let (seq, first) = (first.seq, first.oid);
         let mut runs: Vec<Run> = read_meta(&*self.names.store, &key(client))?.unwrap_or_default();
         runs.push((seq, first, count));
         if runs.len() > RUNS_KEPT {

@@ -152,6 +152,12 @@ impl MdtService {
     /// allocator's new position in `t`. Never calls out: the sequence was
     /// made ready by [`Self::ensure_fid_room`] before the namespace lock.
     pub(super) fn alloc_fid(&self, t: &mut Tx<'_>) -> Result<Fid, ServerError> {
+        self.alloc_fids(t, 1)
+    }
+
+    /// The first of `count` consecutive new FIDs (a client's grant, see
+    /// `grants`), as [`Self::alloc_fid`].
+    pub(super) fn alloc_fids(&self, t: &mut Tx<'_>, count: u32) -> Result<Fid, ServerError> {
         let mut a = lock(&self.names.fid_alloc);
         let Some((seq, oid)) = *a else {
             return Err(ServerError::refused(
@@ -159,16 +165,16 @@ impl MdtService {
                 "no FID sequence yet (the MGS was not reached); try again",
             ));
         };
-        if oid == u32::MAX {
+        let Some(next) = oid.checked_add(count) else {
             // More than FID_HEADROOM creates raced past one refill.
             return Err(ServerError::refused(
                 Errno::EAGAIN,
                 format!("FID sequence {seq:#x} used up; try again"),
             ));
-        }
-        *a = Some((seq, oid + 1));
+        };
+        *a = Some((seq, next));
         drop(a);
-        t.put_meta(meta::FID_ALLOC, &(seq, oid + 1))?;
+        t.put_meta(meta::FID_ALLOC, &(seq, next))?;
         Ok(Fid::new(seq, oid))
     }
 
