@@ -83,6 +83,14 @@ pub struct MountArgs {
     /// `none` for none.
     #[arg(long, value_name = "NAME", default_value = ".snapshots", value_parser = parse_snapdir)]
     pub snapdir: String,
+    /// Write back the directories this mount makes (needs leases): in
+    /// them, creates, mkdirs, symlinks, chmod/chown/utimens, small files'
+    /// first bytes and removals are answered at once and sent to the MDTs
+    /// in batches, within a second, at fsync, or as soon as another
+    /// mount looks at the directory. A crash of this mount loses what was
+    /// not sent or fsynced, as a local file system's crash does.
+    #[arg(long)]
+    pub write_back: bool,
 }
 
 /// A snapshot directory's name: one name, not `.` or `..`.
@@ -156,6 +164,8 @@ pub struct MountPlan {
     pub snapshot: Option<String>,
     /// Where users find the snapshots (`None`: nowhere).
     pub snapdir: Option<String>,
+    /// Write back the directories the mount makes.
+    pub write_back: bool,
 }
 
 /// Seconds, 0 to one hour, fractions allowed.
@@ -273,6 +283,7 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
         // The kernel reads ahead for the mount.
         readahead: false,
         source: plan.source,
+        write_back: plan.write_back,
         ..ClientOptions::default()
     };
     let snapshot = match &plan.snapshot {
@@ -432,7 +443,11 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
             source: a.source_addr,
             snapshot: a.snapshot.clone(),
             snapdir: (a.snapdir != "none").then(|| a.snapdir.clone()),
+            write_back: a.write_back,
         };
+        if a.write_back && plan.lease_time.is_none() {
+            anyhow::bail!("--write-back needs leases: give --lease-time above 0");
+        }
         return mount_and_serve(&plan, || println!("mounted at {}", a.dir.display()));
     }
     // Background: run ourselves in the foreground as a child, in its own
@@ -482,6 +497,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
         .args(a.source_addr.iter().map(|s| format!("--source-addr={s}")))
         .args(a.snapshot.iter().map(|s| format!("--snapshot={s}")))
         .arg(format!("--snapdir={}", a.snapdir))
+        .args(a.write_back.then_some("--write-back"))
         .arg("--foreground")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

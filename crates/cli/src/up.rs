@@ -569,6 +569,7 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
             source: None,
             snapshot: None,
             snapdir: Some(".snapshots".to_string()),
+            write_back: false,
         };
         if a.no_mount {
             println!(

@@ -42,6 +42,10 @@ pub struct ClientOptions {
     /// Read this snapshot of the file system (its number, see
     /// [`Client::snapshots`]) instead of the file system itself: read-only.
     pub snapshot: Option<u32>,
+    /// Write back directories this client makes (`crate::writeback`):
+    /// changes in them are answered here and sent in batches. Needs
+    /// leases (`caching.lease_time`).
+    pub write_back: bool,
 }
 
 impl Default for ClientOptions {
@@ -54,6 +58,7 @@ impl Default for ClientOptions {
             readahead: true,
             source: None,
             snapshot: None,
+            write_back: false,
         }
     }
 }
@@ -67,6 +72,8 @@ pub const UNSEEN_MAX: usize = 65_536;
 #[derive(Debug)]
 pub struct Client {
     pub(crate) router: Arc<Router>,
+    /// Directories written back (see [`crate::writeback`]).
+    pub(crate) wb: crate::writeback::WriteBack,
     pub(crate) ctxs: CtxFactory,
     fsname: String,
     opts: ClientOptions,
@@ -163,7 +170,9 @@ impl Client {
             "connected"
         );
         let (tells, told) = tokio::sync::mpsc::unbounded_channel();
+        let write_back = opts.write_back && opts.snapshot.is_none() && router.takes_leases();
         let client = Arc::new(Client {
+            wb: crate::writeback::WriteBack::new(write_back),
             router: Arc::new(router),
             ctxs,
             fsname: fsname.to_string(),
@@ -189,6 +198,10 @@ impl Client {
         client.router.set_reporter(client.size_reporter());
         client.router.set_capa_keeper(client.capa_keeper());
         client.router.spawn_recovery(client.ctxs.client_id());
+        if client.wb.is_on() {
+            client.router.set_flusher(client.wb_flusher());
+            client.spawn_wb_timer();
+        }
         Ok(client)
     }
 
@@ -253,7 +266,20 @@ impl Client {
     /// (fsync of a directory, syncfs): the changes' replies leave before
     /// their commit (see [`crate::replay`]).
     pub async fn sync_all(&self) -> Result<(), Errno> {
-        self.router.commit_all().await
+        let flushed = self.wb_flush().await;
+        self.router.commit_all().await?;
+        // A change refused at a flush since the last report: here (as a
+        // directory's fsync), once.
+        match self.wb.take_failure() {
+            Some(e) => Err(e),
+            None => flushed,
+        }
+    }
+
+    /// The write-back layer (what waits, what is held), for tools and
+    /// tests.
+    pub fn write_back(&self) -> &crate::writeback::WriteBack {
+        &self.wb
     }
 
     /// Leave the file system (unmount, end of a tool): every MDT this
@@ -349,13 +375,18 @@ impl Client {
     /// Write back empty directory `dir` (`MdtRequest::TakeWriteBack`):
     /// another client's request on it recalls the lease, and this
     /// client's flusher (`Router::set_flusher`) runs before the recall is
-    /// answered. This client must take leases.
-    pub async fn take_write_back(&self, c: &Caller, dir: Fid) -> Result<(), Errno> {
+    /// answered. This client must take leases. Answers the layout the
+    /// directory's new files get (`None`: plain default striping).
+    pub async fn take_write_back(
+        &self,
+        c: &Caller,
+        dir: Fid,
+    ) -> Result<Option<loom_proto::layout::LayoutSpec>, Errno> {
         match self
             .mdt_call(c, dir, MdtRequest::TakeWriteBack { dir })
             .await?
         {
-            Reply::Ok => Ok(()),
+            Reply::LayoutSpec(s) => Ok(s),
             other => Err(crate::io::file::unexpected("TakeWriteBack", &other)),
         }
     }

@@ -48,6 +48,7 @@ pub mod send;
 mod site;
 pub mod snapdiff;
 mod snapshots;
+pub mod writeback;
 
 mod client;
 

@@ -158,6 +158,11 @@ impl Client {
         if name.as_ref().len() > NAME_MAX {
             return Err(Errno::ENAMETOOLONG);
         }
+        if let Some(r) = self.wb_lookup(c, parent, &Name::from(name.as_ref())) {
+            let attr = r?;
+            let layout = (attr.kind == FileKind::File).then(crate::writeback::provisional_layout);
+            return Ok((attr, layout));
+        }
         let parent = self.name_dir(c, parent, name.as_ref()).await?;
         let name = Name::from(name.as_ref());
         // Under leases (a client that takes them), and with none of its own
@@ -198,6 +203,12 @@ impl Client {
         fid: Fid,
         access: u32,
     ) -> Result<(Attr, Option<Layout>), Errno> {
+        if self.wb.is_pending(fid) {
+            if let Some(attr) = self.wb_attr(fid) {
+                return self.open_made_here(c, attr, access);
+            }
+        }
+        self.wb_settle(&[fid]).await;
         let r = self
             .mdt_call(
                 c,
@@ -227,6 +238,9 @@ impl Client {
     /// [`crate::fresh`]), with its unreported writes, and how long they
     /// stay valid.
     pub fn recent_attr(&self, fid: Fid) -> Option<(Attr, Duration)> {
+        if let Some(a) = self.wb_attr(fid) {
+            return Some((self.with_local_size(a), self.router.caching().attr_timeout));
+        }
         let (a, left) = self.router.fresh.attr(fid)?;
         Some((self.with_local_size(a), left))
     }
@@ -235,6 +249,10 @@ impl Client {
     /// `Some(attributes)`, or `None` for no such name; with how long that
     /// stays valid.
     pub fn recent_entry(&self, dir: Fid, name: &[u8]) -> Option<(Option<Attr>, Duration)> {
+        if let Some(r) = self.wb_lookup(&Caller::default(), dir, &Name::from(name)) {
+            let ttl = self.router.caching().attr_timeout;
+            return Some((r.ok(), ttl));
+        }
         let plain = self.dir_is_plain(dir);
         let (fid, left) = self.router.fresh.name(dir, &Name::from(name), plain)?;
         match fid {
@@ -260,6 +278,9 @@ impl Client {
 
     /// Attributes of `fid`.
     pub async fn getattr(&self, c: &Caller, fid: Fid) -> Result<Attr, Errno> {
+        if let Some(a) = self.wb_attr(fid) {
+            return Ok(self.with_local_size(a));
+        }
         let r = self
             .mdt_call(c, fid, MdtRequest::GetAttr { fid })
             .await
@@ -277,6 +298,14 @@ impl Client {
     /// owner of a striped directory are set on each of its shards too,
     /// where the names live and are checked.
     pub async fn setattr(&self, c: &Caller, fid: Fid, mut set: SetAttr) -> Result<Attr, Errno> {
+        if let Some(r) = self.wb_setattr(c, fid, &set).await {
+            return r;
+        }
+        if self.wb.knows(fid) {
+            self.wb_settle(&[fid]).await;
+            // A written-back directory's attributes change by its MDT now.
+            self.wb.forget_dir(fid);
+        }
         self.reports_landed(fid).await;
         // Writes not yet reported would bring their own mtime at the next
         // flush and undo an explicit one (`cp -p`, `touch -r`): they are
@@ -359,6 +388,14 @@ impl Client {
         fid: Fid,
         layout: &Layout,
     ) -> Result<Attr, Errno> {
+        let set = SetAttr {
+            size: Some(0),
+            by_write_handle: true,
+            ..SetAttr::default()
+        };
+        if let Some(r) = self.wb_setattr(c, fid, &set).await {
+            return r;
+        }
         self.wait_writes(fid).await;
         self.truncate_objects(c, fid, layout, 0).await?;
         let set = SetAttr {
@@ -457,6 +494,12 @@ impl Client {
         if kind == FileKind::Dir {
             return Err(Errno::EINVAL);
         }
+        if stripe.is_none() {
+            let n = Name::from(name.as_ref());
+            if let Some(r) = self.wb_make(c, parent, &n, kind, perm, rdev, None).await {
+                return r;
+            }
+        }
         let parent = self.name_dir(c, parent, name.as_ref()).await?;
         let req = MdtRequest::Create {
             parent,
@@ -478,6 +521,14 @@ impl Client {
         name: impl AsRef<[u8]>,
         perm: u32,
     ) -> Result<Attr, Errno> {
+        check_name(name.as_ref())?;
+        let n = Name::from(name.as_ref());
+        if let Some(r) = self
+            .wb_make(c, parent, &n, FileKind::Dir, perm, 0, None)
+            .await
+        {
+            return r.map(|(a, _)| a);
+        }
         let (parent, name) = self.entry_at(c, parent, name.as_ref()).await?;
         let req = MdtRequest::Mkdir {
             parent,
@@ -486,6 +537,9 @@ impl Client {
         };
         let r = self.mdt_call(c, parent, req).await?;
         let (attr, layout) = self.entry(r, "Mkdir")?;
+        if layout.is_none() {
+            self.wb_take(c, &attr).await;
+        }
         // Placed on another MDT (a default placement): its own MDT leases
         // its (empty) list at a first listing, and then every create in it
         // is one round trip, not a lookup and a create.
@@ -509,13 +563,20 @@ impl Client {
         parent: Fid,
         name: impl AsRef<[u8]>,
     ) -> Result<(), Errno> {
-        let (parent, name) = self.entry_at(c, parent, name.as_ref()).await?;
+        check_name(name.as_ref())?;
+        let n = Name::from(name.as_ref());
+        if let Some(r) = self.wb_remove(c, parent, &n, false).await {
+            return r;
+        }
+        self.wb_settle(&[parent]).await;
+        let (dir, name) = self.entry_at(c, parent, name.as_ref()).await?;
         let req = MdtRequest::Unlink {
-            parent,
+            parent: dir,
             name,
             keep_orphan: self.has_open_files(),
         };
-        let r = self.mdt_call(c, parent, req).await?;
+        let r = self.mdt_call(c, dir, req).await?;
+        self.wb.removed(parent, &n);
         self.name_dropped(r, "Unlink").await
     }
 
@@ -526,9 +587,18 @@ impl Client {
         parent: Fid,
         name: impl AsRef<[u8]>,
     ) -> Result<(), Errno> {
-        let (parent, name) = self.entry_at(c, parent, name.as_ref()).await?;
-        let req = MdtRequest::Rmdir { parent, name };
-        Self::ok(self.mdt_call(c, parent, req).await?, "Rmdir")
+        check_name(name.as_ref())?;
+        let n = Name::from(name.as_ref());
+        if let Some(r) = self.wb_remove(c, parent, &n, true).await {
+            return r;
+        }
+        // The names in it may have been removed here and not sent yet.
+        self.wb_settle_all().await;
+        let (dir, name) = self.entry_at(c, parent, name.as_ref()).await?;
+        let req = MdtRequest::Rmdir { parent: dir, name };
+        Self::ok(self.mdt_call(c, dir, req).await?, "Rmdir")?;
+        self.wb.removed(parent, &n);
+        Ok(())
     }
 
     /// Rename `parent/name` to `new_parent/new_name` with
@@ -549,6 +619,11 @@ impl Client {
             return Err(Errno::EINVAL);
         }
         let (name, new_name) = (name.as_ref(), new_name.as_ref());
+        // Names this layer does not follow change: what it holds goes
+        // first, and the two directories are no longer answered here.
+        self.wb_settle_all().await;
+        self.wb.forget_dir(parent);
+        self.wb.forget_dir(new_parent);
         match self
             .rename_once(c, parent, name, new_parent, new_name, flags)
             .await
@@ -620,6 +695,8 @@ impl Client {
         parent: Fid,
         name: impl AsRef<[u8]>,
     ) -> Result<Attr, Errno> {
+        self.wb_settle_all().await;
+        self.wb.forget_dir(parent);
         let (parent, name) = self.entry_at(c, parent, name.as_ref()).await?;
         if self.router.mdt_of(fid).await? != self.router.mdt_of(parent).await? {
             // The inode's MDT counts the link, unseen by this client.
@@ -642,6 +719,13 @@ impl Client {
         if target.as_ref().is_empty() {
             return Err(Errno::ENOENT);
         }
+        if (1..=4095).contains(&target.as_ref().len()) {
+            let (n, t) = (Name::from(name.as_ref()), Name::from(target.as_ref()));
+            let kind = FileKind::Symlink;
+            if let Some(r) = self.wb_make(c, parent, &n, kind, 0o777, 0, Some(t)).await {
+                return r.map(|(a, _)| a);
+            }
+        }
         let parent = self.name_dir(c, parent, name.as_ref()).await?;
         let req = MdtRequest::Symlink {
             parent,
@@ -654,6 +738,9 @@ impl Client {
 
     /// The target of symbolic link `fid`.
     pub async fn readlink(&self, c: &Caller, fid: Fid) -> Result<Name, Errno> {
+        if let Some(t) = self.wb_readlink(fid) {
+            return Ok(t);
+        }
         match self.mdt_call(c, fid, MdtRequest::Readlink { fid }).await? {
             Reply::Link(t) => Ok(t),
             other => Err(unexpected("Readlink", &other)),
@@ -670,6 +757,10 @@ impl Client {
         cookie: u64,
         max: u32,
     ) -> Result<(Vec<DirEntry>, bool), Errno> {
+        if let Some(r) = self.wb_listing(c, fid, cookie, max) {
+            return r;
+        }
+        self.wb_settle(&[fid]).await;
         let reply = match self.dir_shards(c, fid).await? {
             Some(shards) => {
                 let (entries, eof) = self.readdir_shards(c, &shards, cookie, max).await?;
@@ -742,6 +833,7 @@ impl Client {
 
     /// The layout of regular file `fid`.
     pub async fn get_layout_as(&self, c: &Caller, fid: Fid) -> Result<Layout, Errno> {
+        self.wb_settle(&[fid]).await;
         match self.mdt_call(c, fid, MdtRequest::GetLayout { fid }).await? {
             Reply::Layout(l) => Ok(l),
             other => Err(unexpected("GetLayout", &other)),
@@ -766,6 +858,7 @@ impl Client {
         fid: Fid,
         spec: Option<StripeSpec>,
     ) -> Result<(), Errno> {
+        self.wb_leave(fid).await;
         if let Some(s) = &spec {
             s.validate().map_err(|_| Errno::EINVAL)?;
         }
@@ -827,6 +920,7 @@ impl Client {
         fid: Fid,
         spec: Option<DirDefault>,
     ) -> Result<(), Errno> {
+        self.wb_leave(fid).await;
         self.on_every_shard(c, fid, "SetDirDefault", |dir| MdtRequest::SetDirDefault {
             fid: dir,
             spec: spec.clone(),
@@ -855,6 +949,7 @@ impl Client {
         fid: Fid,
         spec: Option<LayoutSpec>,
     ) -> Result<(), Errno> {
+        self.wb_leave(fid).await;
         if let Some(s) = &spec {
             s.validate().map_err(|_| Errno::EINVAL)?;
         }
@@ -899,6 +994,7 @@ impl Client {
         fid: Fid,
         compress: Option<Compress>,
     ) -> Result<(), Errno> {
+        self.wb_leave(fid).await;
         if let Some(x) = &compress {
             x.validate().map_err(|_| Errno::EINVAL)?;
         }
@@ -947,6 +1043,7 @@ impl Client {
         value: &[u8],
         flags: u32,
     ) -> Result<(), Errno> {
+        self.wb_leave(fid).await;
         self.reports_landed(fid).await;
         let name = Name::from(name.as_ref());
         let req = MdtRequest::SetXattr {
@@ -1003,6 +1100,9 @@ impl Client {
         fid: Fid,
         name: impl AsRef<[u8]>,
     ) -> Result<Vec<u8>, Errno> {
+        if self.wb.is_pending(fid) {
+            return Err(Errno::ENODATA);
+        }
         let name = Name::from(name.as_ref());
         // Names every user may read (security labels, ACLs: what `ls -l`
         // asks of every file) are kept while the inode's attributes are
@@ -1039,6 +1139,9 @@ impl Client {
 
     /// Names of `fid`'s extended attributes.
     pub async fn listxattr(&self, c: &Caller, fid: Fid) -> Result<Vec<Name>, Errno> {
+        if self.wb.is_pending(fid) {
+            return Ok(Vec::new());
+        }
         // All of a file this client made are known while it is leased.
         if let Some(names) = self.router.fresh.xattr_names(fid) {
             return Ok(names);
@@ -1056,6 +1159,7 @@ impl Client {
         fid: Fid,
         name: impl AsRef<[u8]>,
     ) -> Result<(), Errno> {
+        self.wb_leave(fid).await;
         self.reports_landed(fid).await;
         let name = Name::from(name.as_ref());
         let req = MdtRequest::RemoveXattr {
@@ -1372,6 +1476,8 @@ impl Client {
     /// files to MDT `mdt` as `c` (root only; `loom migrate`): (inodes moved,
     /// inodes named in it that stayed where they were).
     pub async fn migrate_dir(&self, c: &Caller, fid: Fid, mdt: u32) -> Result<(u64, u64), Errno> {
+        self.wb_settle_all().await;
+        self.wb.forget_dir(fid);
         match self
             .mdt_call(c, fid, MdtRequest::Migrate { fid, mdt })
             .await?
@@ -1389,6 +1495,8 @@ impl Client {
     /// `c` (root only; `loom migrate -c`): the entries moved to other
     /// shards.
     pub async fn restripe_dir(&self, c: &Caller, fid: Fid, mdts: Vec<u32>) -> Result<u64, Errno> {
+        self.wb_settle_all().await;
+        self.wb.forget_dir(fid);
         match self
             .mdt_call(c, fid, MdtRequest::Restripe { fid, mdts })
             .await?

@@ -18,6 +18,7 @@ use super::plan::{clamp_read, gather, plan, scatter, ObjExtent, MAX_RPC};
 use super::readahead::{window_of, Fetch, ReadAhead, Stamp};
 use super::writeback::FileWrites;
 use crate::ctx::Caller;
+use crate::writeback::Absorbed;
 use crate::Client;
 use bytes::Bytes;
 use loom_proto::grant;
@@ -79,6 +80,13 @@ pub struct OpenFile {
     /// as last known here), sent with writes for the OSTs' quotas; `None`
     /// until known (the OST then keeps the object's own).
     owner: Mutex<Option<Owner>>,
+    /// A file the write-back layer made and had not sent when this handle
+    /// opened it (its layout is still to come): the bytes go to the layer
+    /// while it holds the file, then through `sent`.
+    made_here: bool,
+    /// Once such a file is sent, the handle on its layout that this one's
+    /// I/O goes through.
+    sent: tokio::sync::OnceCell<Arc<OpenFile>>,
 }
 
 /// What a read needs, owned, so that reading ahead can run it as a task.
@@ -255,8 +263,47 @@ impl OpenFile {
                     (w, tokio::sync::Mutex::new(ReadAhead::new(w, ttl)))
                 }),
             client,
+            made_here: layout.components.is_empty(),
+            sent: tokio::sync::OnceCell::new(),
             layout,
             owner: Mutex::new(None),
+        }
+    }
+
+    /// For a handle of a file made here by the write-back layer: `None`
+    /// while the layer holds the file, else the handle on its layout
+    /// (opened at the first need, after it was sent). `None` for other
+    /// handles.
+    async fn sent_handle(&self) -> Result<Option<&Arc<OpenFile>>, Errno> {
+        if !self.made_here || self.client.wb.is_pending(self.fid) {
+            return Ok(None);
+        }
+        let f = self
+            .sent
+            .get_or_try_init(|| async {
+                let attr = self.client.getattr(&self.caller, self.fid).await?;
+                let layout = self.client.get_layout_as(&self.caller, self.fid).await?;
+                let f = self
+                    .client
+                    .open_untold(&self.caller, self.fid, layout, attr.size);
+                f.note_attr(&attr);
+                Ok::<_, Errno>(f)
+            })
+            .await?;
+        Ok(Some(f))
+    }
+
+    /// The handle a file made here goes through once sent: sends it now
+    /// if the write-back layer still holds it (a change it does not keep
+    /// needs its layout). EIO if it could not be sent (the failure is
+    /// also kept for the file's fsync).
+    async fn through_sent(&self) -> Result<&Arc<OpenFile>, Errno> {
+        if self.client.wb.is_pending(self.fid) {
+            self.client.wb_settle(&[self.fid]).await;
+        }
+        match self.sent_handle().await? {
+            Some(f) => Ok(f),
+            None => Err(self.client.take_unseen(self.fid).unwrap_or(Errno::EIO)),
         }
     }
 
@@ -373,6 +420,16 @@ impl OpenFile {
     /// whole stripe widths read ahead (library clients; see
     /// [`super::readahead`]).
     pub async fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>, Errno> {
+        if self.made_here {
+            if let Some(b) = self.client.wb_read(self.fid, offset, len) {
+                return Ok(b);
+            }
+            return self.through_sent().await?.read_direct(offset, len).await;
+        }
+        self.read_direct(offset, len).await
+    }
+
+    async fn read_direct(&self, offset: u64, len: usize) -> Result<Vec<u8>, Errno> {
         // What this client wrote must be read back: wait for writes in
         // flight.
         self.client.wait_writes(self.fid).await;
@@ -424,6 +481,21 @@ impl OpenFile {
         if data.is_empty() {
             return Ok(());
         }
+        if self.made_here {
+            self.drop_privileges().await?;
+            loop {
+                match self.client.wb_write(self.fid, offset, data) {
+                    Absorbed::Kept => return Ok(()),
+                    Absorbed::Busy => self.client.wb_wait_flush().await,
+                    Absorbed::No => break,
+                }
+            }
+            return self.through_sent().await?.write_direct(offset, data).await;
+        }
+        self.write_direct(offset, data).await
+    }
+
+    async fn write_direct(&self, offset: u64, data: &[u8]) -> Result<(), Errno> {
         let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
         self.writes.note_change();
         self.drop_privileges().await?;
@@ -486,6 +558,13 @@ impl OpenFile {
     /// after it. A crash between the range and its write leaves the range
     /// zeros.
     pub async fn append(&self, data: &[u8]) -> Result<u64, Errno> {
+        if self.made_here {
+            return self.through_sent().await?.append_direct(data).await;
+        }
+        self.append_direct(data).await
+    }
+
+    async fn append_direct(&self, data: &[u8]) -> Result<u64, Errno> {
         if self.dirty.load(Ordering::Acquire) {
             self.report(false).await?;
         }
@@ -687,6 +766,17 @@ impl OpenFile {
     /// yet. Called at close, and before an explicit mtime is set. Like
     /// the data, the report is made durable by [`OpenFile::fsync`].
     pub async fn flush(&self) -> Result<(), Errno> {
+        if self.made_here {
+            // Held by the write-back layer: nothing to report yet.
+            return match self.sent_handle().await? {
+                Some(f) => f.flush_direct().await,
+                None => Ok(()),
+            };
+        }
+        self.flush_direct().await
+    }
+
+    async fn flush_direct(&self) -> Result<(), Errno> {
         if self.defers.load(Ordering::Acquire) && self.client.router.fresh.size_leased(self.fid) {
             // Under the size lease: the data is on the OSTs, the size
             // waits for the release or a recall.
@@ -699,6 +789,16 @@ impl OpenFile {
     /// Report written data to the MDT now, also under a size lease (at
     /// the release of the handle, or when the lease is recalled).
     pub async fn report_now(&self) -> Result<(), Errno> {
+        if self.made_here {
+            return match self.sent.get() {
+                Some(f) => f.report_now_direct().await,
+                None => Ok(()),
+            };
+        }
+        self.report_now_direct().await
+    }
+
+    async fn report_now_direct(&self) -> Result<(), Errno> {
         self.report(false).await
     }
 
@@ -791,6 +891,13 @@ impl OpenFile {
     /// Make the data durable on every object of the layout, then the size
     /// and mtime on the MDT (what every handle of this client wrote).
     pub async fn fsync(&self) -> Result<(), Errno> {
+        if self.made_here {
+            return self.through_sent().await?.fsync_direct().await;
+        }
+        self.fsync_direct().await
+    }
+
+    async fn fsync_direct(&self) -> Result<(), Errno> {
         self.drain().await?;
         self.landed().await?;
         let syncs = self.layout.objects().into_iter();
@@ -854,6 +961,20 @@ impl OpenFile {
         if len == 0 {
             return Err(Errno::EINVAL);
         }
+        if self.made_here {
+            let f = self.through_sent().await?;
+            return f.fallocate_direct(what, offset, len, keep_size).await;
+        }
+        self.fallocate_direct(what, offset, len, keep_size).await
+    }
+
+    async fn fallocate_direct(
+        &self,
+        what: Allocation,
+        offset: u64,
+        len: u64,
+        keep_size: bool,
+    ) -> Result<(), Errno> {
         let end = offset
             .checked_add(len)
             .filter(|&e| e <= i64::MAX as u64)

@@ -68,9 +68,11 @@ impl Subscriptions {
     pub(super) fn on_connect(&self, fresh: Arc<Fresh>) -> super::addrs::OnConnect {
         let handler = self.recall_handler(fresh.clone());
         let (inval, reporter) = (self.invalidator.clone(), self.reporter.clone());
+        let flusher = self.flusher.clone();
         Arc::new(move |c: &RpcClient| {
             c.set_callbacks(handler.clone());
-            watch_losses(c, fresh.clone(), inval.clone(), reporter.clone());
+            let hooks = (inval.clone(), reporter.clone(), flusher.clone());
+            watch_losses(c, fresh.clone(), hooks);
         })
     }
 
@@ -156,18 +158,19 @@ impl Subscriptions {
 
 /// When a connection to `c`'s server dies, the leases granted on it
 /// are void: drop everything known, in the kernel too.
-fn watch_losses(
-    c: &RpcClient,
-    fresh: Arc<Fresh>,
-    inval: Arc<OnceLock<Invalidator>>,
-    reporter: Arc<OnceLock<Reporter>>,
-) {
+fn watch_losses(c: &RpcClient, fresh: Arc<Fresh>, hooks: LossHooks) {
+    let (inval, reporter, flusher) = hooks;
     let Ok(rt) = tokio::runtime::Handle::try_current() else {
         return;
     };
     let mut losses = c.losses();
     rt.spawn(async move {
         while losses.changed().await.is_ok() {
+            // Write-back leases went too: nothing more is answered
+            // locally, and what waits is sent once the MDT is back.
+            if let Some(f) = flusher.get() {
+                tokio::spawn(f(Vec::new()));
+            }
             let all = fresh.take_all();
             let sizes = sized(&all);
             if let (false, Some(r)) = (sizes.is_empty(), reporter.get()) {
@@ -237,6 +240,14 @@ impl Router {
 }
 
 /// The files whose size leases are among `leases`.
+/// What a lost connection runs: the invalidator, the size reporter, the
+/// write-back flusher.
+type LossHooks = (
+    Arc<OnceLock<Invalidator>>,
+    Arc<OnceLock<Reporter>>,
+    Arc<OnceLock<Reporter>>,
+);
+
 fn sized(leases: &[Lease]) -> Vec<Fid> {
     leases
         .iter()

@@ -49,13 +49,23 @@ impl MdtService {
                 format!("{dir} has names: only an empty directory is written back"),
             ));
         }
+        // The holder gives its new inodes their final modes itself: a
+        // default ACL would cut them in ways it does not compute.
+        if r.default_acl.is_some() {
+            return Err(ServerError::refused(
+                Errno::EOPNOTSUPP,
+                format!("{dir} has a default ACL"),
+            ));
+        }
         if !self.names.leases.grant_writeback(client, dir) {
             return Err(ServerError::refused(
                 Errno::EBUSY,
                 format!("{dir} is written back by another client, or this client takes no leases"),
             ));
         }
-        Ok(Reply::Ok)
+        // The layout its new files get: what of their first bytes the
+        // holder may send with them (a Data-on-MDT component's).
+        Ok(Reply::LayoutSpec(self.default_layout(dir)?))
     }
 
     /// A directory made by the client that writes back its parent is
