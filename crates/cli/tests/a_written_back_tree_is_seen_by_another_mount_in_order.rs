@@ -1,0 +1,173 @@
+//! Issue #32, points 1 and 2, through real mounts: a mount with
+//! `--write-back` answers what a user does in a directory it made (files
+//! with their bytes, directories, symlinks, chmod, utimens, truncate,
+//! removals) and sends it in batches; another mount's next access to the
+//! directory sees all of it, as it was left, at once (one recall, no
+//! wait). Run as uid 65534; root's chown in the user's directory is sent
+//! as root's. The MDTs' per-client counters show the writer sent batches,
+//! not one create per file.
+mod common;
+use common::*;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// The operations the MDTs served the mount that took write-back leases,
+/// summed over the MDTs.
+fn writer_ops(mnt: &Path) -> HashMap<String, u64> {
+    let stats: Value = serde_json::from_str(&loom_ok(&["stats", s(mnt), "--json"])).expect("JSON");
+    let mut out = HashMap::new();
+    let mut writers = std::collections::HashSet::new();
+    for target in stats.as_array().expect("targets") {
+        for client in target["clients"].as_array().into_iter().flatten() {
+            let ops = client["ops"].as_object().expect("ops");
+            if ops.contains_key("take_write_back") {
+                writers.insert(client["id"].as_str().expect("id").to_string());
+                for (op, n) in ops {
+                    *out.entry(op.clone()).or_insert(0) += n.as_u64().expect("count");
+                }
+            }
+        }
+    }
+    assert_eq!(writers.len(), 1, "one writing mount: {writers:?}");
+    out
+}
+
+#[test]
+fn a_written_back_tree_is_seen_by_another_mount_in_order() {
+    let mut c = Cluster::up(2, 2, &[]);
+    let shared = c.open_dir("shared");
+    let wb = c.second_mount_with("wb", &["--write-back"]);
+    let (mine, theirs) = (wb.join("shared/t"), shared.join("t"));
+
+    // As a user: a tree made, changed and partly removed again.
+    let script = format!(
+        "set -e; mkdir {t}; cd {t}
+         for i in $(seq 1 60); do printf \"v1-$i\" > f$i; done
+         mkdir -p sub/deeper; printf leaf > sub/deeper/leaf
+         ln -s f1 link
+         chmod 0640 f2
+         touch -d @1000000000 f3
+         truncate -s 3 f4
+         rm f5; printf again > f5
+         rm f6
+         rm sub/deeper/leaf; rmdir sub/deeper
+         mkdir gone; rmdir gone
+         head -c 70000 /dev/zero | tr '\\0' z > big
+         touch sub/x; rmdir sub 2>/dev/null && exit 10
+         ls -a | wc -l",
+        t = s(&mine)
+    );
+    let o = sh_as_nobody(&script).output().expect("sh");
+    assert!(
+        o.status.success(),
+        "the user's script: {}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // 60 files (f6 gone), link, sub, big, ".", "..".
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "64");
+    let before = writer_ops(&c.mnt);
+    assert_eq!(
+        before.get("create"),
+        None,
+        "no create went alone: {before:?}"
+    );
+
+    // The other mount, at once: everything, as it was left.
+    let mut names: Vec<String> = std::fs::read_dir(&theirs)
+        .expect("list on the other mount")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = (1..=60)
+        .filter(|i| *i != 6)
+        .map(|i| format!("f{i}"))
+        .collect();
+    want.extend(["big", "link", "sub"].map(String::from));
+    want.sort();
+    assert_eq!(names, want);
+    let read = |n: &str| std::fs::read_to_string(theirs.join(n)).expect("read");
+    assert_eq!(read("f1"), "v1-1");
+    assert_eq!(read("f60"), "v1-60");
+    assert_eq!(read("f4"), "v1-");
+    assert_eq!(read("f5"), "again");
+    assert_eq!(read("big").len(), 70000);
+    assert!(read("big").bytes().all(|b| b == b'z'));
+    let meta = |n: &str| std::fs::symlink_metadata(theirs.join(n)).expect("stat");
+    assert_eq!(meta("f2").mode() & 0o7777, 0o640);
+    assert_eq!(meta("f3").mtime(), 1_000_000_000);
+    assert_eq!((meta("f7").uid(), meta("f7").gid()), (65534, 65534));
+    assert_eq!(
+        std::fs::read_link(theirs.join("link")).expect("readlink"),
+        Path::new("f1")
+    );
+    assert!(!theirs.join("sub/deeper").exists());
+    assert!(theirs.join("sub/x").exists());
+    assert_eq!(meta("sub").nlink(), 2);
+    assert_eq!(meta(".").nlink(), 3, "t holds one directory");
+    let after = writer_ops(&c.mnt);
+    assert!(after["batch"] >= 1, "sent in batches: {after:?}");
+    assert!(
+        after["batch"] < 20,
+        "about 70 changes in a few batches: {after:?}"
+    );
+    assert_eq!(after.get("create"), None, "{after:?}");
+
+    // The writer goes on in a new directory: the reader sees each change
+    // at its next access, also a change made after its last look.
+    let (mine2, theirs2) = (wb.join("shared/t2"), shared.join("t2"));
+    let o = sh_as_nobody(&format!(
+        "mkdir {d} && cd {d} && for i in $(seq 1 20); do echo $i > n$i; done",
+        d = s(&mine2)
+    ))
+    .output()
+    .expect("sh");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read_dir(&theirs2).expect("list").count(), 20);
+    let o = sh_as_nobody(&format!("echo 21 > {}/n21", s(&mine2)))
+        .output()
+        .expect("sh");
+    assert!(o.status.success());
+    assert_eq!(
+        std::fs::read_to_string(theirs2.join("n21")).expect("n21"),
+        "21\n"
+    );
+
+    // Permissions hold where the writer answers: the user may not give a
+    // file away; root may, in the user's directory, and that is sent too.
+    let (mine3, theirs3) = (wb.join("shared/t3"), shared.join("t3"));
+    let o = sh_as_nobody(&format!(
+        "mkdir {d} && echo a > {d}/a && echo b > {d}/b && ! chown 0 {d}/a 2>/dev/null && chmod 0600 {d}/a",
+        d = s(&mine3)
+    ))
+    .output()
+    .expect("sh");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    sh(&format!("chown 0:0 {}/b", s(&mine3)));
+    assert_eq!(std::fs::metadata(theirs3.join("b")).expect("b").uid(), 0);
+    assert_eq!(
+        std::fs::metadata(theirs3.join("a")).expect("a").uid(),
+        65534
+    );
+    assert_eq!(
+        std::fs::metadata(theirs3.join("a")).expect("a").mode() & 0o777,
+        0o600
+    );
+    // The user may read root's file and no longer write it.
+    let o = as_nobody(&["cat", s(&theirs3.join("b"))]);
+    assert!(o.status.success(), "b is 0644");
+    let o = sh_as_nobody(&format!("echo x >> {}/b", s(&mine3)))
+        .output()
+        .expect("sh");
+    assert!(!o.status.success(), "b is root's now, 0644");
+
+    // fsck: the namespace and the objects agree.
+    let (code, out) = fsck(&c, &[]);
+    assert_eq!(code, 0, "{out}");
+}
