@@ -81,10 +81,13 @@ impl Client {
     /// FIDs. What waits is sent first: the MDT keeps only a client's last
     /// two runs, and a change naming an older one would be refused.
     pub(crate) async fn wb_refill(&self, mdt: u32, via: Fid) -> Result<(), Errno> {
-        self.wb_flush().await?;
+        let _one = self.wb.refilling.lock().await;
         if self.wb.lock().fids.get(&mdt).is_some_and(|r| !r.is_empty()) {
             return Ok(());
         }
+        // A refusal is the change's, reported at its fsync; none of
+        // the older run waits any more.
+        let _ = self.wb_flush().await;
         let (first, count) = self.grant_fids(via, GRANT_RUN).await?;
         self.wb
             .lock()

@@ -60,6 +60,9 @@ pub struct WriteBack {
     state: Mutex<State>,
     /// Held by the one flush under way.
     flushing: tokio::sync::Mutex<()>,
+    /// Held while FIDs are asked for: one run at a time (a third run
+    /// would void the first, maybe still in use).
+    refilling: tokio::sync::Mutex<()>,
 }
 
 #[derive(Debug, Default)]
