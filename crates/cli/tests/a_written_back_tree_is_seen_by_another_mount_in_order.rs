@@ -210,3 +210,55 @@ print("done")
     let ops = writer_ops(&c.mnt);
     assert!(ops["grant_fids"] >= 3, "several runs: {ops:?}");
 }
+
+/// The batches MDT0 served, all clients.
+fn mdt0_batches(mnt: &Path) -> u64 {
+    let stats: Value =
+        serde_json::from_str(&loom_ok(&["stats", s(mnt), "--target", "mdt0", "--json"]))
+            .expect("JSON");
+    let ops = stats[0]["ops"].as_array().expect("ops");
+    ops.iter()
+        .find(|o| o["op"] == "batch")
+        .map_or(0, |o| o["samples"].as_u64().expect("samples"))
+}
+
+#[test]
+fn a_file_on_its_way_to_its_objects_reads_whole_where_it_was_written() {
+    // A new file's first bytes go to its OST after its MDT made it (with
+    // size 0): in between, the writing mount still answers it itself.
+    let mut c = Cluster::up(1, 1, &[]);
+    let wb = c.second_mount_with("wb", &["--write-back"]);
+    let d = wb.join("d");
+    std::fs::create_dir(&d).expect("mkdir");
+    std::fs::write(d.join("a"), "first bytes").expect("write");
+    std::fs::write(d.join("b"), "b's bytes").expect("write");
+    // A file made the usual way first: the MDT then holds objects made
+    // ahead on the OST, and makes the next file without it.
+    std::fs::write(c.mnt.join("warm"), "x").expect("write");
+    let before = mdt0_batches(&c.mnt);
+    let ost = Stopped::new(c.pid("ost0"));
+    // An fsync of b sends both (not of the directory: the kernel holds
+    // a directory's lock through its fsync, and lookups in it wait).
+    let b = d.join("b");
+    let syncing = std::thread::spawn(move || {
+        std::fs::File::open(&b)
+            .and_then(|f| f.sync_all())
+            .expect("fsync of b")
+    });
+    // The MDT made it; its bytes wait for the stopped OST.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while mdt0_batches(&c.mnt) == before {
+        assert!(std::time::Instant::now() < deadline, "no batch sent");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let file = d.join("a");
+    let read = within(move || std::fs::read_to_string(file));
+    drop(ost);
+    syncing.join().expect("fsync thread");
+    let read = read.expect("the read waited for the OST");
+    assert_eq!(read.expect("read"), "first bytes");
+    assert_eq!(
+        std::fs::read_to_string(c.mnt.join("d/a")).expect("read on the other mount"),
+        "first bytes"
+    );
+}

@@ -1,7 +1,8 @@
 //! Issue #32, point 3, through real mounts with `--write-back`:
 //! - fsync of a file, and of a directory, waits for the flush and the
 //!   commit: kill -9 of the MDT right after loses nothing, nor does kill
-//!   -9 of the MDT while an fsync's flush waits for it;
+//!   -9 of the MDT while an fsync's flush waits for it; a write to a file
+//!   opened O_SYNC or O_DSYNC is as durable when it returns;
 //! - kill -9 of the writing mount loses at most what was not fsynced, and
 //!   leaves no file half made (a Data-on-MDT file comes with all its
 //!   bytes or not at all) and nothing for `loom fsck` to find;
@@ -35,6 +36,16 @@ dfd = os.open(d, os.O_RDONLY)
 os.fsync(dfd)
 os.close(dfd)
 print("synced", flush=True)
+"#;
+
+/// Python that writes files "osync" and "odsync" in argv[1], opened
+/// O_SYNC and O_DSYNC, and neither fsyncs nor syncs.
+const SYNC_WRITES: &str = r#"
+import os, sys
+for name, flag in (("osync", os.O_SYNC), ("odsync", os.O_DSYNC)):
+    fd = os.open(os.path.join(sys.argv[1], name), os.O_CREAT | os.O_WRONLY | flag, 0o644)
+    os.write(fd, f"{name}-bytes".encode())
+    os.close(fd)
 "#;
 
 fn make(d: &Path, prefix: &str, n: u32, fsync: Option<&str>) -> Command {
@@ -113,6 +124,32 @@ fn an_fsynced_written_back_tree_survives_kill_9_of_its_mdt() {
     c.restart("mdt0");
     let theirs = c.mnt.join("d");
     assert_eq!(whole_files(&theirs, "a", 100), 100);
+
+    // O_SYNC and O_DSYNC: each file's name and bytes are durable when
+    // its write returns, with no fsync (the files are made in a directory
+    // written back, after others that wait to be sent).
+    let d3 = wb.join("d3");
+    std::fs::create_dir(&d3).expect("mkdir d3");
+    run(make(&d3, "c", 20, None));
+    let o = Command::new("python3")
+        .arg("-c")
+        .arg(SYNC_WRITES)
+        .arg(&d3)
+        .output()
+        .expect("python3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Neither the mount (which would send, then replay, what it holds)
+    // nor the MDT's held-back commits are left to keep them.
+    let pid = nix::unistd::Pid::from_raw(c.mount_pid(&wb));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill -9");
+    let _ = nix::mount::umount2(&wb, nix::mount::MntFlags::MNT_DETACH);
+    c.kill9_latest("mdt0");
+    c.restart("mdt0");
+    let theirs = c.mnt.join("d3");
+    for name in ["osync", "odsync"] {
+        let text = std::fs::read_to_string(theirs.join(name)).expect("read");
+        assert_eq!(text, format!("{name}-bytes"), "{name}");
+    }
 
     let (code, out) = fsck(&c, &[]);
     assert_eq!(code, 0, "{out}");

@@ -544,6 +544,11 @@ impl Client {
         fid: Fid,
         write: bool,
     ) -> Option<(Attr, Arc<OpenFile>, u64)> {
+        // Made here and not wholly sent: its MDT's answer (learned, with
+        // its layout) lacks the bytes this client still holds.
+        if self.wb.is_pending(fid) {
+            return None;
+        }
         let (attr, layout, gen) = self.router.fresh.leased_file(fid)?;
         if attr.kind != FileKind::File {
             return None;

@@ -98,6 +98,42 @@ impl Client {
         Ok(())
     }
 
+    /// Ask MDT `mdt` for the next run in the background when the one in
+    /// use is half taken and none waits behind it, so that creates do not
+    /// stop for a grant (the wait behind it is the older run's flush).
+    pub(crate) fn wb_prefetch(&self, mdt: u32, via: Fid) {
+        let low = move |s: &super::State| {
+            s.fids
+                .get(&mdt)
+                .is_none_or(|r| r.len() < 2 && r.front().is_none_or(|x| x.1 < GRANT_RUN / 2))
+        };
+        if !low(&self.wb.lock()) || self.wb.refilling.try_lock().is_err() {
+            return;
+        }
+        let Some(me) = self.me.get().and_then(std::sync::Weak::upgrade) else {
+            return;
+        };
+        self.rt.spawn(async move {
+            let _one = me.wb.refilling.lock().await;
+            if !low(&me.wb.lock()) {
+                return;
+            }
+            // The run before the one in use is voided by this grant: its
+            // changes go first.
+            let _ = me.wb_flush().await;
+            match me.grant_fids(via, GRANT_RUN).await {
+                Ok((first, count)) => me
+                    .wb
+                    .lock()
+                    .fids
+                    .entry(mdt)
+                    .or_default()
+                    .push_back((first, count)),
+                Err(e) => tracing::debug!(%via, "write-back: no FIDs ahead: {e:?}"),
+            }
+        });
+    }
+
     /// Before an operation this layer does not answer, on `fids`: if it
     /// holds any of them, send everything first (the MDT must see the
     /// changes before it in their order).
@@ -353,6 +389,19 @@ impl Client {
         match (item.op, reply) {
             (Op::Make(fid), Reply::Entry { layout, .. }) => {
                 let mut s = self.wb.lock();
+                if let (Some(data), Some(layout)) = (&item.after, &layout) {
+                    // Its bytes are only here until they are on its
+                    // objects and its size is at its MDT: it is still
+                    // answered here (as being sent) until then.
+                    let m = s.made.get(&fid)?;
+                    return Some(Written {
+                        fid,
+                        layout: layout.clone(),
+                        data: data.clone(),
+                        attr: m.attr.clone(),
+                        caller: item.caller,
+                    });
+                }
                 let m = s.made.remove(&fid)?;
                 let parent_held = s.dirs.get(&m.parent).is_some_and(|h| h.answering);
                 if let Some(h) = s.dirs.get_mut(&fid) {
@@ -361,17 +410,7 @@ impl Client {
                     h.granted = parent_held;
                     h.answering &= parent_held;
                 }
-                drop(s);
-                match (item.after, layout) {
-                    (Some(data), Some(layout)) => Some(Written {
-                        fid,
-                        layout,
-                        data,
-                        attr: m.attr,
-                        caller: item.caller,
-                    }),
-                    _ => None,
-                }
+                None
             }
             (Op::Unlink { .. }, Reply::Orphaned { fid }) => {
                 self.adopt_orphan(fid).await;
@@ -428,6 +467,17 @@ impl Client {
         if written.is_empty() {
             return Ok(());
         }
+        let fids: Vec<Fid> = written.iter().map(|w| w.fid).collect();
+        let r = self.wb_write_firsts_of(mdt, written).await;
+        // Sent, or failed and reported: answered by their MDT from now on.
+        let mut s = self.wb.lock();
+        for fid in fids {
+            s.made.remove(&fid);
+        }
+        r
+    }
+
+    async fn wb_write_firsts_of(&self, mdt: u32, written: Vec<Written>) -> Result<(), Errno> {
         let me = self
             .me
             .get()

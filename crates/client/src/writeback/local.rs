@@ -147,6 +147,7 @@ impl Client {
                     if due {
                         self.wb_kick();
                     }
+                    self.wb_prefetch(mdt, parent);
                     self.router.lease_hit();
                     let layout = (kind == FileKind::File).then(provisional_layout);
                     return Some(Ok((attr, layout)));

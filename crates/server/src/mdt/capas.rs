@@ -57,7 +57,9 @@ impl MdtService {
     /// first I/O, and gets it without another round trip.
     pub(super) fn with_capa(&self, req: &MdtRequest, reply: Reply) -> Reply {
         let write = match req {
-            MdtRequest::Create { .. } => true,
+            // A written-back file's first bytes go to its objects right
+            // after its `MakeAt`.
+            MdtRequest::Create { .. } | MdtRequest::MakeAt { .. } => true,
             MdtRequest::Open { access: a, .. } => a & access::WRITE != 0,
             _ => return reply,
         };
