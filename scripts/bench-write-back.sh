@@ -13,7 +13,7 @@
 #     /proc/PID/stat utime + stime).
 # Usage: scripts/bench-write-back.sh LOOM [ROUNDS] [OUT]
 set -euo pipefail
-loom=$1
+loom=$(realpath -- "$1")
 rounds=${2:-3}
 out=${3:-/var/tmp/loom-bench-wb}
 state=/var/tmp/loom-bench-wb-state
@@ -22,6 +22,7 @@ wb=/mnt/loom-bench-wb
 noopmnt=/mnt/loom-bench-noop
 tarball=/var/tmp/loom-bench-include.tar
 mkdir -p "$out" "$plain" "$wb" "$noopmnt"
+cd "$out" # the charts go next to the results
 [ -f "$tarball" ] || tar cf "$tarball" -C /usr include
 
 cleanup() {

@@ -58,7 +58,7 @@ fn a_written_back_tree_is_seen_by_another_mount_in_order() {
          rm f6
          rm sub/deeper/leaf; rmdir sub/deeper
          mkdir gone; rmdir gone
-         head -c 70000 /dev/zero | tr '\\0' z > big
+         head -c 1100000 /dev/zero | tr '\\0' z > big
          touch sub/x; rmdir sub 2>/dev/null && exit 10
          ls -a | wc -l",
         t = s(&mine)
@@ -78,6 +78,29 @@ fn a_written_back_tree_is_seen_by_another_mount_in_order() {
         None,
         "no create went alone: {before:?}"
     );
+    // Once all is sent, the writer still lists the directory itself
+    // (every name known, attributes under the leases its MDT granted
+    // with its answers), as the other mount will from the MDT below.
+    let listing = |dir: &Path| {
+        let o = sh_as_nobody(&format!("ls -ln --time-style=+%s {}", s(dir)))
+            .output()
+            .expect("ls");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let fsync = format!(
+        "python3 -c 'import os, sys; os.fsync(os.open(sys.argv[1], os.O_RDONLY))' {}",
+        s(&mine)
+    );
+    assert!(sh_as_nobody(&fsync).status().expect("fsync").success());
+    let sent = writer_ops(&c.mnt);
+    let writers_listing = listing(&mine);
+    let listed = writer_ops(&c.mnt);
+    assert_eq!(
+        listed.get("readdir"),
+        sent.get("readdir"),
+        "listed by the writer itself"
+    );
 
     // The other mount, at once: everything, as it was left.
     let mut names: Vec<String> = std::fs::read_dir(&theirs)
@@ -92,12 +115,17 @@ fn a_written_back_tree_is_seen_by_another_mount_in_order() {
     want.extend(["big", "link", "sub"].map(String::from));
     want.sort();
     assert_eq!(names, want);
+    assert_eq!(listing(&theirs), writers_listing);
     let read = |n: &str| std::fs::read_to_string(theirs.join(n)).expect("read");
     assert_eq!(read("f1"), "v1-1");
     assert_eq!(read("f60"), "v1-60");
     assert_eq!(read("f4"), "v1-");
     assert_eq!(read("f5"), "again");
-    assert_eq!(read("big").len(), 70000);
+    assert_eq!(
+        read("big").len(),
+        1_100_000,
+        "past what a new file keeps here"
+    );
     assert!(read("big").bytes().all(|b| b == b'z'));
     let meta = |n: &str| std::fs::symlink_metadata(theirs.join(n)).expect("stat");
     assert_eq!(meta("f2").mode() & 0o7777, 0o640);

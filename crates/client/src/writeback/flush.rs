@@ -7,7 +7,7 @@
 use super::{Held, Op};
 use crate::ctx::Caller;
 use crate::Client;
-use loom_proto::msg::{Attr, FileKind, MdtRequest, Reply, SetAttr, SetTime, TargetId};
+use loom_proto::msg::{Attr, FileKind, MdtRequest, Reply, ReqCtx, SetAttr, SetTime, TargetId};
 use loom_proto::{Errno, Fid, Layout};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -35,6 +35,9 @@ pub type Flushing<'a> =
 struct Sending {
     op: Op,
     caller: Caller,
+    /// What the MDT is told of the caller (its job, not its process):
+    /// changes with the same go in one batch.
+    ctx: ReqCtx,
     req: MdtRequest,
     /// A new file's bytes to write on its objects once it is made.
     after: Option<Vec<u8>>,
@@ -47,6 +50,7 @@ struct Written {
     data: Vec<u8>,
     attr: Attr,
     caller: Caller,
+    ctx: ReqCtx,
 }
 
 impl Client {
@@ -243,15 +247,15 @@ impl Client {
             let Some((mdt, mut todo)) = self.wb_take_queue() else {
                 break;
             };
+            for item in todo.iter_mut() {
+                item.ctx = self.ctx(&item.caller);
+            }
             let mut written = Vec::new();
             while !todo.is_empty() {
                 let run = cut_run(&mut todo);
-                let caller = run[0].caller.clone();
+                let ctx = run[0].ctx.clone();
                 let reqs: Vec<MdtRequest> = run.iter().map(|s| s.req.clone()).collect();
-                let answers = self
-                    .router
-                    .call_batch(TargetId::mdt(mdt), self.ctx(&caller), reqs)
-                    .await;
+                let answers = self.router.call_batch(TargetId::mdt(mdt), ctx, reqs).await;
                 let answers = match answers {
                     Ok(a) => a,
                     // Not sent (or not answered in all the call's time):
@@ -299,6 +303,7 @@ impl Client {
         if s.queues.values().all(Vec::is_empty) {
             s.oldest = None;
         }
+        s.kept_bytes = 0;
         let mut out = VecDeque::with_capacity(ops.len());
         for op in ops {
             let sending = match &op {
@@ -337,6 +342,7 @@ impl Client {
                         caller,
                         req,
                         after,
+                        ctx: ReqCtx::default(),
                     }
                 }
                 Op::Unlink {
@@ -353,6 +359,7 @@ impl Client {
                     },
                     op: op.clone(),
                     after: None,
+                    ctx: ReqCtx::default(),
                 },
                 Op::SetAttr { fid, set, caller } => Sending {
                     caller: caller.clone(),
@@ -362,6 +369,7 @@ impl Client {
                     },
                     op: op.clone(),
                     after: None,
+                    ctx: ReqCtx::default(),
                 },
                 Op::Rmdir {
                     parent,
@@ -375,6 +383,7 @@ impl Client {
                     },
                     op: op.clone(),
                     after: None,
+                    ctx: ReqCtx::default(),
                 },
             };
             out.push_back(sending);
@@ -400,6 +409,7 @@ impl Client {
                         data: data.clone(),
                         attr: m.attr.clone(),
                         caller: item.caller,
+                        ctx: item.ctx,
                     });
                 }
                 let m = s.made.remove(&fid)?;
@@ -496,7 +506,7 @@ impl Client {
                 (w, r)
             });
         }
-        let mut sized: Vec<(Caller, Fid, MdtRequest)> = Vec::new();
+        let mut sized: Vec<(ReqCtx, Fid, MdtRequest)> = Vec::new();
         let mut failure = None;
         while let Some(j) = set.join_next().await {
             let Ok((w, r)) = j else { continue };
@@ -514,7 +524,7 @@ impl Client {
                             ..SetAttr::default()
                         },
                     };
-                    sized.push((w.caller, w.fid, req));
+                    sized.push((w.ctx, w.fid, req));
                 }
                 Err(e) => {
                     failure.get_or_insert(e);
@@ -523,7 +533,11 @@ impl Client {
                 }
             }
         }
-        sized.sort_by_key(|(c, _, _)| (c.uid, c.gid));
+        // Stable: each caller's in the order they were made.
+        sized.sort_by(|(a, _, _), (b, _, _)| {
+            (a.uid, a.gid, &a.groups, a.umask, &a.jobid)
+                .cmp(&(b.uid, b.gid, &b.groups, b.umask, &b.jobid))
+        });
         let mut rest = &sized[..];
         while let Some((c, _, _)) = rest.first() {
             let n = rest
@@ -536,7 +550,7 @@ impl Client {
             let reqs = run.iter().map(|(_, _, r)| r.clone()).collect();
             let answers = self
                 .router
-                .call_batch(TargetId::mdt(mdt), self.ctx(c), reqs)
+                .call_batch(TargetId::mdt(mdt), c.clone(), reqs)
                 .await
                 .unwrap_or_else(|e| run.iter().map(|_| Err(e)).collect());
             for ((_, fid, _), a) in run.iter().zip(answers) {
@@ -554,7 +568,8 @@ impl Client {
     }
 }
 
-/// The next batch: changes by one caller, in order, within the batch
+/// The next batch: changes by callers the MDT cannot tell apart (one
+/// user and job, whatever the process), in order, within the batch
 /// limits.
 fn cut_run(todo: &mut VecDeque<Sending>) -> Vec<Sending> {
     let mut run = Vec::new();
@@ -564,9 +579,7 @@ fn cut_run(todo: &mut VecDeque<Sending>) -> Vec<Sending> {
             MdtRequest::MakeAt { data, .. } => data.len() + 256,
             _ => 256,
         };
-        let same = run
-            .first()
-            .is_none_or(|f: &Sending| f.caller == next.caller);
+        let same = run.first().is_none_or(|f: &Sending| f.ctx == next.ctx);
         if !run.is_empty() && (!same || run.len() >= BATCH_MAX || bytes + size > BATCH_BYTES) {
             break;
         }

@@ -68,6 +68,13 @@ fn touch_dir(s: &mut State, dir: Fid, links: i32, now: Time) {
 }
 
 impl Client {
+    /// The attributes of `fid`, named in a directory written back here:
+    /// as this layer holds them, or, once sent, as the leases its MDT
+    /// granted with its answer keep them.
+    fn known_attr(&self, s: &State, fid: Fid) -> Option<Attr> {
+        attr_of(s, fid).or_else(|| self.router.fresh.leased_attr(fid))
+    }
+
     /// Make `name` in `parent` here if it is written back: a file (which
     /// gets [`provisional_layout`]), FIFO, device, socket, directory, or a
     /// symbolic link to `target`.
@@ -161,7 +168,8 @@ impl Client {
     }
 
     /// `name` in `parent` if it is written back: its attributes, or ENOENT.
-    /// `None` for a name that was sent (its MDT answers).
+    /// `None` for a name that was sent and is not under a lease (its MDT
+    /// answers).
     pub(crate) fn wb_lookup(
         &self,
         c: &Caller,
@@ -175,7 +183,7 @@ impl Client {
         }
         let r = match h.names.get(name) {
             None => Err(Errno::ENOENT),
-            Some((fid, _)) => Ok(attr_of(&s, *fid)?),
+            Some((fid, _)) => Ok(self.known_attr(&s, *fid)?),
         };
         self.router.lease_hit();
         Some(r)
@@ -375,8 +383,8 @@ impl Client {
     }
 
     /// Up to `max` entries of `dir` after `cookie`, if it is written back
-    /// and every name in it is known with its attributes here (nothing in
-    /// it sent): in its MDT's order (by name hash, the cookie).
+    /// and every name in it is known with its attributes (here, or under
+    /// a lease once sent): in its MDT's order (by name hash, the cookie).
     pub(crate) fn wb_listing(
         &self,
         c: &Caller,
@@ -393,7 +401,7 @@ impl Client {
         for (name, (fid, _)) in &h.names {
             let hash = loom_proto::fid::name_hash(name.as_bytes());
             if hash > cookie {
-                after.push((hash, name.clone(), attr_of(&s, *fid)?));
+                after.push((hash, name.clone(), self.known_attr(&s, *fid)?));
             }
         }
         after.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
@@ -434,6 +442,12 @@ impl Client {
         m.attr.size = m.attr.size.max(end);
         m.attr.mtime = now;
         m.attr.ctime = now;
+        s.kept_bytes += data.len() as u64;
+        let due = s.due(std::time::Instant::now());
+        drop(s);
+        if due {
+            self.wb_kick();
+        }
         Absorbed::Kept
     }
 

@@ -7,7 +7,7 @@
 //! answered here under FIDs its MDT granted this client (`GrantFids`);
 //! chmod, chown, utimens and truncate of an inode not sent yet fold into
 //! it, and so do a small file's first bytes (up to its Data-on-MDT
-//! component, or [`DATA_MAX`] bytes written to its first objects right
+//! component, or its first [`DATA_MAX`] bytes, a stripe, written to its first objects right
 //! after it is sent). Each inode then goes as one `MakeAt`, many in one
 //! `Batch`, in the order they were made. An unlink or rmdir of what was
 //! never sent cancels it; of what was sent, it is queued too.
@@ -18,8 +18,9 @@
 //! - at fsync of a file, or of a directory, and at `sync`;
 //! - before any operation this layer does not answer that names what it
 //!   holds (a rename, a link, an xattr, a layout);
-//! - when [`FLUSH_AT`] changes wait for one MDT, or the oldest waited
-//!   [`DELAY`];
+//! - when [`FLUSH_AT`] changes wait for one MDT, [`BYTES_AT`] bytes of
+//!   new files were kept since the last flush, or the oldest change
+//!   waited [`DELAY`];
 //! - when the FID grant runs out, before another is asked for (an MDT
 //!   keeps a client's last two runs only).
 //!
@@ -50,7 +51,12 @@ pub(crate) use local::{provisional_layout, Absorbed};
 /// Most bytes of a new file kept here before it is sent, when its layout
 /// has no Data-on-MDT component (written to its objects after its
 /// `MakeAt`); with one, that component's size.
-pub const DATA_MAX: u64 = 64 << 10;
+/// (The default stripe: a file that fits is one object's write.)
+pub const DATA_MAX: u64 = 1 << 20;
+
+/// Bytes of new files kept since the last flush that start one (what a
+/// mount holds stays bounded by about this and what is being sent).
+pub const BYTES_AT: u64 = 32 << 20;
 
 /// What this client writes back. See the module documentation.
 #[derive(Debug, Default)]
@@ -77,6 +83,8 @@ pub(crate) struct State {
     fids: HashMap<u32, VecDeque<(Fid, u32)>>,
     /// When the oldest change waiting was made.
     oldest: Option<Instant>,
+    /// Bytes of new files kept since the last flush began.
+    kept_bytes: u64,
     /// A change refused at a flush, not reported yet by a directory's
     /// fsync (a file's own is reported by its fsync).
     failed: Option<Errno>,
@@ -258,6 +266,7 @@ impl State {
     /// oldest waited `DELAY`.
     fn due(&self, now: Instant) -> bool {
         self.queues.values().any(|q| q.len() >= FLUSH_AT)
+            || self.kept_bytes >= BYTES_AT
             || self.oldest.is_some_and(|t| now.duration_since(t) >= DELAY)
     }
 }
