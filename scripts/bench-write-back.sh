@@ -7,10 +7,13 @@
 # per round:
 #   - mdtest-style empty files, 4 processes, a directory each
 #     (`loom bench compare md -F -u -n 2000 -p 4`);
-#   - the same with 4 KiB written and read back (-w 4096 -e 4096 -n 1000);
+#   - the same with 4 KiB written and read back (-w 4096 -e 4096 -n 1000),
+#     then again with loomfs's directories keeping 64 KiB on the MDT;
 #   - untar of /usr/include, then rm -rf, wall seconds, with the loomfs
 #     servers' CPU seconds per untarred file (all server processes,
-#     /proc/PID/stat utime + stime).
+#     /proc/PID/stat utime + stime);
+#   - 1,000 files made on the write-back mount, listed at once by the
+#     plain one (its first access recalls the lease): how long it took.
 # Usage: scripts/bench-write-back.sh LOOM [ROUNDS] [OUT]
 set -euo pipefail
 loom=$(realpath -- "$1")
@@ -54,6 +57,16 @@ targets="noop=$noopmnt loomfs=$plain/p loomfs-wb=$wb/w${MOOSEFS:+ moosefs=$MOOSE
 "$loom" bench compare md -F -u -n 1000 -p 4 -i "$rounds" -w 4096 -e 4096 --no-progress \
     --json "$out/md-4k.json" $targets | tee "$out/md-4k.txt"
 
+# The same with the first 64 KiB of each file on the MDT (Data-on-MDT,
+# `loom setstripe -E 64K -L mdt -E -1`) under both loomfs mounts.
+mkdir -p "$plain/pdom" "$wb/wdom"
+for d in "$plain/pdom" "$wb/wdom"; do
+    "$loom" setstripe -E 64K -L mdt -E -1 "$d" >/dev/null
+done
+"$loom" bench compare md -F -u -n 1000 -p 4 -i "$rounds" -w 4096 -e 4096 --no-progress \
+    --json "$out/md-4k-dom.json" noop=$noopmnt loomfs-dom=$plain/pdom loomfs-wb-dom=$wb/wdom \
+    ${MOOSEFS:+moosefs=$MOOSEFS} | tee "$out/md-4k-dom.txt"
+
 server_cpu() { # CPU seconds of every loom server process so far
     local total=0
     for f in "$state"/pids/*.pid; do
@@ -65,13 +78,25 @@ server_cpu() { # CPU seconds of every loom server process so far
     done
     echo "$total"
 }
+# Until the servers are idle (at most one tick of CPU in 200 ms, 10 s at
+# most): what the previous target's rm -rf left them to do (objects to
+# destroy) is not counted in the next untar's CPU.
+quiet() {
+    local a b
+    for _ in $(seq 1 50); do
+        a=$(server_cpu)
+        sleep 0.2
+        b=$(server_cpu)
+        [ $((b - a)) -le 1 ] && return
+    done
+}
 files=$(tar tf "$tarball" | wc -l)
 {
     echo "round target untar_s rm_s server_cpu_ms_per_file"
     for round in $(seq 1 "$rounds"); do
         for t in $targets; do
             name=${t%%=*} dir=${t#*=}/untar
-            rm -rf "$dir"; mkdir -p "$dir"; sync
+            rm -rf "$dir"; mkdir -p "$dir"; sync; quiet
             c0=$(server_cpu)
             s=$(date +%s.%N); tar xf "$tarball" -C "$dir"; m=$(date +%s.%N)
             # Everything sent and committed before the CPU is read (a
@@ -104,4 +129,20 @@ for n, v in by.items():
         rel = f" ({u / statistics.median(x[0] for x in noop):.2f}x and {rm / statistics.median(x[1] for x in noop):.2f}x the no-op)"
     print(f"{n}: untar {u:.2f} s, rm -rf {rm:.2f} s{rel}{cpu} (median of {len(v)})")
 EOF
+# Visibility: files a write-back mount made (1,000, not sent yet) seen by
+# the other mount at its first access, which recalls the directory's
+# lease and waits for them to be sent.
+{
+    echo "round first_access_ms listed"
+    for round in $(seq 1 "$rounds"); do
+        mkdir "$wb/w/vis$round"
+        python3 -c 'import os, sys
+for i in range(1000):
+    open(os.path.join(sys.argv[1], f"f{i}"), "w").close()' "$wb/w/vis$round"
+        s=$(date +%s.%N)
+        n=$(ls "$plain/w/vis$round" | wc -l)
+        e=$(date +%s.%N)
+        awk -v r="$round" -v s="$s" -v e="$e" -v n="$n" 'BEGIN { printf "%s %.1f %s\n", r, (e - s) * 1000, n }'
+    done
+} | tee "$out/visibility.txt"
 kill "$noop_pid"; wait "$noop_pid" 2>/dev/null || true

@@ -809,19 +809,7 @@ impl Client {
             return None;
         }
         let all = self.router.fresh.leased_listing(fid, LEASED_LISTING_MAX)?;
-        let mut after: Vec<(u64, Name, Attr)> = all
-            .into_iter()
-            .map(|(name, attr)| (loom_proto::fid::name_hash(name.as_bytes()), name, attr))
-            .filter(|(hash, _, _)| *hash > cookie)
-            .collect();
-        after.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-        let max = max.max(1) as usize;
-        let eof = after.len() <= max;
-        let entries = after
-            .into_iter()
-            .take(max)
-            .map(|(cookie, name, attr)| DirEntry { name, attr, cookie })
-            .collect();
+        let (entries, eof) = listing_page(all, cookie, max);
         self.router.lease_hit();
         Some(Reply::Dir { entries, eof })
     }
@@ -1581,4 +1569,28 @@ impl Client {
             (other, _) => Err(unexpected("ObjGetSize", &other)),
         }
     }
+}
+
+/// A page of a directory's entries as its MDT would answer it: those
+/// after `cookie` in its order (by name hash, the cookie), at most `max`,
+/// and whether none is left after them.
+pub(crate) fn listing_page(
+    named: impl IntoIterator<Item = (Name, Attr)>,
+    cookie: u64,
+    max: u32,
+) -> (Vec<DirEntry>, bool) {
+    let mut after: Vec<(u64, Name, Attr)> = named
+        .into_iter()
+        .map(|(name, attr)| (loom_proto::fid::name_hash(name.as_bytes()), name, attr))
+        .filter(|(hash, _, _)| *hash > cookie)
+        .collect();
+    after.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    let max = max.max(1) as usize;
+    let eof = after.len() <= max;
+    let entries = after
+        .into_iter()
+        .take(max)
+        .map(|(cookie, name, attr)| DirEntry { name, attr, cookie })
+        .collect();
+    (entries, eof)
 }

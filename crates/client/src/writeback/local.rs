@@ -72,7 +72,13 @@ impl Client {
     /// as this layer holds them, or, once sent, as the leases its MDT
     /// granted with its answer keep them.
     fn known_attr(&self, s: &State, fid: Fid) -> Option<Attr> {
-        attr_of(s, fid).or_else(|| self.router.fresh.leased_attr(fid))
+        attr_of(s, fid).or_else(|| {
+            // Not while a change is on its way: it may be applied and
+            // not noted yet (as the leased listing of `meta`).
+            (self.router.changes_in_flight() == 0)
+                .then(|| self.router.fresh.leased_attr(fid))
+                .flatten()
+        })
     }
 
     /// Make `name` in `parent` here if it is written back: a file (which
@@ -399,19 +405,11 @@ impl Client {
         }
         let mut after = Vec::with_capacity(h.names.len());
         for (name, (fid, _)) in &h.names {
-            let hash = loom_proto::fid::name_hash(name.as_bytes());
-            if hash > cookie {
-                after.push((hash, name.clone(), self.known_attr(&s, *fid)?));
+            if loom_proto::fid::name_hash(name.as_bytes()) > cookie {
+                after.push((name.clone(), self.known_attr(&s, *fid)?));
             }
         }
-        after.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-        let max = max.max(1) as usize;
-        let eof = after.len() <= max;
-        let entries = after
-            .into_iter()
-            .take(max)
-            .map(|(cookie, name, attr)| DirEntry { name, attr, cookie })
-            .collect();
+        let (entries, eof) = crate::meta::listing_page(after, cookie, max);
         self.router.lease_hit();
         Some(Ok((entries, eof)))
     }
