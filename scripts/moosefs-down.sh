@@ -14,15 +14,8 @@
 set -euo pipefail
 
 prog=moosefs-down
-die() { echo "$prog: $*" >&2; exit 1; }
-
-[ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: $0 MOUNTPOINT [STATE_DIR]" >&2; exit 2; }
-[ "$(id -u)" -eq 0 ] || die "must run as root"
-[ -n "$1" ] || die "MOUNTPOINT is empty"
-[ -n "${2-x}" ] || die "STATE_DIR is empty"
-mnt=$(realpath -m -- "$1")
-state=$(realpath -m -- "${2:-/var/tmp/moosefs}")
-case $state in /|/var|/var/tmp|/tmp|/root|/home|/etc|/usr) die "refusing to remove $state";; esac
+# shellcheck source=scripts/moosefs-args.sh
+source "$(dirname -- "$0")/moosefs-args.sh"
 
 # --- unmount -----------------------------------------------------------------
 if mountpoint -q -- "$mnt" 2>/dev/null; then
