@@ -102,16 +102,12 @@ impl Client {
         Ok(())
     }
 
-    /// Ask MDT `mdt` for the next run in the background when the one in
-    /// use is half taken and none waits behind it, so that creates do not
-    /// stop for a grant (the wait behind it is the older run's flush).
+    /// Ask MDT `mdt` for the next run in the background once the one in
+    /// use is half taken (`State::fids_low`), so that creates do not stop
+    /// for a grant (the wait behind it is the older run's flush).
     pub(crate) fn wb_prefetch(&self, mdt: u32, via: Fid) {
-        let low = move |s: &super::State| {
-            s.fids
-                .get(&mdt)
-                .is_none_or(|r| r.len() < 2 && r.front().is_none_or(|x| x.1 < GRANT_RUN / 2))
-        };
-        if !low(&self.wb.lock()) || self.wb.refilling.try_lock().is_err() {
+        let low = move |s: &super::State| s.fids_low(mdt);
+        if self.wb.refilling.try_lock().is_err() {
             return;
         }
         let Some(me) = self.me.get().and_then(std::sync::Weak::upgrade) else {

@@ -156,11 +156,14 @@ impl Client {
                     }
                     s.push(mdt, Op::Make(fid));
                     let due = s.due(std::time::Instant::now());
+                    let low = s.fids_low(mdt);
                     drop(s);
                     if due {
                         self.wb_kick();
                     }
-                    self.wb_prefetch(mdt, parent);
+                    if low {
+                        self.wb_prefetch(mdt, parent);
+                    }
                     self.router.lease_hit();
                     let layout = (kind == FileKind::File).then(provisional_layout);
                     return Some(Ok((attr, layout)));

@@ -262,6 +262,14 @@ impl State {
         });
     }
 
+    /// Whether MDT `mdt`'s FID run in use is half taken and none waits
+    /// behind it: the time to ask for the next.
+    fn fids_low(&self, mdt: u32) -> bool {
+        self.fids
+            .get(&mdt)
+            .is_none_or(|r| r.len() < 2 && r.front().is_none_or(|x| x.1 < GRANT_RUN / 2))
+    }
+
     /// Whether a flush is due: `FLUSH_AT` changes for one MDT, or the
     /// oldest waited `DELAY`.
     fn due(&self, now: Instant) -> bool {
