@@ -102,17 +102,36 @@ fn transfers_cut_by_kill9_finish_when_sent_again() {
         s(&stream)
     ));
 
-    // 1. The receiving process killed -9.
+    // 1. The receiving process killed -9. It is given all of the stream
+    // but its last 2 MiB (more than its 1 MiB read buffer and the pipe's),
+    // so it cannot have finished when the kill reaches it, however fast
+    // it runs; the kill comes once it has taken in all it was given.
     let one = b.mnt.join("one");
     std::fs::create_dir(&one).expect("mkdir one");
-    let (mut child, mut lines) = start(&format!(
-        "exec {} receive {} < {}",
-        s(&loom_bin()),
-        s(&one),
-        s(&stream)
-    ));
-    wait_for_progress(&mut lines, "receive", 1500);
+    let whole = std::fs::read(&stream).expect("read the stream");
+    assert!(whole.len() > 4 << 20, "stream of {} bytes", whole.len());
+    let mut child = Command::new(loom_bin())
+        .args(["receive", s(&one)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn loom receive");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr"))
+        .lines()
+        .map_while(Result::ok);
+    let mut input = child.stdin.take().expect("stdin");
+    let prefix = whole[..whole.len() - (2 << 20)].to_vec();
+    let feeder = std::thread::spawn(move || {
+        use std::io::Write;
+        input.write_all(&prefix).expect("feed the receive");
+        input // kept open: the receive waits for the rest
+    });
+    // Its first progress line comes after its first checkpoint.
+    wait_for_progress(&mut lines, "receive", 1);
+    let input = feeder.join().expect("feeder");
     child.kill().expect("kill -9 the receive");
+    drop(input);
     let _ = child.wait();
     let said = receive_all(&one, &stream);
     assert!(said.contains("resumed at record"), "{said}");
