@@ -17,6 +17,7 @@ mod capas;
 mod change;
 pub mod changelog;
 mod datamig;
+mod defaults;
 mod destroys;
 mod dom;
 mod fileset;
@@ -190,6 +191,8 @@ struct NameStore {
     leases: Arc<leases::Leases>,
     /// File locks held by clients (see `locks`).
     locks: locks::Locks,
+    /// What new entries inherit, per directory (see `defaults`).
+    defaults: defaults::Defaults,
 }
 
 /// Commit and recovery of an MDT.
@@ -351,6 +354,7 @@ impl MdtService {
                     opts.recall_timeout,
                 )),
                 locks,
+                defaults: Default::default(),
             },
             commit: CommitRecovery {
                 syncer,
@@ -525,6 +529,9 @@ impl MdtService {
         flushed: bool,
         log: Vec<loom_proto::changelog::ChangeRec>,
     ) -> Result<Ticket, ServerError> {
+        let walks_changed = t
+            .images()
+            .any(|(before, after)| defaults::changes_walks(before, after));
         let (batch, delta) = t.into_batch()?;
         let mut batch = batch;
         let forced = recorded_as.and_then(|(c, _)| c.replay.as_ref().map(|r| r.0));
@@ -591,6 +598,9 @@ impl MdtService {
             }
             Ok::<_, ServerError>(ticket)
         })?;
+        if walks_changed {
+            self.names.defaults.forget();
+        }
         if was_idle {
             self.commit.syncer.kick();
         }

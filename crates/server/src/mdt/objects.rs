@@ -18,7 +18,7 @@
 //! keyspace in the same batch ([`MdtService::record_destroy`]); see
 //! `destroys` for what happens to them then.
 
-use super::records::{meta, InodeRec};
+use super::records::meta;
 use super::tx::Tx;
 use super::{lock, MdtService};
 use crate::error::ServerError;
@@ -202,46 +202,20 @@ impl MdtService {
     /// the nearest ancestor's, else none (a plain default striping is one
     /// component).
     pub(super) fn default_layout(&self, dir: Fid) -> Result<Option<LayoutSpec>, ServerError> {
-        self.nearest_default(dir, |r| {
-            r.default_layout
-                .clone()
-                .or_else(|| r.default_stripe.clone().map(LayoutSpec::plain))
-        })
+        Ok(self.inherited(dir)?.layout)
     }
 
     /// The compression of new files' data in directory `dir`: its own
     /// default, else the nearest ancestor's (the root's is the file
     /// system's), else none. `Some(off)` where it was switched off.
     pub(super) fn default_compress(&self, dir: Fid) -> Result<Option<Compress>, ServerError> {
-        self.nearest_default(dir, |r| r.default_compress)
+        Ok(self.inherited(dir)?.compress)
     }
 
-    /// What `pick` finds on directory `dir` or, failing that, on the
-    /// nearest ancestor on this MDT that has it. A directory made here by
-    /// a cross-MDT mkdir copied its parent's effective defaults, so the
-    /// walk stops where the parent chain leaves this MDT.
-    pub(super) fn nearest_default<T>(
-        &self,
-        dir: Fid,
-        pick: impl Fn(&InodeRec) -> Option<T>,
-    ) -> Result<Option<T>, ServerError> {
-        let mut fid = dir;
-        // Bounded walk: a corrupt parent chain must not loop forever.
-        for _ in 0..4096 {
-            let r = match super::tx::read_inode(&*self.names.store, fid) {
-                Ok(r) => r,
-                Err(e) if e.errno() == Errno::ENOENT && fid != dir => return Ok(None),
-                Err(e) => return Err(e),
-            };
-            if let Some(v) = pick(&r) {
-                return Ok(Some(v));
-            }
-            if fid == Fid::ROOT || r.parent == fid {
-                return Ok(None);
-            }
-            fid = r.parent;
-        }
-        Ok(None)
+    /// Every default that applies in directory `dir`, each from `dir` or
+    /// the nearest ancestor on this MDT that sets it (see `defaults`).
+    pub(super) fn inherited(&self, dir: Fid) -> Result<super::defaults::Inherited, ServerError> {
+        self.names.defaults.of(&*self.names.store, dir)
     }
 
     /// The plain striping that applies in directory `dir` (none where a

@@ -111,7 +111,7 @@ impl MdtService {
     /// The default placement that applies to subdirectories made in `dir`:
     /// its own, else the nearest ancestor's on this MDT.
     pub(super) fn default_dir(&self, dir: Fid) -> Result<Option<DirDefault>, ServerError> {
-        self.nearest_default(dir, |r| r.default_dir.clone())
+        Ok(self.inherited(dir)?.dir)
     }
 
     /// The MDTs of a new directory under default `d` (its shards' MDTs,
