@@ -26,7 +26,14 @@ use loom_proto::lease;
 use loom_proto::msg::{ClientRequest, Effects, Envelope, Lease, Reply, ReqCtx, TargetId};
 use loom_proto::Fid;
 use loom_rpc::Channel;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
+
+/// The table's maps hash with foldhash, seeded per process: every change
+/// hashes each lease it touches several times under the table's lock,
+/// where SipHash cost more than the lookups.
+type Fast = foldhash::fast::RandomState;
+type Map<K, V> = HashMap<K, V, Fast>;
+type Set<K> = std::collections::HashSet<K, Fast>;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -54,10 +61,10 @@ pub struct Leases {
 
 #[derive(Default)]
 struct Table {
-    subs: HashMap<u64, Sub>,
-    holders: HashMap<Lease, Vec<u64>>,
+    subs: Map<u64, Sub>,
+    holders: Map<Lease, Vec<u64>>,
     /// Under recall: granted to no one until the change is applied.
-    busy: HashMap<Lease, usize>,
+    busy: Map<Lease, usize>,
     /// Changes applied (one per change).
     epoch: u64,
     /// What the last changes touched, oldest first, with their epochs.
@@ -66,7 +73,7 @@ struct Table {
     forgotten: u64,
     /// Inodes being migrated: no lease on them (their attributes, size,
     /// or a directory's names and list) is granted (see `migrate`).
-    frozen: HashMap<Fid, usize>,
+    frozen: Map<Fid, usize>,
     /// While a snapshot is taken, no size lease is granted: every size a
     /// client knows of is reported before the image (see `snapshots`).
     sizes_paused: usize,
@@ -75,7 +82,7 @@ struct Table {
 /// A subscribed client.
 struct Sub {
     ch: Arc<Channel>,
-    held: HashSet<Lease>,
+    held: Set<Lease>,
 }
 
 /// A read that may be granted leases: who asks, and the epoch it began at.
@@ -158,7 +165,7 @@ impl Drop for Frozen {
 }
 
 /// One holder fewer of `k` in a table of counts; gone at zero.
-fn unref<K: std::hash::Hash + Eq>(m: &mut HashMap<K, usize>, k: &K) {
+fn unref<K: std::hash::Hash + Eq>(m: &mut Map<K, usize>, k: &K) {
     if let Some(n) = m.get_mut(k) {
         *n -= 1;
         if *n == 0 {
@@ -272,7 +279,7 @@ impl Leases {
             client,
             Sub {
                 ch: ch.clone(),
-                held: HashSet::new(),
+                held: Set::default(),
             },
         );
     }
@@ -539,7 +546,7 @@ impl Leases {
         if t.holders.is_empty() {
             return Vec::new();
         }
-        let set: HashSet<Fid> = fids.iter().copied().collect();
+        let set: Set<Fid> = fids.iter().copied().collect();
         t.holders
             .keys()
             .filter(|l| set.contains(&fid_of(l)))
