@@ -91,6 +91,14 @@ pub struct MountArgs {
     /// not sent or fsynced, as a local file system's crash does.
     #[arg(long)]
     pub write_back: bool,
+    /// With --write-back: how long an MDT's answer on how many more
+    /// inodes a user, group or project may own is trusted before it is
+    /// asked again. Creates past it fail with EDQUOT at once; within it,
+    /// another mount's creates may take the room first, and the MDT's
+    /// refusal is then reported at the next fsync or close. 0 asks at
+    /// every create.
+    #[arg(long, default_value_t = 2.0, value_parser = parse_seconds, value_name = "SECONDS")]
+    pub wb_quota_trust: f64,
 }
 
 /// A snapshot directory's name: one name, not `.` or `..`.
@@ -166,6 +174,8 @@ pub struct MountPlan {
     pub snapdir: Option<String>,
     /// Write back the directories the mount makes.
     pub write_back: bool,
+    /// How long the write-back layer trusts a quota answer.
+    pub wb_quota_trust: Duration,
 }
 
 /// Seconds, 0 to one hour, fractions allowed.
@@ -284,6 +294,7 @@ pub fn mount_and_serve(plan: &MountPlan, ready: impl FnOnce()) -> anyhow::Result
         readahead: false,
         source: plan.source,
         write_back: plan.write_back,
+        wb_quota_trust: plan.wb_quota_trust,
         ..ClientOptions::default()
     };
     let snapshot = match &plan.snapshot {
@@ -444,6 +455,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
             snapshot: a.snapshot.clone(),
             snapdir: (a.snapdir != "none").then(|| a.snapdir.clone()),
             write_back: a.write_back,
+            wb_quota_trust: Duration::from_secs_f64(a.wb_quota_trust),
         };
         if a.write_back && plan.lease_time.is_none() {
             anyhow::bail!("--write-back needs leases: give --lease-time above 0");
@@ -498,6 +510,7 @@ pub fn mount(a: MountArgs) -> anyhow::Result<()> {
         .args(a.snapshot.iter().map(|s| format!("--snapshot={s}")))
         .arg(format!("--snapdir={}", a.snapdir))
         .args(a.write_back.then_some("--write-back"))
+        .arg(format!("--wb-quota-trust={}", a.wb_quota_trust))
         .arg("--foreground")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -570,6 +570,7 @@ pub fn up(a: UpArgs) -> anyhow::Result<()> {
             snapshot: None,
             snapdir: Some(".snapshots".to_string()),
             write_back: false,
+            wb_quota_trust: loom_client::ClientOptions::default().wb_quota_trust,
         };
         if a.no_mount {
             println!(

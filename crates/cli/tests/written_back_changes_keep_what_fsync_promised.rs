@@ -6,8 +6,10 @@
 //! - kill -9 of the writing mount loses at most what was not fsynced, and
 //!   leaves no file half made (a Data-on-MDT file comes with all its
 //!   bytes or not at all) and nothing for `loom fsck` to find;
-//! - a change the MDT refuses when it is sent (an inode quota) is
-//!   reported by the next fsync, as uid 65534.
+//! - creates past an inode quota fail at once on the writing mount (it
+//!   knows the room its MDT leaves); a create the MDT refuses when it is
+//!   sent (another mount took the room) is reported by the next fsync
+//!   and by the close of the refused file, as uid 65534.
 mod common;
 use common::*;
 use std::path::Path;
@@ -206,7 +208,7 @@ fn run_unsynced(d: &Path, prefix: &str, n: u32) {
 }
 
 #[test]
-fn a_change_refused_at_its_flush_is_reported_by_the_next_fsync() {
+fn creates_past_an_inode_quota_fail_at_once_on_a_writing_mount() {
     let mut c = Cluster::up(1, 1, &[]);
     let shared = c.open_dir("shared");
     let wb = c.second_mount_with("wb", &["--write-back"]);
@@ -217,20 +219,21 @@ fn a_change_refused_at_its_flush_is_reported_by_the_next_fsync() {
 import os, sys
 d = sys.argv[1]
 os.mkdir(d)
+made = 0
 for i in range(30):
-    with open(os.path.join(d, f"f{i}"), "w") as f:
-        f.write("x")
+    try:
+        with open(os.path.join(d, f"f{i}"), "w") as f:
+            f.write("x")
+        made += 1
+    except OSError as e:
+        print("create", i, e.errno)
+        break
 dfd = os.open(d, os.O_RDONLY)
 try:
     os.fsync(dfd)
-    print(0)
+    print("fsync 0")
 except OSError as e:
-    print(e.errno)
-try:
-    os.fsync(dfd)
-    print(0)
-except OSError as e:
-    print(e.errno)
+    print("fsync", e.errno)
 "#;
     let o = python3(true)
         .arg("-c")
@@ -239,12 +242,95 @@ except OSError as e:
         .output()
         .expect("python3");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let out = String::from_utf8_lossy(&o.stdout);
-    let errnos: Vec<&str> = out.split_whitespace().collect();
-    // EDQUOT once, at the first fsync after the refusal; then clean.
-    assert_eq!(errnos, ["122", "0"], "the fsyncs' errnos");
+    // The tenth file's create fails with EDQUOT (122) itself, and nothing
+    // answered was refused afterwards.
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "create 9 122\nfsync 0\n",
+        "what the writer saw"
+    );
     let made = std::fs::read_dir(shared.join("q")).expect("list").count();
     assert_eq!(made, 9, "what the quota allowed, seen by the other mount");
+    let (code, out) = fsck(&c, &[]);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// The writing mount trusts the room it was told of (for ten minutes
+/// here); another mount takes that room meanwhile. The creates the
+/// writer answered within it are refused when they reach the MDT: the
+/// next fsync reports it, and so does the close of a refused file still
+/// open then; nothing is half made.
+#[test]
+fn a_create_refused_at_its_flush_is_reported_by_fsync_and_close() {
+    use std::io::{BufRead, BufReader, Write};
+    let mut c = Cluster::up(1, 1, &[]);
+    let shared = c.open_dir("shared");
+    let wb = c.second_mount_with("wb", &["--write-back", "--wb-quota-trust=600"]);
+    // 100 inodes: far enough from the limit that the writer is told of
+    // room for dozens at its first create.
+    loom_ok(&["setquota", "-u", "65534", "-I", "100", s(&c.mnt)]);
+    let prog = r#"
+import os, sys
+d = sys.argv[1]
+os.mkdir(d)
+with open(os.path.join(d, "a0"), "w") as f:
+    f.write("a0")
+print("ready", flush=True)
+sys.stdin.readline()
+for i in range(1, 5):
+    with open(os.path.join(d, f"a{i}"), "w") as f:
+        f.write(f"a{i}")
+held = os.open(os.path.join(d, "a5"), os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(held, b"a5")
+dfd = os.open(d, os.O_RDONLY)
+for what, call in (("fsync", lambda: os.fsync(dfd)), ("close", lambda: os.close(held)),
+                   ("again", lambda: os.fsync(dfd))):
+    try:
+        call()
+        print(what, 0)
+    except OSError as e:
+        print(what, e.errno)
+"#;
+    let mut child = python3(true)
+        .arg("-c")
+        .arg(prog)
+        .arg(wb.join("shared/q"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("read");
+    assert_eq!(line, "ready\n", "the writer made q and a0");
+    // The other mount takes all the room the writer's q and a0 leave: 98
+    // inodes (a directory and 97 files).
+    let o = sh_as_nobody(&format!(
+        "mkdir {0} && for i in $(seq 1 97); do echo $i > {0}/o$i || exit 1; done",
+        s(&shared.join("other"))
+    ))
+    .output()
+    .expect("sh");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"go\n")
+        .expect("go");
+    let o = child.wait_with_output().expect("python3");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).expect("read");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // EDQUOT (122) at the fsync, at the close of the refused file held
+    // open, then clean.
+    assert_eq!(
+        rest, "fsync 122\nclose 122\nagain 0\n",
+        "what the writer saw"
+    );
+    let names = sh(&format!("ls {}", s(&shared.join("q"))));
+    assert_eq!(names, "a0\n", "only what the quota allowed was made");
     let (code, out) = fsck(&c, &[]);
     assert_eq!(code, 0, "{out}");
 }

@@ -46,6 +46,10 @@ pub struct ClientOptions {
     /// changes in them are answered here and sent in batches. Needs
     /// leases (`caching.lease_time`).
     pub write_back: bool,
+    /// How long the write-back layer trusts an MDT's answer on how many
+    /// more inodes a user, group or project may own there before asking
+    /// again (`crate::writeback`'s quota check).
+    pub wb_quota_trust: Duration,
 }
 
 impl Default for ClientOptions {
@@ -59,9 +63,14 @@ impl Default for ClientOptions {
             source: None,
             snapshot: None,
             write_back: false,
+            wb_quota_trust: DEFAULT_QUOTA_TRUST,
         }
     }
 }
+
+/// How long an MDT's answer on quota room is trusted, by default: short
+/// beside a run of creates, long beside a round trip.
+pub const DEFAULT_QUOTA_TRUST: Duration = Duration::from_secs(2);
 
 /// Most files whose failures after close a client keeps for their next
 /// fsync.
@@ -172,7 +181,7 @@ impl Client {
         let (tells, told) = tokio::sync::mpsc::unbounded_channel();
         let write_back = opts.write_back && opts.snapshot.is_none() && router.takes_leases();
         let client = Arc::new(Client {
-            wb: crate::writeback::WriteBack::new(write_back),
+            wb: crate::writeback::WriteBack::new(write_back, opts.wb_quota_trust),
             router: Arc::new(router),
             ctxs,
             fsname: fsname.to_string(),

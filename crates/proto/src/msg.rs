@@ -1149,6 +1149,12 @@ pub enum Reply {
         /// How many.
         count: u32,
     },
+    /// Per id asked about, how many more inodes it may own on the MDT;
+    /// `None` where it has no inode limit (`MdtRequest::QuotaRoom`).
+    QuotaRoom {
+        /// In the order asked.
+        rooms: Vec<(crate::quota::QuotaId, Option<u64>)>,
+    },
     /// The answers to a batch's changes, in order, up to the first that
     /// failed or was answered elsewhere (`MdtRequest::Batch`).
     Batch {

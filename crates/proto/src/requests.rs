@@ -794,6 +794,20 @@ declare_requests! {
             /// The directory.
             dir: Fid,
         } => 130, "take_write_back", Reads, Any, route = dir;
+        /// How many more inodes each of `ids` may own on this MDT: what
+        /// its share of their limits leaves, after asking the quota master
+        /// for `want` more where it is short, as a create would. A client
+        /// that writes back checks the creates it answers against it
+        /// (issue #32); the MDT checks each again when it is sent. Not a
+        /// reservation: other clients' creates may take the room first.
+        /// Who may ask about which id is as for `QuotaUsage`. Answered
+        /// `Reply::QuotaRoom`.
+        QuotaRoom {
+            /// The owner, group and project a new inode would count against.
+            ids: Vec<crate::quota::QuotaId>,
+            /// How many the client would make.
+            want: u32,
+        } => 131, "quota_room", Reads, Any;
         /// The jobs and clients this target served recently, with their
         /// operations and bytes (`loom jobstats`); answered by the server
         /// process, which counts every request it serves.

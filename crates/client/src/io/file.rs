@@ -767,6 +767,13 @@ impl OpenFile {
     /// the data, the report is made durable by [`OpenFile::fsync`].
     pub async fn flush(&self) -> Result<(), Errno> {
         if self.made_here {
+            // Refused by its MDT when the layer sent it: close reports it,
+            // as Linux reports a write-back error.
+            if self.sent.get().is_none() && !self.client.wb.is_pending(self.fid) {
+                if let Some(e) = self.client.take_unseen(self.fid) {
+                    return Err(e);
+                }
+            }
             // Held by the write-back layer: nothing to report yet.
             return match self.sent_handle().await? {
                 Some(f) => f.flush_direct().await,

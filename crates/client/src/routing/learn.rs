@@ -197,6 +197,7 @@ fn xattrs_changed(req: &MdtRequest, reply: &Reply) -> XattrsChanged {
         | R::ChangelogState
         | R::QuotaUsage { .. }
         | R::QuotaCheck
+        | R::QuotaRoom { .. }
         | R::SetProject { .. }
         | R::GetProject { .. }
         | R::SetQuota { .. }

@@ -4,11 +4,14 @@
 //! [`Client::wb_settle`].
 
 use super::perms::{self, may};
+use super::quota;
 use super::{Held, Made, Op, State};
 use crate::ctx::Caller;
 use crate::Client;
 use loom_proto::msg::{Attr, DirEntry, FileKind, SetAttr, Time};
+use loom_proto::quota::QuotaId;
 use loom_proto::{Errno, Fid, Layout, Name};
+use std::time::Instant;
 
 /// What became of a write to a file made here.
 pub(crate) enum Absorbed {
@@ -67,6 +70,15 @@ fn touch_dir(s: &mut State, dir: Fid, links: i32, now: Time) {
     }
 }
 
+/// What a create waits for before it is answered here.
+enum Next {
+    /// FIDs from this MDT.
+    Refill(u32),
+    /// The quota room of these ids on this MDT (after sending what
+    /// waits, when `true`).
+    Room(u32, Vec<QuotaId>, bool),
+}
+
 impl Client {
     /// The attributes of `fid`, named in a directory written back here:
     /// as this layer holds them, or, once sent, as the leases its MDT
@@ -95,8 +107,11 @@ impl Client {
         rdev: u32,
         target: Option<Name>,
     ) -> Option<Result<(Attr, Option<Layout>), Errno>> {
+        // Room asked for at that instant (its answer holds for this
+        // create, however short the trust), and whether after a flush.
+        let mut asked: Option<(Instant, bool)> = None;
         loop {
-            let mdt = {
+            let next = 'pick: {
                 let mut s = self.wb.lock();
                 let h = answering(&s, parent)?;
                 if !may(c, &h.attr, 0o3) {
@@ -106,9 +121,20 @@ impl Client {
                     return Some(Err(Errno::EEXIST));
                 }
                 let (mdt, pattr, spec) = (h.mdt, h.attr.clone(), h.spec.clone());
+                let (uid, gid, perm) = perms::new_owner(c, &pattr, kind, perm);
+                let ids = quota::ids_of(c, uid, gid, pattr.projid);
+                let at = asked.map_or_else(Instant::now, |(at, _)| at);
+                match s.room_check(mdt, &ids, at) {
+                    quota::Check::Fits => {}
+                    quota::Check::Ask => break 'pick Next::Room(mdt, ids, false),
+                    quota::Check::Full if !asked.is_some_and(|(_, settled)| settled) => {
+                        break 'pick Next::Room(mdt, ids, true)
+                    }
+                    quota::Check::Full => return Some(Err(Errno::EDQUOT)),
+                }
                 if let Some(fid) = take_fid(&mut s, mdt) {
+                    s.room_take(mdt, &ids);
                     let now = Time::now();
-                    let (uid, gid, perm) = perms::new_owner(c, &pattr, kind, perm);
                     let attr = Attr {
                         fid,
                         kind,
@@ -168,9 +194,16 @@ impl Client {
                     let layout = (kind == FileKind::File).then(provisional_layout);
                     return Some(Ok((attr, layout)));
                 }
-                mdt
+                Next::Refill(mdt)
             };
-            if let Err(e) = self.wb_refill(mdt, parent).await {
+            let done = match next {
+                Next::Refill(mdt) => self.wb_refill(mdt, parent).await,
+                Next::Room(mdt, ids, settle) => {
+                    asked = Some((Instant::now(), settle));
+                    self.wb_ask_room(c, mdt, parent, &ids, settle).await
+                }
+            };
+            if let Err(e) = done {
                 return Some(Err(e));
             }
         }

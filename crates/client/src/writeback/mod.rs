@@ -36,6 +36,7 @@
 mod flush;
 mod local;
 mod perms;
+mod quota;
 
 use crate::ctx::Caller;
 use loom_proto::layout::LayoutSpec;
@@ -69,6 +70,8 @@ pub struct WriteBack {
     /// Held while FIDs are asked for: one run at a time (a third run
     /// would void the first, maybe still in use).
     refilling: tokio::sync::Mutex<()>,
+    /// How long an MDT's answer on quota room is trusted (see `quota`).
+    quota_trust: std::time::Duration,
 }
 
 #[derive(Debug, Default)]
@@ -88,6 +91,8 @@ pub(crate) struct State {
     /// A change refused at a flush, not reported yet by a directory's
     /// fsync (a file's own is reported by its fsync).
     failed: Option<Errno>,
+    /// Per MDT and id, the inode quota room known (see `quota`).
+    rooms: HashMap<(u32, loom_proto::quota::QuotaId), quota::Room>,
 }
 
 /// A directory written back.
@@ -172,10 +177,12 @@ pub(crate) enum Op {
 }
 
 impl WriteBack {
-    /// A layer that takes write-back leases if `on`.
-    pub fn new(on: bool) -> WriteBack {
+    /// A layer that takes write-back leases if `on`, and trusts an MDT's
+    /// answer on quota room for `quota_trust`.
+    pub fn new(on: bool, quota_trust: std::time::Duration) -> WriteBack {
         WriteBack {
             on,
+            quota_trust,
             ..WriteBack::default()
         }
     }

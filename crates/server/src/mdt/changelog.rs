@@ -221,6 +221,7 @@ impl Planned {
             | MdtRequest::ChangelogState
             | MdtRequest::QuotaUsage { .. }
             | MdtRequest::QuotaCheck
+            | MdtRequest::QuotaRoom { .. }
             | MdtRequest::GetProject { .. }
             | MdtRequest::GetCapa { .. }
             | MdtRequest::GetRoot

@@ -205,5 +205,6 @@ fn subtree_safe(req: &MdtRequest) -> bool {
             | R::GetQuota { .. }
             | R::GetRoot
             | R::GrantFids { .. }
+            | R::QuotaRoom { .. }
     )
 }

@@ -1309,6 +1309,7 @@ impl MdtService {
             MdtRequest::ChangelogState => Ok(Reply::ChangelogState(self.changelog_state())),
             MdtRequest::QuotaUsage { who } => self.quota_usage(ctx.ctx, who),
             MdtRequest::QuotaCheck => self.quota_check(ctx.ctx).await,
+            MdtRequest::QuotaRoom { ids, want } => self.quota_room(ctx.ctx, &ids, want).await,
             MdtRequest::SetProject {
                 fid,
                 projid,

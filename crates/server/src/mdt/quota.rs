@@ -386,6 +386,17 @@ impl Quotas {
         }
     }
 
+    /// How many more inodes `who` may own within this MDT's share:
+    /// `None` when the master has not been asked (or its "no limits" is
+    /// old), `Some(None)` when it has no inode limit.
+    pub fn inode_room(&self, who: QuotaId) -> Option<Option<u64>> {
+        let used = self.usage(who).inodes;
+        match self.shares(Res::Inodes).get(who)? {
+            Grant::Unlimited(_) => Some(None),
+            Grant::Up(g) => Some(Some(g.saturating_sub(used))),
+        }
+    }
+
     /// Whether this MDT knows of any limited id (else no change can pass
     /// a share, and [`Quotas::overshot`] need not look).
     pub fn any_limited(&self) -> bool {
@@ -496,6 +507,45 @@ impl MdtService {
     pub(super) fn quota_usage(&self, ctx: &ReqCtx, who: QuotaId) -> Handled {
         may_see(ctx, who)?;
         Ok(Reply::QuotaUsage(self.commit.quotas.usage(who)))
+    }
+
+    /// `QuotaRoom`: how many more inodes each of `ids` may own here, after
+    /// asking the master once for `want` more of each whose share leaves
+    /// less (as a create held back by `QuotaShort` would).
+    pub(super) async fn quota_room(
+        self: &Arc<Self>,
+        ctx: &ReqCtx,
+        ids: &[QuotaId],
+        want: u32,
+    ) -> Handled {
+        if ids.len() > 3 {
+            let msg = format!("a new inode counts against 3 ids, not {}", ids.len());
+            return Err(ServerError::refused(Errno::EINVAL, msg));
+        }
+        let want = u64::from(want.max(1));
+        let mut rooms = Vec::with_capacity(ids.len());
+        for &who in ids {
+            may_see(ctx, who)?;
+            let room = match self.commit.quotas.inode_room(who) {
+                Some(r) if r.is_none_or(|n| n >= want) => r,
+                _ => {
+                    // Near a limit the master refuses `want` whole: then
+                    // one (what the next create needs). EDQUOT for that
+                    // too only means no more is granted: the room is
+                    // what is left (maybe none).
+                    for need in [want, 1] {
+                        match self.quota_round(who, need, Res::Inodes, 1).await {
+                            Ok(()) => break,
+                            Err(e) if e.errno() == Errno::EDQUOT => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    self.commit.quotas.inode_room(who).unwrap_or(Some(0))
+                }
+            };
+            rooms.push((who, room));
+        }
+        Ok(Reply::QuotaRoom { rooms })
     }
 
     /// Give inode `fid` project id `projid`, and a directory the passing

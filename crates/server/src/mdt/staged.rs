@@ -136,6 +136,7 @@ impl Staged {
             | R::ChangelogState
             | R::QuotaUsage { .. }
             | R::QuotaCheck
+            | R::QuotaRoom { .. }
             | R::SetProject { .. }
             | R::GetProject { .. }
             | R::GetCapa { .. }
