@@ -148,6 +148,8 @@ fn inodes_made_under_granted_fids_survive_an_mdt_crash() {
         gid: 0,
         atime: t0,
         mtime: t0,
+        ctime: t0,
+        made: t0,
         target: None,
         data: format!("bytes of f{i:02}\n").into_bytes(),
     };

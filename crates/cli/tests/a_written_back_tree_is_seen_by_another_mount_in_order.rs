@@ -81,17 +81,24 @@ fn a_written_back_tree_is_seen_by_another_mount_in_order() {
     // Once all is sent, the writer still lists the directory itself
     // (every name known, attributes under the leases its MDT granted
     // with its answers), as the other mount will from the MDT below.
+    // Names, sizes, modes, owners, links and mtimes to the nanosecond;
+    // and the directories' own mtimes, ctimes and links. A directory's
+    // times are those the writer showed (each `MakeAt` carries them), not
+    // its MDT's clock when it applied them.
     let listing = |dir: &Path| {
-        // Names, sizes, modes, owners and links; not times: a directory's
-        // times are its MDT's clock when it applies a change sent later
-        // (a known gap, docs/ARCHITECTURE.md), and the files' own are
-        // checked below.
-        let o = sh_as_nobody(&format!("ls -ln --time-style=+ {}", s(dir)))
-            .output()
-            .expect("ls");
+        let o = sh_as_nobody(&format!(
+            "cd {} && ls -ln --time-style=+%s.%N && stat -c '%n %.9Y %.9Z %h' . sub",
+            s(dir)
+        ))
+        .output()
+        .expect("ls");
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
+    // What the writer showed while it held everything (some may have
+    // been sent by then; nothing is the same only by luck: times differ
+    // by the microsecond).
+    let shown_before = listing(&mine);
     let fsync = format!(
         "python3 -c 'import os, sys; os.fsync(os.open(sys.argv[1], os.O_RDONLY))' {}",
         s(&mine)
@@ -120,6 +127,10 @@ fn a_written_back_tree_is_seen_by_another_mount_in_order() {
     want.sort();
     assert_eq!(names, want);
     assert_eq!(listing(&theirs), writers_listing);
+    assert_eq!(
+        writers_listing, shown_before,
+        "the writer shows the same before and after sending"
+    );
     let read = |n: &str| std::fs::read_to_string(theirs.join(n)).expect("read");
     assert_eq!(read("f1"), "v1-1");
     assert_eq!(read("f60"), "v1-60");

@@ -132,6 +132,8 @@ async fn main() {
                         gid: 0,
                         atime: t,
                         mtime: t,
+                        ctime: t,
+                        made: t,
                         target: None,
                         data: data(i + k),
                     })

@@ -40,6 +40,8 @@ fn make_at(
         gid: who,
         atime: T0,
         mtime: T0,
+        ctime: T0,
+        made: T0,
         target: (kind == FileKind::Symlink).then(|| "f000".into()),
         data: data.to_vec(),
     }

@@ -28,6 +28,8 @@ fn make_at(parent: Fid, name: &str, fid: Fid, kind: FileKind) -> MdtRequest {
         gid: 1000,
         atime: Time { sec: 7, nsec: 0 },
         mtime: Time { sec: 7, nsec: 0 },
+        ctime: Time { sec: 7, nsec: 0 },
+        made: Time { sec: 7, nsec: 0 },
         target: None,
         data: Vec::new(),
     }

@@ -779,6 +779,13 @@ declare_requests! {
             atime: Time,
             /// Modification time.
             mtime: Time,
+            /// Status change time: when the client made the inode, or
+            /// last changed its mode, owner or times.
+            ctime: Time,
+            /// When the client made it: the directory's new mtime and
+            /// ctime, as the client showed them (its clock, as Lustre's
+            /// clients give the times of their metadata changes).
+            made: Time,
             /// A symlink's target.
             target: Option<Name>,
             /// A file's first bytes (kept on the MDT by its layout).

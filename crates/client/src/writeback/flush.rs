@@ -326,6 +326,8 @@ impl Client {
                         gid: attr.gid,
                         atime: attr.atime,
                         mtime: attr.mtime,
+                        ctime: attr.ctime,
+                        made: m.made,
                         target: m.target.clone(),
                         data,
                     };

@@ -155,6 +155,7 @@ impl Client {
                         attr: attr.clone(),
                         target,
                         data: Vec::new(),
+                        made: now,
                         caller: Caller {
                             umask: None,
                             ..c.clone()

@@ -40,7 +40,7 @@ mod quota;
 
 use crate::ctx::Caller;
 use loom_proto::layout::LayoutSpec;
-use loom_proto::msg::{Attr, FileKind};
+use loom_proto::msg::{Attr, FileKind, Time};
 use loom_proto::{Errno, Fid, Name};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
@@ -144,6 +144,8 @@ pub(crate) struct Made {
     target: Option<Name>,
     /// A file's first bytes.
     data: Vec<u8>,
+    /// When it was made here: its directory's mtime and ctime then.
+    made: Time,
     /// Who makes it at the MDT (its maker, or root after root changed it).
     caller: Caller,
     /// In the flush under way.

@@ -161,11 +161,12 @@ pub(super) fn apply(c: &Caller, a: &mut Attr, set: &SetAttr, now: Time) -> Resul
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use loom_proto::Fid;
 
-    fn caller(uid: u32, gid: u32, groups: Vec<u32>) -> Caller {
+    /// A caller with these ids (the layer's other tests use it too).
+    pub(in crate::writeback) fn caller(uid: u32, gid: u32, groups: Vec<u32>) -> Caller {
         Caller {
             uid,
             gid,

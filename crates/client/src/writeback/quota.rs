@@ -155,18 +155,9 @@ impl Client {
 
 #[cfg(test)]
 mod tests {
+    use super::super::perms::tests::caller;
     use super::*;
     use std::time::Duration;
-
-    fn caller(uid: u32, gid: u32, groups: Vec<u32>) -> Caller {
-        Caller {
-            uid,
-            gid,
-            groups,
-            pid: 0,
-            umask: None,
-        }
-    }
 
     #[test]
     fn root_is_not_checked_and_a_group_the_caller_is_not_in_is_left_to_the_mdt() {

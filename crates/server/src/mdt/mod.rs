@@ -1268,6 +1268,8 @@ impl MdtService {
                 gid,
                 atime,
                 mtime,
+                ctime,
+                made,
                 target,
                 data,
             } => {
@@ -1277,6 +1279,8 @@ impl MdtService {
                     gid,
                     atime,
                     mtime,
+                    ctime,
+                    made,
                     data,
                 };
                 let r = self

@@ -44,6 +44,9 @@ pub(super) struct MadeAt {
     pub gid: u32,
     pub atime: Time,
     pub mtime: Time,
+    pub ctime: Time,
+    /// When the client made it: the parent's new mtime and ctime.
+    pub made: Time,
     pub data: Vec<u8>,
 }
 
@@ -368,7 +371,7 @@ impl MdtService {
                             ));
                         }
                         let (uid, gid, perm) = made_owner(ctx, &o, kind, m)?;
-                        let mut attr = new_attr(m.fid, kind, perm, uid, gid, now);
+                        let mut attr = new_attr(m.fid, kind, perm, uid, gid, m.ctime);
                         (attr.atime, attr.mtime) = (m.atime, m.mtime);
                         (m.fid, attr, (o.acl, o.default_acl))
                     }
@@ -422,9 +425,12 @@ impl MdtService {
             rec.attr.size = self.dom_fill(t, fid, rec.layout.as_ref(), &m.data)?;
         }
         t.put_dentry(parent, name, &DentryRec { fid, kind })?;
+        // A client's `MakeAt` gives the time the directory changed at, as
+        // it showed it (also when replayed); else the MDT's clock.
+        let changed = at.as_ref().map_or(now, |m| m.made);
         let pr = t.inode(parent)?;
-        pr.attr.mtime = now;
-        pr.attr.ctime = now;
+        pr.attr.mtime = changed;
+        pr.attr.ctime = changed;
         if kind == FileKind::Dir {
             pr.attr.nlink += 1;
         }
