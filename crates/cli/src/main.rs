@@ -255,13 +255,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     done.map(|()| ExitCode::SUCCESS)
 }
 
-/// Every loom process (servers, mounts, tools) allocates through
-/// mimalloc: the servers' and the mount's per-request work is made of
-/// many small, short-lived allocations, on which glibc's malloc spent a
-/// tenth of the MDT's CPU in an mdtest create phase.
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     init_logs();
     let cli = Cli::parse();
