@@ -29,7 +29,8 @@ fn make_at(parent: Fid, name: &str, fid: Fid, kind: FileKind) -> MdtRequest {
         atime: Time { sec: 7, nsec: 0 },
         mtime: Time { sec: 7, nsec: 0 },
         ctime: Time { sec: 7, nsec: 0 },
-        made: Time { sec: 7, nsec: 0 },
+        // Made now: the directory's mtime moves forward, as it would.
+        made: Time::now(),
         target: None,
         data: Vec::new(),
     }
