@@ -301,7 +301,9 @@ impl MdtService {
             // An explicit striping for the file, or the directory's
             // default: plain striping (unset fields inherited) or
             // components.
-            let inherited = self.default_layout(parent)?;
+            // One look at the directory's defaults, for both.
+            let defaults = self.inherited(parent)?;
+            let inherited = defaults.layout;
             if let Some(m) = &at {
                 // Refused before objects are taken for it.
                 let dom = inherited.as_ref().and_then(|l| l.components.first());
@@ -317,7 +319,7 @@ impl MdtService {
                     ));
                 }
             }
-            let inherited_compress = self.default_compress(parent)?.and_then(Compress::if_on);
+            let inherited_compress = defaults.compress.and_then(Compress::if_on);
             match (stripe, inherited.as_ref().map(|l| (l.as_plain(), l))) {
                 (Some(s), Some((Some(p), _))) => Some(self.make_layout(&s.inherit(p)).await?),
                 (Some(s), _) => Some(self.make_layout(&s).await?),
