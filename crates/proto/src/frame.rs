@@ -203,6 +203,24 @@ impl FrameHeader {
         Ok(())
     }
 
+    /// [`FrameHeader::check_bulk`], in the same pass finding the crc32c
+    /// of each 4 KiB piece of `bulk` (see [`crate::chunk_sums`]).
+    pub fn check_bulk_summed(
+        &self,
+        bulk: &[u8],
+    ) -> (crate::chunk_sums::ChunkSums, Result<(), FrameError>) {
+        let (sums, computed) = crate::chunk_sums::ChunkSums::of(bulk);
+        let r = if computed == self.bulk_crc {
+            Ok(())
+        } else {
+            Err(FrameError::BadBulkCrc {
+                stored: self.bulk_crc,
+                computed,
+            })
+        };
+        (sums, r)
+    }
+
     /// Whether this frame is a reply.
     pub fn is_reply(&self) -> bool {
         self.flags & flags::REPLY != 0

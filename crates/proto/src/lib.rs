@@ -3,6 +3,8 @@
 //!
 //! - [`fid`]: 128-bit file identifiers whose sequence names the owning MDT.
 //! - [`frame`]: the fixed 40-byte frame header and its pure codec.
+//! - [`chunk_sums`]: the crc32c of each 4 KiB piece of a bulk, found while
+//!   checking the frame's.
 //! - [`msg`]: request and reply bodies (serde + postcard).
 //! - [`requests`]: each service's requests, declared once with opcode, name,
 //!   effect and who may send them.
@@ -27,6 +29,7 @@
 pub mod acl;
 pub mod capa;
 pub mod changelog;
+pub mod chunk_sums;
 pub mod compress;
 pub mod error;
 pub mod fid;

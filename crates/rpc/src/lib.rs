@@ -25,4 +25,5 @@ pub mod server;
 pub use auth::{ClusterKey, Standing};
 pub use callback::{CallbackHandler, Channel};
 pub use client::{ClientOptions, Replied, RpcClient, RpcError, RpcStats};
+pub use conn::Bulk;
 pub use server::{serve, Answer, Service};

@@ -9,7 +9,7 @@
 
 use crate::auth::{self, ClusterKey, Standing};
 use crate::callback::{answer_frame, Channel};
-use crate::conn::{read_frame, ReadError};
+use crate::conn::{read_frame, Bulk, ReadError};
 use crate::outbox::Outbox;
 use bytes::Bytes;
 use loom_proto::frame::{flags, FrameHeader};
@@ -87,7 +87,7 @@ pub trait Service: Send + Sync + 'static {
     fn handle(
         self: Arc<Self>,
         env: Envelope,
-        bulk: Vec<u8>,
+        bulk: Bulk,
         ch: &Arc<Channel>,
     ) -> impl Future<Output = Answer> + Send;
 }
@@ -227,7 +227,13 @@ async fn connection<S: Service>(
                     tracing::warn!(%peer, "refused {} from a client connection", env.req.name());
                     (Err(peers_only(&env.req)), Vec::new()).into()
                 }
-                Ok(env) => svc.handle(env, frame.bulk, &ch).await,
+                Ok(env) => {
+                    let bulk = Bulk {
+                        data: frame.bulk,
+                        sums: frame.sums,
+                    };
+                    svc.handle(env, bulk, &ch).await
+                }
                 Err(e) => (Err(e), Vec::new()).into(),
             };
             let bulk = a.bulk;

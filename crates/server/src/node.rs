@@ -14,7 +14,7 @@ use loom_proto::msg::{
 };
 use loom_proto::requests::Effect;
 use loom_proto::Errno;
-use loom_rpc::{Answer, Channel, ClientOptions, ClusterKey, Service};
+use loom_rpc::{Answer, Bulk, Channel, ClientOptions, ClusterKey, Service};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -322,7 +322,7 @@ impl Node {
 }
 
 impl Service for Node {
-    async fn handle(self: Arc<Self>, env: Envelope, bulk: Vec<u8>, ch: &Arc<Channel>) -> Answer {
+    async fn handle(self: Arc<Self>, env: Envelope, bulk: Bulk, ch: &Arc<Channel>) -> Answer {
         let stats = self.read().stats.get(&env.target).cloned();
         let Some(stats) = stats else {
             return self.dispatch(env, bulk, ch).await;
@@ -377,7 +377,7 @@ impl Node {
         self: Arc<Self>,
         id: u32,
         env: Envelope,
-        bulk: Vec<u8>,
+        bulk: Bulk,
         ch: &Arc<Channel>,
     ) -> Answer {
         let t = env.target;
@@ -445,12 +445,7 @@ impl Node {
         }
     }
 
-    async fn dispatch(
-        self: Arc<Self>,
-        mut env: Envelope,
-        bulk: Vec<u8>,
-        ch: &Arc<Channel>,
-    ) -> Answer {
+    async fn dispatch(self: Arc<Self>, mut env: Envelope, bulk: Bulk, ch: &Arc<Channel>) -> Answer {
         let t = env.target;
         if let Err(e) = self.capable(ch, &env) {
             return answer(t, (Err(e), Vec::new())).into();
@@ -478,7 +473,7 @@ impl Node {
         match (t.role, env.req) {
             (_, Request::Ping) => (Ok(Reply::Ok), Vec::new()).into(),
             (Role::Mgs, Request::Mgs(req)) => match self.mgs() {
-                Some(m) => answer(t, m.handle(&env.ctx, req, bulk).await).into(),
+                Some(m) => answer(t, m.handle(&env.ctx, req, bulk.data).await).into(),
                 None => missing(),
             },
             (Role::Mdt, Request::Mdt(req)) => match self.mdt(t.index) {

@@ -8,6 +8,7 @@
 //! new bytes, and no two changes of one block interleave.
 
 use crate::sums::{self, read_full, Entry, BLOCK};
+use loom_proto::chunk_sums::ChunkSums;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -170,6 +171,23 @@ fn reseal(f: &Files<'_>, first: u64, last: u64, gen: u32) {
 
 /// Write `buf` at `offset` of an object of `size` bytes.
 pub fn write(f: &Files<'_>, gen: u32, offset: u64, buf: &[u8], size: u64) -> Result<(), Fault> {
+    write_summed(f, gen, offset, buf, &ChunkSums::default(), size)
+}
+
+/// [`write`], given `known`, the crc32c of each 4 KiB piece of `buf` (as
+/// the frame that brought it found them, see
+/// [`loom_proto::chunk_sums`]): a block the write covers whole, from a
+/// piece's start, takes its sum from there instead of a second pass over
+/// its bytes. Pieces line up with blocks when `offset` is on a block
+/// boundary, as a stream's writes are.
+pub fn write_summed(
+    f: &Files<'_>,
+    gen: u32,
+    offset: u64,
+    buf: &[u8],
+    known: &ChunkSums,
+    size: u64,
+) -> Result<(), Fault> {
     let end = offset + buf.len() as u64;
     let new_size = size.max(end);
     let mut first = offset / BLOCK;
@@ -193,16 +211,22 @@ pub fn write(f: &Files<'_>, gen: u32, offset: u64, buf: &[u8], size: u64) -> Res
         let whole = cs == start && ce == start + new_len;
         let written =
             || &buf[cs.saturating_sub(offset) as usize..ce.saturating_sub(offset) as usize];
+        let written_crc = || {
+            let at = cs.saturating_sub(offset) as usize;
+            known
+                .of_range(at, (ce - cs) as usize)
+                .unwrap_or_else(|| sums::crc(written()))
+        };
         let (cur, prev) = if whole && old_len == 0 {
-            (sums::crc(written()), sums::crc(&[]))
+            (written_crc(), sums::crc(&[]))
         } else if whole && e.is_set() && e.gen == gen {
             // This incarnation wrote the entry after its bytes landed, so
             // `cur` is what the block holds: no need to read it.
-            (sums::crc(written()), e.cur)
+            (written_crc(), e.cur)
         } else if whole && !e.is_set() && f.unset_is_hole {
             // A hole below the end (parallel writes of a stream land out of
             // order): it holds zeros, so a whole-block write reads nothing.
-            (sums::crc(written()), sums::crc_zeros(old_len))
+            (written_crc(), sums::crc_zeros(old_len))
         } else {
             let mut bytes = block_bytes(f, b, size, new_len)?;
             let held = sums::crc(&bytes[..old_len as usize]);
@@ -357,6 +381,37 @@ mod tests {
             .expect("verify")
             .1
             .is_empty());
+    }
+
+    #[test]
+    fn sums_found_on_the_wire_give_the_checksums_a_second_pass_gives() {
+        let (plain, summed) = (obj(), obj());
+        // Aligned streams, a short last piece at the end, unaligned
+        // writes, an overwrite by a later incarnation, a write past a hole.
+        let writes: [(u32, u64, usize); 6] = [
+            (1, 0, 3 * BLOCK as usize),
+            (1, 3 * BLOCK, 2 * BLOCK as usize + 100),
+            (1, 7, BLOCK as usize + 9),
+            (2, BLOCK, BLOCK as usize),
+            (2, 9 * BLOCK, BLOCK as usize + 1),
+            (2, 5 * BLOCK + 100, 3 * BLOCK as usize),
+        ];
+        for (i, &(gen, at, len)) in writes.iter().enumerate() {
+            let buf: Vec<u8> = (0..len).map(|j| (j * 7 + i) as u8).collect();
+            plain.write(gen, at, &buf);
+            let known = ChunkSums::of(&buf).0;
+            write_summed(&summed.files(), gen, at, &buf, &known, summed.size()).expect("write");
+        }
+        let bytes = |f: &File| {
+            let mut v = vec![0u8; f.metadata().expect("stat").len() as usize];
+            f.read_exact_at(&mut v, 0).expect("read");
+            v
+        };
+        assert_eq!(bytes(&summed.sums), bytes(&plain.sums));
+        assert_eq!(
+            summed.read_all().expect("verified"),
+            plain.read_all().expect("verified")
+        );
     }
 
     #[test]

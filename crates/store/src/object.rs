@@ -51,6 +51,7 @@
 //! The API is blocking; the OST service calls it through
 //! `tokio::task::spawn_blocking`.
 
+use loom_proto::chunk_sums::ChunkSums;
 use loom_proto::msg::{ObjInfo, StatFs};
 use loom_proto::{Errno, WireError};
 use nix::fcntl::FallocateFlags;
@@ -780,6 +781,20 @@ impl ObjectStore {
         pack: Option<Compress>,
         owner: Option<Owner>,
     ) -> Result<(), ObjectError> {
+        self.write_summed(oid, offset, data, &ChunkSums::default(), pack, owner)
+    }
+
+    /// [`ObjectStore::write_as`], given the crc32c of each 4 KiB piece of
+    /// `data` (see [`checked::write_summed`]).
+    pub fn write_summed(
+        &self,
+        oid: u64,
+        offset: u64,
+        data: &[u8],
+        known: &ChunkSums,
+        pack: Option<Compress>,
+        owner: Option<Owner>,
+    ) -> Result<(), ObjectError> {
         end_of(oid, offset, data.len() as u64)?;
         if data.is_empty() {
             return Ok(());
@@ -794,7 +809,8 @@ impl ObjectStore {
             View::Packed(p) => self.moved(oid, p.write(offset, data)),
             View::Plain(files) => {
                 let size = self.size_of(oid, &obj)?;
-                checked::write(&files, self.gen, offset, data, size).map_err(|f| self.fault(oid, f))
+                checked::write_summed(&files, self.gen, offset, data, known, size)
+                    .map_err(|f| self.fault(oid, f))
             }
         })
     }

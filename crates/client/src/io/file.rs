@@ -14,7 +14,7 @@
 //! holes and objects shorter than the file read as zeros.
 
 use super::grant::Taken;
-use super::plan::{clamp_read, gather, plan, scatter, ObjExtent, MAX_RPC};
+use super::plan::{clamp_read, gather_bulk, plan, scatter, ObjExtent, MAX_RPC};
 use super::readahead::{window_of, Fetch, ReadAhead, Stamp};
 use super::writeback::FileWrites;
 use crate::ctx::Caller;
@@ -516,7 +516,8 @@ impl OpenFile {
         };
         let Some(taken) = taken else {
             self.drain().await?;
-            self.send(offset, data, None, false).await?;
+            self.send(offset, Bytes::copy_from_slice(data), None, false)
+                .await?;
             if spans_of(&self.layout, offset, data.len())
                 .is_some_and(|v| v.iter().any(|s| matches!(s.on, On::Raid0 { .. })))
             {
@@ -544,7 +545,7 @@ impl OpenFile {
         };
         self.note_written(end);
         if let Some(prev) = full {
-            self.send(prev.offset, &prev.data, Some(prev.taken), true)
+            self.send(prev.offset, prev.data.into(), Some(prev.taken), true)
                 .await?;
         }
         self.after_write().await
@@ -623,7 +624,10 @@ impl OpenFile {
     pub(crate) async fn drain(&self) -> Result<(), Errno> {
         let g = self.lock_gathered().take();
         match g {
-            Some(g) => self.send(g.offset, &g.data, Some(g.taken), true).await,
+            Some(g) => {
+                self.send(g.offset, g.data.into(), Some(g.taken), true)
+                    .await
+            }
             None => Ok(()),
         }
     }
@@ -639,7 +643,7 @@ impl OpenFile {
     async fn send(
         &self,
         offset: u64,
-        data: &[u8],
+        data: Bytes,
         taken: Option<Taken>,
         acknowledged: bool,
     ) -> Result<(), Errno> {
@@ -703,7 +707,7 @@ impl OpenFile {
         let mut set = JoinSet::new();
         for ((obj, ext), grant_used) in exts.iter().zip(used) {
             let obj = *obj;
-            let bulk = Bytes::from(gather(data, ext));
+            let bulk = gather_bulk(&data, ext);
             let req = OstRequest::ObjWrite {
                 obj,
                 offset: ext.obj_offset,

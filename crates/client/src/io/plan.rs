@@ -90,6 +90,17 @@ pub fn plan(
     out
 }
 
+/// The bytes of `buf` that `ext` writes, in object order, as a bulk to
+/// send: a view of `buf` when they lie in one piece (a write within one
+/// stripe unit, the streaming case), a copy only when they must be
+/// joined.
+pub fn gather_bulk(buf: &bytes::Bytes, ext: &ObjExtent) -> bytes::Bytes {
+    match ext.pieces.as_slice() {
+        [p] => buf.slice(p.buf_offset..p.buf_offset + p.len),
+        _ => bytes::Bytes::from(gather(buf, ext)),
+    }
+}
+
 /// The bytes of `buf` that `ext` writes, in object order.
 pub fn gather(buf: &[u8], ext: &ObjExtent) -> Vec<u8> {
     let mut v = Vec::with_capacity(ext.len);

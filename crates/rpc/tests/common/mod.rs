@@ -39,9 +39,14 @@ impl Service for TestService {
     async fn handle(
         self: Arc<Self>,
         env: Envelope,
-        bulk: Vec<u8>,
+        bulk: loom_rpc::Bulk,
         ch: &Arc<loom_rpc::Channel>,
     ) -> Answer {
+        // The sums handed on are those of the bytes that came.
+        if bulk.sums != loom_proto::chunk_sums::ChunkSums::of(&bulk.data).0 {
+            return (Ok(Reply::Link("wrong chunk sums".into())), Vec::new()).into();
+        }
+        let bulk = bulk.data;
         self.channels.lock().expect("lock").push(ch.clone());
         *self
             .executions

@@ -32,6 +32,7 @@ use loom_proto::msg::Finding;
 use loom_proto::msg::{OstRequest, Reply, ReqCtx, ScrubCmd, StatFs, TargetId};
 use loom_proto::quota::Owner;
 use loom_proto::{Compress, Errno, ObjRef};
+use loom_rpc::Bulk;
 use loom_store::object::{ObjectError, ObjectStore};
 use quota::OstQuota;
 use stats::OpStats;
@@ -128,7 +129,7 @@ impl OstService {
         self: &Arc<Self>,
         ctx: &ReqCtx,
         req: OstRequest,
-        bulk: Vec<u8>,
+        bulk: Bulk,
     ) -> (Handled, Vec<u8>) {
         let op = req.op();
         // Changes wait while a snapshot's barrier holds.
@@ -251,7 +252,8 @@ impl OstService {
 
     /// Store a write of `ctx`'s client that spends `w.grant_used` bytes of
     /// its grant, and top the grant up.
-    async fn write(&self, ctx: &ReqCtx, w: Write, data: Vec<u8>) -> Handled {
+    async fn write(&self, ctx: &ReqCtx, w: Write, bulk: Bulk) -> Handled {
+        let Bulk { data, sums } = bulk;
         let client = ctx.client_id;
         let oid = self.check(w.obj)?;
         let pack = checked_pack(w.pack)?;
@@ -278,7 +280,7 @@ impl OstService {
             ));
         };
         let (offset, sent) = (w.offset, w.owner);
-        self.blocking(move |s| s.write_as(oid, offset, &data, pack, sent))
+        self.blocking(move |s| s.write_summed(oid, offset, &data, &sums, pack, sent))
             .await?;
         drop(spent);
         let quota_near = admitted.near;
@@ -522,6 +524,11 @@ mod tests {
 
     /// The answer as a client gets it.
     async fn call(s: &Arc<OstService>, req: OstRequest, bulk: Vec<u8>) -> (ReplyResult, Vec<u8>) {
+        // With the sums of its pieces, as a bulk off the wire has them.
+        let bulk = Bulk {
+            sums: loom_proto::chunk_sums::ChunkSums::of(&bulk).0,
+            data: bulk,
+        };
         let r = s.handle(&ReqCtx::default(), req, bulk).await;
         crate::error::answer(TargetId::ost(s.index), r)
     }
