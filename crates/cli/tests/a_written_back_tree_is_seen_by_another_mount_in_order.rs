@@ -271,13 +271,15 @@ fn a_file_on_its_way_to_its_objects_reads_whole_where_it_was_written() {
     // size 0): in between, the writing mount still answers it itself.
     let mut c = Cluster::up(1, 1, &[]);
     let wb = c.second_mount_with("wb", &["--write-back"]);
+    // A file made the usual way first (the root is not written back): the
+    // MDT then holds objects made ahead on the OST, and makes the next
+    // file without it; and the OST's answer to its write gives the mount
+    // the space grant that new files' first bytes are kept under.
+    std::fs::write(wb.join("warm"), "x").expect("write");
     let d = wb.join("d");
     std::fs::create_dir(&d).expect("mkdir");
     std::fs::write(d.join("a"), "first bytes").expect("write");
     std::fs::write(d.join("b"), "b's bytes").expect("write");
-    // A file made the usual way first: the MDT then holds objects made
-    // ahead on the OST, and makes the next file without it.
-    std::fs::write(c.mnt.join("warm"), "x").expect("write");
     let before = mdt0_batches(&c.mnt);
     let ost = Stopped::new(c.pid("ost0"));
     // An fsync of b sends both (not of the directory: the kernel holds

@@ -1172,6 +1172,14 @@ pub enum Reply {
     /// The policy engine's latest report, JSON (`MgsRequest::PolicyReport`;
     /// empty: none).
     PolicyReport(String),
+    /// Room for Data-on-MDT bytes on an MDT (`MdtRequest::DomRoom`).
+    DomRoom {
+        /// Bytes free on the MDT above its reserve.
+        space: u64,
+        /// Per id asked about, in the order asked, how many more bytes of
+        /// Data-on-MDT it may own there (`None`: no block limit).
+        rooms: Vec<(crate::quota::QuotaId, Option<u64>)>,
+    },
 }
 
 impl Reply {

@@ -815,6 +815,21 @@ declare_requests! {
             /// How many the client would make.
             want: u32,
         } => 131, "quota_room", Reads, Any;
+        /// How many more bytes of Data-on-MDT a client's written-back new
+        /// files may take here: this MDT's free space above its reserve,
+        /// and per id of `ids` what its share of their block limits
+        /// leaves, after asking the quota master for `want` more bytes
+        /// where it is short, as a write would. A client that writes
+        /// back keeps new files' first bytes only within it (issue #32);
+        /// the MDT checks each again when they are sent. Not a
+        /// reservation. Who may ask about which id is as for
+        /// `QuotaUsage`. Answered `Reply::DomRoom`.
+        DomRoom {
+            /// The owner, group and project of the files.
+            ids: Vec<crate::quota::QuotaId>,
+            /// Bytes the client would write.
+            want: u64,
+        } => 132, "dom_room", Reads, Any;
         /// The jobs and clients this target served recently, with their
         /// operations and bytes (`loom jobstats`); answered by the server
         /// process, which counts every request it serves.

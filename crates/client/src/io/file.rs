@@ -483,11 +483,16 @@ impl OpenFile {
         }
         if self.made_here {
             self.drop_privileges().await?;
+            let mut asked = false;
             loop {
                 match self.client.wb_write(self.fid, offset, data) {
                     Absorbed::Kept => return Ok(()),
                     Absorbed::Busy => self.client.wb_wait_flush().await,
-                    Absorbed::No => break,
+                    Absorbed::Ask if !asked => {
+                        asked = true;
+                        self.client.wb_ask_write_room(self.fid).await?;
+                    }
+                    Absorbed::Ask | Absorbed::No => break,
                 }
             }
             return self.through_sent().await?.write_direct(offset, data).await;

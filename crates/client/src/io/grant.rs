@@ -106,6 +106,20 @@ impl Grants {
         Some(taken)
     }
 
+    /// Take `cost` bytes from the OST that holds the most (for bytes
+    /// whose OST is not chosen yet); `None` if none holds that much.
+    pub fn take_most(&self, cost: u64) -> Option<Taken> {
+        let ost = {
+            let held = self.lock();
+            let now = Instant::now();
+            held.iter()
+                .filter(|(_, h)| now.duration_since(h.heard) < CLIENT_DROPS_AFTER)
+                .max_by_key(|(_, h)| h.bytes)
+                .map(|(ost, _)| *ost)?
+        };
+        self.take(&[(ost, cost)])
+    }
+
     /// Give back what `taken` did not spend (to the instance that granted
     /// it only).
     pub fn give_back(&self, taken: Taken) {
@@ -154,6 +168,12 @@ impl Grants {
         } else if !m.is_empty() {
             m.remove(&(ost, owner));
         }
+    }
+
+    /// Whether `owner` is near a block limit on any OST.
+    pub fn near_anywhere(&self, owner: Owner) -> bool {
+        let m = self.near.lock().unwrap_or_else(|p| p.into_inner());
+        m.iter().any(|(_, o)| *o == owner)
     }
 
     /// Whether `owner`'s writes to `ost` must be waited for (near a limit).

@@ -198,6 +198,7 @@ fn xattrs_changed(req: &MdtRequest, reply: &Reply) -> XattrsChanged {
         | R::QuotaUsage { .. }
         | R::QuotaCheck
         | R::QuotaRoom { .. }
+        | R::DomRoom { .. }
         | R::SetProject { .. }
         | R::GetProject { .. }
         | R::SetQuota { .. }

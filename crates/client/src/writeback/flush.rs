@@ -236,6 +236,9 @@ impl Client {
 
     async fn flush_all(&self) -> Result<(), Errno> {
         let _one = self.wb.flushing.lock().await;
+        // Grants of first bytes no longer kept (files removed or sent
+        // since the last flush).
+        self.wb_give_back();
         let mut first_failure = None;
         // Bounded: changes made while it runs are sent too, but a writer
         // that never stops must not hold a recall's answer for ever.
@@ -332,9 +335,13 @@ impl Client {
                         data,
                     };
                     let caller = m.caller.clone();
-                    if let Some(m) = s.made.get_mut(fid) {
+                    // Its first bytes' grant goes back for their write to
+                    // spend (see `room`).
+                    let taken = s.made.get_mut(fid).map(|m| {
                         m.sending = true;
-                    }
+                        std::mem::take(&mut m.taken)
+                    });
+                    s.unspent.absorb(taken.unwrap_or_default());
                     Sending {
                         op: op.clone(),
                         caller,
@@ -410,7 +417,7 @@ impl Client {
                         ctx: item.ctx,
                     });
                 }
-                let m = s.made.remove(&fid)?;
+                let m = s.drop_made(fid)?;
                 let parent_held = s.dirs.get(&m.parent).is_some_and(|h| h.answering);
                 if let Some(h) = s.dirs.get_mut(&fid) {
                     // The MDT passes the parent's lease on only while it
@@ -442,7 +449,7 @@ impl Client {
         s.failed.get_or_insert(e);
         let fid = match item.op {
             Op::Make(fid) => {
-                if let Some(m) = s.made.remove(&fid) {
+                if let Some(m) = s.drop_made(fid) {
                     if let Some(h) = s.dirs.get_mut(&m.parent) {
                         h.names.remove(&m.name);
                         h.answering = false;
@@ -476,11 +483,12 @@ impl Client {
             return Ok(());
         }
         let fids: Vec<Fid> = written.iter().map(|w| w.fid).collect();
+        self.wb_give_back();
         let r = self.wb_write_firsts_of(mdt, written).await;
         // Sent, or failed and reported: answered by their MDT from now on.
         let mut s = self.wb.lock();
         for fid in fids {
-            s.made.remove(&fid);
+            s.drop_made(fid);
         }
         r
     }

@@ -4,12 +4,13 @@
 //! [`Client::wb_settle`].
 
 use super::perms::{self, may};
-use super::quota;
+use super::quota::{self, Check};
+use super::room::Bytes;
 use super::{Held, Made, Op, State};
 use crate::ctx::Caller;
 use crate::Client;
 use loom_proto::msg::{Attr, DirEntry, FileKind, SetAttr, Time};
-use loom_proto::quota::QuotaId;
+use loom_proto::quota::{Owner, QuotaId};
 use loom_proto::{Errno, Fid, Layout, Name};
 use std::time::Instant;
 
@@ -19,9 +20,13 @@ pub(crate) enum Absorbed {
     Kept,
     /// The file is being sent: wait for the flush, then write again.
     Busy,
-    /// Past what is kept here, or the file was sent: written the usual
-    /// way, on its layout, once it is sent.
+    /// Past what is kept here, or past the room known for it (see
+    /// `room`), or the file was sent: written the usual way, on its
+    /// layout, once it is sent.
     No,
+    /// The room for the bytes is not known: ask
+    /// ([`Client::wb_ask_write_room`]), then write again.
+    Ask,
 }
 
 /// The layout a file made here has until it is sent: none. Its handles
@@ -161,6 +166,7 @@ impl Client {
                             ..c.clone()
                         },
                         sending: false,
+                        taken: Default::default(),
                     };
                     s.made.insert(fid, made);
                     if let Some(h) = s.dirs.get_mut(&parent) {
@@ -452,8 +458,8 @@ impl Client {
     }
 
     /// Keep a write of `data` at `offset` to file `fid` with it, if it was
-    /// made here and is not sent yet, and the write ends within what is
-    /// kept.
+    /// made here and is not sent yet, the write ends within what is
+    /// kept, and its new bytes fit the room known for them (see `room`).
     pub(crate) fn wb_write(&self, fid: Fid, offset: u64, data: &[u8]) -> Absorbed {
         let mut s = self.wb.lock();
         let Some(m) = s.made.get(&fid) else {
@@ -462,13 +468,46 @@ impl Client {
         if m.sending {
             return Absorbed::Busy;
         }
-        let max = s.dirs.get(&m.parent).map_or(0, Held::data_max);
-        let Some(end) = offset.checked_add(data.len() as u64).filter(|e| *e <= max) else {
+        let Some(h) = s.dirs.get(&m.parent) else {
             return Absorbed::No;
         };
+        let Some(end) = offset
+            .checked_add(data.len() as u64)
+            .filter(|e| *e <= h.data_max())
+        else {
+            return Absorbed::No;
+        };
+        let grow = end.saturating_sub(m.data.len() as u64);
+        let (go, a, kept) = (h.bytes_go(), &m.attr, m.data.len() as u64);
+        let ids = quota::ids_of(&m.caller, a.uid, a.gid, a.projid);
+        let owner = Owner {
+            uid: a.uid,
+            gid: a.gid,
+            projid: a.projid,
+        };
+        let mut taken = None;
+        if grow > 0 {
+            match go {
+                Bytes::Dom { mdt } => match s.dom_check(mdt, &ids, grow, Instant::now()) {
+                    Check::Fits => s.dom_take(mdt, &ids, grow),
+                    Check::Ask => return Absorbed::Ask,
+                    Check::Full => return Absorbed::No,
+                },
+                Bytes::Objects => {
+                    let cost = loom_proto::grant::cost(kept, grow, false);
+                    match self.wb_first_grant(owner, cost) {
+                        Some(t) => taken = Some(t),
+                        None => return Absorbed::No,
+                    }
+                }
+            }
+        }
         let Some(m) = s.made.get_mut(&fid) else {
             return Absorbed::No;
         };
+        if let Some(t) = taken {
+            m.taken.absorb(t);
+        }
         if m.data.len() < end as usize {
             m.data.resize(end as usize, 0);
         }

@@ -37,6 +37,7 @@ mod flush;
 mod local;
 mod perms;
 mod quota;
+mod room;
 
 use crate::ctx::Caller;
 use loom_proto::layout::LayoutSpec;
@@ -93,6 +94,12 @@ pub(crate) struct State {
     failed: Option<Errno>,
     /// Per MDT and id, the inode quota room known (see `quota`).
     rooms: HashMap<(u32, loom_proto::quota::QuotaId), quota::Room>,
+    /// Per MDT and id, the room known for Data-on-MDT bytes (see `room`).
+    dom_rooms: HashMap<(u32, loom_proto::quota::QuotaId), quota::Room>,
+    /// Per MDT, its free space known for Data-on-MDT bytes.
+    dom_space: HashMap<u32, quota::Room>,
+    /// Grants of first bytes no longer kept here, to give back.
+    unspent: crate::io::grant::Taken,
 }
 
 /// A directory written back.
@@ -135,7 +142,7 @@ impl Held {
 }
 
 /// An inode made here, not sent yet.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Made {
     parent: Fid,
     name: Name,
@@ -150,6 +157,8 @@ pub(crate) struct Made {
     caller: Caller,
     /// In the flush under way.
     sending: bool,
+    /// The OST grant its first bytes are kept under (see `room`).
+    taken: crate::io::grant::Taken,
 }
 
 /// One change waiting for its MDT.
@@ -258,7 +267,15 @@ impl State {
         if let Some(q) = self.queues.get_mut(&mdt) {
             q.retain(|op| !matches!(op, Op::Make(f) if *f == fid));
         }
-        self.made.remove(&fid);
+        self.drop_made(fid);
+    }
+
+    /// Forget inode `fid` made here; the grant its bytes were kept under
+    /// is given back by the client ([`Client::wb_give_back`]).
+    fn drop_made(&mut self, fid: Fid) -> Option<Made> {
+        let mut m = self.made.remove(&fid)?;
+        self.unspent.absorb(std::mem::take(&mut m.taken));
+        Some(m)
     }
 
     /// Directories no longer answered whose names are all sent: forgotten.

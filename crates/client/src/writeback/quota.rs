@@ -34,10 +34,10 @@ const WANT: u32 = 64;
 /// What an MDT said of one id's room, less what this client made since.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Room {
-    /// Inodes left (`None`: no inode limit).
-    left: Option<u64>,
+    /// Inodes (or bytes) left (`None`: no limit).
+    pub(super) left: Option<u64>,
     /// Trusted until then.
-    until: Instant,
+    pub(super) until: Instant,
 }
 
 /// What the rooms known say of one more inode.

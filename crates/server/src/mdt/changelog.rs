@@ -222,6 +222,7 @@ impl Planned {
             | MdtRequest::QuotaUsage { .. }
             | MdtRequest::QuotaCheck
             | MdtRequest::QuotaRoom { .. }
+            | MdtRequest::DomRoom { .. }
             | MdtRequest::GetProject { .. }
             | MdtRequest::GetCapa { .. }
             | MdtRequest::GetRoot

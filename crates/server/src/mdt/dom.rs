@@ -11,17 +11,30 @@
 //! it for replay until committed; fsync commits it). A truncate cuts the
 //! blocks in the batch of its setattr, and the last unlink drops them
 //! with the inode.
+//!
+//! Data-on-MDT bytes leave part of the MDT's file system free (1/
+//! [`DOM_RESERVE_PART`]), so that the metadata itself can always change,
+//! also to remove files: a write or a new file's first bytes that would
+//! reach into it are refused with ENOSPC. A client that writes back asks
+//! what is left (`DomRoom`) and keeps new files' bytes only within it.
 
 use super::request::Rq;
 use super::tx::{read_inode, store_err, Tx};
 use super::MdtService;
 use crate::error::{Handled, ServerError};
-use loom_proto::msg::{Reply, Time};
+use crate::quota::Res;
+use loom_proto::msg::{Reply, ReqCtx, Time};
+use loom_proto::quota::QuotaId;
 use loom_proto::{Errno, Fid, Layout};
 use loom_store::kv::Space;
+use std::sync::Arc;
 
 /// Bytes per stored block.
 pub const DOM_BLOCK: u64 = 64 << 10;
+
+/// Data-on-MDT bytes leave this part of the MDT's file system free:
+/// 1/20, 5%.
+pub const DOM_RESERVE_PART: u64 = 20;
 
 fn block_key(fid: Fid, n: u64) -> Vec<u8> {
     let mut k = fid.to_key().to_vec();
@@ -55,6 +68,53 @@ fn inside(fid: Fid, offset: u64, len: u64, end: u64) -> Result<u64, ServerError>
 }
 
 impl MdtService {
+    /// Bytes of Data-on-MDT this MDT can still take: its file system's
+    /// free space above the reserve.
+    pub(super) fn dom_space(&self) -> Result<u64, ServerError> {
+        let v = nix::sys::statvfs::statvfs(&self.dir).map_err(|e| ServerError::Store {
+            errno: Errno(e as i32),
+            msg: format!("statvfs {}: {e}", self.dir.display()),
+        })?;
+        let frsize = v.fragment_size() as u64;
+        let total = v.blocks() as u64 * frsize;
+        let avail = v.blocks_available() as u64 * frsize;
+        Ok(avail.saturating_sub(total / DOM_RESERVE_PART))
+    }
+
+    /// ENOSPC unless `len` more bytes of Data-on-MDT for `fid` fit.
+    fn dom_fits(&self, fid: Fid, len: u64) -> Result<(), ServerError> {
+        let room = self.dom_space()?;
+        if len > room {
+            return Err(ServerError::refused(
+                Errno::ENOSPC,
+                format!(
+                    "MDT{:04x} has room for {room} more bytes of Data-on-MDT above its reserve, not {len} ({fid})",
+                    self.index
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `DomRoom`: this MDT's room for Data-on-MDT bytes, and each of
+    /// `ids`' room within its block quota share here (the master asked
+    /// for `want` more bytes where the share leaves less).
+    pub(super) async fn dom_room(
+        self: &Arc<Self>,
+        ctx: &ReqCtx,
+        ids: &[QuotaId],
+        want: u64,
+    ) -> Handled {
+        let rooms = self.rooms(ctx, ids, want, Res::Bytes).await?;
+        // Half: until the store folds its journal into its tables, each
+        // byte written takes about twice its size on the disk, and the
+        // check at the write counts the disk as it is then.
+        Ok(Reply::DomRoom {
+            space: self.dom_space()? / 2,
+            rooms,
+        })
+    }
+
     fn dom_block(&self, fid: Fid, n: u64) -> Result<Vec<u8>, ServerError> {
         Ok(self
             .names
@@ -73,6 +133,7 @@ impl MdtService {
         offset: u64,
         data: Vec<u8>,
     ) -> Handled {
+        self.dom_fits(fid, data.len() as u64)?;
         let (mut t, g) = self.begin().await.into_parts();
         let r = t.inode(fid)?;
         super::attrs::regular_file(fid, r.attr.kind)?;
@@ -116,6 +177,9 @@ impl MdtService {
         data: &[u8],
     ) -> Result<u64, ServerError> {
         let stop = inside(fid, 0, data.len() as u64, dom_end(fid, layout)?)?;
+        if !data.is_empty() {
+            self.dom_fits(fid, data.len() as u64)?;
+        }
         for (n, chunk) in data.chunks(DOM_BLOCK as usize).enumerate() {
             t.batch
                 .put(Space::Dom, block_key(fid, n as u64), chunk.to_vec());

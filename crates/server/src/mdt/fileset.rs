@@ -206,5 +206,6 @@ fn subtree_safe(req: &MdtRequest) -> bool {
             | R::GetRoot
             | R::GrantFids { .. }
             | R::QuotaRoom { .. }
+            | R::DomRoom { .. }
     )
 }

@@ -1314,6 +1314,7 @@ impl MdtService {
             MdtRequest::QuotaUsage { who } => self.quota_usage(ctx.ctx, who),
             MdtRequest::QuotaCheck => self.quota_check(ctx.ctx).await,
             MdtRequest::QuotaRoom { ids, want } => self.quota_room(ctx.ctx, &ids, want).await,
+            MdtRequest::DomRoom { ids, want } => self.dom_room(ctx.ctx, &ids, want).await,
             MdtRequest::SetProject {
                 fid,
                 projid,

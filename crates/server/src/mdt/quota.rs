@@ -386,12 +386,12 @@ impl Quotas {
         }
     }
 
-    /// How many more inodes `who` may own within this MDT's share:
+    /// How much more of `res` `who` may own within this MDT's share:
     /// `None` when the master has not been asked (or its "no limits" is
-    /// old), `Some(None)` when it has no inode limit.
-    pub fn inode_room(&self, who: QuotaId) -> Option<Option<u64>> {
-        let used = self.usage(who).inodes;
-        match self.shares(Res::Inodes).get(who)? {
+    /// old), `Some(None)` when it has no limit of `res`.
+    pub fn room(&self, who: QuotaId, res: Res) -> Option<Option<u64>> {
+        let used = res.of_usage(&self.usage(who));
+        match self.shares(res).get(who)? {
             Grant::Unlimited(_) => Some(None),
             Grant::Up(g) => Some(Some(g.saturating_sub(used))),
         }
@@ -518,34 +518,48 @@ impl MdtService {
         ids: &[QuotaId],
         want: u32,
     ) -> Handled {
+        let rooms = self.rooms(ctx, ids, u64::from(want), Res::Inodes).await?;
+        Ok(Reply::QuotaRoom { rooms })
+    }
+
+    /// Per id of `ids` (at most 3: a new inode's owner, group and
+    /// project), how much more of `res` it may own here, after asking the
+    /// master for `want` more where the share leaves less.
+    pub(super) async fn rooms(
+        self: &Arc<Self>,
+        ctx: &ReqCtx,
+        ids: &[QuotaId],
+        want: u64,
+        res: Res,
+    ) -> Result<Vec<(QuotaId, Option<u64>)>, ServerError> {
         if ids.len() > 3 {
             let msg = format!("a new inode counts against 3 ids, not {}", ids.len());
             return Err(ServerError::refused(Errno::EINVAL, msg));
         }
-        let want = u64::from(want.max(1));
+        let want = want.max(1);
         let mut rooms = Vec::with_capacity(ids.len());
         for &who in ids {
             may_see(ctx, who)?;
-            let room = match self.commit.quotas.inode_room(who) {
+            let room = match self.commit.quotas.room(who, res) {
                 Some(r) if r.is_none_or(|n| n >= want) => r,
                 _ => {
                     // Near a limit the master refuses `want` whole: then
-                    // one (what the next create needs). EDQUOT for that
-                    // too only means no more is granted: the room is
-                    // what is left (maybe none).
+                    // one (what the next create or byte needs). EDQUOT
+                    // for that too only means no more is granted: the
+                    // room is what is left (maybe none).
                     for need in [want, 1] {
-                        match self.quota_round(who, need, Res::Inodes, 1).await {
+                        match self.quota_round(who, need, res, 1).await {
                             Ok(()) => break,
                             Err(e) if e.errno() == Errno::EDQUOT => {}
                             Err(e) => return Err(e),
                         }
                     }
-                    self.commit.quotas.inode_room(who).unwrap_or(Some(0))
+                    self.commit.quotas.room(who, res).unwrap_or(Some(0))
                 }
             };
             rooms.push((who, room));
         }
-        Ok(Reply::QuotaRoom { rooms })
+        Ok(rooms)
     }
 
     /// Give inode `fid` project id `projid`, and a directory the passing

@@ -137,6 +137,7 @@ impl Staged {
             | R::QuotaUsage { .. }
             | R::QuotaCheck
             | R::QuotaRoom { .. }
+            | R::DomRoom { .. }
             | R::SetProject { .. }
             | R::GetProject { .. }
             | R::GetCapa { .. }
