@@ -91,12 +91,13 @@ pub struct MountArgs {
     /// not sent or fsynced, as a local file system's crash does.
     #[arg(long)]
     pub write_back: bool,
-    /// With --write-back: how long an MDT's answer on how many more
-    /// inodes a user, group or project may own is trusted before it is
-    /// asked again. Creates past it fail with EDQUOT at once; within it,
-    /// another mount's creates may take the room first, and the MDT's
-    /// refusal is then reported at the next fsync or close. 0 asks at
-    /// every create.
+    /// With --write-back: how long an MDT's answer on room is trusted
+    /// before it is asked again: how many more inodes a user, group or
+    /// project may own, and how many bytes of new files' Data-on-MDT
+    /// bytes fit (its free space, their block quota). Creates and writes
+    /// past it fail with EDQUOT or ENOSPC at once; within it, another
+    /// mount may take the room first, and the MDT's refusal is then
+    /// reported at the next fsync or close. 0 asks at every create.
     #[arg(long, default_value_t = 2.0, value_parser = parse_seconds, value_name = "SECONDS")]
     pub wb_quota_trust: f64,
 }

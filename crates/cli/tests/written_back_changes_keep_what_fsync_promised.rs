@@ -105,6 +105,7 @@ fn an_fsynced_written_back_tree_survives_kill_9_of_its_mdt() {
     let mdt = Stopped::new(c.pid("mdt0"));
     let mut fsyncing = make(&d2, "b", 50, Some("b3"))
         .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("python3");
     let out = fsyncing.stdout.take().expect("stdout");
@@ -115,7 +116,13 @@ fn an_fsynced_written_back_tree_survives_kill_9_of_its_mdt() {
     drop(mdt);
     c.restart("mdt0");
     let rest: Vec<String> = lines.map(|l| l.expect("read")).collect();
-    assert!(fsyncing.wait().expect("wait").success());
+    if !fsyncing.wait().expect("wait").success() {
+        let mut err = String::new();
+        if let Some(mut e) = fsyncing.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        panic!("the writer failed after {rest:?}: {err}");
+    }
     assert_eq!(rest, ["synced"]);
     let theirs = c.mnt.join("d2");
     assert_eq!(whole_files(&theirs, "b", 50), 50);

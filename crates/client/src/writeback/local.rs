@@ -10,7 +10,7 @@ use super::{Held, Made, Op, State};
 use crate::ctx::Caller;
 use crate::Client;
 use loom_proto::msg::{Attr, DirEntry, FileKind, SetAttr, Time};
-use loom_proto::quota::{Owner, QuotaId};
+use loom_proto::quota::QuotaId;
 use loom_proto::{Errno, Fid, Layout, Name};
 use std::time::Instant;
 
@@ -480,11 +480,7 @@ impl Client {
         let grow = end.saturating_sub(m.data.len() as u64);
         let (go, a, kept) = (h.bytes_go(), &m.attr, m.data.len() as u64);
         let ids = quota::ids_of(&m.caller, a.uid, a.gid, a.projid);
-        let owner = Owner {
-            uid: a.uid,
-            gid: a.gid,
-            projid: a.projid,
-        };
+        let owner = super::owner_of(a);
         let mut taken = None;
         if grow > 0 {
             match go {

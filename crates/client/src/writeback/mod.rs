@@ -256,6 +256,15 @@ impl WriteBack {
     }
 }
 
+/// Whom an inode with attributes `a` counts against.
+fn owner_of(a: &Attr) -> loom_proto::quota::Owner {
+    loom_proto::quota::Owner {
+        uid: a.uid,
+        gid: a.gid,
+        projid: a.projid,
+    }
+}
+
 impl State {
     fn push(&mut self, mdt: u32, op: Op) {
         self.queues.entry(mdt).or_default().push(op);

@@ -23,7 +23,7 @@ use super::State;
 use crate::client::Client;
 use crate::ctx::Caller;
 use loom_proto::msg::{MdtRequest, Reply};
-use loom_proto::quota::{Owner, QuotaId};
+use loom_proto::quota::QuotaId;
 use loom_proto::{Errno, Fid};
 use std::time::Instant;
 
@@ -105,15 +105,10 @@ impl State {
     /// Inodes made here, for MDT `mdt`, that count against `id` and may
     /// not be counted there yet.
     pub(super) fn made_counting(&self, mdt: u32, id: QuotaId) -> u64 {
-        let owner = |a: &loom_proto::msg::Attr| Owner {
-            uid: a.uid,
-            gid: a.gid,
-            projid: a.projid,
-        };
         self.made
             .values()
             .filter(|m| self.dirs.get(&m.parent).is_none_or(|h| h.mdt == mdt))
-            .filter(|m| owner(&m.attr).ids().contains(&id))
+            .filter(|m| super::owner_of(&m.attr).ids().contains(&id))
             .count() as u64
     }
 }

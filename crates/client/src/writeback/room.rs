@@ -105,11 +105,6 @@ impl State {
     /// Data-on-MDT bytes kept here for MDT `mdt` (of `id`'s files, or
     /// all), not sent yet.
     fn dom_kept(&self, mdt: u32, id: Option<QuotaId>) -> u64 {
-        let owner = |a: &loom_proto::msg::Attr| Owner {
-            uid: a.uid,
-            gid: a.gid,
-            projid: a.projid,
-        };
         self.made
             .values()
             .filter(|m| {
@@ -117,7 +112,7 @@ impl State {
                     .get(&m.parent)
                     .is_some_and(|h| h.bytes_go() == Bytes::Dom { mdt })
             })
-            .filter(|m| id.is_none_or(|id| owner(&m.attr).ids().contains(&id)))
+            .filter(|m| id.is_none_or(|id| super::owner_of(&m.attr).ids().contains(&id)))
             .map(|m| m.data.len() as u64)
             .sum()
     }
