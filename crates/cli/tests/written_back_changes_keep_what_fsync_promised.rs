@@ -169,18 +169,7 @@ fn kill_9_of_a_writing_mount_loses_only_what_was_not_fsynced() {
     let mut c = Cluster::up(1, 1, &[]);
     // One directory whose files keep their first 64 KiB on the MDT (they
     // go whole in one change), one with plain striping.
-    loom_ok(&[
-        "setstripe",
-        "-E",
-        "64K",
-        "-L",
-        "mdt",
-        "-E",
-        "-1",
-        "-c",
-        "1",
-        s(&c.mnt),
-    ]);
+    data_on_mdt(&c.mnt);
     let wb = c.second_mount_with("wb", &["--write-back"]);
     let (dom, plain) = (wb.join("dom"), wb.join("plain"));
     std::fs::create_dir(&dom).expect("mkdir dom");

@@ -120,22 +120,6 @@ fn check_seen(dir: &Path, made: usize, size: usize) {
     );
 }
 
-/// Files whose first 64 KiB stay on the MDT, in `dir`.
-fn data_on_mdt(dir: &Path) {
-    loom_ok(&[
-        "setstripe",
-        "-E",
-        "64K",
-        "-L",
-        "mdt",
-        "-E",
-        "-1",
-        "-c",
-        "1",
-        s(dir),
-    ]);
-}
-
 #[test]
 fn data_on_mdt_bytes_past_a_block_quota_fail_at_their_write() {
     let mut c = Cluster::up(1, 1, &[]);

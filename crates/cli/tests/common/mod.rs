@@ -97,6 +97,23 @@ pub fn loom_ok(args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// Give directory `dir` a default layout whose files keep their first
+/// 64 KiB on the MDT (Data-on-MDT), the rest on one OST.
+pub fn data_on_mdt(dir: &Path) {
+    loom_ok(&[
+        "setstripe",
+        "-E",
+        "64K",
+        "-L",
+        "mdt",
+        "-E",
+        "-1",
+        "-c",
+        "1",
+        dir.to_str().expect("utf-8 path"),
+    ]);
+}
+
 /// Run a shell command and insist it succeeds; returns stdout.
 pub fn sh(cmd: &str) -> String {
     let o = Command::new("bash")

@@ -477,21 +477,24 @@ impl Client {
         else {
             return Absorbed::No;
         };
-        let grow = end.saturating_sub(m.data.len() as u64);
-        let (go, a, kept) = (h.bytes_go(), &m.attr, m.data.len() as u64);
-        let ids = quota::ids_of(&m.caller, a.uid, a.gid, a.projid);
-        let owner = super::owner_of(a);
+        // Only bytes past those kept need room (a rewrite needs none).
+        let kept = m.data.len() as u64;
+        let grow = end.saturating_sub(kept);
         let mut taken = None;
         if grow > 0 {
-            match go {
-                Bytes::Dom { mdt } => match s.dom_check(mdt, &ids, grow, Instant::now()) {
-                    Check::Fits => s.dom_take(mdt, &ids, grow),
-                    Check::Ask => return Absorbed::Ask,
-                    Check::Full => return Absorbed::No,
-                },
+            let a = &m.attr;
+            match h.bytes_go() {
+                Bytes::Dom { mdt } => {
+                    let ids = quota::ids_of(&m.caller, a.uid, a.gid, a.projid);
+                    match s.dom_check(mdt, &ids, grow, Instant::now()) {
+                        Check::Fits => s.dom_take(mdt, &ids, grow),
+                        Check::Ask => return Absorbed::Ask,
+                        Check::Full => return Absorbed::No,
+                    }
+                }
                 Bytes::Objects => {
                     let cost = loom_proto::grant::cost(kept, grow, false);
-                    match self.wb_first_grant(owner, cost) {
+                    match self.wb_first_grant(super::owner_of(a), cost) {
                         Some(t) => taken = Some(t),
                         None => return Absorbed::No,
                     }

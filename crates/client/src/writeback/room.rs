@@ -121,7 +121,7 @@ impl State {
 impl Client {
     /// Ask MDT `mdt` (through directory `via`, one of its own) for its
     /// room for Data-on-MDT bytes of `ids`, as `c`, and keep it.
-    pub(super) async fn wb_ask_dom_room(
+    async fn wb_ask_dom_room(
         &self,
         c: &Caller,
         mdt: u32,

@@ -71,13 +71,7 @@ impl MdtService {
     /// Bytes of Data-on-MDT this MDT can still take: its file system's
     /// free space above the reserve.
     pub(super) fn dom_space(&self) -> Result<u64, ServerError> {
-        let v = nix::sys::statvfs::statvfs(&self.dir).map_err(|e| ServerError::Store {
-            errno: Errno(e as i32),
-            msg: format!("statvfs {}: {e}", self.dir.display()),
-        })?;
-        let frsize = v.fragment_size() as u64;
-        let total = v.blocks() as u64 * frsize;
-        let avail = v.blocks_available() as u64 * frsize;
+        let (total, _, avail) = self.disk()?;
         Ok(avail.saturating_sub(total / DOM_RESERVE_PART))
     }
 

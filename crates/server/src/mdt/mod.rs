@@ -1346,20 +1346,30 @@ impl MdtService {
         ))
     }
 
-    fn statfs(&self) -> Handled {
+    /// The file system this MDT lives on: (bytes in all, bytes free,
+    /// bytes free to this process).
+    fn disk(&self) -> Result<(u64, u64, u64), ServerError> {
         let v = nix::sys::statvfs::statvfs(&self.dir).map_err(|e| ServerError::Store {
             errno: Errno(e as i32),
             msg: format!("statvfs {}: {e}", self.dir.display()),
         })?;
         let frsize = v.fragment_size() as u64;
-        let avail = v.blocks_available() as u64 * frsize;
+        Ok((
+            v.blocks() as u64 * frsize,
+            v.blocks_free() as u64 * frsize,
+            v.blocks_available() as u64 * frsize,
+        ))
+    }
+
+    fn statfs(&self) -> Handled {
+        let (total, free_bytes, avail) = self.disk()?;
         // An inode costs about 1 KiB in the store: free inodes follow free space.
         let used = self.names.inode_count.load(Ordering::Acquire);
         let free = avail / 1024;
         Ok(Reply::StatFs(loom_proto::msg::StatFs {
             target: Some(loom_proto::msg::TargetId::mdt(self.index)),
-            bytes_total: v.blocks() as u64 * frsize,
-            bytes_free: v.blocks_free() as u64 * frsize,
+            bytes_total: total,
+            bytes_free: free_bytes,
             bytes_avail: avail,
             files_total: used + free,
             files_free: free,
