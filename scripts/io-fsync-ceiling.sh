@@ -6,6 +6,8 @@
 #   ./scripts/io-fsync-ceiling.sh LOOM [ROUNDS] [OUT]   (as root; default 3)
 set -euo pipefail
 source "$(dirname "$0")/ab-lib.sh"
+[ -x "${1:-}" ] || { echo "usage: io-fsync-ceiling.sh LOOM [ROUNDS] [OUT] (LOOM: a loom binary)" >&2; exit 2; }
+[[ ${2:-3} =~ ^[1-9][0-9]*$ ]] || { echo "io-fsync-ceiling.sh: ROUNDS must be a positive number, not '$2'" >&2; exit 2; }
 loom=$(realpath "$1"); rounds=${2:-3}; out=${3:-/var/tmp/loom-io-fsync}
 state=/var/tmp/loom-io-fsync-state mnt=/mnt/loom-io-fsync
 ext4=/var/tmp/loom-io-fsync-ext4 tmpfs=/dev/shm/loom-io-fsync
