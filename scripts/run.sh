@@ -98,7 +98,8 @@ tests() {
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -q -- -D warnings
     echo "== cargo test"
-    cargo test --workspace
+    # A clean build compiles once: incremental state would only fill the disk.
+    CARGO_INCREMENTAL=0 cargo test --workspace
 }
 
 case "${1:-}" in
