@@ -51,7 +51,9 @@
 
 use crate::attr::{file_attr, file_type, wire_time};
 use crate::kept::{Kept, KeptPages};
+use crate::pagestore::PageStore;
 use crate::snapdir::SnapDir;
+use bytes::Bytes;
 use fuser::{
     AccessFlags, BsdFileFlags, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
     InitFlags, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
@@ -116,6 +118,8 @@ pub struct LoomFs {
     /// Bytes written that the kernel holds in folios not up to date
     /// (`kept.rs`), and the open handles that may write.
     kept: Arc<KeptPages>,
+    /// Stores kept bytes in the kernel's cache; set with the notifier.
+    pages: Arc<OnceLock<PageStore>>,
     /// Open handles that may write: whether each may read too (O_RDWR).
     writable: Mutex<HashMap<u64, bool>>,
     /// Open handles whose close has no data to flush (read-only ones, and
@@ -294,7 +298,8 @@ impl LoomFs {
         inos: Inos,
     ) -> std::io::Result<LoomFs> {
         let kept = Arc::new(KeptPages::new(crate::kept::CAP));
-        let to_store = crate::notify::spawn_storer(notifier.clone(), kept.clone(), client.clone())?;
+        let pages = Arc::new(OnceLock::new());
+        let to_store = crate::notify::spawn_storer(pages.clone(), kept.clone(), client.clone())?;
         Ok(LoomFs {
             client,
             rt,
@@ -307,6 +312,7 @@ impl LoomFs {
             told: Mutex::new(HashMap::new()),
             groups: GroupsCache::default(),
             kept,
+            pages,
             writable: Mutex::new(HashMap::new()),
             quiet: Mutex::new(Default::default()),
             lockers: Mutex::new(HashMap::new()),
@@ -323,6 +329,11 @@ impl LoomFs {
     /// recall drops a file's under its gate.
     pub fn kept(&self) -> Arc<KeptPages> {
         self.kept.clone()
+    }
+
+    /// Where the store of kept bytes writes, set once the session exists.
+    pub fn pages(&self) -> Arc<OnceLock<PageStore>> {
+        self.pages.clone()
     }
 
     /// `fh`, just opened on `ino`, may write (`rdwr`: read too): counted,
@@ -709,10 +720,12 @@ impl LoomFs {
 
     fn do_write(&self, fh: FileHandle, offset: u64, data: &[u8], cache: bool) -> R<u32> {
         let f = self.file(fh)?;
-        self.run(f.write(offset, data))
+        // The one copy of the bytes in this process: sent from, and kept.
+        let data = Bytes::copy_from_slice(data);
+        self.run(f.write_shared(offset, data.clone()))
             .inspect_err(|_| self.pages_not_written(&f))?;
         let (ino, lease) = (f.fid().ino(), self.client.lease_gen(f.fid()));
-        if self.kept.wrote(ino, lease, offset, data, cache) == Kept::Dropped {
+        if self.kept.wrote(ino, lease, offset, &data, cache) == Kept::Dropped {
             // Ragged folios stay behind that nothing will fill: the next
             // open drops the kernel's pages rather than read them one by one.
             if let Some(t) = self.lock_told().get_mut(&ino) {
@@ -742,7 +755,7 @@ impl LoomFs {
     /// A reader holds a folio locked until a worker answers its READ: one
     /// worker at most stores, and only with another to answer.
     fn store_while_writing(&self, ino: u64, lease: Option<u64>, start: u64, end: u64) {
-        let Some(n) = self.notifier.get() else {
+        let Some(n) = self.pages.get() else {
             return;
         };
         let Ok(_one) = self.storing.try_lock() else {
@@ -752,15 +765,15 @@ impl LoomFs {
         let Ok(_held) = gate.try_lock() else {
             return;
         };
-        while let Some((at, bytes)) = self.kept.whole_chunk(ino, lease, start, end) {
-            if let Err(e) = n.store(INodeNo(ino), at, &bytes) {
-                if e.raw_os_error() != Some(libc::ENOENT) {
+        while let Some((at, pieces)) = self.kept.whole_chunk(ino, lease, start, end) {
+            if let Err(e) = n.store(ino, at, &pieces) {
+                if e.kind() != std::io::ErrorKind::NotFound {
                     tracing::warn!(ino, "storing kept bytes in the kernel's cache: {e}");
                 }
                 self.kept.drop_file(ino);
                 return;
             }
-            self.kept.stored(ino, at);
+            self.kept.stored(ino, at, crate::kept::CHUNK);
         }
     }
 

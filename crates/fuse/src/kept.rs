@@ -12,7 +12,8 @@
 //! against 1,093 when every open dropped it (issue #34).
 //!
 //! So the mount keeps the bytes of every write that leaves a page ragged,
-//! and of any write over bytes it keeps, under the file's attribute lease:
+//! and of any write over bytes it keeps, under the file's attribute lease
+//! (the write's own buffer, shared with the client's send, in pieces):
 //! - A READ that kept bytes cover is answered from them, without the OSTs.
 //! - A chunk kept whole is stored into the kernel's cache
 //!   (`FUSE_NOTIFY_STORE`, which marks every folio it fills whole up to
@@ -42,6 +43,7 @@
 //! all, the file's bytes are dropped, and the caller makes the next open
 //! drop the kernel's pages instead (as without leases).
 
+use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -75,8 +77,13 @@ struct File {
     /// The lease the bytes are kept under.
     lease: Option<u64>,
     /// Start offset to bytes; never overlapping, never crossing a
-    /// multiple of [`CHUNK`].
-    runs: BTreeMap<u64, Vec<u8>>,
+    /// multiple of [`CHUNK`]. Pieces of the writes themselves, shared
+    /// with the client's sends: keeping a write copies nothing, and a
+    /// piece written over is cut, not copied. (A piece cut short keeps
+    /// its whole write's buffer alive; [`CAP`] counts what is kept.)
+    runs: BTreeMap<u64, Bytes>,
+    /// Bytes kept of each chunk, to tell a chunk kept whole.
+    covered: HashMap<u64, u64>,
     /// Written through mmap, or overflowed: keep nothing more until no
     /// handle writes the file.
     closed: bool,
@@ -86,7 +93,47 @@ struct File {
 
 impl File {
     fn bytes(&self) -> usize {
-        self.runs.values().map(Vec::len).sum()
+        self.runs.values().map(Bytes::len).sum()
+    }
+
+    fn put(&mut self, at: u64, b: Bytes) {
+        *self.covered.entry(at / CHUNK * CHUNK).or_default() += b.len() as u64;
+        self.runs.insert(at, b);
+    }
+
+    fn take(&mut self, at: u64) -> Option<Bytes> {
+        let b = self.runs.remove(&at)?;
+        let chunk = at / CHUNK * CHUNK;
+        if let Some(c) = self.covered.get_mut(&chunk) {
+            *c -= b.len() as u64;
+            if *c == 0 {
+                self.covered.remove(&chunk);
+            }
+        }
+        Some(b)
+    }
+
+    fn clear(&mut self) {
+        self.runs.clear();
+        self.covered.clear();
+        self.ready.clear();
+    }
+
+    /// The runs from `from` on that follow each other without a gap,
+    /// within `from`'s chunk.
+    fn contiguous(&self, from: u64) -> Option<(u64, Vec<Bytes>)> {
+        let (&start, _) = self.runs.range(from..).next()?;
+        let end = (start / CHUNK + 1) * CHUNK;
+        let mut at = start;
+        let mut pieces = Vec::new();
+        for (&st, b) in self.runs.range(start..end) {
+            if st != at {
+                break;
+            }
+            at += b.len() as u64;
+            pieces.push(b.clone());
+        }
+        Some((start, pieces))
     }
 }
 
@@ -116,8 +163,7 @@ impl State {
     fn clear(&mut self, ino: u64) {
         if let Some(f) = self.files.get_mut(&ino) {
             self.total -= f.bytes();
-            f.runs.clear();
-            f.ready.clear();
+            f.clear();
             f.lease = None;
         }
     }
@@ -253,12 +299,13 @@ impl KeptPages {
 
     /// `data` was written at `offset` of `ino` under `lease` (`None`: no
     /// lease), `cache` if by the kernel's write-back of mmap'ed pages.
+    /// What is kept of it is `data` itself, shared, not a copy.
     pub fn wrote(
         &self,
         ino: u64,
         lease: Option<u64>,
         offset: u64,
-        data: &[u8],
+        data: &Bytes,
         cache: bool,
     ) -> Kept {
         let end = offset + data.len() as u64;
@@ -271,8 +318,7 @@ impl KeptPages {
             // Kept under a lease since lost, another client may have
             // changed those bytes: drop them, and keep afresh under this one.
             s.total -= f.bytes();
-            f.runs.clear();
-            f.ready.clear();
+            f.clear();
             f.lease = None;
             f.closed |= cache;
             if cache || lease.is_none() {
@@ -290,54 +336,46 @@ impl KeptPages {
         if f.closed {
             // Bytes written over kept ones would leave those stale.
             s.total -= f.bytes();
-            f.runs.clear();
-            f.ready.clear();
+            f.clear();
             return Kept::Dropped;
         }
         f.lease = lease;
         for (cs, ce) in chunks(offset, end) {
-            let piece = &data[(cs - offset) as usize..(ce - offset) as usize];
-            let chunk = cs / CHUNK * CHUNK;
-            // Runs of this chunk that overlap or touch the piece merge
-            // with it into one.
-            let touching: Vec<u64> = f
+            // The runs the piece overlaps lose what it covers: what is
+            // left of each on either side stays, cut from the same bytes.
+            let over: Vec<u64> = f
                 .runs
-                .range(chunk..(chunk + CHUNK).min(ce + 1))
-                .filter(|(&st, b)| st + b.len() as u64 >= cs)
+                .range(..ce)
+                .rev()
+                .take_while(|(&st, b)| st + b.len() as u64 > cs)
                 .map(|(&st, _)| st)
                 .collect();
-            let mut start = cs;
-            let mut stop = ce;
-            for st in &touching {
-                start = start.min(*st);
-                stop = stop.max(st + f.runs[st].len() as u64);
-            }
-            let mut run = if touching.first() == Some(&start) {
-                f.runs.remove(&start).unwrap_or_default()
-            } else {
-                Vec::new()
-            };
-            s.total -= run.len();
-            run.resize((stop - start) as usize, 0);
-            for st in touching.iter().filter(|&&st| st != start) {
-                if let Some(b) = f.runs.remove(st) {
-                    s.total -= b.len();
-                    let at = (st - start) as usize;
-                    run[at..at + b.len()].copy_from_slice(&b);
+            for st in over {
+                let Some(b) = f.take(st) else { continue };
+                s.total -= b.len();
+                let stop = st + b.len() as u64;
+                if st < cs {
+                    let left = b.slice(..(cs - st) as usize);
+                    s.total += left.len();
+                    f.put(st, left);
+                }
+                if stop > ce {
+                    let right = b.slice((ce - st) as usize..);
+                    s.total += right.len();
+                    f.put(ce, right);
                 }
             }
-            let at = (cs - start) as usize;
-            run[at..at + piece.len()].copy_from_slice(piece);
-            s.total += run.len();
-            if start == chunk && run.len() as u64 == CHUNK {
+            let piece = data.slice((cs - offset) as usize..(ce - offset) as usize);
+            s.total += piece.len();
+            f.put(cs, piece);
+            let chunk = cs / CHUNK * CHUNK;
+            if f.covered.get(&chunk) == Some(&CHUNK) {
                 f.ready.insert(chunk);
             }
-            f.runs.insert(start, run);
         }
         if s.total > self.cap {
             s.total -= f.bytes();
-            f.runs.clear();
-            f.ready.clear();
+            f.clear();
             f.closed = true;
             return Kept::Dropped;
         }
@@ -379,29 +417,29 @@ impl KeptPages {
         Some(out)
     }
 
-    /// A copy of `ino`'s first kept run past `after`, to store in the
-    /// kernel's cache: only with no handle open for writing and the same
-    /// lease held, else everything kept of it is dropped (call under the
-    /// gate, store, then [`Self::stored`], before letting the gate go).
-    /// The runs stay kept meanwhile, so READs of folios not yet stored are
-    /// still answered from them.
+    /// `ino`'s first bytes kept from `from` on, to store in the kernel's
+    /// cache: where they start, and the pieces that follow each other
+    /// from there without a gap (within one chunk). Only with no handle
+    /// open for writing and the same lease held, else everything kept of
+    /// it is dropped (call under the gate, store, then [`Self::stored`],
+    /// before letting the gate go). The pieces stay kept meanwhile, so
+    /// READs of folios not yet stored are still answered from them.
     pub fn next_to_store(
         &self,
         ino: u64,
         lease: Option<u64>,
-        after: Option<u64>,
-    ) -> Option<(u64, Vec<u8>)> {
+        from: u64,
+    ) -> Option<(u64, Vec<Bytes>)> {
         let mut s = self.lock();
         let f = s.files.get(&ino)?;
         if f.writers != 0 || lease.is_none() || f.lease != lease {
             s.clear(ino);
             return None;
         }
-        let from = after.map_or(0, |a| a + 1);
-        f.runs.range(from..).next().map(|(&st, b)| (st, b.clone()))
+        f.contiguous(from)
     }
 
-    /// A copy of a chunk of `ino` kept whole under `lease`, that lies
+    /// A chunk of `ino` kept whole under `lease`, that lies
     /// outside `[avoid_start, avoid_end)` rounded out to chunks: what a
     /// WRITE handler may store while the writer waits for its answer
     /// (the module's docs say when). None while a handle opened O_RDWR is
@@ -413,7 +451,7 @@ impl KeptPages {
         lease: Option<u64>,
         avoid_start: u64,
         avoid_end: u64,
-    ) -> Option<(u64, Vec<u8>)> {
+    ) -> Option<(u64, Vec<Bytes>)> {
         let s = self.lock();
         let f = s.files.get(&ino)?;
         if lease.is_none() || f.lease != lease || f.readers_too > 0 {
@@ -424,7 +462,7 @@ impl KeptPages {
             avoid_end.div_ceil(CHUNK) * CHUNK,
         );
         let at = *f.ready.iter().find(|&&c| c + CHUNK <= lo || c >= hi)?;
-        f.runs.get(&at).map(|b| (at, b.clone()))
+        f.contiguous(at)
     }
 
     /// Whether `ino` has chunks kept whole, not yet stored.
@@ -435,16 +473,26 @@ impl KeptPages {
             .is_some_and(|f| !f.ready.is_empty())
     }
 
-    /// The run of `ino` at `start` is in the kernel's cache: drop it.
-    pub fn stored(&self, ino: u64, start: u64) {
+    /// `[start, start + len)` of `ino`, kept in whole pieces as
+    /// [`Self::next_to_store`] or [`Self::whole_chunk`] gave them, is in
+    /// the kernel's cache: drop those pieces.
+    pub fn stored(&self, ino: u64, start: u64, len: u64) {
         let mut s = self.lock();
+        let s = &mut *s;
         let Some(f) = s.files.get_mut(&ino) else {
             return;
         };
-        f.ready.remove(&start);
-        if let Some(b) = f.runs.remove(&start) {
-            s.total -= b.len();
+        let gone: Vec<u64> = f
+            .runs
+            .range(start..start + len)
+            .map(|(&st, _)| st)
+            .collect();
+        for st in gone {
+            if let Some(b) = f.take(st) {
+                s.total -= b.len();
+            }
         }
+        f.ready.retain(|&c| c + CHUNK <= start || c >= start + len);
     }
 
     /// Drop what is kept of `ino` (its size changed, a write failed, its
@@ -476,6 +524,10 @@ impl KeptPages {
 mod tests {
     use super::*;
 
+    fn w(k: &KeptPages, ino: u64, lease: Option<u64>, at: u64, d: &[u8], cache: bool) -> Kept {
+        k.wrote(ino, lease, at, &Bytes::copy_from_slice(d), cache)
+    }
+
     fn pattern(offset: u64, len: usize, seed: u8) -> Vec<u8> {
         (0..len)
             .map(|i| ((offset + i as u64) % 251) as u8 ^ seed)
@@ -491,7 +543,7 @@ mod tests {
         let order = (0..12u64).flat_map(|p| [2 * p + 1, 2 * p]).chain([24]);
         for i in order {
             let d = pattern(i * rec, rec as usize, 0);
-            assert_eq!(k.wrote(7, Some(1), i * rec, &d, false), Kept::Fine);
+            assert_eq!(w(&k, 7, Some(1), i * rec, &d, false), Kept::Fine);
         }
         let want = pattern(0, 25 * rec as usize, 0);
         let got = k.read(7, || Some(1), 0, 25 * rec).expect("all kept");
@@ -507,30 +559,67 @@ mod tests {
         assert_eq!(k.total(), 0);
         // Under the new lease, a ragged write is kept again; a write under
         // yet another drops it and is kept in its place.
-        k.wrote(7, Some(2), 5, &[9; 10], false);
+        w(&k, 7, Some(2), 5, &[9; 10], false);
         assert_eq!(k.read(7, || Some(2), 5, 10), Some(vec![9; 10]));
-        k.wrote(7, Some(3), 100, &[8; 10], false);
+        w(&k, 7, Some(3), 100, &[8; 10], false);
         assert_eq!(k.total(), 10);
         assert_eq!(k.read(7, || Some(3), 100, 10), Some(vec![8; 10]));
     }
 
     #[test]
+    fn overlapping_ragged_writes_in_any_order_read_back_as_last_written() {
+        let k = KeptPages::new(CAP);
+        let span = 3 * CHUNK as usize;
+        let mut model = vec![None::<u8>; span];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..400u64 {
+            // Odd lengths: every write leaves a page ragged and is kept.
+            let len = (next(200_000) | 1) as usize;
+            let at = next((span - len) as u64);
+            let d = pattern(at, len, round as u8);
+            assert_eq!(w(&k, 2, Some(1), at, &d, false), Kept::Fine);
+            for (i, b) in d.iter().enumerate() {
+                model[at as usize + i] = Some(*b);
+            }
+        }
+        // Every byte written reads back as its last write left it.
+        let mut at = 0;
+        while at < span {
+            let some = model[at].is_some();
+            let run = model[at..]
+                .iter()
+                .position(|b| b.is_some() != some)
+                .unwrap_or(span - at);
+            if some {
+                let want: Vec<u8> = model[at..at + run].iter().flatten().copied().collect();
+                let got = k.read(2, || Some(1), at as u64, run as u64).expect("kept");
+                assert_eq!(got, want, "at {at}");
+            }
+            at += run;
+        }
+        assert!(k.total() <= CAP);
+    }
+
+    #[test]
     fn aligned_writes_keep_nothing_but_update_what_is_kept() {
         let k = KeptPages::new(CAP);
-        assert_eq!(
-            k.wrote(1, Some(1), 0, &[1; PAGE as usize], false),
-            Kept::Fine
-        );
+        assert_eq!(w(&k, 1, Some(1), 0, &[1; PAGE as usize], false), Kept::Fine);
         assert_eq!(k.total(), 0);
-        k.wrote(1, Some(1), PAGE + 100, &[2; 200], false);
+        w(&k, 1, Some(1), PAGE + 100, &[2; 200], false);
         assert_eq!(k.total(), 200);
         // A whole page over kept bytes: they must not go stale.
-        k.wrote(1, Some(1), PAGE, &[3; PAGE as usize], false);
+        w(&k, 1, Some(1), PAGE, &[3; PAGE as usize], false);
         assert_eq!(k.read(1, || Some(1), PAGE + 100, 200), Some(vec![3; 200]));
         // Through mmap: nothing is kept from then on.
-        k.wrote(1, Some(1), 0, &[4; PAGE as usize], true);
+        w(&k, 1, Some(1), 0, &[4; PAGE as usize], true);
         assert_eq!(k.total(), 0);
-        assert_eq!(k.wrote(1, Some(1), 5, &[5; 10], false), Kept::Dropped);
+        assert_eq!(w(&k, 1, Some(1), 5, &[5; 10], false), Kept::Dropped);
         assert_eq!(k.total(), 0);
     }
 
@@ -539,30 +628,27 @@ mod tests {
         let k = KeptPages::new(CAP);
         k.writer_opened(3, false, Box::new(|| {}));
         k.writer_opened(3, false, Box::new(|| {}));
-        k.wrote(3, Some(9), 10, &[1; 100], false);
-        assert!(
-            k.next_to_store(3, Some(9), None).is_none(),
-            "writers are open"
-        );
-        k.wrote(3, Some(9), 10, &[1; 100], false);
+        w(&k, 3, Some(9), 10, &[1; 100], false);
+        assert!(k.next_to_store(3, Some(9), 0).is_none(), "writers are open");
+        w(&k, 3, Some(9), 10, &[1; 100], false);
         assert!(!k.writer_released(3, false));
         assert!(k.writer_released(3, false));
         assert!(
-            k.next_to_store(3, Some(8), None).is_none(),
+            k.next_to_store(3, Some(8), 0).is_none(),
             "the lease changed"
         );
         assert_eq!(k.total(), 0, "dropped with the lease");
-        k.wrote(3, Some(9), 10, &[1; 100], false);
-        k.wrote(3, Some(9), 2 * CHUNK + 5, &[2; 10], false);
-        let (at, bytes) = k.next_to_store(3, Some(9), None).expect("first run");
-        assert_eq!((at, bytes), (10, vec![1; 100]));
+        w(&k, 3, Some(9), 10, &[1; 100], false);
+        w(&k, 3, Some(9), 2 * CHUNK + 5, &[2; 10], false);
+        let (at, pieces) = k.next_to_store(3, Some(9), 0).expect("first run");
+        assert_eq!((at, pieces.concat()), (10, vec![1; 100]));
         // Still answered while the store runs.
         assert_eq!(k.read(3, || Some(9), 10, 100), Some(vec![1; 100]));
-        k.stored(3, 10);
-        let (at, _) = k.next_to_store(3, Some(9), Some(10)).expect("second run");
+        k.stored(3, 10, 100);
+        let (at, _) = k.next_to_store(3, Some(9), 110).expect("second run");
         assert_eq!(at, 2 * CHUNK + 5);
-        k.stored(3, at);
-        assert!(k.next_to_store(3, Some(9), Some(at)).is_none());
+        k.stored(3, at, 10);
+        assert!(k.next_to_store(3, Some(9), at + 10).is_none());
         assert_eq!(k.total(), 0);
     }
 
@@ -572,23 +658,23 @@ mod tests {
         let rec = 47_008u64;
         let mut at = 0;
         while at < 2 * CHUNK + rec {
-            k.wrote(5, Some(1), at, &pattern(at, rec as usize, 0), false);
+            w(&k, 5, Some(1), at, &pattern(at, rec as usize, 0), false);
             at += rec;
         }
         assert!(k.has_whole_chunks(5));
         // Chunks 0 and 1 are whole; 2 is not. A write in chunk 2 may
         // store chunk 0 first; one across the edge of 0 and 1, neither.
-        let (c, bytes) = k
+        let (c, pieces) = k
             .whole_chunk(5, Some(1), 2 * CHUNK, 2 * CHUNK + 9)
             .expect("chunk 0");
-        assert_eq!((c, bytes), (0, pattern(0, CHUNK as usize, 0)));
+        assert_eq!((c, pieces.concat()), (0, pattern(0, CHUNK as usize, 0)));
         assert!(k.whole_chunk(5, Some(1), CHUNK - 5, CHUNK + 5).is_none());
         assert!(
             k.whole_chunk(5, Some(2), 2 * CHUNK, 2 * CHUNK + 9)
                 .is_none(),
             "another lease"
         );
-        k.stored(5, 0);
+        k.stored(5, 0, CHUNK);
         // Chunk 1 is offered to a write elsewhere.
         let (c, _) = k.whole_chunk(5, Some(1), 0, 10).expect("chunk 1");
         assert_eq!(c, CHUNK);
@@ -604,8 +690,8 @@ mod tests {
     fn no_chunk_is_offered_while_a_handle_may_map_the_file_writable() {
         let k = KeptPages::new(CAP);
         k.writer_opened(6, true, Box::new(|| {}));
-        k.wrote(6, Some(1), 1, &vec![1; CHUNK as usize + 10], false);
-        k.wrote(6, Some(1), 0, &[1], false);
+        w(&k, 6, Some(1), 1, &vec![1; CHUNK as usize + 10], false);
+        w(&k, 6, Some(1), 0, &[1], false);
         assert!(k.has_whole_chunks(6));
         assert!(k
             .whole_chunk(6, Some(1), 5 * CHUNK, 5 * CHUNK + 1)
@@ -630,19 +716,19 @@ mod tests {
         };
         k.writer_opened(8, false, answer());
         assert_eq!(answered.load(Ordering::SeqCst), 1, "no store: at once");
-        k.wrote(8, Some(1), 3, &[1; 10], false);
+        w(&k, 8, Some(1), 3, &[1; 10], false);
         assert!(!k.begin_store(8), "a handle writes");
         assert!(k.writer_released(8, false));
         assert!(k.begin_store(8));
         k.writer_opened(8, true, answer());
         assert_eq!(answered.load(Ordering::SeqCst), 1, "waits for the store");
         // Not counted yet: the store goes on.
-        assert!(k.next_to_store(8, Some(1), None).is_some());
+        assert!(k.next_to_store(8, Some(1), 0).is_some());
         k.end_store(8);
         assert_eq!(answered.load(Ordering::SeqCst), 2);
         // Counted now: no store, and chunks wait for the O_RDWR handle.
         assert!(!k.begin_store(8));
-        assert!(k.next_to_store(8, Some(1), None).is_none());
+        assert!(k.next_to_store(8, Some(1), 0).is_none());
     }
 
     #[test]
@@ -658,7 +744,7 @@ mod tests {
             }),
         );
         assert_eq!(answered.load(Ordering::SeqCst), 1, "no store: at once");
-        k.wrote(9, Some(1), 3, &[1; 10], false);
+        w(&k, 9, Some(1), 3, &[1; 10], false);
         assert!(k.begin_store(9));
         let a = answered.clone();
         k.size_changed(
@@ -669,7 +755,7 @@ mod tests {
         );
         assert_eq!(answered.load(Ordering::SeqCst), 1, "waits for the store");
         assert!(
-            k.next_to_store(9, Some(1), None).is_none(),
+            k.next_to_store(9, Some(1), 0).is_none(),
             "nothing left to store"
         );
         k.end_store(9);
@@ -682,17 +768,17 @@ mod tests {
         let k = KeptPages::new(3 * PAGE as usize);
         k.writer_opened(4, false, Box::new(|| {}));
         assert_eq!(
-            k.wrote(4, Some(1), 1, &[1; 2 * PAGE as usize], false),
+            w(&k, 4, Some(1), 1, &[1; 2 * PAGE as usize], false),
             Kept::Fine
         );
         assert_eq!(
-            k.wrote(4, Some(1), 3 * PAGE + 1, &[1; 2 * PAGE as usize], false),
+            w(&k, 4, Some(1), 3 * PAGE + 1, &[1; 2 * PAGE as usize], false),
             Kept::Dropped
         );
         assert_eq!(k.total(), 0);
-        assert_eq!(k.wrote(4, Some(1), 7, &[1; 10], false), Kept::Dropped);
+        assert_eq!(w(&k, 4, Some(1), 7, &[1; 10], false), Kept::Dropped);
         k.writer_released(4, false);
-        assert_eq!(k.wrote(4, Some(1), 7, &[1; 10], false), Kept::Fine);
+        assert_eq!(w(&k, 4, Some(1), 7, &[1; 10], false), Kept::Fine);
         assert_eq!(k.total(), 10);
         k.forget(4);
         assert_eq!(k.total(), 0);

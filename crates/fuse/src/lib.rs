@@ -31,6 +31,7 @@ pub mod fs;
 pub mod kept;
 pub mod noop;
 pub mod notify;
+pub mod pagestore;
 pub mod settings;
 pub mod snapdir;
 pub mod tools;
@@ -105,8 +106,12 @@ pub fn mount(
         fs.set_snapdir(name);
     }
     let kept = fs.kept();
+    let pages = fs.pages();
     let session = fuser::Session::new(fs, mountpoint, &cfg)?;
     let _ = notifier.set(session.notifier());
+    let _ = pages.set(pagestore::PageStore::new(std::os::fd::AsFd::as_fd(
+        &session,
+    ))?);
     client.set_invalidator(notify::spawn(session.notifier(), kept, inos)?);
     let bg = session.spawn()?;
     settings::apply_readahead(mountpoint, &opts);

@@ -11,7 +11,8 @@
 
 use crate::fs::Inos;
 use crate::kept::KeptPages;
-use fuser::{INodeNo, Notifier};
+use crate::pagestore::PageStore;
+use fuser::Notifier;
 use loom_client::routing::Invalidator;
 use loom_client::Client;
 use loom_proto::msg::Lease;
@@ -79,7 +80,7 @@ fn drop_cached(n: &Notifier, l: &Lease, kept: &KeptPages, inos: Inos) {
 /// Start the thread that stores kept bytes; send it a file's inode once
 /// its last handle that may write is released.
 pub fn spawn_storer(
-    notifier: Arc<OnceLock<Notifier>>,
+    pages: Arc<OnceLock<PageStore>>,
     kept: Arc<KeptPages>,
     client: Arc<Client>,
 ) -> std::io::Result<mpsc::Sender<u64>> {
@@ -88,7 +89,7 @@ pub fn spawn_storer(
         .name("loom-store".into())
         .spawn(move || {
             for ino in rx {
-                let Some(n) = notifier.get() else {
+                let Some(n) = pages.get() else {
                     kept.drop_file(ino);
                     continue;
                 };
@@ -99,7 +100,7 @@ pub fn spawn_storer(
 }
 
 /// Store what is kept of `ino` in the kernel's cache, under its gate.
-fn store(n: &Notifier, kept: &KeptPages, client: &Client, ino: u64) {
+fn store(n: &PageStore, kept: &KeptPages, client: &Client, ino: u64) {
     let gate = kept.gate(ino);
     let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
     if !kept.begin_store(ino) {
@@ -113,13 +114,14 @@ fn store(n: &Notifier, kept: &KeptPages, client: &Client, ino: u64) {
         }
     }
     let _end = End(kept, ino);
-    let mut after = None;
+    let mut from = 0;
     // The lease is checked before each run: a recall waits at the gate,
     // but a lease that lapsed has no recall.
-    while let Some((offset, bytes)) =
-        kept.next_to_store(ino, client.lease_gen(Fid::from_ino(ino)), after)
+    while let Some((offset, pieces)) =
+        kept.next_to_store(ino, client.lease_gen(Fid::from_ino(ino)), from)
     {
-        if let Err(e) = n.store(INodeNo(ino), offset, &bytes) {
+        let len: u64 = pieces.iter().map(|p| p.len() as u64).sum();
+        if let Err(e) = n.store(ino, offset, &pieces) {
             // ENOENT: the kernel forgot the inode; ENOTCONN: unmounted.
             if !matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTCONN)) {
                 tracing::warn!(ino, "storing kept bytes in the kernel's cache: {e}");
@@ -127,7 +129,7 @@ fn store(n: &Notifier, kept: &KeptPages, client: &Client, ino: u64) {
             kept.drop_file(ino);
             return;
         }
-        kept.stored(ino, offset);
-        after = Some(offset);
+        kept.stored(ino, offset, len);
+        from = offset + len;
     }
 }

@@ -115,8 +115,44 @@ pub const GATHER_MAX: usize = 1 << 20;
 #[derive(Debug)]
 struct Gathered {
     offset: u64,
-    data: Vec<u8>,
+    data: GatheredBytes,
     taken: Taken,
+}
+
+/// The bytes of [`Gathered`]: the first write's, shared with the caller
+/// (nothing copied while nothing follows it), then one buffer.
+#[derive(Debug)]
+enum GatheredBytes {
+    One(Bytes),
+    Many(Vec<u8>),
+}
+
+impl GatheredBytes {
+    fn len(&self) -> usize {
+        match self {
+            GatheredBytes::One(b) => b.len(),
+            GatheredBytes::Many(v) => v.len(),
+        }
+    }
+
+    fn extend(&mut self, more: &[u8]) {
+        match self {
+            GatheredBytes::One(b) => {
+                let mut v = Vec::with_capacity(b.len() + more.len());
+                v.extend_from_slice(b);
+                v.extend_from_slice(more);
+                *self = GatheredBytes::Many(v);
+            }
+            GatheredBytes::Many(v) => v.extend_from_slice(more),
+        }
+    }
+
+    fn into_bytes(self) -> Bytes {
+        match self {
+            GatheredBytes::One(b) => b,
+            GatheredBytes::Many(v) => v.into(),
+        }
+    }
 }
 
 /// A report taken with [`OpenFile::take_unreported`]: no other report of
@@ -478,6 +514,23 @@ impl OpenFile {
     /// truncate, a flush, an fsync or a recall of the lease sends them
     /// first. Their failures are reported as a sent write's are.
     pub async fn write(&self, offset: u64, data: &[u8]) -> Result<(), Errno> {
+        self.write_maybe_shared(offset, data, None).await
+    }
+
+    /// [`OpenFile::write`] of bytes the caller holds as [`Bytes`] (the
+    /// FUSE mount keeps them too): sent without a copy of its own.
+    pub async fn write_shared(&self, offset: u64, data: Bytes) -> Result<(), Errno> {
+        let bytes = data.clone();
+        self.write_maybe_shared(offset, &data, Some(bytes)).await
+    }
+
+    /// `shared`, when given, holds the same bytes as `data`.
+    async fn write_maybe_shared(
+        &self,
+        offset: u64,
+        data: &[u8],
+        shared: Option<Bytes>,
+    ) -> Result<(), Errno> {
         if data.is_empty() {
             return Ok(());
         }
@@ -495,12 +548,21 @@ impl OpenFile {
                     Absorbed::Ask | Absorbed::No => break,
                 }
             }
-            return self.through_sent().await?.write_direct(offset, data).await;
+            return self
+                .through_sent()
+                .await?
+                .write_direct(offset, data, shared)
+                .await;
         }
-        self.write_direct(offset, data).await
+        self.write_direct(offset, data, shared).await
     }
 
-    async fn write_direct(&self, offset: u64, data: &[u8]) -> Result<(), Errno> {
+    async fn write_direct(
+        &self,
+        offset: u64,
+        data: &[u8],
+        shared: Option<Bytes>,
+    ) -> Result<(), Errno> {
         let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
         self.writes.note_change();
         self.drop_privileges().await?;
@@ -521,8 +583,8 @@ impl OpenFile {
         };
         let Some(taken) = taken else {
             self.drain().await?;
-            self.send(offset, Bytes::copy_from_slice(data), None, false)
-                .await?;
+            let bytes = shared.unwrap_or_else(|| Bytes::copy_from_slice(data));
+            self.send(offset, bytes, None, false).await?;
             if spans_of(&self.layout, offset, data.len())
                 .is_some_and(|v| v.iter().any(|s| matches!(s.on, On::Raid0 { .. })))
             {
@@ -537,20 +599,22 @@ impl OpenFile {
                     if x.offset + x.data.len() as u64 == offset
                         && x.data.len() + data.len() <= GATHER_MAX =>
                 {
-                    x.data.extend_from_slice(data);
+                    x.data.extend(data);
                     x.taken.absorb(taken);
                     None
                 }
                 _ => g.replace(Gathered {
                     offset,
-                    data: data.to_vec(),
+                    data: GatheredBytes::One(
+                        shared.unwrap_or_else(|| Bytes::copy_from_slice(data)),
+                    ),
                     taken,
                 }),
             }
         };
         self.note_written(end);
         if let Some(prev) = full {
-            self.send(prev.offset, prev.data.into(), Some(prev.taken), true)
+            self.send(prev.offset, prev.data.into_bytes(), Some(prev.taken), true)
                 .await?;
         }
         self.after_write().await
@@ -630,7 +694,7 @@ impl OpenFile {
         let g = self.lock_gathered().take();
         match g {
             Some(g) => {
-                self.send(g.offset, g.data.into(), Some(g.taken), true)
+                self.send(g.offset, g.data.into_bytes(), Some(g.taken), true)
                     .await
             }
             None => Ok(()),
