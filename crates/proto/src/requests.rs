@@ -1427,6 +1427,20 @@ impl Request {
         self.op().opcode
     }
 
+    /// Where the 4 KiB pieces of this request's bulk start, carried in the
+    /// frame header (see [`crate::chunk_sums`]): a write to an object at
+    /// an offset off its block boundaries has its pieces line up with the
+    /// object's blocks, so the OST takes every whole block's sum from the
+    /// check of the frame. 0 for every other request.
+    pub const fn bulk_phase(&self) -> u16 {
+        match self {
+            Request::Ost(OstRequest::ObjWrite { offset, .. }) => {
+                crate::chunk_sums::phase_for(*offset)
+            }
+            _ => 0,
+        }
+    }
+
     /// A short name for logs and statistics.
     pub const fn name(&self) -> &'static str {
         self.op().name

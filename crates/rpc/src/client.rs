@@ -428,7 +428,7 @@ impl RpcClient {
     async fn exchange(
         &self,
         c: &Conn,
-        opcode: u16,
+        (opcode, phase): (u16, u16),
         body: &[u8],
         bulk: &Bytes,
         deadline: Instant,
@@ -445,7 +445,7 @@ impl RpcClient {
             }
         }
         let _slot = Slot(&c.state, id);
-        let header = FrameHeader::new(0, opcode, id, body, bulk);
+        let header = FrameHeader::new(0, opcode, id, body, bulk).with_bulk_phase(phase);
         match tokio::time::timeout_at(deadline.into(), c.state.out.send(&header, body, bulk)).await
         {
             Ok(Ok(())) => {}
@@ -610,7 +610,9 @@ impl RpcClient {
             let last = match self.connection().await {
                 Ok(c) => {
                     down_since = None;
-                    let sent = self.exchange(&c, opcode, &body, &bulk, deadline).await;
+                    let sent = self
+                        .exchange(&c, (opcode, env.req.bulk_phase()), &body, &bulk, deadline)
+                        .await;
                     // Bulk data damaged on the wire, either way: send the
                     // request again on the same connection, a few times.
                     let bad = match &sent {

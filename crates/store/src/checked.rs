@@ -385,7 +385,8 @@ mod tests {
 
     #[test]
     fn sums_found_on_the_wire_give_the_checksums_a_second_pass_gives() {
-        let (plain, summed) = (obj(), obj());
+        // Sums from the frame's start, and phased: lined up with blocks.
+        let (plain, summed, phased) = (obj(), obj(), obj());
         // Aligned streams, a short last piece at the end, unaligned
         // writes, an overwrite by a later incarnation, a write past a hole.
         let writes: [(u32, u64, usize); 6] = [
@@ -401,17 +402,22 @@ mod tests {
             plain.write(gen, at, &buf);
             let known = ChunkSums::of(&buf).0;
             write_summed(&summed.files(), gen, at, &buf, &known, summed.size()).expect("write");
+            let phase = loom_proto::chunk_sums::phase_for(at).into();
+            let known = ChunkSums::of_phased(&buf, phase).0;
+            write_summed(&phased.files(), gen, at, &buf, &known, phased.size()).expect("write");
         }
         let bytes = |f: &File| {
             let mut v = vec![0u8; f.metadata().expect("stat").len() as usize];
             f.read_exact_at(&mut v, 0).expect("read");
             v
         };
-        assert_eq!(bytes(&summed.sums), bytes(&plain.sums));
-        assert_eq!(
-            summed.read_all().expect("verified"),
-            plain.read_all().expect("verified")
-        );
+        for o in [&summed, &phased] {
+            assert_eq!(bytes(&o.sums), bytes(&plain.sums));
+            assert_eq!(
+                o.read_all().expect("verified"),
+                plain.read_all().expect("verified")
+            );
+        }
     }
 
     #[test]
