@@ -227,6 +227,18 @@ pub fn write_summed(
             // A hole below the end (parallel writes of a stream land out of
             // order): it holds zeros, so a whole-block write reads nothing.
             (written_crc(), sums::crc_zeros(old_len))
+        } else if cs > start
+            && cs == start + old_len
+            && ce == start + new_len
+            && e.is_set()
+            && e.gen == gen
+        {
+            // Appended to the block's bytes (a ragged stream, each write
+            // starting where the last ended): the sum goes on from the
+            // one this incarnation stored, over the new bytes only. The
+            // old bytes are not read, so not checked; but the new sum is
+            // of the bytes they should be, so rot in them stays found.
+            (crc32c::crc32c_append(e.cur, written()), e.cur)
         } else {
             let mut bytes = block_bytes(f, b, size, new_len)?;
             let held = sums::crc(&bytes[..old_len as usize]);
@@ -350,6 +362,33 @@ mod tests {
     }
 
     #[test]
+    fn a_block_appended_to_without_reading_still_shows_the_rot_in_it() {
+        let o = obj();
+        o.write(1, 0, &[5u8; 100]);
+        // Rot in the block's first bytes, then a write appended to them:
+        // it does not read them, and its sum is of the bytes they were.
+        o.data.write_all_at(&[6], 10).expect("rot");
+        write_summed(
+            &o.files(),
+            1,
+            100,
+            &[7u8; 50],
+            &ChunkSums::default(),
+            o.size(),
+        )
+        .expect("an append reads nothing");
+        assert!(matches!(
+            o.read_all(),
+            Err(Fault::Corrupt { offset: 0, .. })
+        ));
+        // Put back, the block reads as both writes left it.
+        o.data.write_all_at(&[5], 10).expect("unrot");
+        let mut want = vec![5u8; 100];
+        want.extend([7u8; 50]);
+        assert_eq!(o.read_all().expect("verified"), want);
+    }
+
+    #[test]
     fn a_flipped_byte_is_caught_in_the_block_it_lies_in() {
         let o = obj();
         let data: Vec<u8> = (0..3 * BLOCK + 100).map(|i| (i % 251) as u8).collect();
@@ -389,13 +428,18 @@ mod tests {
         let (plain, summed, phased) = (obj(), obj(), obj());
         // Aligned streams, a short last piece at the end, unaligned
         // writes, an overwrite by a later incarnation, a write past a hole.
-        let writes: [(u32, u64, usize); 6] = [
+        // Writes appended to a block's bytes at the end, by the same
+        // incarnation and by another.
+        let writes: [(u32, u64, usize); 9] = [
             (1, 0, 3 * BLOCK as usize),
             (1, 3 * BLOCK, 2 * BLOCK as usize + 100),
             (1, 7, BLOCK as usize + 9),
             (2, BLOCK, BLOCK as usize),
             (2, 9 * BLOCK, BLOCK as usize + 1),
             (2, 5 * BLOCK + 100, 3 * BLOCK as usize),
+            (2, 10 * BLOCK + 1, 100),
+            (2, 10 * BLOCK + 101, 2 * BLOCK as usize),
+            (3, 12 * BLOCK + 101, 50),
         ];
         for (i, &(gen, at, len)) in writes.iter().enumerate() {
             let buf: Vec<u8> = (0..len).map(|j| (j * 7 + i) as u8).collect();
