@@ -599,9 +599,14 @@ impl ObjectStore {
 
     /// The bytes `obj`'s data file takes on disk.
     fn taken_by(&self, oid: u64, obj: &Obj) -> Result<u64, ObjectError> {
+        self.taken_and_len(oid, obj).map(|(taken, _)| taken)
+    }
+
+    /// [`Self::taken_by`], and the data file's length, from one `fstat`.
+    fn taken_and_len(&self, oid: u64, obj: &Obj) -> Result<(u64, u64), ObjectError> {
         obj.data
             .metadata()
-            .map(|m| owners::taken(&m))
+            .map(|m| (owners::taken(&m), m.len()))
             .map_err(|e| ObjectError::io("stat", Some(oid), &self.object_path(oid), e))
     }
 
@@ -618,15 +623,17 @@ impl ObjectStore {
     }
 
     /// Run `change` of `obj` (its lock held) and count the bytes it moved
-    /// against the object's owner, also when it fails part way.
+    /// against the object's owner, also when it fails part way. `change`
+    /// is given the data file's length before it, from the same `fstat`
+    /// (a plain object's size: one call fewer per write).
     fn charged<T>(
         &self,
         oid: u64,
         obj: &Obj,
-        change: impl FnOnce() -> Result<T, ObjectError>,
+        change: impl FnOnce(u64) -> Result<T, ObjectError>,
     ) -> Result<T, ObjectError> {
-        let before = self.taken_by(oid, obj)?;
-        let r = change();
+        let (before, len) = self.taken_and_len(oid, obj)?;
+        let r = change(len);
         let after = self.taken_by(oid, obj)?;
         self.owners.moved(self.owner_of(oid, obj)?, before, after);
         r
@@ -805,10 +812,9 @@ impl ObjectStore {
         if let Some(o) = owner {
             self.own(oid, &obj, o)?;
         }
-        self.charged(oid, &obj, || match self.view(&obj, obj.sums.get()) {
+        self.charged(oid, &obj, |size| match self.view(&obj, obj.sums.get()) {
             View::Packed(p) => self.moved(oid, p.write(offset, data)),
             View::Plain(files) => {
-                let size = self.size_of(oid, &obj)?;
                 checked::write_summed(&files, self.gen, offset, data, known, size)
                     .map_err(|f| self.fault(oid, f))
             }
@@ -931,10 +937,9 @@ impl ObjectStore {
             }
             self.preserve(oid, Change::Resize(size))?;
             let obj = self.for_change(oid, pack)?;
-            self.charged(oid, &obj, || match self.view(&obj, obj.sums.get()) {
+            self.charged(oid, &obj, |old| match self.view(&obj, obj.sums.get()) {
                 View::Packed(p) => self.moved(oid, p.resize(size)),
                 View::Plain(files) => {
-                    let old = self.size_of(oid, &obj)?;
                     checked::resize(&files, self.gen, old, size).map_err(|f| self.fault(oid, f))
                 }
             })?;
@@ -958,7 +963,7 @@ impl ObjectStore {
             }
             self.preserve(oid, Change::Range(offset, offset + len))?;
             let obj = self.for_change(oid, None)?;
-            self.charged(oid, &obj, || self.punch_in(oid, &obj, offset, len))?;
+            self.charged(oid, &obj, |_| self.punch_in(oid, &obj, offset, len))?;
         }
         // Durable before the reply, as truncate.
         self.sync(oid)
@@ -1004,7 +1009,7 @@ impl ObjectStore {
                 return Err(failed(io::Error::from_raw_os_error(libc::EOPNOTSUPP)));
             }
             let mode = FallocateFlags::FALLOC_FL_KEEP_SIZE;
-            self.charged(oid, &obj, || {
+            self.charged(oid, &obj, |_| {
                 nix::fcntl::fallocate(obj.data.as_raw_fd(), mode, offset as i64, len as i64)
                     // ENOSPC and EOPNOTSUPP are expected outcomes, the
                     // caller's to report.
