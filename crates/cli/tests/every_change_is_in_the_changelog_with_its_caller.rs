@@ -7,9 +7,9 @@
 //! user's process would speak it.
 mod common;
 use common::*;
-use loom_proto::msg::{Envelope, MdtRequest, MgsRequest, Reply, ReqCtx, Request, TargetId};
+use loom_proto::msg::{MdtRequest, MgsRequest, Reply, ReqCtx, Request, TargetId};
 use loom_proto::{Errno, Fid};
-use loom_rpc::{ClientOptions, ClusterKey, RpcClient, RpcError};
+use loom_rpc::{ClientOptions, RpcClient};
 use serde_json::Value;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -237,11 +237,6 @@ fn every_operation_is_recorded_once_in_order_with_its_caller() {
     assert_eq!(since[0]["index"].as_u64(), Some(3));
 }
 
-fn key(c: &Cluster, file: &str) -> ClusterKey {
-    let hex = std::fs::read_to_string(c.state.join(file)).expect("key file");
-    ClusterKey::from_hex(&hex).expect("key")
-}
-
 /// Send `req` to MDT0 as `uid` with the client key, as a user's process
 /// holding it would.
 fn ask_as(c: &Cluster, uid: u32, req: MdtRequest) -> Result<Reply, Errno> {
@@ -251,36 +246,20 @@ fn ask_as(c: &Cluster, uid: u32, req: MdtRequest) -> Result<Reply, Errno> {
         .expect("rt");
     let key = key(c, "client.key");
     rt.block_on(async {
-        let get = Envelope {
-            target: TargetId::MGS,
-            ctx: ReqCtx::default(),
-            req: MgsRequest::GetConfig.into(),
-            capa: None,
-            snapshot: None,
-        };
         let mgs = RpcClient::new(c.mgs(), key.clone(), ClientOptions::default());
-        let cfg = match mgs.call(&get, bytes::Bytes::new()).await {
-            Ok((Reply::Config(cfg), _)) => cfg,
+        let get = MgsRequest::GetConfig.into();
+        let cfg = match ask_raw(&mgs, TargetId::MGS, ReqCtx::default(), get).await {
+            Ok(Reply::Config(cfg)) => cfg,
             other => panic!("GetConfig: {other:?}"),
         };
         let addr = cfg.target(TargetId::mdt(0)).expect("MDT0").addr.clone();
-        let env = Envelope {
-            target: TargetId::mdt(0),
-            ctx: ReqCtx {
-                uid,
-                gid: uid,
-                ..ReqCtx::default()
-            },
-            req: Request::Mdt(req),
-            capa: None,
-            snapshot: None,
+        let ctx = ReqCtx {
+            uid,
+            gid: uid,
+            ..ReqCtx::default()
         };
         let rpc = RpcClient::new(addr, key, ClientOptions::default());
-        match rpc.call(&env, bytes::Bytes::new()).await {
-            Ok((r, _)) => Ok(r),
-            Err(RpcError::Remote(e)) => Err(e.errno),
-            Err(e) => panic!("MDT0: {e}"),
-        }
+        ask_raw(&rpc, TargetId::mdt(0), ctx, Request::Mdt(req)).await
     })
 }
 

@@ -45,18 +45,7 @@ fn file_data_migrates_onto_new_objects_while_in_use() {
     std::fs::create_dir(d.join("packed")).expect("mkdir");
     loom_ok(&["setstripe", "-Z", "lz4", s(&d.join("packed"))]);
     std::fs::create_dir(d.join("dom")).expect("mkdir");
-    loom_ok(&[
-        "setstripe",
-        "-E",
-        "64K",
-        "-L",
-        "mdt",
-        "-E",
-        "-1",
-        "-c",
-        "1",
-        s(&d.join("dom")),
-    ]);
+    data_on_mdt(&d.join("dom"));
     sh(&format!(
         r#"set -e; cd {}
         : > empty; echo one > small

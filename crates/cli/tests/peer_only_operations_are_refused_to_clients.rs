@@ -7,31 +7,15 @@
 mod common;
 use common::*;
 use loom_proto::msg::{
-    Envelope, MdtRequest, MgsRequest, OstRequest, PeerRequest, Reply, ReqCtx, Request, TargetId,
+    MdtRequest, MgsRequest, OstRequest, PeerRequest, Reply, ReqCtx, Request, TargetId,
 };
 use loom_proto::{Errno, Fid, ObjRef};
-use loom_rpc::{ClientOptions, ClusterKey, RpcClient, RpcError};
-
-fn key(c: &Cluster, file: &str) -> ClusterKey {
-    let hex = std::fs::read_to_string(c.state.join(file)).expect("key file");
-    ClusterKey::from_hex(&hex).expect("key")
-}
+use loom_rpc::{ClientOptions, ClusterKey, RpcClient};
 
 /// Send `req` to `target` at `addr` holding `key`; the reply or the errno.
 async fn ask(addr: &str, key: &ClusterKey, target: TargetId, req: Request) -> Result<Reply, Errno> {
     let rpc = RpcClient::new(addr.to_string(), key.clone(), ClientOptions::default());
-    let env = Envelope {
-        target,
-        ctx: ReqCtx::default(),
-        req,
-        capa: None,
-        snapshot: None,
-    };
-    match rpc.call(&env, bytes::Bytes::new()).await {
-        Ok((r, _)) => Ok(r),
-        Err(RpcError::Remote(e)) => Err(e.errno),
-        Err(e) => panic!("{target}: {e}"),
-    }
+    ask_raw(&rpc, target, ReqCtx::default(), req).await
 }
 
 #[test]

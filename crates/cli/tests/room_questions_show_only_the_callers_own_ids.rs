@@ -6,37 +6,26 @@
 //! go over the wire as a mount's would, with the client key.
 mod common;
 use common::*;
-use loom_proto::msg::{Envelope, MdtRequest, MgsRequest, Reply, ReqCtx, Request, TargetId};
+use loom_proto::msg::{MdtRequest, MgsRequest, Reply, ReqCtx, Request, TargetId};
 use loom_proto::quota::QuotaId;
 use loom_proto::Errno;
-use loom_rpc::{ClientOptions, ClusterKey, RpcClient, RpcError};
+use loom_rpc::{ClientOptions, RpcClient};
 
-/// Send `req` to `target` at `addr` as `uid` (in group `uid`); the reply
-/// or the errno.
+/// Send `req` to `target` through `rpc` as `uid` (in group `uid`); the
+/// reply or the errno.
 async fn ask(rpc: &RpcClient, target: TargetId, uid: u32, req: Request) -> Result<Reply, Errno> {
-    let env = Envelope {
-        target,
-        ctx: ReqCtx {
-            uid,
-            gid: uid,
-            ..ReqCtx::default()
-        },
-        req,
-        capa: None,
-        snapshot: None,
+    let ctx = ReqCtx {
+        uid,
+        gid: uid,
+        ..ReqCtx::default()
     };
-    match rpc.call(&env, bytes::Bytes::new()).await {
-        Ok((r, _)) => Ok(r),
-        Err(RpcError::Remote(e)) => Err(e.errno),
-        Err(e) => panic!("{target}: {e}"),
-    }
+    ask_raw(rpc, target, ctx, req).await
 }
 
 #[test]
 fn room_questions_show_only_the_callers_own_ids() {
     let c = Cluster::up(1, 1, &[]);
-    let hex = std::fs::read_to_string(c.state.join("client.key")).expect("key file");
-    let key = ClusterKey::from_hex(&hex).expect("key");
+    let key = key(&c, "client.key");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

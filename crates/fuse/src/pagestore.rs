@@ -52,15 +52,14 @@ impl PageStore {
         header[24..32].copy_from_slice(&offset.to_ne_bytes());
         header[32..36].copy_from_slice(&size32.to_ne_bytes());
         let joined;
-        let bodies: Vec<&[u8]> = if pieces.len() > MAX_PIECES {
-            joined = pieces.concat();
-            vec![&joined]
-        } else {
-            pieces.iter().map(|p| &p[..]).collect()
-        };
-        let mut iov = Vec::with_capacity(bodies.len() + 1);
+        let mut iov = Vec::with_capacity(pieces.len().min(MAX_PIECES) + 1);
         iov.push(IoSlice::new(&header));
-        iov.extend(bodies.into_iter().map(IoSlice::new));
+        if pieces.len() > MAX_PIECES {
+            joined = pieces.concat();
+            iov.push(IoSlice::new(&joined));
+        } else {
+            iov.extend(pieces.iter().map(|p| IoSlice::new(p)));
+        }
         // One writev is one notification: /dev/fuse takes it whole or not.
         let n = (&self.dev).write_vectored(&iov)?;
         if n != HEADER + size {
@@ -100,5 +99,22 @@ mod tests {
         want.extend_from_slice(&0u32.to_ne_bytes());
         want.extend_from_slice(b"abcdefg");
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn more_pieces_than_writev_takes_are_joined_into_one_store() {
+        let (rx, tx) = std::io::pipe().expect("pipe");
+        let tx: std::os::fd::OwnedFd = tx.into();
+        let store = PageStore::new(std::os::fd::AsFd::as_fd(&tx)).expect("dup");
+        let pieces: Vec<Bytes> = (0..MAX_PIECES + 24)
+            .map(|i| Bytes::from(vec![(i % 251) as u8]))
+            .collect();
+        store.store(3, 0, &pieces).expect("store");
+        drop(store);
+        drop(tx);
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(&mut &rx, &mut got).expect("read");
+        assert_eq!(got.len(), HEADER + pieces.len());
+        assert_eq!(&got[HEADER..], &pieces.concat()[..]);
     }
 }

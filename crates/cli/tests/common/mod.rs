@@ -699,3 +699,33 @@ pub fn replayed_in_logs(c: &Cluster) -> usize {
     }
     n
 }
+
+/// The key in `c`'s state directory named `file` ("client.key" or
+/// "cluster.key").
+pub fn key(c: &Cluster, file: &str) -> loom_rpc::ClusterKey {
+    let hex = std::fs::read_to_string(c.state.join(file)).expect("key file");
+    loom_rpc::ClusterKey::from_hex(&hex).expect("key")
+}
+
+/// Send `req` to `target` through `rpc` with `ctx`, over the wire as a
+/// client's would go: the reply, or the errno the server answered (any
+/// other failure panics).
+pub async fn ask_raw(
+    rpc: &loom_rpc::RpcClient,
+    target: loom_proto::msg::TargetId,
+    ctx: loom_proto::msg::ReqCtx,
+    req: loom_proto::msg::Request,
+) -> Result<loom_proto::msg::Reply, loom_proto::Errno> {
+    let env = loom_proto::msg::Envelope {
+        target,
+        ctx,
+        req,
+        capa: None,
+        snapshot: None,
+    };
+    match rpc.call(&env, bytes::Bytes::new()).await {
+        Ok((r, _)) => Ok(r),
+        Err(loom_rpc::RpcError::Remote(e)) => Err(e.errno),
+        Err(e) => panic!("{target}: {e}"),
+    }
+}
