@@ -307,3 +307,37 @@ fn a_file_on_its_way_to_its_objects_reads_whole_where_it_was_written() {
         "first bytes"
     );
 }
+
+/// While another mount's access recalls a directory's lease and the
+/// batch of what the writing mount made there is on its way (held up 3 s
+/// at the MDT by `batch:delay`), the writing mount still finds every
+/// name it made: a lookup it no longer answers itself waits for the
+/// batch instead of asking the MDT first, which would answer ENOENT.
+#[test]
+fn names_made_here_are_found_here_while_their_batch_is_on_its_way() {
+    let mut c = Cluster::up(1, 1, &[]);
+    c.kill9("mdt0");
+    let _mdt0 = c.start_armed("mdt0", "batch:delay", 1);
+    // No kernel cache of names: every lookup reaches the mount.
+    let wb = c.second_mount_with("wb", &["--write-back", "--attr-timeout", "0"]);
+    let mine = wb.join("d");
+    std::fs::create_dir(&mine).expect("mkdir");
+    const N: usize = 20;
+    for i in 0..N {
+        std::fs::write(mine.join(format!("f{i}")), "x").expect("create");
+    }
+    let theirs = c.mnt.join("d");
+    let listing = std::thread::spawn(move || std::fs::read_dir(theirs).map(|d| d.count()));
+    let mut rounds = 0;
+    while !listing.is_finished() {
+        for i in 0..N {
+            if let Err(e) = std::fs::metadata(mine.join(format!("f{i}"))) {
+                panic!("f{i} not found on the mount that made it (round {rounds}): {e}");
+            }
+        }
+        rounds += 1;
+    }
+    let seen = listing.join().expect("the listing thread").expect("list");
+    assert_eq!(seen, N, "the other mount sees every name");
+    assert!(rounds > 0, "looked up while the batch was on its way");
+}

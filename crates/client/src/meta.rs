@@ -163,6 +163,10 @@ impl Client {
             let layout = (attr.kind == FileKind::File).then(crate::writeback::provisional_layout);
             return Ok((attr, layout));
         }
+        // A directory no longer answered here (its lease recalled or
+        // lost) whose names are still on their way: its MDT must see them
+        // before this question, or a name made here is not found there.
+        self.wb_settle(&[parent]).await;
         let parent = self.name_dir(c, parent, name.as_ref()).await?;
         let name = Name::from(name.as_ref());
         // Under leases (a client that takes them), and with none of its own
@@ -252,6 +256,11 @@ impl Client {
         if let Some(r) = self.wb_lookup(&Caller::default(), dir, &Name::from(name)) {
             let ttl = self.router.caching().attr_timeout;
             return Some((r.ok(), ttl));
+        }
+        // Names made here on their way to the MDT: what the leases say of
+        // the directory does not have them yet (`lookup` waits for them).
+        if self.wb.knows(dir) {
+            return None;
         }
         let plain = self.dir_is_plain(dir);
         let (fid, left) = self.router.fresh.name(dir, &Name::from(name), plain)?;

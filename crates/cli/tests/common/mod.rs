@@ -616,7 +616,35 @@ impl Drop for Cluster {
             .output();
         // Unmounted before the temporary directory goes.
         self.disks.clear();
+        if std::thread::panicking() {
+            keep_logs(self.tmp.path());
+        }
     }
+}
+
+/// A failed test's logs (the mounts', `loom up`'s, the servers'), copied
+/// to `$LOOM_TEST_LOGS/<temp dir name>/` when that is set: the temporary
+/// directory goes with the test, and a rare failure needs them.
+fn keep_logs(tmp: &Path) {
+    let Some(to) = std::env::var_os("LOOM_TEST_LOGS") else {
+        return;
+    };
+    let name = tmp.file_name().unwrap_or_default();
+    let to = Path::new(&to).join(name);
+    let logs = [tmp.to_path_buf(), tmp.join("state").join("logs")];
+    for dir in logs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "log") {
+                let _ = std::fs::create_dir_all(&to);
+                let _ = std::fs::copy(&p, to.join(e.file_name()));
+            }
+        }
+    }
+    eprintln!("logs kept in {}", to.display());
 }
 
 /// A process stopped with SIGSTOP (a server no question may reach, a

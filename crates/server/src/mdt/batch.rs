@@ -34,6 +34,9 @@ impl MdtService {
             );
             return (Err(ServerError::refused(Errno::EINVAL, msg)), None);
         }
+        // Opens the window in which a batch is on its way (tests of what
+        // its sender answers meanwhile).
+        crate::fail::delay("batch").await;
         let target = TargetId::mdt(self.index);
         let mut results = Vec::with_capacity(items.len());
         for item in items {
