@@ -128,24 +128,26 @@ impl IntentRec {
         }
     }
 
-    /// Decode a stored intent of any version.
-    fn decode(b: &[u8]) -> Result<IntentRec, ServerError> {
+    /// Decode a stored intent of any version. It comes back in the
+    /// current form and version, as it will be written back (a resolver
+    /// that records a step rewrites it).
+    pub(super) fn decode(b: &[u8]) -> Result<IntentRec, ServerError> {
         match b.first() {
             Some(&1) => super::tx::decode_record::<v1::IntentRec>(b).map(IntentRec::from),
             Some(&2) => super::tx::decode_record::<V2>(b).map(|r| IntentRec {
-                version: r.version,
+                version: INTENT_REC_VERSION,
                 reply_to: r.reply_to,
                 op: r.op.current(),
                 caller: None,
             }),
             Some(&3) => super::tx::decode_record::<V3>(b).map(|r| IntentRec {
-                version: r.version,
+                version: INTENT_REC_VERSION,
                 reply_to: r.reply_to,
                 op: r.op.current(),
                 caller: r.caller.map(ReqCtx::from),
             }),
             Some(&4) => super::tx::decode_record::<V4>(b).map(|r| IntentRec {
-                version: r.version,
+                version: INTENT_REC_VERSION,
                 reply_to: r.reply_to,
                 op: r.op.current(),
                 caller: r.caller.map(ReqCtx::from),
@@ -200,7 +202,9 @@ impl IntentRec {
 /// Intent records of version 2, before they kept their caller.
 #[derive(Deserialize)]
 struct V2 {
-    version: u8,
+    // Each old form's version is read past, not kept: the record comes
+    // back as the current version (see `IntentRec::decode`).
+    _version: u8,
     reply_to: Option<(u64, u64, u64)>,
     op: IntentOpOf<DirObjectV3>,
 }
@@ -208,7 +212,7 @@ struct V2 {
 /// Intent records of version 3, before `DirObject` had the project id.
 #[derive(Deserialize)]
 struct V3 {
-    version: u8,
+    _version: u8,
     reply_to: Option<(u64, u64, u64)>,
     op: IntentOpOf<DirObjectV3>,
     caller: Option<ReqCtxV4>,
@@ -218,7 +222,7 @@ struct V3 {
 /// caller its umask.
 #[derive(Deserialize)]
 struct V4 {
-    version: u8,
+    _version: u8,
     reply_to: Option<(u64, u64, u64)>,
     op: IntentOpOf<DirObjectV4>,
     caller: Option<ReqCtxV4>,
@@ -372,7 +376,7 @@ mod v1 {
 
     #[derive(Deserialize)]
     pub(super) struct IntentRec {
-        version: u8,
+        _version: u8,
         reply_to: Option<(u64, u64, u64)>,
         op: IntentOp,
     }
@@ -444,7 +448,7 @@ mod v1 {
                 },
             };
             super::IntentRec {
-                version: r.version,
+                version: super::INTENT_REC_VERSION,
                 reply_to: r.reply_to,
                 op,
                 caller: None,
@@ -1396,7 +1400,7 @@ mod tests {
     }
 
     #[test]
-    fn version_2_records_decode_without_a_caller_and_record_nothing() {
+    fn version_2_records_decode_without_a_caller_record_nothing_and_are_rewritten_as_current() {
         let b = loom_proto::msg::encode(&V2Out {
             version: 2,
             reply_to: Some((5, 6, 1)),
@@ -1406,9 +1410,16 @@ mod tests {
         let r = IntentRec::decode(&b).expect("a version 2 record decodes");
         assert_eq!(
             (r.version, r.reply_to, r.caller.clone()),
-            (2, Some((5, 6, 1)), None)
+            (INTENT_REC_VERSION, Some((5, 6, 1)), None)
         );
         assert!(r.planned().is_none(), "no caller: nothing to record as");
+        // Rewritten as a resolver's step does, it reads back as it was
+        // (found by the mdt_record fuzz target: the old version number
+        // kept on a record of the new form).
+        let again = super::super::tx::encode_record(&r).expect("encode");
+        let back = IntentRec::decode(&again).expect("a rewritten version 2 record decodes");
+        assert_eq!((back.reply_to, back.caller), (Some((5, 6, 1)), None));
+        assert!(matches!(back.op, IntentOp::Link(_)));
     }
 
     #[test]
