@@ -282,7 +282,7 @@ impl Packed<'_> {
     }
 
     /// How many chunks have entries.
-    fn chunks(&self) -> Result<u64, Fault> {
+    pub fn chunks(&self) -> Result<u64, Fault> {
         let len = self.sums.metadata().map_err(io("stat checksums"))?.len();
         Ok(len.saturating_sub(HEADER) / ENTRY)
     }
@@ -315,6 +315,11 @@ impl Packed<'_> {
             stored,
             computed,
         };
+        // A stored form fits its slot and holds at most a chunk: lengths
+        // past that are damage, not sizes to allocate (up to 4 GiB each).
+        if u64::from(e.stored) > CHUNK || u64::from(e.logical) > CHUNK {
+            return Err(corrupt(e.crc, 0));
+        }
         let mut buf = vec![0u8; e.stored as usize];
         read_full(self.data, &mut buf, slot_offset(i, e.slot)).map_err(io("read"))?;
         let c = crc(&buf);
