@@ -100,6 +100,8 @@ tests() {
     echo "== cargo test"
     # A clean build compiles once: incremental state would only fill the disk.
     CARGO_INCREMENTAL=0 cargo test --workspace
+    echo "== fuzz: each decoder's target from its corpus, briefly"
+    CARGO_INCREMENTAL=0 scripts/fuzz.sh 20
 }
 
 case "${1:-}" in

@@ -48,6 +48,7 @@ pub mod request;
 mod restripe;
 mod snapshots;
 mod staged;
+pub mod stored;
 pub mod syncer;
 mod tx;
 mod walk;

@@ -75,7 +75,7 @@ pub fn is_update(req: &MdtRequest) -> bool {
 }
 
 /// The stored value: when, the change's transaction number, and the reply.
-type Record = (Time, u64, Reply);
+pub(super) type Record = (Time, u64, Reply);
 
 /// Held by the execution of one request; its resends wait on it.
 type Gate = Arc<tokio::sync::Mutex<()>>;
