@@ -1343,6 +1343,28 @@ mod tests {
     }
 
     #[test]
+    fn a_compressed_object_with_a_damaged_size_verifies_what_it_holds() {
+        let d = tmp();
+        let s = ObjectStore::open(d.path()).expect("open");
+        let data = vec![7u8; 200_000];
+        s.write(3, 0, &data, Some(Compress::LZ4)).expect("write");
+        drop(s);
+        // The header's size (bytes 8..16) says 2^63: past the last entry
+        // the object is holes, not chunks to walk one by one.
+        let f = OpenOptions::new()
+            .write(true)
+            .open(d.path().join("objects/03/3.sum"))
+            .expect("open the checksum file");
+        f.write_all_at(&(1u64 << 63).to_le_bytes(), 8)
+            .expect("damage the size");
+        let s = ObjectStore::open(d.path()).expect("reopen");
+        let (bytes, bad) = s.verify(3).expect("verify");
+        assert!(bad.is_empty());
+        assert_eq!(bytes, 1 << 63, "the holes past the entries are counted");
+        assert_eq!(s.read(3, 0, 100).expect("read"), data[..100].to_vec());
+    }
+
+    #[test]
     fn a_flipped_byte_on_disk_reads_as_corrupt_never_as_data() {
         let d = tmp();
         let s = ObjectStore::open(d.path()).expect("open");

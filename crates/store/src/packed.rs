@@ -694,6 +694,27 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_claiming_more_than_a_chunk_is_damage_not_an_allocation() {
+        let o = obj(Compress::LZ4);
+        o.p(1).write(0, &text(CHUNK as usize)).expect("write");
+        let good = o.p(1).entries(0, 1).expect("entry")[0];
+        for (stored, logical) in [(u32::MAX, good.logical), (good.stored, u32::MAX)] {
+            let bad = Entry {
+                stored,
+                logical,
+                ..good
+            };
+            o.p(1).put_entries(0, &[bad]).expect("damage the entry");
+            assert!(matches!(
+                o.p(1).read(0, 10),
+                Err(Fault::Corrupt { offset: 0, .. })
+            ));
+            let (_, found) = o.p(1).verify(0, 1).expect("verify");
+            assert_eq!(found.len(), 1, "{stored} {logical}");
+        }
+    }
+
+    #[test]
     fn a_change_cut_before_its_entry_leaves_the_old_chunk() {
         let o = obj(Compress::zstd(3));
         let old = text(100_000);
