@@ -9,6 +9,15 @@ use common::*;
 use nix::fcntl::{renameat2, RenameFlags};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 
+/// Python that asks the terminal ioctl `TCGETS` of file argv[1] and
+/// prints the errno it fails with.
+const TCGETS: &str = "import fcntl, sys, termios
+try:
+    fcntl.ioctl(open(sys.argv[1]), termios.TCGETS, bytes(64))
+except OSError as e:
+    print(e.errno)
+";
+
 fn errno(r: std::io::Result<impl std::fmt::Debug>) -> i32 {
     r.expect_err("must fail").raw_os_error().expect("an errno")
 }
@@ -20,6 +29,22 @@ fn posix_operations_behave_through_the_mount() {
 
     // Attributes.
     std::fs::write(p("a"), b"0123456789").expect("write");
+    // An ioctl no loomfs file knows (a terminal's, which programs ask of
+    // every file): ENOTTY, as from a local file system.
+    let o = std::process::Command::new("python3")
+        .args(["-c", TCGETS])
+        .arg(p("a"))
+        .output()
+        .expect("python3");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "25",
+        "TCGETS: {o:?}"
+    );
+    // Answered by loomfs, not by fuser's default, which logs a warning for
+    // each (the kernel turns its ENOSYS into the same ENOTTY).
+    let log = std::fs::read_to_string(c.tmp.path().join("up.log")).expect("the mount's log");
+    assert!(!log.contains("[Not Implemented] ioctl"), "{log}");
     std::fs::set_permissions(p("a"), std::fs::Permissions::from_mode(0o600)).expect("chmod");
     nix::unistd::chown(&p("a"), Some(1234.into()), Some(5678.into())).expect("chown");
     let m = std::fs::metadata(p("a")).expect("stat");

@@ -1754,6 +1754,25 @@ impl Filesystem for LoomFs {
         reply_empty(reply, self.do_fsync(fh));
     }
 
+    /// No ioctl is a loomfs one: ENOTTY, as a local file system answers
+    /// an ioctl it does not know (programs ask `TCGETS` of every file
+    /// they open, to see whether it is a terminal; fuser's default logs
+    /// each as a warning).
+    #[allow(clippy::too_many_arguments)]
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        reply.error(fuser::Errno::from_i32(libc::ENOTTY));
+    }
+
     fn fallocate(
         &self,
         _req: &Request,
