@@ -32,33 +32,34 @@ pub const SPACES: [Space; 7] = [
 /// the MDT rewrites must read back). `Ok(false)` for a keyspace it does
 /// not know.
 pub fn decode(space: Space, value: &[u8]) -> Result<bool, String> {
-    let e = |e: crate::error::ServerError| e.to_string();
+    let inode = |b: &[u8]| InodeRec::decode(b).map_err(|e| e.msg);
+    let intent = |b: &[u8]| IntentRec::decode(b).map_err(|e| e.to_string());
     match space {
-        Space::Inodes => {
-            let r = InodeRec::decode(value).map_err(|e| e.msg)?;
-            let again = super::tx::encode_record(&r).map_err(e)?;
-            InodeRec::decode(&again).map_err(|e| format!("re-encoded: {}", e.msg))?;
-        }
-        Space::Dentries => again::<DentryRec>(value)?,
-        Space::Destroy => again::<Vec<ObjRef>>(value)?,
-        Space::Intents => {
-            let r = IntentRec::decode(value).map_err(e)?;
-            let again = super::tx::encode_record(&r).map_err(e)?;
-            IntentRec::decode(&again).map_err(|x| format!("re-encoded: {x}"))?;
-        }
-        Space::Changelog => again::<ChangeRec>(value)?,
-        Space::Replies => again::<Record>(value)?,
-        Space::Orphans => again::<(u64, Time)>(value)?,
+        Space::Inodes => again(value, inode)?,
+        Space::Dentries => again(value, plain::<DentryRec>)?,
+        Space::Destroy => again(value, plain::<Vec<ObjRef>>)?,
+        Space::Intents => again(value, intent)?,
+        Space::Changelog => again(value, plain::<ChangeRec>)?,
+        Space::Replies => again(value, plain::<Record>)?,
+        Space::Orphans => again(value, plain::<(u64, Time)>)?,
         Space::Meta | Space::Xattrs | Space::Dom => return Ok(false),
     }
     Ok(true)
 }
 
-/// Decode `value` as a `T`, encode it and decode that again.
-fn again<T: serde::Serialize + serde::de::DeserializeOwned>(value: &[u8]) -> Result<(), String> {
-    let r: T = decode_record(value).map_err(|e| e.to_string())?;
+/// A record read as a plain postcard `T`.
+fn plain<T: serde::de::DeserializeOwned>(b: &[u8]) -> Result<T, String> {
+    decode_record(b).map_err(|e| e.to_string())
+}
+
+/// Decode `value` with `read`, encode it and read that again.
+fn again<T: serde::Serialize>(
+    value: &[u8],
+    read: impl Fn(&[u8]) -> Result<T, String>,
+) -> Result<(), String> {
+    let r = read(value)?;
     let bytes = super::tx::encode_record(&r).map_err(|e| e.to_string())?;
-    decode_record::<T>(&bytes)
+    read(&bytes)
         .map(drop)
         .map_err(|e| format!("re-encoded: {e}"))
 }
