@@ -25,6 +25,15 @@ pub struct FormatArgs {
     /// Index of the MDT or OST.
     #[arg(long, default_value_t = 0)]
     pub index: u32,
+    /// This directory holds replica R (0 to N-1) of a replicated OST,
+    /// each replica on a server of its own: the MGS makes the first to
+    /// register its primary, and the others copies of it (with
+    /// --replicas).
+    #[arg(long, value_name = "R", requires = "replicas")]
+    pub replica: Option<u32>,
+    /// How many replicas the OST has (2 or more; with --replica).
+    #[arg(long, value_name = "N", requires = "replica", value_parser = clap::value_parser!(u32).range(2..))]
+    pub replicas: Option<u32>,
     /// Wipe whatever the directory holds (a target of another file system included).
     #[arg(long)]
     pub reformat: bool,
@@ -39,7 +48,11 @@ pub fn format(a: FormatArgs) -> anyhow::Result<()> {
         (false, false, true) => Role::Ost,
         _ => bail!("say which target to make: --mgs, --mdt or --ost"),
     };
-    let id = loom_server::target::format(&a.dir, &a.fsname, role, a.index, a.reformat)?;
+    let replica = match (a.replica, a.replicas) {
+        (Some(replica), Some(of)) => Some(loom_proto::replica::ReplicaOf { replica, of }),
+        _ => None,
+    };
+    let id = loom_server::target::format(&a.dir, &a.fsname, role, a.index, replica, a.reformat)?;
     println!(
         "{}: {} of file system '{}' (uuid {})",
         a.dir.display(),

@@ -28,6 +28,7 @@ mod scrub;
 mod sendrecv;
 mod snapshot;
 mod stats;
+mod target;
 mod tools;
 mod up;
 mod via_mount;
@@ -173,6 +174,11 @@ enum Cmd {
     /// create|list|destroy MOUNT ...` (create and destroy are root's).
     #[command(subcommand)]
     Snapshot(snapshot::SnapshotCmd),
+    /// The targets and, of replicated ones (`loom up --replicas N`,
+    /// `loom format --replica R --replicas N`), each replica's role,
+    /// state and lag: `loom target status MOUNT`.
+    #[command(subcommand)]
+    Target(target::TargetCmd),
     /// Write snapshot NAME of the tree at PATH to standard output as a
     /// checksummed stream, whole or (--from OLD) only what changed since
     /// OLD: `loom send [--from OLD] PATH NAME > STREAM` (root). Progress
@@ -245,6 +251,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Pool(c) => pool::run(c),
         Cmd::Policy(c) => policy::run(c),
         Cmd::Snapshot(c) => snapshot::run(c),
+        Cmd::Target(c) => target::run(c),
         Cmd::Send(a) => sendrecv::send(a),
         Cmd::Receive(a) => sendrecv::receive(a),
         Cmd::Replicate(c) => replicate::run(c),

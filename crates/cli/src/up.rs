@@ -47,6 +47,13 @@ pub struct UpArgs {
     /// Number of object storage targets.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub osts: u32,
+    /// Keep each OST on N servers (2 or more; first run only): a replica
+    /// of it in each, one the primary that serves it and copies every
+    /// change to the others before answering. When a primary's server
+    /// dies, another replica takes over within seconds; one that comes
+    /// back is brought up to date. MDTs are not replicated yet.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=8))]
+    pub replicas: Option<u32>,
     /// Pack the MGS, MDTs and OSTs into N server processes (targets dealt
     /// round-robin, the MGS in the first) [default: one process per target].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -121,6 +128,9 @@ struct Shape {
     fsname: String,
     mdts: u32,
     osts: u32,
+    /// Replicas of each OST (0: not replicated).
+    #[serde(default)]
+    replicas: u32,
     /// Port of each server, by name.
     ports: std::collections::BTreeMap<String, u16>,
 }
@@ -205,11 +215,34 @@ fn watch(name: &str, dir: &Path, mut child: Child, stopping: Arc<AtomicBool>) ->
     }
 }
 
-/// Every target of the shape: name, role, index; the MGS first.
-fn names(shape: &Shape) -> Vec<(String, Role, u32)> {
-    let mut v = vec![("mgs".to_string(), Role::Mgs, 0)];
-    v.extend((0..shape.mdts).map(|i| (format!("mdt{i}"), Role::Mdt, i)));
-    v.extend((0..shape.osts).map(|i| (format!("ost{i}"), Role::Ost, i)));
+/// A target directory of the shape: its name, role, index, and which
+/// replica it holds.
+type Named = (String, Role, u32, Option<loom_proto::replica::ReplicaOf>);
+
+/// Every target of the shape, the MGS first; a replicated OST's replicas
+/// one after the other (`ost0`, `ost0r1`, ...), so that packing them
+/// round-robin puts each in another process.
+fn names(shape: &Shape) -> Vec<Named> {
+    let mut v = vec![("mgs".to_string(), Role::Mgs, 0, None)];
+    v.extend((0..shape.mdts).map(|i| (format!("mdt{i}"), Role::Mdt, i, None)));
+    for i in 0..shape.osts {
+        if shape.replicas < 2 {
+            v.push((format!("ost{i}"), Role::Ost, i, None));
+            continue;
+        }
+        for r in 0..shape.replicas {
+            let name = if r == 0 {
+                format!("ost{i}")
+            } else {
+                format!("ost{i}r{r}")
+            };
+            let of = loom_proto::replica::ReplicaOf {
+                replica: r,
+                of: shape.replicas,
+            };
+            v.push((name, Role::Ost, i, Some(of)));
+        }
+    }
     v
 }
 
@@ -234,7 +267,7 @@ impl Node {
 /// The server processes: one per target (named as the target), or with
 /// `servers` = N the targets dealt round-robin into `server0..N-1`.
 fn nodes(shape: &Shape, servers: Option<u32>) -> anyhow::Result<Vec<Node>> {
-    let targets: Vec<String> = names(shape).into_iter().map(|(n, _, _)| n).collect();
+    let targets: Vec<String> = names(shape).into_iter().map(|(n, ..)| n).collect();
     let Some(n) = servers else {
         return Ok(targets
             .into_iter()
@@ -244,6 +277,13 @@ fn nodes(shape: &Shape, servers: Option<u32>) -> anyhow::Result<Vec<Node>> {
             })
             .collect());
     };
+    if shape.replicas >= 2 && n < shape.replicas {
+        bail!(
+            "--servers {n}: each OST has {} replicas, each in a server process of its own, so at least {} processes",
+            shape.replicas,
+            shape.replicas
+        );
+    }
     if n == 0 || n as usize > targets.len() {
         bail!(
             "--servers {n}: the cluster has {} targets (1 MGS, {} MDTs, {} OSTs), so 1 to {} server processes",
@@ -285,6 +325,13 @@ fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
                 a.fsname
             );
         }
+        if let Some(r) = a.replicas.filter(|&r| r != s.replicas) {
+            bail!(
+                "{} holds a file system whose OSTs have {} replicas, not {r}; replicas are set at the first run",
+                dir.display(),
+                s.replicas.max(1)
+            );
+        }
         if a.mdts < s.mdts || a.osts < s.osts {
             eprintln!(
                 "loom up: {} already has {} MDTs and {} OSTs; keeping them all",
@@ -304,6 +351,7 @@ fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
             fsname: a.fsname.clone(),
             mdts: a.mdts,
             osts: a.osts,
+            replicas: a.replicas.unwrap_or(0),
             ports: Default::default(),
         }
     };
@@ -331,12 +379,13 @@ fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
             }
         }
     }
-    for (name, role, index) in names(&shape) {
+    for (name, role, index, replica) in names(&shape) {
         loom_server::target::format(
             &dir.join("targets").join(&name),
             &shape.fsname,
             role,
             index,
+            replica,
             false,
         )?;
     }

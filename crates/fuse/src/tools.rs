@@ -70,6 +70,12 @@ pub async fn get(
         }
         // What `df` shows: every target's usage (no one's secret).
         b"loom.df" => serde_json::to_vec(&client.target_statfs().await),
+        // `loom target status`: where each target is served, and each
+        // replica's state, as the MGS has them now.
+        b"loom.targets" => {
+            client.router().refresh().await;
+            serde_json::to_vec(&client.router().config().targets)
+        }
         // `loom pool list`: the OST pools (no one's secret either).
         b"loom.pools" => serde_json::to_vec(&client.pools().await?),
         // `loom.quota.u.UID`, `.g.GID`, `.p.PROJID`: what `loom quota`

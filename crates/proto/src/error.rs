@@ -66,6 +66,10 @@ impl Errno {
     pub const EOPNOTSUPP: Errno = Errno(95);
     /// Timed out.
     pub const ETIMEDOUT: Errno = Errno(110);
+    /// Remote address changed: this server does not serve the target now
+    /// (a replica that is not its primary, or one fenced off); the caller
+    /// asks the MGS where it is and sends again.
+    pub const EREMCHG: Errno = Errno(78);
     /// Stale handle: the FID no longer exists.
     pub const ESTALE: Errno = Errno(116);
     /// Over a quota: a hard limit, or a soft one past its grace.
@@ -108,6 +112,7 @@ impl fmt::Debug for Errno {
             Errno::ETIMEDOUT => "ETIMEDOUT",
             Errno::EDQUOT => "EDQUOT",
             Errno::ESTALE => "ESTALE",
+            Errno::EREMCHG => "EREMCHG",
             _ => return write!(f, "errno {}", self.0),
         };
         f.write_str(name)

@@ -21,6 +21,7 @@
 //! - [`find`]: what `loom find` asks, and its evaluation on an inode.
 //! - [`pool`]: OST pools, named sets of OSTs that layouts draw from.
 //! - [`name`]: file names, symlink targets and xattr names as bytes.
+//! - [`replica`]: replicated targets: roles, terms, leases.
 //!
 //! Format rules: opcodes and enum variants are append-only; an id is never
 //! renumbered or reused, only retired. See `docs/PROTOCOL.md`.
@@ -44,6 +45,7 @@ pub mod name;
 pub mod nodemap;
 pub mod pool;
 pub mod quota;
+pub mod replica;
 pub mod requests;
 pub mod snapshot;
 

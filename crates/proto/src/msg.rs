@@ -290,8 +290,33 @@ pub struct TargetInfo {
     pub id: TargetId,
     /// Set by `loom format`; a different uuid for the same index is refused.
     pub uuid: String,
-    /// Address of the server that hosts it.
+    /// Address of the server that hosts it (of a replicated target: its
+    /// primary's).
     pub addr: String,
+    /// A replicated target: bumped each time another replica becomes its
+    /// primary (0: not replicated).
+    #[serde(default)]
+    pub term: u64,
+    /// A replicated target: which replica is its primary.
+    #[serde(default)]
+    pub primary: u32,
+    /// A replicated target's copies, by number (empty: not replicated).
+    #[serde(default)]
+    pub replicas: Vec<crate::replica::Replica>,
+}
+
+impl TargetInfo {
+    /// An unreplicated target at `addr`.
+    pub fn single(id: TargetId, uuid: &str, addr: &str) -> TargetInfo {
+        TargetInfo {
+            id,
+            uuid: uuid.to_string(),
+            addr: addr.to_string(),
+            term: 0,
+            primary: 0,
+            replicas: Vec::new(),
+        }
+    }
 }
 
 /// One FLDB entry: sequences [start, end) belong to an MDT.
@@ -1179,6 +1204,17 @@ pub enum Reply {
         /// Per id asked about, in the order asked, how many more bytes of
         /// Data-on-MDT it may own there (`None`: no block limit).
         rooms: Vec<(crate::quota::QuotaId, Option<u64>)>,
+    },
+    /// Replicated targets as the MGS has them (`MgsRequest::Heartbeat`,
+    /// `SetReplica`).
+    Members(Vec<TargetInfo>),
+    /// The crc32c of each `chunk` bytes of an object's range, and its
+    /// size (`OstRequest::ObjDigest`).
+    Digest {
+        /// The object's size.
+        size: u64,
+        /// One per chunk, up to the object's end.
+        sums: Vec<u32>,
     },
 }
 

@@ -274,6 +274,8 @@ declare_requests! {
             fsname: String,
             /// The target.
             target: TargetInfo,
+            /// Which replica of the target this is, if it is replicated.
+            replica: Option<crate::replica::ReplicaOf>,
         } => 10, "register", Changes, Peers;
         /// Fetch the cluster configuration.
         GetConfig => 11, "get_config", Reads, Any;
@@ -339,6 +341,29 @@ declare_requests! {
         /// The policy engine's latest report (`Reply::PolicyReport`,
         /// empty if none was published).
         PolicyReport => 126, "policy_report", Reads, Any;
+        /// A server renews its hold on the roles of the replicas it hosts
+        /// (see [`crate::replica`]); answered `Reply::Members` with
+        /// their targets.
+        Heartbeat {
+            /// The server's address.
+            addr: String,
+            /// Its replicas.
+            hosted: Vec<crate::replica::Hosted>,
+        } => 133, "heartbeat", Changes, Peers;
+        /// A primary says where one of its replicas stands: one that
+        /// failed to take a change is no longer in sync, one brought up
+        /// to date is. Refused (EREMCHG) unless `term` is the target's
+        /// and the sender its primary. Answered `Reply::Members`.
+        SetReplica {
+            /// The target.
+            target: TargetId,
+            /// The term the primary serves under.
+            term: u64,
+            /// The replica.
+            replica: u32,
+            /// Where it stands now.
+            state: crate::replica::ReplicaState,
+        } => 134, "set_replica", Changes, Peers;
     }
 }
 
@@ -1376,6 +1401,26 @@ declare_requests! {
             /// The step.
             step: crate::snapshot::SnapStep,
         } => 117, "snapshot", Changes, Peers;
+        /// A primary asks a replica what its copy of an object's range
+        /// holds: the crc32c of each `chunk` bytes and the object's size
+        /// (`Reply::Digest`), to send only what differs.
+        ObjDigest {
+            /// Object.
+            obj: ObjRef,
+            /// Start, a multiple of `chunk`.
+            offset: u64,
+            /// Bytes to cover, at most [`crate::frame::MAX_BULK`] times
+            /// 64.
+            len: u64,
+            /// Bytes per sum, 4 KiB to 4 MiB.
+            chunk: u32,
+        } => 135, "obj_digest", Reads, Peers, object = obj;
+        /// A primary raises a replica's object id watermark to its own:
+        /// ids it handed out are never handed out again after a failover.
+        RaiseWatermark {
+            /// The watermark: ids below it are taken.
+            to: u64,
+        } => 136, "raise_watermark", Changes, Peers;
     }
 }
 
@@ -1395,6 +1440,14 @@ pub enum Request {
     Ost(OstRequest),
     /// To a client, from a server (on the client's connection).
     Client(ClientRequest),
+    /// To a replica of an OST, from its primary: a change the primary
+    /// made, or a step of bringing the replica up to date. Servers only.
+    Replica {
+        /// The term the primary serves under; refused under any other.
+        term: u64,
+        /// The request, as the primary did it.
+        req: OstRequest,
+    },
 }
 
 /// `Ping`'s declaration.
@@ -1419,6 +1472,7 @@ impl Request {
             Request::Peer(r) => r.op(),
             Request::Ost(r) => r.op(),
             Request::Client(r) => r.op(),
+            Request::Replica { req, .. } => req.op(),
         }
     }
 
@@ -1434,9 +1488,11 @@ impl Request {
     /// check of the frame. 0 for every other request.
     pub const fn bulk_phase(&self) -> u16 {
         match self {
-            Request::Ost(OstRequest::ObjWrite { offset, .. }) => {
-                crate::chunk_sums::phase_for(*offset)
-            }
+            Request::Ost(OstRequest::ObjWrite { offset, .. })
+            | Request::Replica {
+                req: OstRequest::ObjWrite { offset, .. },
+                ..
+            } => crate::chunk_sums::phase_for(*offset),
             _ => 0,
         }
     }
@@ -1458,7 +1514,7 @@ impl Request {
 
     /// Only servers may send it.
     pub const fn peers_only(&self) -> bool {
-        matches!(self.op().senders, Senders::Peers)
+        matches!(self, Request::Replica { .. }) || matches!(self.op().senders, Senders::Peers)
     }
 }
 

@@ -25,6 +25,7 @@ pub mod nodemaps;
 pub mod ost;
 pub mod peers;
 pub mod quota;
+pub mod replica;
 pub mod scrub;
 pub mod stats;
 pub mod target;

@@ -148,6 +148,8 @@ pub struct Node {
     capa_key: std::sync::OnceLock<[u8; 32]>,
     /// How long a job's or client's statistics stay after its last request.
     stats_expiry: Duration,
+    /// The replicated targets hosted here, once any is.
+    replicas: std::sync::OnceLock<Arc<crate::replica::Replicas>>,
 }
 
 #[derive(Default)]
@@ -169,7 +171,18 @@ impl Node {
             clients: Default::default(),
             capa_key: std::sync::OnceLock::new(),
             stats_expiry,
+            replicas: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Serve the replicated targets `r` holds as their roles say.
+    pub fn serve_replicas(&self, r: Arc<crate::replica::Replicas>) {
+        let _ = self.replicas.set(r);
+    }
+
+    /// The replica of `t` hosted here, if `t` is replicated.
+    fn replica_of(&self, t: TargetId) -> Option<Arc<crate::replica::Held>> {
+        self.replicas.get().and_then(|r| r.of(t))
     }
 
     /// Check clients' OST requests against capabilities signed with `key`.
@@ -484,10 +497,26 @@ impl Node {
                 Some(m) => answer(t, (m.handle_peer(&env.ctx, req).await, Vec::new())).into(),
                 None => missing(),
             },
-            (Role::Ost, Request::Ost(req)) => match self.ost(t.index) {
-                Some(o) => answer(t, o.handle(&env.ctx, req, bulk).await).into(),
-                None => missing(),
+            (Role::Ost, Request::Ost(req)) => match (self.ost(t.index), self.replica_of(t)) {
+                (Some(o), None) => answer(t, o.handle(&env.ctx, req, bulk).await).into(),
+                (Some(o), Some(h)) => match self.replicas.get() {
+                    Some(r) => answer(t, r.serve(&h, &o, &env.ctx, req, bulk).await).into(),
+                    None => missing(),
+                },
+                (None, _) => missing(),
             },
+            (Role::Ost, Request::Replica { term, req }) => {
+                match (self.ost(t.index), self.replica_of(t), self.replicas.get()) {
+                    (Some(o), Some(h), Some(r)) => {
+                        answer(t, r.apply(&h, &o, term, &env.ctx, req, bulk).await).into()
+                    }
+                    (Some(_), None, _) => refused(
+                        Errno::EINVAL,
+                        format!("{t} is not replicated on this server"),
+                    ),
+                    _ => missing(),
+                }
+            }
             (_, req) => refused(Errno::EPROTO, format!("{t} does not serve {}", req.name())),
         }
     }
@@ -583,17 +612,22 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
         }
         _ => String::new(),
     };
+    let replicas = crate::replica::Replicas::new(peers.clone());
+    for id in infos.iter().filter(|i| i.replica.is_some()) {
+        if let Some(r) = id.replica {
+            replicas.hold(id.id(), r.replica);
+        }
+    }
+    node.serve_replicas(replicas.clone());
     let mdts: Vec<_> = node.mdts().into_iter().map(|(_, m)| m).collect();
     let maps = node.clone();
+    let hosting = node.clone();
     let server = tokio::spawn(loom_rpc::serve(listener, key, node));
     for id in &infos {
         let req = MgsRequest::Register {
             fsname: cfg.fsname.clone(),
-            target: TargetInfo {
-                id: id.id(),
-                uuid: id.uuid.clone(),
-                addr: addr.clone(),
-            },
+            target: TargetInfo::single(id.id(), &id.uuid, &addr),
+            replica: id.replica,
         };
         peers.call_mgs(req).await.map_err(|e| {
             anyhow::anyhow!("registering {} with the MGS at {}: {e}", id.id(), cfg.mgs)
@@ -601,6 +635,12 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
     }
     for m in &mdts {
         m.start();
+    }
+    if let Some(m) = hosting.mgs() {
+        tokio::spawn(m.watch_primaries());
+    }
+    if infos.iter().any(|i| i.replica.is_some()) {
+        tokio::spawn(replicas.renew(addr.clone(), move |i| hosting.ost(i)));
     }
     tokio::spawn(follow_nodemaps(maps, peers.clone()));
     let names: Vec<String> = infos.iter().map(|i| i.id().to_string()).collect();

@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 pub const CONFIG_MAX_AGE: Duration = Duration::from_secs(2);
 /// Moves followed for one request (an inode migrated several times).
 const MAX_MOVED_HOPS: u32 = 8;
+/// How long a replicated target's server may stay unreachable before
+/// the MGS is asked whether another replica took over.
+pub const FAILOVER_PROBE: Duration = Duration::from_secs(1);
 /// How long the first fetch of the configuration (none cached yet) waits.
 const FIRST_FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -80,6 +83,51 @@ impl Peers {
             snapshot: None,
         };
         Ok(self.mgs.call(&env, Bytes::new()).await?.0)
+    }
+
+    /// Send a request to the MGS, giving up after `timeout`.
+    pub async fn call_mgs_within(
+        &self,
+        req: MgsRequest,
+        timeout: Duration,
+    ) -> Result<Reply, ServerError> {
+        let env = Envelope {
+            target: TargetId::MGS,
+            ctx: self.ctx.clone(),
+            req: req.into(),
+            capa: None,
+            snapshot: None,
+        };
+        Ok(self.mgs.call_with_timeout(&env, Bytes::new(), timeout).await?.0)
+    }
+
+    /// Send `env` to the server at `addr` (a replica of a target, where
+    /// the configuration names its primary), giving up after `timeout`.
+    pub async fn call_at(
+        &self,
+        addr: &str,
+        env: &Envelope,
+        bulk: Bytes,
+        timeout: Duration,
+    ) -> Result<(Reply, Vec<u8>), ServerError> {
+        Ok(self
+            .client(addr)
+            .call_with_timeout(env, bulk, timeout)
+            .await?)
+    }
+
+    /// The connection to the server at `addr`.
+    fn client(&self, addr: &str) -> Arc<RpcClient> {
+        lock(&self.clients)
+            .entry(addr.to_string())
+            .or_insert_with(|| {
+                Arc::new(RpcClient::new(
+                    addr.to_string(),
+                    self.key.clone(),
+                    self.opts.clone(),
+                ))
+            })
+            .clone()
     }
 
     /// The configuration. Once one has been fetched this never waits for
@@ -197,29 +245,47 @@ impl Peers {
             snapshot: self.snapshot,
         };
         let mut hops = 0;
+        let deadline = Instant::now() + timeout;
         loop {
             let cfg = self.config().await?;
-            let addr = cfg
+            let (addr, replicated) = cfg
                 .target(env.target)
-                .map(|t| t.addr.clone())
+                .map(|t| (t.addr.clone(), !t.replicas.is_empty()))
                 .ok_or_else(|| {
                     ServerError::peer(Errno::EIO, format!("{} is not registered", env.target))
                 })?;
-            let client = {
-                let mut m = lock(&self.clients);
-                m.entry(addr.clone())
-                    .or_insert_with(|| {
-                        Arc::new(RpcClient::new(
-                            addr.clone(),
-                            self.key.clone(),
-                            self.opts.clone(),
-                        ))
-                    })
-                    .clone()
+            let client = self.client(&addr);
+            if !replicated {
+                let r = client
+                    .call_with_timeout(&env, bulk.clone(), timeout)
+                    .await?;
+                match r.0 {
+                    Reply::Moved { mdt, .. } if hops < MAX_MOVED_HOPS => {
+                        hops += 1;
+                        env.target = TargetId::mdt(mdt);
+                        continue;
+                    }
+                    _ => return Ok(r),
+                }
+            }
+            // A replicated target's primary may be changing: a server that
+            // cannot be reached for a moment, or that does not serve it
+            // now, sends the caller to the MGS for where it went.
+            let r = match client
+                .call_until(&env, bulk.clone(), deadline, FAILOVER_PROBE)
+                .await
+            {
+                Ok(r) => r,
+                Err(e) if Instant::now() < deadline && moved_on(&e) => {
+                    tracing::debug!(target = %env.target, addr, "{e}; asking the MGS where it is");
+                    tokio::time::sleep(FAILOVER_PROBE / 4).await;
+                    if let Err(e) = self.refresh_within(FAILOVER_PROBE).await {
+                        tracing::debug!("configuration refresh: {e}");
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
             };
-            let r = client
-                .call_with_timeout(&env, bulk.clone(), timeout)
-                .await?;
             match r.0 {
                 // `loom migrate` moved the inode the request names: ask
                 // the MDT it went to (a chain of moves is followed).
@@ -230,5 +296,14 @@ impl Peers {
                 _ => return Ok(r),
             }
         }
+    }
+}
+
+/// The target did not answer where it was: its primary may have moved.
+fn moved_on(e: &loom_rpc::RpcError) -> bool {
+    match e {
+        loom_rpc::RpcError::Remote(w) => w.errno == Errno::EREMCHG,
+        loom_rpc::RpcError::Unreachable { .. } => true,
+        _ => false,
     }
 }

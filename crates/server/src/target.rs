@@ -26,6 +26,10 @@ pub struct TargetIdentity {
     pub index: u32,
     /// Unique id made at format time.
     pub uuid: String,
+    /// Which replica of the target this directory holds (`loom format
+    /// --replica R --replicas N`); none: the target is not replicated.
+    #[serde(default)]
+    pub replica: Option<loom_proto::replica::ReplicaOf>,
 }
 
 impl TargetIdentity {
@@ -77,18 +81,27 @@ pub fn format(
     fsname: &str,
     role: Role,
     index: u32,
+    replica: Option<loom_proto::replica::ReplicaOf>,
     reformat: bool,
 ) -> anyhow::Result<TargetIdentity> {
     check_fsname(fsname)?;
     if role == Role::Mgs && index != 0 {
         bail!("there is one MGS per file system; its index is 0");
     }
+    if let Some(r) = replica {
+        if role != Role::Ost {
+            bail!("only OSTs are replicated so far; {role:?} {index} cannot be a replica");
+        }
+        if r.of < 2 || r.replica >= r.of {
+            bail!("replica {} of {}: a replicated target has 2 or more replicas, numbered from 0", r.replica, r.of);
+        }
+    }
     if dir.join(IDENTITY_FILE).exists() && !reformat {
         let old = load(dir)?;
         if old.fsname != fsname {
             bail!("{} is formatted for file system '{}', not '{fsname}'; refusing (use --reformat to wipe it)", dir.display(), old.fsname);
         }
-        if old.role != role || old.index != index {
+        if old.role != role || old.index != index || old.replica != replica {
             bail!(
                 "{} is already {} of '{}'; refusing (use --reformat to wipe it)",
                 dir.display(),
@@ -120,6 +133,7 @@ pub fn format(
         role,
         index,
         uuid: uuid::Uuid::new_v4().to_string(),
+        replica,
     };
     let text = toml::to_string(&id).context("encoding target identity")?;
     loom_store::durable::write_atomic(&dir.join(IDENTITY_FILE), text.as_bytes())
@@ -135,15 +149,15 @@ mod tests {
     fn format_is_idempotent_and_refuses_another_file_system() {
         let d = tempfile::tempdir().expect("tempdir");
         let t = d.path().join("ost0");
-        let a = format(&t, "alpha", Role::Ost, 0, false).expect("format");
-        assert_eq!(format(&t, "alpha", Role::Ost, 0, false).expect("again"), a);
-        let e = format(&t, "beta", Role::Ost, 0, false).expect_err("other fs");
+        let a = format(&t, "alpha", Role::Ost, 0, None, false).expect("format");
+        assert_eq!(format(&t, "alpha", Role::Ost, 0, None, false).expect("again"), a);
+        let e = format(&t, "beta", Role::Ost, 0, None, false).expect_err("other fs");
         assert!(
             e.to_string().contains("formatted for file system 'alpha'"),
             "{e}"
         );
-        assert!(format(&t, "alpha", Role::Ost, 1, false).is_err());
-        let b = format(&t, "beta", Role::Ost, 0, true).expect("reformat");
+        assert!(format(&t, "alpha", Role::Ost, 1, None, false).is_err());
+        let b = format(&t, "beta", Role::Ost, 0, None, true).expect("reformat");
         assert_ne!(a.uuid, b.uuid);
     }
 

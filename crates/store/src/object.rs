@@ -71,7 +71,9 @@ use loom_proto::quota::Owner;
 use loom_proto::Compress;
 use std::sync::atomic::{AtomicI64, Ordering};
 
+mod copies;
 mod snapshots;
+pub use copies::{DIGEST_CHUNKS, MAX_DIGEST};
 use snapshots::{Change, Snaps};
 
 /// Most open file handles kept in the cache.

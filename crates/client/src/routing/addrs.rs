@@ -74,9 +74,12 @@ impl Addresses {
         }
     }
 
-    /// The address of `target`, if the configuration has it.
-    pub(super) fn addr_of(&self, target: TargetId) -> Option<String> {
-        self.config().target(target).map(|t| t.addr.clone())
+    /// The address of `target` (its primary's, if replicated) and
+    /// whether it is replicated, if the configuration has it.
+    pub(super) fn addr_of(&self, target: TargetId) -> Option<(String, bool)> {
+        self.config()
+            .target(target)
+            .map(|t| (t.addr.clone(), !t.replicas.is_empty()))
     }
 
     /// The connection to `addr`, made and set up on first use. (The MGS

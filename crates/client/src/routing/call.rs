@@ -23,6 +23,9 @@ use std::time::{Duration, Instant};
 /// How long a server may stay unreachable before the router fetches the
 /// configuration again, in case its targets moved.
 pub const RETRY_SLICE: Duration = Duration::from_secs(15);
+/// As [`RETRY_SLICE`], for a replicated target, whose primary another
+/// replica replaces within seconds.
+pub const FAILOVER_PROBE: Duration = Duration::from_secs(1);
 
 /// What the client knew when it sent a request: what its answer may be
 /// cached under.
@@ -236,7 +239,7 @@ impl Router {
         let target = env.target;
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
-            let Some(addr) = self.addrs.addr_of(target) else {
+            let Some((addr, replicated)) = self.addrs.addr_of(target) else {
                 // Not registered (yet): its server may still be starting.
                 if remaining.is_zero() {
                     tracing::warn!(%target, "target is not in the cluster configuration");
@@ -255,8 +258,15 @@ impl Router {
             }
             let since = self.fresh.recalls();
             let changes = self.fresh.changes();
+            // A replicated target's primary may have moved: the MGS is
+            // asked soon (see `loom_proto::replica`).
+            let slice = if replicated {
+                FAILOVER_PROBE
+            } else {
+                RETRY_SLICE
+            };
             match rpc
-                .call_replied(env, bulk.clone(), deadline, RETRY_SLICE)
+                .call_replied(env, bulk.clone(), deadline, slice)
                 .await
             {
                 Ok(r) => {
@@ -267,6 +277,15 @@ impl Router {
                         changes,
                     };
                     return Ok((r, sent));
+                }
+                Err(RpcError::Remote(e))
+                    if e.errno == Errno::EREMCHG && Instant::now() < deadline =>
+                {
+                    // A replica that does not serve the target now: its
+                    // primary is elsewhere, or about to be.
+                    tracing::debug!(%target, op = env.req.name(), "{e}; checking the configuration");
+                    tokio::time::sleep(FAILOVER_PROBE / 10).await;
+                    self.addrs.refresh().await;
                 }
                 Err(RpcError::Remote(e)) => {
                     tracing::debug!(%target, op = env.req.name(), "{e}");

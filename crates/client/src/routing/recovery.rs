@@ -43,7 +43,7 @@ impl Router {
 
     /// Whether MDT `mdt` may have restarted or owes us a commit notice.
     fn needs_check(&self, mdt: u32) -> bool {
-        let Some(addr) = self.addrs.addr_of(TargetId::mdt(mdt)) else {
+        let Some((addr, _)) = self.addrs.addr_of(TargetId::mdt(mdt)) else {
             return false;
         };
         let losses = *self.addrs.connection(&addr).losses().borrow();
@@ -72,7 +72,7 @@ impl Router {
         req: MdtRequest,
     ) -> Result<(Result<Reply, loom_proto::WireError>, Option<Commit>), Errno> {
         let target = TargetId::mdt(mdt);
-        let addr = self.addrs.addr_of(target).ok_or(Errno::EIO)?;
+        let (addr, _) = self.addrs.addr_of(target).ok_or(Errno::EIO)?;
         let (seq, low) = self.seqs.begin();
         let ctx = ReqCtx {
             client_id: self.client_id.load(std::sync::atomic::Ordering::Relaxed),

@@ -55,7 +55,7 @@ pub async fn start_cluster_with_mdts(fsname: &str, mdts: u32) -> Cluster {
         targets.push((format!("ost{i}"), Role::Ost, i));
     }
     for (name, role, index) in &targets {
-        target::format(&root.join(name), fsname, *role, *index, false).expect("format");
+        target::format(&root.join(name), fsname, *role, *index, None, false).expect("format");
     }
     let key = ClusterKey::generate();
     std::fs::write(root.join("key"), key.to_hex()).expect("key");

@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
+mod members;
 mod snapshots;
 
 /// Name of the state file inside the MGS directory.
@@ -100,6 +101,15 @@ impl MgsState {
         match self.targets.binary_search_by_key(&t.id, |x| x.id) {
             Ok(i) => {
                 let cur = &mut self.targets[i];
+                if !cur.replicas.is_empty() {
+                    return Err(ServerError::refused(
+                        Errno::EEXIST,
+                        format!(
+                            "{} is registered with replicas, but one without asked",
+                            t.id
+                        ),
+                    ));
+                }
                 if cur.uuid != t.uuid {
                     return Err(ServerError::refused(
                         Errno::EEXIST,
@@ -156,6 +166,8 @@ pub struct MgsService {
     /// The policy engine's latest report (`POLICY_FILE`), for the
     /// dashboard.
     policy: Mutex<String>,
+    /// When each replica's server last renewed (see `members.rs`).
+    heard: std::sync::Mutex<members::Heard>,
 }
 
 /// Where the MGS keeps the policy engine's latest report.
@@ -212,6 +224,7 @@ impl MgsService {
             snapshotting: Mutex::new(()),
             // A report is only shown: one unreadable is left out.
             policy: Mutex::new(std::fs::read_to_string(dir.join(POLICY_FILE)).unwrap_or_default()),
+            heard: std::sync::Mutex::new(members::Heard::new()),
         }))
     }
 
@@ -220,9 +233,95 @@ impl MgsService {
         let _ = self.peers.set(peers);
     }
 
-    /// The current configuration.
+    /// The current configuration, with when each replica was last heard
+    /// from.
     pub async fn config(&self) -> ClusterConfig {
-        self.state.lock().await.config()
+        let mut c = self.state.lock().await.config();
+        let heard = self.heard();
+        let now = std::time::Instant::now();
+        for t in &mut c.targets {
+            if !t.replicas.is_empty() {
+                *t = heard.fill(t.clone(), now);
+            }
+        }
+        c
+    }
+
+    fn heard(&self) -> std::sync::MutexGuard<'_, members::Heard> {
+        self.heard.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hand the role of each primary that went quiet to another replica,
+    /// checking every quarter of a second, until the process ends.
+    pub async fn watch_primaries(self: Arc<Self>) {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            let moved = self
+                .mutate(|st| {
+                    let moved = st.fail_over(&self.heard(), std::time::Instant::now());
+                    let changed = !moved.is_empty();
+                    Ok((moved, changed))
+                })
+                .await;
+            match moved {
+                Ok(moved) => {
+                    for (t, old, new) in moved {
+                        tracing::warn!(target = %t, old, new, "primary silent: replica {new} is the primary now");
+                    }
+                }
+                Err(e) => tracing::error!("handing over quiet primaries: {e}"),
+            }
+        }
+    }
+
+    /// `Heartbeat`: the server at `addr` renews its replicas' roles.
+    async fn heartbeat(&self, addr: String, hosted: Vec<loom_proto::replica::Hosted>) -> Handled {
+        {
+            let st = self.state.lock().await;
+            self.heard()
+                .note(&st, &addr, &hosted, std::time::Instant::now());
+        }
+        self.mutate(|st| {
+            let changed = st.renewed(&addr, &hosted, &self.heard(), std::time::Instant::now());
+            Ok(((), changed))
+        })
+        .await?;
+        Ok(Reply::Members(self.members(hosted.iter().map(|h| h.target)).await))
+    }
+
+    /// `SetReplica`: a primary says where one of its replicas stands.
+    async fn set_replica(
+        &self,
+        target: TargetId,
+        term: u64,
+        replica: u32,
+        state: loom_proto::replica::ReplicaState,
+    ) -> Handled {
+        let changed = self
+            .mutate(|st| {
+                let changed = st.set_replica(target, term, replica, state)?;
+                Ok((changed, changed))
+            })
+            .await?;
+        if changed {
+            tracing::info!(%target, replica, state = state.name(), "replica state set by its primary");
+        }
+        Ok(Reply::Members(self.members(std::iter::once(target)).await))
+    }
+
+    /// The targets `ids`, as [`MgsService::config`] has them.
+    async fn members(&self, ids: impl Iterator<Item = TargetId>) -> Vec<TargetInfo> {
+        let c = self.config().await;
+        let mut out: Vec<TargetInfo> = Vec::new();
+        for id in ids {
+            if out.iter().any(|t| t.id == id) {
+                continue;
+            }
+            if let Some(t) = c.target(id) {
+                out.push(t.clone());
+            }
+        }
+        out
     }
 
     /// Handle one request.
@@ -233,7 +332,18 @@ impl MgsService {
         _bulk: Vec<u8>,
     ) -> (Handled, Vec<u8>) {
         let res = match req {
-            MgsRequest::Register { fsname, target } => self.register(fsname, target).await,
+            MgsRequest::Register {
+                fsname,
+                target,
+                replica,
+            } => self.register(fsname, target, replica).await,
+            MgsRequest::Heartbeat { addr, hosted } => self.heartbeat(addr, hosted).await,
+            MgsRequest::SetReplica {
+                target,
+                term,
+                replica,
+                state,
+            } => self.set_replica(target, term, replica, state).await,
             MgsRequest::GetConfig => Ok(Reply::Config(self.config().await)),
             MgsRequest::SnapshotCreate { name, barrier_ms } => {
                 self.snapshot_create(ctx, &name, barrier_ms).await
@@ -271,7 +381,12 @@ impl MgsService {
         Ok(out)
     }
 
-    async fn register(&self, fsname: String, target: TargetInfo) -> Handled {
+    async fn register(
+        &self,
+        fsname: String,
+        target: TargetInfo,
+        replica: Option<loom_proto::replica::ReplicaOf>,
+    ) -> Handled {
         let id = target.id;
         let addr = target.addr.clone();
         let changed = self
@@ -285,12 +400,15 @@ impl MgsService {
                         ),
                     ));
                 }
-                let changed = st.register(target)?;
+                let changed = match replica {
+                    Some(of) => st.register_replica(target, of)?,
+                    None => st.register(target)?,
+                };
                 Ok((changed, changed))
             })
             .await?;
         if changed {
-            tracing::info!(target = %id, addr, "target registered");
+            tracing::info!(target = %id, addr, ?replica, "target registered");
         }
         Ok(Reply::Ok)
     }

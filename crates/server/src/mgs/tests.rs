@@ -12,11 +12,7 @@ async fn call(s: &Arc<MgsService>, req: MgsRequest) -> ReplyResult {
 }
 
 fn target(id: TargetId, uuid: &str, addr: &str) -> TargetInfo {
-    TargetInfo {
-        id,
-        uuid: uuid.into(),
-        addr: addr.into(),
-    }
+    TargetInfo::single(id, uuid, addr)
 }
 
 async fn register(s: &Arc<MgsService>, fsname: &str, t: TargetInfo) -> ReplyResult {
@@ -25,6 +21,7 @@ async fn register(s: &Arc<MgsService>, fsname: &str, t: TargetInfo) -> ReplyResu
         MgsRequest::Register {
             fsname: fsname.into(),
             target: t,
+            replica: None,
         },
     )
     .await

@@ -17,6 +17,7 @@
 //! fit beside every grant, or it is refused with ENOSPC. They are also
 //! admitted against their owner's block quotas ([`quota`]).
 
+mod copy;
 mod grants;
 pub mod quota;
 mod snapshots;
@@ -200,6 +201,13 @@ impl OstService {
                 Vec::new(),
                 0,
             ),
+            OstRequest::ObjDigest {
+                obj,
+                offset,
+                len,
+                chunk,
+            } => (self.digest(obj, offset, len, chunk).await, Vec::new(), 0),
+            OstRequest::RaiseWatermark { to } => (self.raise_watermark(to).await, Vec::new(), 0),
             OstRequest::ObjSetOwner { objs, owner } => {
                 (self.set_owner(objs, owner).await, Vec::new(), 0)
             }

@@ -213,11 +213,8 @@ impl Cluster {
     async fn register(&self, id: TargetId) {
         let req = MgsRequest::Register {
             fsname: FSNAME.into(),
-            target: TargetInfo {
-                id,
-                uuid: format!("uuid-{id}"),
-                addr: self.addr.clone(),
-            },
+            target: TargetInfo::single(id, &format!("uuid-{id}"), &self.addr),
+            replica: None,
         };
         let env = Envelope {
             target: TargetId::MGS,
