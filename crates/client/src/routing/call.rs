@@ -269,6 +269,17 @@ impl Router {
                 .call_replied(env, bulk.clone(), deadline, slice)
                 .await
             {
+                Ok(r)
+                    if matches!(&r.result, Err(w) if w.errno == Errno::EREMCHG)
+                        && Instant::now() < deadline =>
+                {
+                    // A replica that does not serve the target now: its
+                    // primary is elsewhere, or about to be. Nothing was
+                    // done.
+                    tracing::debug!(%target, op = env.req.name(), "not served there; checking the configuration");
+                    tokio::time::sleep(FAILOVER_PROBE / 10).await;
+                    self.addrs.refresh().await;
+                }
                 Ok(r) => {
                     let sent = Sent {
                         rpc,
@@ -277,15 +288,6 @@ impl Router {
                         changes,
                     };
                     return Ok((r, sent));
-                }
-                Err(RpcError::Remote(e))
-                    if e.errno == Errno::EREMCHG && Instant::now() < deadline =>
-                {
-                    // A replica that does not serve the target now: its
-                    // primary is elsewhere, or about to be.
-                    tracing::debug!(%target, op = env.req.name(), "{e}; checking the configuration");
-                    tokio::time::sleep(FAILOVER_PROBE / 10).await;
-                    self.addrs.refresh().await;
                 }
                 Err(RpcError::Remote(e)) => {
                     tracing::debug!(%target, op = env.req.name(), "{e}");

@@ -1,0 +1,160 @@
+//! OSTs kept on two servers each (`loom up --replicas 2`): kill -9 of a
+//! primary during a workload that two mounts run as uid 65534 loses no
+//! acknowledged byte and fails no operation; the replica that took over
+//! serves alone, the killed one rejoins and is brought up to date, and
+//! then serves every byte itself when the other is killed in turn.
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// Writes `count` files of 1 MiB into DIR_A and DIR_B by turns (one
+/// directory, seen through two mounts), each fsync'd: a line per file
+/// once acknowledged, with the seconds its write and fsync took.
+const WRITER: &str = r#"
+import hashlib, os, sys, time
+dirs, count = sys.argv[1:3], int(sys.argv[3])
+for i in range(count):
+    name = "f%03d" % i
+    seed = hashlib.sha256(name.encode()).digest()
+    data = seed * (1048576 // len(seed))
+    t0 = time.monotonic()
+    fd = os.open(os.path.join(dirs[i % 2], name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, data)
+    os.fsync(fd)
+    os.close(fd)
+    print("acked", name, "%.3f" % (time.monotonic() - t0), flush=True)
+"#;
+
+/// The bytes file `name` must hold.
+fn content(name: &str) -> Vec<u8> {
+    use sha2::Digest;
+    let seed = sha2::Sha256::digest(name.as_bytes());
+    seed.repeat(1048576 / seed.len())
+}
+
+/// `loom target status`'s rows of OST `ost`: (replica, role, state).
+fn roles(mnt: &Path, ost: u32) -> Vec<(u32, String, String)> {
+    let out = loom_ok(&["target", "status", mnt.to_str().expect("utf8")]);
+    let name = format!("OST{ost:04x}");
+    out.lines()
+        .filter(|l| l.starts_with(&name))
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w[1].parse().expect("replica"), w[3].into(), w[4].into())
+        })
+        .collect()
+}
+
+/// Wait until `loom target status` shows OST `ost` as `want`, or fail
+/// after `secs` showing what it is.
+fn wait_for(mnt: &Path, ost: u32, want: &[(u32, &str, &str)], secs: u64) {
+    let want: Vec<(u32, String, String)> = want
+        .iter()
+        .map(|(r, a, b)| (*r, a.to_string(), b.to_string()))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let now = roles(mnt, ost);
+        if now == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "OST{ost:04x} is {now:?} after {secs} s, not {want:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Every file `f000`..`f{count-1}` in `dir` holds its bytes.
+fn check_all(dir: &Path, count: usize) {
+    for i in 0..count {
+        let name = format!("f{i:03}");
+        let got = std::fs::read(dir.join(&name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(got == content(&name), "{name} differs ({} bytes)", got.len());
+    }
+}
+
+#[test]
+fn a_workload_keeps_every_acknowledged_byte_through_a_primary_kill_and_a_rejoin() {
+    const FILES: usize = 60;
+    let mut c = Cluster::up(1, 2, &["--replicas", "2"]);
+    let dir = c.open_dir("work");
+    // Every file on both OSTs.
+    loom_ok(&["setstripe", "-c", "2", "-S", "256K", dir.to_str().expect("utf8")]);
+    let other = c.second_mount("second").join("work");
+    for ost in 0..2 {
+        wait_for(
+            &c.mnt,
+            ost,
+            &[(0, "primary", "in-sync"), (1, "secondary", "in-sync")],
+            30,
+        );
+    }
+
+    let mut writer = python3(true)
+        .args(["-c", WRITER])
+        .arg(&dir)
+        .arg(&other)
+        .arg(FILES.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("writer");
+    let mut lines = BufReader::new(writer.stdout.take().expect("stdout")).lines();
+    let mut acked = Vec::new();
+    // Some files in, then the primary of OST0 dies under the writer.
+    for _ in 0..5 {
+        acked.push(lines.next().expect("a line").expect("read"));
+    }
+    c.kill9("ost0");
+    acked.extend(lines.map(|l| l.expect("read")));
+    let out = writer.wait_with_output().expect("writer");
+    assert!(
+        out.status.success(),
+        "the workload failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(acked.len(), FILES, "{acked:?}");
+    let pause = acked
+        .iter()
+        .filter_map(|l| l.split_whitespace().nth(2)?.parse::<f64>().ok())
+        .fold(0.0, f64::max);
+    println!("longest write+fsync of a file across the failover: {pause:.2} s");
+
+    // Replica 1 took over; the killed one is stale.
+    wait_for(
+        &c.mnt,
+        0,
+        &[(0, "secondary", "stale"), (1, "primary", "in-sync")],
+        5,
+    );
+    // Every byte, read through the mount that did not write it, and by a
+    // user.
+    check_all(&dir, FILES);
+    let cat = as_nobody(&["cat", other.join("f001").to_str().expect("utf8")]);
+    assert!(cat.status.success() && cat.stdout == content("f001"));
+
+    // The killed replica comes back and is brought up to date.
+    c.restart("ost0");
+    wait_for(
+        &c.mnt,
+        0,
+        &[(0, "secondary", "in-sync"), (1, "primary", "in-sync")],
+        60,
+    );
+    // Then the other dies: the rejoined one serves every byte alone, to
+    // a mount that never saw them.
+    c.kill9("ost0r1");
+    wait_for(
+        &c.mnt,
+        0,
+        &[(0, "primary", "in-sync"), (1, "secondary", "stale")],
+        30,
+    );
+    let third = c.second_mount("third").join("work");
+    check_all(&third, FILES);
+}
