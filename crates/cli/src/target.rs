@@ -163,7 +163,15 @@ mod tests {
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines.len(), 4, "{s}");
         assert!(lines[1].contains("single"), "{s}");
-        assert!(lines[2].contains("secondary") && lines[2].contains("syncing") && lines[2].contains("3.0 MiB"), "{s}");
-        assert!(lines[3].contains("primary") && lines[3].contains("in-sync") && lines[3].ends_with('3'), "{s}");
+        assert!(
+            lines[2].contains("secondary")
+                && lines[2].contains("syncing")
+                && lines[2].contains("3.0 MiB"),
+            "{s}"
+        );
+        assert!(
+            lines[3].contains("primary") && lines[3].contains("in-sync") && lines[3].ends_with('3'),
+            "{s}"
+        );
     }
 }

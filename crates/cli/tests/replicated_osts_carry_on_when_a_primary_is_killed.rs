@@ -74,7 +74,11 @@ fn check_all(dir: &Path, count: usize) {
     for i in 0..count {
         let name = format!("f{i:03}");
         let got = std::fs::read(dir.join(&name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(got == content(&name), "{name} differs ({} bytes)", got.len());
+        assert!(
+            got == content(&name),
+            "{name} differs ({} bytes)",
+            got.len()
+        );
     }
 }
 
@@ -84,7 +88,14 @@ fn a_workload_keeps_every_acknowledged_byte_through_a_primary_kill_and_a_rejoin(
     let mut c = Cluster::up(1, 2, &["--replicas", "2"]);
     let dir = c.open_dir("work");
     // Every file on both OSTs.
-    loom_ok(&["setstripe", "-c", "2", "-S", "256K", dir.to_str().expect("utf8")]);
+    loom_ok(&[
+        "setstripe",
+        "-c",
+        "2",
+        "-S",
+        "256K",
+        dir.to_str().expect("utf8"),
+    ]);
     let other = c.second_mount("second").join("work");
     for ost in 0..2 {
         wait_for(
@@ -157,4 +168,75 @@ fn a_workload_keeps_every_acknowledged_byte_through_a_primary_kill_and_a_rejoin(
     );
     let third = c.second_mount("third").join("work");
     check_all(&third, FILES);
+}
+
+#[test]
+fn a_stopped_primary_is_replaced_and_once_woken_takes_no_write() {
+    let c = Cluster::up(1, 1, &["--replicas", "2"]);
+    let dir = c.open_dir("work");
+    wait_for(
+        &c.mnt,
+        0,
+        &[(0, "primary", "in-sync"), (1, "secondary", "in-sync")],
+        30,
+    );
+    std::fs::write(dir.join("before"), b"written before").expect("write");
+    let old = format!("127.0.0.1:{}", c.port("ost0").expect("ost0's port"));
+    let stopped = Stopped::new(c.pid("ost0"));
+    // A user's write and fsync carry on with the other replica: the one
+    // stopped holds its connections open and answers nothing.
+    let t0 = Instant::now();
+    let during = dir.join("during");
+    let w = sh_as_nobody(&format!(
+        "printf 'written while stopped' > {0} && sync {0}",
+        during.display()
+    ))
+    .output()
+    .expect("writer");
+    assert!(
+        w.status.success(),
+        "the write failed: {}",
+        String::from_utf8_lossy(&w.stderr)
+    );
+    println!(
+        "write+fsync with the primary stopped: {:.2} s",
+        t0.elapsed().as_secs_f64()
+    );
+    wait_for(
+        &c.mnt,
+        0,
+        &[(0, "secondary", "stale"), (1, "primary", "in-sync")],
+        5,
+    );
+    // Woken, the old primary takes no write: its lease ran out, and the
+    // MGS gave its role to the other.
+    drop(stopped);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let rpc = loom_rpc::RpcClient::new(
+        old.as_str(),
+        key(&c, "cluster.key"),
+        loom_rpc::ClientOptions::default(),
+    );
+    let write = loom_proto::msg::OstRequest::ObjWrite {
+        obj: loom_proto::ObjRef { ost: 0, oid: 1 },
+        offset: 0,
+        pack: None,
+        grant_used: 0,
+        owner: None,
+    };
+    let r = rt.block_on(ask_raw(
+        &rpc,
+        loom_proto::msg::TargetId::ost(0),
+        loom_proto::msg::ReqCtx::default(),
+        write.into(),
+    ));
+    assert_eq!(r, Err(loom_proto::Errno::EREMCHG));
+    assert_eq!(
+        std::fs::read(&during).expect("read"),
+        b"written while stopped"
+    );
+    assert_eq!(
+        std::fs::read(dir.join("before")).expect("read"),
+        b"written before"
+    );
 }

@@ -618,7 +618,9 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
             replicas.hold(id.id(), r.replica);
         }
     }
-    node.serve_replicas(replicas.clone());
+    if infos.iter().any(|i| i.replica.is_some()) {
+        node.serve_replicas(replicas.clone());
+    }
     let mdts: Vec<_> = node.mdts().into_iter().map(|(_, m)| m).collect();
     let maps = node.clone();
     let hosting = node.clone();

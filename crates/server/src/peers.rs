@@ -98,7 +98,11 @@ impl Peers {
             capa: None,
             snapshot: None,
         };
-        Ok(self.mgs.call_with_timeout(&env, Bytes::new(), timeout).await?.0)
+        Ok(self
+            .mgs
+            .call_with_timeout(&env, Bytes::new(), timeout)
+            .await?
+            .0)
     }
 
     /// Send `env` to the server at `addr` (a replica of a target, where

@@ -93,7 +93,11 @@ pub fn format(
             bail!("only OSTs are replicated so far; {role:?} {index} cannot be a replica");
         }
         if r.of < 2 || r.replica >= r.of {
-            bail!("replica {} of {}: a replicated target has 2 or more replicas, numbered from 0", r.replica, r.of);
+            bail!(
+                "replica {} of {}: a replicated target has 2 or more replicas, numbered from 0",
+                r.replica,
+                r.of
+            );
         }
     }
     if dir.join(IDENTITY_FILE).exists() && !reformat {
@@ -150,7 +154,10 @@ mod tests {
         let d = tempfile::tempdir().expect("tempdir");
         let t = d.path().join("ost0");
         let a = format(&t, "alpha", Role::Ost, 0, None, false).expect("format");
-        assert_eq!(format(&t, "alpha", Role::Ost, 0, None, false).expect("again"), a);
+        assert_eq!(
+            format(&t, "alpha", Role::Ost, 0, None, false).expect("again"),
+            a
+        );
         let e = format(&t, "beta", Role::Ost, 0, None, false).expect_err("other fs");
         assert!(
             e.to_string().contains("formatted for file system 'alpha'"),

@@ -265,10 +265,24 @@ impl Router {
             } else {
                 RETRY_SLICE
             };
-            match rpc
-                .call_replied(env, bulk.clone(), deadline, slice)
-                .await
-            {
+            let call = rpc.call_replied(env, bulk.clone(), deadline, slice);
+            let answer = if replicated {
+                // A primary that stopped without closing its connections
+                // (SIGSTOP, a cut link) answers nothing until its probe
+                // times out: the call goes to the replica that took over
+                // as soon as the MGS names it. The old one, fenced by
+                // then, does nothing of it (see `loom_proto::replica`).
+                tokio::select! {
+                    r = call => r,
+                    () = self.moved_from(target, &addr) => {
+                        tracing::info!(%target, op = env.req.name(), from = %addr, "its primary changed while the call waited; sending it to the new one");
+                        continue;
+                    }
+                }
+            } else {
+                call.await
+            };
+            match answer {
                 Ok(r)
                     if matches!(&r.result, Err(w) if w.errno == Errno::EREMCHG)
                         && Instant::now() < deadline =>
@@ -312,6 +326,18 @@ impl Router {
                     }
                     return Err(e.errno());
                 }
+            }
+        }
+    }
+
+    /// Returns once the configuration names another address than `addr`
+    /// for `target` (asked of the MGS every other second meanwhile).
+    async fn moved_from(&self, target: TargetId, addr: &str) {
+        loop {
+            tokio::time::sleep(FAILOVER_PROBE * 2).await;
+            self.addrs.refresh().await;
+            if self.addrs.addr_of(target).is_some_and(|(a, _)| a != addr) {
+                return;
             }
         }
     }

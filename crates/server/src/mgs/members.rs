@@ -68,7 +68,10 @@ impl MgsState {
         if of.of < 2 || of.replica >= of.of {
             return Err(ServerError::refused(
                 Errno::EINVAL,
-                format!("{}: replica {} of {} is not a replica", t.id, of.replica, of.of),
+                format!(
+                    "{}: replica {} of {} is not a replica",
+                    t.id, of.replica, of.of
+                ),
             ));
         }
         let i = match self.targets.binary_search_by_key(&t.id, |x| x.id) {
@@ -234,7 +237,10 @@ impl MgsState {
         if t.term == 0 || term != t.term {
             return Err(ServerError::refused(
                 Errno::EREMCHG,
-                format!("{target}: term {term} is over; the target is at term {}", t.term),
+                format!(
+                    "{target}: term {term} is over; the target is at term {}",
+                    t.term
+                ),
             ));
         }
         if replica == t.primary {
@@ -280,8 +286,7 @@ impl Heard {
         for h in hosted {
             let registered = st.targets.iter().any(|t| {
                 t.id == h.target
-                    && t
-                        .replicas
+                    && t.replicas
                         .iter()
                         .any(|r| r.replica == h.replica && r.addr == addr)
             });
@@ -333,13 +338,19 @@ mod tests {
         // Again at the same address: nothing; another uuid: refused.
         assert!(!reg(&mut st, 0, "a:1").expect("again"));
         let t = TargetInfo::single(TargetId::ost(0), "other", "a:1");
-        assert_eq!(st.register_replica(t, of(0)).expect_err("uuid").errno(), Errno::EEXIST);
+        assert_eq!(
+            st.register_replica(t, of(0)).expect_err("uuid").errno(),
+            Errno::EEXIST
+        );
         // Unreplicated, the same target is refused.
         let t = TargetInfo::single(TargetId::ost(0), "uuid0", "a:1");
         assert_eq!(st.register(t).expect_err("single").errno(), Errno::EEXIST);
         let t = TargetInfo::single(TargetId::ost(0), "uuid0", "a:1");
         let bad = ReplicaOf { replica: 2, of: 2 };
-        assert_eq!(st.register_replica(t, bad).expect_err("range").errno(), Errno::EINVAL);
+        assert_eq!(
+            st.register_replica(t, bad).expect_err("range").errno(),
+            Errno::EINVAL
+        );
     }
 
     #[test]
@@ -353,13 +364,20 @@ mod tests {
         // Replica 1 is still syncing: no one takes over.
         heard.note(&st, "b:1", &hosted(1), late);
         assert!(st.fail_over(&heard, late).is_empty());
-        assert!(st.set_replica(TargetId::ost(0), 1, 1, ReplicaState::InSync).expect("in sync"));
+        assert!(st
+            .set_replica(TargetId::ost(0), 1, 1, ReplicaState::InSync)
+            .expect("in sync"));
         // A renewal from an address the replica is not at does not count.
         let mut other = Heard::new();
         other.note(&st, "c:1", &hosted(1), late);
         assert!(st.clone().fail_over(&other, late).is_empty());
         // Both renew within the time: nothing moves.
-        heard.note(&st, "a:1", &hosted(0), t0 + Duration::from_millis(FAILOVER_MS));
+        heard.note(
+            &st,
+            "a:1",
+            &hosted(0),
+            t0 + Duration::from_millis(FAILOVER_MS),
+        );
         assert!(st.fail_over(&heard, late).is_empty());
         // The primary goes quiet: replica 1 takes over under a new term.
         let later = late + Duration::from_millis(FAILOVER_MS);
@@ -393,11 +411,21 @@ mod tests {
         let t = TargetId::ost(0);
         assert!(st.set_replica(t, 1, 1, ReplicaState::Stale).expect("stale"));
         assert_eq!(
-            st.set_replica(t, 1, 1, ReplicaState::InSync).expect_err("from stale").errno(),
+            st.set_replica(t, 1, 1, ReplicaState::InSync)
+                .expect_err("from stale")
+                .errno(),
             Errno::EINVAL
         );
-        assert!(st.set_replica(t, 1, 1, ReplicaState::Syncing).expect("syncing"));
-        assert!(st.set_replica(t, 1, 1, ReplicaState::InSync).expect("in sync"));
-        assert!(!st.set_replica(t, 1, 1, ReplicaState::InSync).expect_err("again").to_string().is_empty());
+        assert!(st
+            .set_replica(t, 1, 1, ReplicaState::Syncing)
+            .expect("syncing"));
+        assert!(st
+            .set_replica(t, 1, 1, ReplicaState::InSync)
+            .expect("in sync"));
+        assert!(!st
+            .set_replica(t, 1, 1, ReplicaState::InSync)
+            .expect_err("again")
+            .to_string()
+            .is_empty());
     }
 }

@@ -286,7 +286,9 @@ impl MgsService {
             Ok(((), changed))
         })
         .await?;
-        Ok(Reply::Members(self.members(hosted.iter().map(|h| h.target)).await))
+        Ok(Reply::Members(
+            self.members(hosted.iter().map(|h| h.target)).await,
+        ))
     }
 
     /// `SetReplica`: a primary says where one of its replicas stands.

@@ -15,7 +15,12 @@ use std::sync::Arc;
 
 impl OstService {
     /// Do `req`, sent by this OST's primary, as it did it.
-    pub async fn apply_copy(self: &Arc<Self>, ctx: &ReqCtx, req: OstRequest, bulk: Bulk) -> Handled {
+    pub async fn apply_copy(
+        self: &Arc<Self>,
+        ctx: &ReqCtx,
+        req: OstRequest,
+        bulk: Bulk,
+    ) -> Handled {
         match req {
             OstRequest::ObjWrite {
                 obj,
@@ -70,7 +75,10 @@ impl OstService {
     /// range.
     pub(super) async fn digest(&self, obj: ObjRef, offset: u64, len: u64, chunk: u32) -> Handled {
         let oid = self.check(obj)?;
-        if !DIGEST_CHUNKS.contains(&chunk) || !offset.is_multiple_of(u64::from(chunk)) || len > MAX_DIGEST {
+        if !DIGEST_CHUNKS.contains(&chunk)
+            || !offset.is_multiple_of(u64::from(chunk))
+            || len > MAX_DIGEST
+        {
             return Err(ServerError::refused(
                 Errno::EINVAL,
                 format!(

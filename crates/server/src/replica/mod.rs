@@ -22,8 +22,10 @@ use crate::error::{Handled, ServerError};
 use crate::ost::OstService;
 use crate::peers::Peers;
 use bytes::Bytes;
-use loom_proto::msg::{Envelope, MgsRequest, OstRequest, Reply, ReqCtx, Request, TargetId, TargetInfo};
-use loom_proto::replica::{Hosted, ReplicaState, HEARTBEAT_MS, LEASE_MS, FAILOVER_MS};
+use loom_proto::msg::{
+    Envelope, MgsRequest, OstRequest, Reply, ReqCtx, Request, TargetId, TargetInfo,
+};
+use loom_proto::replica::{Hosted, ReplicaState, FAILOVER_MS, HEARTBEAT_MS, LEASE_MS};
 use loom_proto::requests::Effect;
 use loom_proto::Errno;
 use loom_rpc::Bulk;
@@ -116,7 +118,11 @@ impl Replicas {
     /// hears of a term it does not know), as the server at `addr`, and
     /// start bringing up to date the replicas of the targets this server
     /// is primary of. Runs until the process ends.
-    pub async fn renew(self: Arc<Self>, addr: String, osts: impl Fn(u32) -> Option<Arc<OstService>>) {
+    pub async fn renew(
+        self: Arc<Self>,
+        addr: String,
+        osts: impl Fn(u32) -> Option<Arc<OstService>>,
+    ) {
         let _ = self.addr.set(addr.clone());
         let mut failing = false;
         loop {
@@ -192,7 +198,11 @@ impl Replicas {
         if info.primary != h.replica {
             return;
         }
-        for r in info.replicas.iter().filter(|r| r.state == ReplicaState::Syncing) {
+        for r in info
+            .replicas
+            .iter()
+            .filter(|r| r.state == ReplicaState::Syncing)
+        {
             let mut syncing = lock(&h.syncing);
             if syncing.contains_key(&r.replica) {
                 continue;
@@ -296,7 +306,12 @@ impl Replicas {
             .collect();
         let mut sent = tokio::task::JoinSet::new();
         for (i, r) in to.iter().enumerate() {
-            let (peers, env, addr, bulk) = (self.peers.clone(), env.clone(), r.addr.clone(), bulk.clone());
+            let (peers, env, addr, bulk) = (
+                self.peers.clone(),
+                env.clone(),
+                r.addr.clone(),
+                bulk.clone(),
+            );
             sent.spawn(async move { (i, copy_one(&peers, &env, &addr, bulk).await) });
         }
         let mut failed = Vec::new();
@@ -411,16 +426,19 @@ fn spans_of(req: &OstRequest, len: u64) -> Option<Vec<Span>> {
             let packed = pack.is_some_and(|c| c.is_on());
             vec![Span::range(obj.oid, *offset, len, packed)]
         }
-        OstRequest::ObjPunch { obj, offset, len } | OstRequest::ObjAllocate { obj, offset, len, .. } => {
+        OstRequest::ObjPunch { obj, offset, len }
+        | OstRequest::ObjAllocate {
+            obj, offset, len, ..
+        } => {
             vec![Span::range(obj.oid, *offset, *len, true)]
         }
         OstRequest::ObjTruncate { obj, .. } => vec![Span::whole(obj.oid)],
         OstRequest::Destroy { objs } | OstRequest::ObjSetOwner { objs, .. } => {
             objs.iter().map(|o| Span::whole(o.oid)).collect()
         }
-        OstRequest::ObjSync { .. } | OstRequest::Precreate { .. } | OstRequest::RaiseWatermark { .. } => {
-            Vec::new()
-        }
+        OstRequest::ObjSync { .. }
+        | OstRequest::Precreate { .. }
+        | OstRequest::RaiseWatermark { .. } => Vec::new(),
         OstRequest::QuotaRelease { .. } | OstRequest::Snapshot { .. } => return None,
         _ => return None,
     })
@@ -428,7 +446,12 @@ fn spans_of(req: &OstRequest, len: u64) -> Option<Vec<Span>> {
 
 /// Send one copy to the replica at `addr`, again while it does not know
 /// the term yet, for at most [`FAILOVER_MS`].
-async fn copy_one(peers: &Peers, env: &Envelope, addr: &str, bulk: Bytes) -> Result<(), ServerError> {
+async fn copy_one(
+    peers: &Peers,
+    env: &Envelope,
+    addr: &str,
+    bulk: Bytes,
+) -> Result<(), ServerError> {
     let deadline = Instant::now() + Duration::from_millis(FAILOVER_MS);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());

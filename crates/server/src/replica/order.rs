@@ -35,7 +35,11 @@ impl Span {
         Span {
             oid,
             start: offset / unit * unit,
-            end: offset.saturating_add(len).div_ceil(unit).saturating_mul(unit).max(offset + 1),
+            end: offset
+                .saturating_add(len)
+                .div_ceil(unit)
+                .saturating_mul(unit)
+                .max(offset + 1),
         }
     }
 

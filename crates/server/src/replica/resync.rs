@@ -69,7 +69,9 @@ async fn bring(
         .info()
         .and_then(|i| i.replicas.into_iter().find(|r| r.replica == replica))
         .map(|r| r.addr)
-        .ok_or_else(|| ServerError::refused(Errno::ENOENT, format!("{}: no replica {replica}", h.id)))?;
+        .ok_or_else(|| {
+            ServerError::refused(Errno::ENOENT, format!("{}: no replica {replica}", h.id))
+        })?;
     let step = Step {
         me,
         h,
@@ -77,9 +79,12 @@ async fn bring(
         addr: &addr,
     };
     let store = o.store().clone();
-    step.send(OstRequest::RaiseWatermark {
-        to: store.watermark(),
-    }, Bytes::new())
+    step.send(
+        OstRequest::RaiseWatermark {
+            to: store.watermark(),
+        },
+        Bytes::new(),
+    )
     .await?;
     // What is to compare, for the lag shown meanwhile.
     let s = store.clone();
@@ -93,7 +98,10 @@ async fn bring(
     lock(&h.syncing).insert(replica, left);
     let mut sent = 0;
     for (bucket, objs) in mine {
-        let theirs = match step.send(OstRequest::ListObjects { bucket }, Bytes::new()).await? {
+        let theirs = match step
+            .send(OstRequest::ListObjects { bucket }, Bytes::new())
+            .await?
+        {
             Reply::Objects(v) => v,
             other => {
                 return Err(ServerError::peer(

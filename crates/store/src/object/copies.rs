@@ -36,9 +36,7 @@ impl ObjectStore {
         let Some(obj) = self.handle(oid, false)? else {
             return Ok(None);
         };
-        Ok(self
-            .sums_of(oid, &obj, false, None)?
-            .and_then(|s| s.packed))
+        Ok(self.sums_of(oid, &obj, false, None)?.and_then(|s| s.packed))
     }
 
     /// Object `oid`'s size and the crc32c of each `chunk` bytes of
@@ -76,7 +74,8 @@ mod tests {
         let z = ObjectStore::open(&d.path().join("z")).expect("open");
         let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
         s.write(1, 0, &data, None).expect("write");
-        z.write(1, 0, &data, Some(Compress::LZ4)).expect("write packed");
+        z.write(1, 0, &data, Some(Compress::LZ4))
+            .expect("write packed");
         assert_eq!(z.compression(1).expect("pack"), Some(Compress::LZ4));
         assert_eq!(s.compression(1).expect("plain"), None);
         let a = s.digest(1, 0, 1 << 20, 65536).expect("digest");
