@@ -8,103 +8,10 @@
 //! Only addresses of a private subnet on a bridge this test creates are
 //! used; the namespaces, links, processes and mount go in `Drop`.
 mod common;
+use common::hosts::{node_toml, Hosts};
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
-
-/// Network namespaces on a bridge, plus the processes run in them.
-struct Hosts {
-    tag: String,
-    subnet: String,
-    names: Vec<String>,
-    children: Vec<Child>,
-    mount: Option<PathBuf>,
-}
-
-fn run(cmd: &str) {
-    sh(cmd);
-}
-
-impl Hosts {
-    fn new(n: usize) -> Hosts {
-        let r: u32 = rand::random();
-        let tag = format!("lm{:05x}", r & 0xfffff);
-        let subnet = format!("10.213.{}", r % 250);
-        let bridge = format!("{tag}br");
-        let mut h = Hosts {
-            tag: tag.clone(),
-            subnet: subnet.clone(),
-            names: Vec::new(),
-            children: Vec::new(),
-            mount: None,
-        };
-        run(&format!(
-            "ip link add {bridge} type bridge && ip addr add {subnet}.254/24 dev {bridge} && ip link set {bridge} up"
-        ));
-        for i in 0..n {
-            let ns = format!("{tag}h{i}");
-            let (v, p) = (format!("{tag}v{i}"), format!("{tag}p{i}"));
-            h.names.push(ns.clone());
-            run(&format!(
-                "ip netns add {ns} && ip link add {v} type veth peer name {p} && \
-                 ip link set {v} netns {ns} && ip link set {p} master {bridge} && ip link set {p} up && \
-                 ip -n {ns} addr add {subnet}.{}/24 dev {v} && ip -n {ns} link set {v} up && \
-                 ip -n {ns} link set lo up",
-                i + 1
-            ));
-        }
-        h
-    }
-
-    fn addr(&self, i: usize) -> String {
-        format!("{}.{}", self.subnet, i + 1)
-    }
-
-    /// Start `loom server --config cfg` in host `i`'s network namespace
-    /// (only the network: the mount namespace stays ours).
-    fn server(&mut self, i: usize, cfg: &Path, log: &Path) {
-        let mut cmd = Command::new("nsenter");
-        cmd.arg(format!("--net=/run/netns/{}", self.names[i]))
-            .arg(loom_bin())
-            .arg("server")
-            .arg("--config")
-            .arg(cfg);
-        let child = spawn_until(cmd, "loom server: serving", &self.names[i], log);
-        self.children.push(child);
-    }
-}
-
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        if let Some(m) = &self.mount {
-            let _ = nix::mount::umount2(m.as_path(), nix::mount::MntFlags::MNT_DETACH);
-        }
-        for c in self.children.iter_mut().rev() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(c.id() as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-            let _ = c.wait();
-        }
-        for ns in &self.names {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
-        let _ = Command::new("ip")
-            .args(["link", "del", &format!("{}br", self.tag)])
-            .status();
-    }
-}
-
-fn node_toml(listen: &str, mgs: &str, targets: &[&Path]) -> String {
-    let t: Vec<String> = targets
-        .iter()
-        .map(|p| format!("{:?}", p.display().to_string()))
-        .collect();
-    format!(
-        "fsname = \"multi\"\nlisten = \"{listen}\"\nmgs = \"{mgs}\"\nkey_file = \"../multi.key\"\ntargets = [{}]\ntimeout_secs = 60\n",
-        t.join(", ")
-    )
-}
+use std::process::Command;
 
 #[test]
 fn servers_on_three_hosts_serve_a_client_on_a_fourth() {
@@ -179,7 +86,7 @@ fn servers_on_three_hosts_serve_a_client_on_a_fourth() {
         .arg("--foreground");
     let client = spawn_until(cmd, "mounted at", "mount", &d.join("mount.log"));
     hosts.children.push(client);
-    hosts.mount = Some(mnt.clone());
+    hosts.mounts.push(mnt.clone());
 
     let f = mnt.join("wide.bin");
     let fs = f.to_str().expect("utf8");

@@ -4,8 +4,10 @@
 //! leaves no mount, process or directory behind.
 #![allow(dead_code)]
 
+pub mod hosts;
 pub mod locker;
 pub mod policy;
+pub mod replicas;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
