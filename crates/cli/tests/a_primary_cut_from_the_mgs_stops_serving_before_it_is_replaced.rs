@@ -12,7 +12,7 @@ use common::replicas::{ask_replica, wait_for_roles};
 use common::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 fn wait_for(mnt: &Path, want: [(u32, &str, &str); 2], secs: u64) {
     wait_for_roles(mnt, 0, &want, secs);
