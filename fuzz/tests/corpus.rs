@@ -82,6 +82,67 @@ fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
         frame.extend_from_slice(b"bulk");
         out.push(("frame", name, frame));
     }
+    // A replicated OST's traffic: a primary's copy of a write, a
+    // server's renewal, and the MGS's and a replica's answers.
+    let copy = Envelope {
+        target: TargetId::ost(0),
+        ctx: ReqCtx::default(),
+        req: Request::Replica {
+            term: 3,
+            req: loom_proto::msg::OstRequest::ObjWrite {
+                obj: loom_proto::ObjRef { ost: 0, oid: 9 },
+                offset: 4096,
+                pack: None,
+                grant_used: 0,
+                owner: None,
+            },
+        },
+        capa: None,
+        snapshot: None,
+    };
+    let renew = Envelope {
+        target: TargetId::MGS,
+        ctx: ReqCtx::default(),
+        req: Request::Mgs(loom_proto::msg::MgsRequest::Heartbeat {
+            addr: "10.0.0.1:7000".into(),
+            hosted: vec![loom_proto::replica::Hosted {
+                target: TargetId::ost(0),
+                replica: 1,
+                syncing: vec![(0, 1 << 30)],
+            }],
+        }),
+        capa: None,
+        snapshot: None,
+    };
+    for (name, e) in [("replica-copy", &copy), ("heartbeat", &renew)] {
+        out.push(("message", name, picked(0, &enc(e))));
+    }
+    let mut member = loom_proto::msg::TargetInfo::single(TargetId::ost(0), "u0", "10.0.0.1:7000");
+    member.term = 2;
+    member.replicas = vec![loom_proto::replica::Replica {
+        replica: 0,
+        uuid: "u0".into(),
+        addr: "10.0.0.1:7000".into(),
+        state: loom_proto::replica::ReplicaState::Syncing,
+        lag: 5,
+        heard_ms: Some(300),
+    }];
+    out.push((
+        "message",
+        "reply-members",
+        picked(1, &enc(&Reply::Members(vec![member]))),
+    ));
+    out.push((
+        "message",
+        "reply-digest",
+        picked(
+            1,
+            &enc(&Reply::Digest {
+                size: 3 << 20,
+                sums: vec![1, 2, 3],
+            }),
+        ),
+    ));
     let t = Time {
         sec: 1_700_000_000,
         nsec: 5,

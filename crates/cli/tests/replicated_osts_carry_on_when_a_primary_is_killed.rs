@@ -120,6 +120,18 @@ fn a_workload_keeps_every_acknowledged_byte_through_a_primary_kill_and_a_rejoin(
     let cat = as_nobody(&["cat", other.join("f001").to_str().expect("utf8")]);
     assert!(cat.status.success() && cat.stdout == content("f001"));
 
+    // While it is down, a block of its copy of f000 rots: bringing it up
+    // to date replaces that copy whole (it cannot be read to compare).
+    let f000 = dir.join("f000");
+    let (_, oid) = c
+        .stripes(f000.to_str().expect("utf8"))
+        .into_iter()
+        .find(|(ost, _)| *ost == 0)
+        .expect("a stripe on OST0");
+    let obj = c.object_file(0, oid);
+    let mut bytes = std::fs::read(&obj).expect("the object's file");
+    bytes[100] ^= 0xff;
+    std::fs::write(&obj, bytes).expect("rot");
     // The killed replica comes back and is brought up to date.
     c.restart("ost0");
     wait_for(

@@ -253,6 +253,18 @@ impl Replicas {
             return o.handle(ctx, req, bulk).await;
         };
         let _order = h.order.enter(spans).await;
+        if matches!(req, OstRequest::ObjSync { .. }) {
+            // An fsync changes no byte and may be done twice: here and on
+            // the replicas at once, not one disk's flush after another's.
+            let (here, copied) = tokio::join!(
+                o.handle(ctx, req.clone(), bulk),
+                self.copy(h, term, ctx, req, Bytes::new())
+            );
+            return match copied {
+                Ok(()) => here,
+                Err(e) => (Err(e), Vec::new()),
+            };
+        }
         // Its bytes for the replicas: the OST takes the bulk.
         let copy = Bytes::copy_from_slice(&bulk.data);
         let (res, out) = o.handle(ctx, req.clone(), bulk).await;

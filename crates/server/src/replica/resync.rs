@@ -186,30 +186,45 @@ impl Step<'_> {
         };
         let mut sent = 0;
         let mut their_size = None;
+        // The replica's copy could not be read (a damaged block): it is
+        // replaced whole.
+        let mut replaced = false;
         let mut at = 0;
         while at < size {
-            let theirs = match self
-                .send(
-                    OstRequest::ObjDigest {
-                        obj,
-                        offset: at,
-                        len: SPAN,
-                        chunk: CHUNK,
-                    },
-                    Bytes::new(),
-                )
-                .await?
-            {
-                Reply::Digest { size, sums } => {
+            let digest = OstRequest::ObjDigest {
+                obj,
+                offset: at,
+                len: SPAN,
+                chunk: CHUNK,
+            };
+            let answer = if replaced {
+                Ok(Reply::Digest {
+                    size: 0,
+                    sums: Vec::new(),
+                })
+            } else {
+                self.send(digest, Bytes::new()).await
+            };
+            let theirs = match answer {
+                Ok(Reply::Digest { .. }) if replaced => Vec::new(),
+                Ok(Reply::Digest { size, sums }) => {
                     their_size = Some(size);
                     sums
                 }
-                other => {
+                Ok(other) => {
                     return Err(ServerError::peer(
                         Errno::EPROTO,
                         format!("ObjDigest answered with {other:?}"),
                     ))
                 }
+                Err(e) if e.errno() == Errno::EIO => {
+                    tracing::warn!(target = %self.h.id, oid, "a replica's copy is damaged ({e}); replacing it whole");
+                    self.send(OstRequest::Destroy { objs: vec![obj] }, Bytes::new())
+                        .await?;
+                    (replaced, their_size) = (true, None);
+                    Vec::new()
+                }
+                Err(e) => return Err(e),
             };
             let s = store.clone();
             let (_, mine) = blocking(move || s.digest(oid, at, SPAN, CHUNK)).await?;
