@@ -75,14 +75,7 @@ impl Peers {
 
     /// Send a request to the MGS.
     pub async fn call_mgs(&self, req: MgsRequest) -> Result<Reply, ServerError> {
-        let env = Envelope {
-            target: TargetId::MGS,
-            ctx: self.ctx.clone(),
-            req: req.into(),
-            capa: None,
-            snapshot: None,
-        };
-        Ok(self.mgs.call(&env, Bytes::new()).await?.0)
+        self.call_mgs_within(req, self.opts.call_timeout).await
     }
 
     /// Send a request to the MGS, giving up after `timeout`.

@@ -57,15 +57,7 @@ impl OstService {
             } => {
                 let _gate = self.gate.read().await;
                 let _change = self.quota.changes.read().await;
-                let oid = self.check(obj)?;
-                self.blocking(move |s| {
-                    if let Some(o) = owner {
-                        s.set_owner(oid, o, true)?;
-                    }
-                    s.allocate(oid, offset, len)
-                })
-                .await?;
-                Ok(Reply::Ok)
+                self.reserve(self.check(obj)?, offset, len, owner).await
             }
             other => self.handle(ctx, other, bulk).await.0,
         }

@@ -385,6 +385,12 @@ impl OstService {
             .quota
             .admit(&self.store, who, len, false, ctx.uid == 0)
             .await?;
+        self.reserve(oid, offset, len, owner).await
+    }
+
+    /// Reserve `[offset, offset + len)` of object `oid`, which takes
+    /// `owner` first if given (admitted already).
+    async fn reserve(&self, oid: u64, offset: u64, len: u64, owner: Option<Owner>) -> Handled {
         self.blocking(move |s| {
             if let Some(o) = owner {
                 s.set_owner(oid, o, true)?;

@@ -197,34 +197,29 @@ impl Step<'_> {
                 len: SPAN,
                 chunk: CHUNK,
             };
-            let answer = if replaced {
-                Ok(Reply::Digest {
-                    size: 0,
-                    sums: Vec::new(),
-                })
+            let theirs = if replaced {
+                Vec::new()
             } else {
-                self.send(digest, Bytes::new()).await
-            };
-            let theirs = match answer {
-                Ok(Reply::Digest { .. }) if replaced => Vec::new(),
-                Ok(Reply::Digest { size, sums }) => {
-                    their_size = Some(size);
-                    sums
+                match self.send(digest, Bytes::new()).await {
+                    Ok(Reply::Digest { size, sums }) => {
+                        their_size = Some(size);
+                        sums
+                    }
+                    Ok(other) => {
+                        return Err(ServerError::peer(
+                            Errno::EPROTO,
+                            format!("ObjDigest answered with {other:?}"),
+                        ))
+                    }
+                    Err(e) if e.errno() == Errno::EIO => {
+                        tracing::warn!(target = %self.h.id, oid, "a replica's copy is damaged ({e}); replacing it whole");
+                        self.send(OstRequest::Destroy { objs: vec![obj] }, Bytes::new())
+                            .await?;
+                        (replaced, their_size) = (true, None);
+                        Vec::new()
+                    }
+                    Err(e) => return Err(e),
                 }
-                Ok(other) => {
-                    return Err(ServerError::peer(
-                        Errno::EPROTO,
-                        format!("ObjDigest answered with {other:?}"),
-                    ))
-                }
-                Err(e) if e.errno() == Errno::EIO => {
-                    tracing::warn!(target = %self.h.id, oid, "a replica's copy is damaged ({e}); replacing it whole");
-                    self.send(OstRequest::Destroy { objs: vec![obj] }, Bytes::new())
-                        .await?;
-                    (replaced, their_size) = (true, None);
-                    Vec::new()
-                }
-                Err(e) => return Err(e),
             };
             let s = store.clone();
             let (_, mine) = blocking(move || s.digest(oid, at, SPAN, CHUNK)).await?;
