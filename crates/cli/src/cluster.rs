@@ -25,13 +25,13 @@ pub struct FormatArgs {
     /// Index of the MDT or OST.
     #[arg(long, default_value_t = 0)]
     pub index: u32,
-    /// This directory holds replica R (0 to N-1) of a replicated OST,
+    /// This directory holds replica R (0 to N-1) of a replicated MDT or OST,
     /// each replica on a server of its own: the MGS makes the first to
     /// register its primary, and the others copies of it (with
     /// --replicas).
     #[arg(long, value_name = "R", requires = "replicas")]
     pub replica: Option<u32>,
-    /// How many replicas the OST has (2 or more; with --replica).
+    /// How many replicas the target has (2 or more; with --replica).
     #[arg(long, value_name = "N", requires = "replica", value_parser = clap::value_parser!(u32).range(2..))]
     pub replicas: Option<u32>,
     /// Wipe whatever the directory holds (a target of another file system included).

@@ -47,11 +47,12 @@ pub struct UpArgs {
     /// Number of object storage targets.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub osts: u32,
-    /// Keep each OST on N servers (2 or more; first run only): a replica
-    /// of it in each, one the primary that serves it and copies every
-    /// change to the others before answering. When a primary's server
-    /// dies, another replica takes over within seconds; one that comes
-    /// back is brought up to date. MDTs are not replicated yet.
+    /// Keep each MDT and OST on N servers (2 or more; first run only): a
+    /// replica of it in each, one the primary that serves it and copies
+    /// every change to the others (an OST's before answering, an MDT's
+    /// before it commits). When a primary's server dies, another replica
+    /// takes over within seconds; one that comes back is brought up to
+    /// date.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=8))]
     pub replicas: Option<u32>,
     /// Pack the MGS, MDTs and OSTs into N server processes (targets dealt
@@ -219,28 +220,30 @@ fn watch(name: &str, dir: &Path, mut child: Child, stopping: Arc<AtomicBool>) ->
 /// replica it holds.
 type Named = (String, Role, u32, Option<loom_proto::replica::ReplicaOf>);
 
-/// Every target of the shape, the MGS first; a replicated OST's replicas
-/// one after the other (`ost0`, `ost0r1`, ...), so that packing them
-/// round-robin puts each in another process.
+/// Every target of the shape, the MGS first; a replicated target's
+/// replicas one after the other (`mdt0`, `mdt0r1`, ..., `ost0`, `ost0r1`,
+/// ...), so that packing them round-robin puts each in another process.
 fn names(shape: &Shape) -> Vec<Named> {
     let mut v = vec![("mgs".to_string(), Role::Mgs, 0, None)];
-    v.extend((0..shape.mdts).map(|i| (format!("mdt{i}"), Role::Mdt, i, None)));
-    for i in 0..shape.osts {
+    let each = (0..shape.mdts)
+        .map(|i| ("mdt", Role::Mdt, i))
+        .chain((0..shape.osts).map(|i| ("ost", Role::Ost, i)));
+    for (kind, role, i) in each {
         if shape.replicas < 2 {
-            v.push((format!("ost{i}"), Role::Ost, i, None));
+            v.push((format!("{kind}{i}"), role, i, None));
             continue;
         }
         for r in 0..shape.replicas {
             let name = if r == 0 {
-                format!("ost{i}")
+                format!("{kind}{i}")
             } else {
-                format!("ost{i}r{r}")
+                format!("{kind}{i}r{r}")
             };
             let of = loom_proto::replica::ReplicaOf {
                 replica: r,
                 of: shape.replicas,
             };
-            v.push((name, Role::Ost, i, Some(of)));
+            v.push((name, role, i, Some(of)));
         }
     }
     v
@@ -279,7 +282,7 @@ fn nodes(shape: &Shape, servers: Option<u32>) -> anyhow::Result<Vec<Node>> {
     };
     if shape.replicas >= 2 && n < shape.replicas {
         bail!(
-            "--servers {n}: each OST has {} replicas, each in a server process of its own, so at least {} processes",
+            "--servers {n}: each MDT and OST has {} replicas, each in a server process of its own, so at least {} processes",
             shape.replicas,
             shape.replicas
         );
@@ -327,7 +330,7 @@ fn prepare(a: &UpArgs) -> anyhow::Result<(Shape, Vec<Node>)> {
         }
         if let Some(r) = a.replicas.filter(|&r| r != s.replicas) {
             bail!(
-                "{} holds a file system whose OSTs have {} replicas, not {r}; replicas are set at the first run",
+                "{} holds a file system whose targets have {} replicas, not {r}; replicas are set at the first run",
                 dir.display(),
                 s.replicas.max(1)
             );

@@ -45,6 +45,10 @@ pub struct MdtLog {
     pub losses_seen: u64,
     /// A check by the recovery task is running.
     pub checking: bool,
+    /// Its address as last seen by the recovery task: a replicated MDT's
+    /// primary that moved is asked whether it restarted, like one whose
+    /// connection was lost.
+    pub addr_seen: Option<String>,
 }
 
 /// The logs of every MDT this client talks to.

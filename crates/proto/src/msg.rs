@@ -13,7 +13,8 @@ use crate::name::Name;
 use serde::{Deserialize, Serialize};
 
 pub use crate::requests::{
-    ClientRequest, Effect, MdtRequest, MgsRequest, Op, OstRequest, PeerRequest, Request, Senders,
+    ClientRequest, Effect, KvCopy, MdtRequest, MgsRequest, Op, OstRequest, PeerRequest, Request,
+    Senders,
 };
 
 /// The role of a target.
@@ -1216,6 +1217,10 @@ pub enum Reply {
         /// One per chunk, up to the object's end.
         sums: Vec<u32>,
     },
+    /// Per range asked, the crc32c of its records (each key's and value's
+    /// length and bytes, in key order) and their count
+    /// (`KvCopy::Digest`).
+    KvSums(Vec<(u32, u64)>),
 }
 
 impl Reply {

@@ -94,3 +94,139 @@ pub struct Hosted {
     /// A primary bringing replicas up to date: their remaining bytes.
     pub syncing: Vec<(u32, u64)>,
 }
+
+/// One write of an MDT's key-value batch, as its primary sends it to its
+/// replicas: the keyspace (by its number in the store's fixed order), the
+/// key, and the value (`None`: removed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KvOp {
+    /// The keyspace's number.
+    pub space: u8,
+    /// The key.
+    pub key: Vec<u8>,
+    /// The value; `None` removes the key.
+    pub value: Option<Vec<u8>>,
+}
+
+/// A range of one keyspace of an MDT replica: the keys after `after`
+/// (from the first when `None`) up to and including `through` (to the last
+/// when `None`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KvRange {
+    /// The keyspace's number.
+    pub space: u8,
+    /// The range starts after this key.
+    pub after: Option<Vec<u8>>,
+    /// The range ends with this key.
+    pub through: Option<Vec<u8>>,
+}
+
+impl KvRange {
+    /// Whether `key` is in the range.
+    pub fn holds(&self, key: &[u8]) -> bool {
+        self.after.as_deref().is_none_or(|a| key > a)
+            && self.through.as_deref().is_none_or(|t| key <= t)
+    }
+}
+
+/// Batches as they travel in a `KvCopy::Ship`'s bulk, and pairs in a
+/// `KvCopy::Fill`'s, without a serde layer (they are most of an MDT
+/// replica's traffic): per batch its write count (u32 LE), then per write
+/// its keyspace (u8), key length (u32 LE), key, 1 and value length (u32 LE)
+/// and value, or 0 for a removal.
+pub mod kv_wire {
+    use super::KvOp;
+
+    /// `batches` in the wire form.
+    pub fn encode<'a>(batches: impl IntoIterator<Item = &'a [KvOp]>) -> Vec<u8> {
+        let mut out = Vec::new();
+        for b in batches {
+            out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+            for op in b {
+                out.push(op.space);
+                out.extend_from_slice(&(op.key.len() as u32).to_le_bytes());
+                out.extend_from_slice(&op.key);
+                match &op.value {
+                    Some(v) => {
+                        out.push(1);
+                        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                        out.extend_from_slice(v);
+                    }
+                    None => out.push(0),
+                }
+            }
+        }
+        out
+    }
+
+    /// The batches in `buf`, or what is wrong with it.
+    pub fn decode(mut buf: &[u8]) -> Result<Vec<Vec<KvOp>>, String> {
+        fn take<'a>(buf: &mut &'a [u8], n: usize) -> Result<&'a [u8], String> {
+            if buf.len() < n {
+                return Err(format!("{n} bytes wanted, {} left", buf.len()));
+            }
+            let (a, b) = buf.split_at(n);
+            *buf = b;
+            Ok(a)
+        }
+        fn len(buf: &mut &[u8]) -> Result<usize, String> {
+            let b = take(buf, 4)?;
+            Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        }
+        let mut batches = Vec::new();
+        while !buf.is_empty() {
+            let n = len(&mut buf)?;
+            // Each write takes 6 bytes at least: a count past that is damage.
+            if n > buf.len() / 6 {
+                return Err(format!("a batch of {n} writes in {} bytes", buf.len()));
+            }
+            let mut b = Vec::with_capacity(n);
+            for _ in 0..n {
+                let space = take(&mut buf, 1)?[0];
+                let k = len(&mut buf)?;
+                let key = take(&mut buf, k)?.to_vec();
+                let value = match take(&mut buf, 1)?[0] {
+                    0 => None,
+                    1 => {
+                        let v = len(&mut buf)?;
+                        Some(take(&mut buf, v)?.to_vec())
+                    }
+                    x => return Err(format!("value marker {x}")),
+                };
+                b.push(KvOp { space, key, value });
+            }
+            batches.push(b);
+        }
+        Ok(batches)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn batches_come_back_as_sent_and_damage_is_an_error() {
+            let op = |s: u8, k: &[u8], v: Option<&[u8]>| KvOp {
+                space: s,
+                key: k.to_vec(),
+                value: v.map(|v| v.to_vec()),
+            };
+            let batches = vec![
+                vec![op(0, b"a", Some(b"1")), op(3, b"", None)],
+                vec![],
+                vec![op(9, b"key", Some(b""))],
+            ];
+            let wire = encode(batches.iter().map(Vec::as_slice));
+            assert_eq!(decode(&wire).expect("decodes"), batches);
+            for cut in 1..wire.len() {
+                // Cut short anywhere but at a batch's end: refused.
+                if let Ok(got) = decode(&wire[..cut]) {
+                    assert!(got.len() < batches.len(), "cut at {cut}");
+                }
+            }
+            let mut bad = wire.clone();
+            bad[0] = 0xff;
+            assert!(decode(&bad).is_err());
+        }
+    }
+}

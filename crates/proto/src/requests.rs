@@ -1424,6 +1424,43 @@ declare_requests! {
     }
 }
 
+declare_requests! {
+    /// A replica of an MDT, from its primary (see [`crate::replica`]):
+    /// the key-value batches the primary applied, in its order, or a step
+    /// of bringing the replica up to date. Servers only, each under the
+    /// primary's term.
+    pub enum KvCopy {
+        /// The batches in the bulk ([`crate::replica::kv_wire`]), the
+        /// first of them number `from` in the primary's order since it
+        /// set the replica's base; with `sync`, answered once they are on
+        /// the replica's disk.
+        Ship {
+            /// The number of the first batch.
+            from: u64,
+            /// Make them durable before answering.
+            sync: bool,
+        } => 137, "kv_ship", Changes, Peers;
+        /// The crc32c and count of the records in each range
+        /// (`Reply::KvSums`), to send only what differs.
+        Digest {
+            /// The ranges, each in one keyspace.
+            ranges: Vec<crate::replica::KvRange>,
+        } => 138, "kv_digest", Reads, Peers;
+        /// Make `range` hold the records in the bulk (one batch of puts,
+        /// [`crate::replica::kv_wire`]) and nothing else.
+        Fill {
+            /// The range.
+            range: crate::replica::KvRange,
+        } => 139, "kv_fill", Changes, Peers;
+        /// The replica now holds the primary's records as of batch `seq`:
+        /// it takes `Ship`s from `seq + 1` on, once this is durable.
+        Base {
+            /// The last batch the replica's records include.
+            seq: u64,
+        } => 140, "kv_base", Changes, Peers;
+    }
+}
+
 /// A request as it travels: for one service, or the transport's liveness
 /// check.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -1447,6 +1484,14 @@ pub enum Request {
         term: u64,
         /// The request, as the primary did it.
         req: OstRequest,
+    },
+    /// To a replica of an MDT, from its primary: its key-value batches,
+    /// or a step of bringing the replica up to date. Servers only.
+    KvReplica {
+        /// The term the primary serves under; refused under any other.
+        term: u64,
+        /// The request.
+        req: KvCopy,
     },
 }
 
@@ -1473,6 +1518,7 @@ impl Request {
             Request::Ost(r) => r.op(),
             Request::Client(r) => r.op(),
             Request::Replica { req, .. } => req.op(),
+            Request::KvReplica { req, .. } => req.op(),
         }
     }
 
@@ -1514,7 +1560,8 @@ impl Request {
 
     /// Only servers may send it.
     pub const fn peers_only(&self) -> bool {
-        matches!(self, Request::Replica { .. }) || matches!(self.op().senders, Senders::Peers)
+        matches!(self, Request::Replica { .. } | Request::KvReplica { .. })
+            || matches!(self.op().senders, Senders::Peers)
     }
 }
 
@@ -1556,6 +1603,7 @@ pub fn all_ops() -> impl Iterator<Item = Op> {
         .chain(PeerRequest::OPS.iter().copied())
         .chain(OstRequest::OPS.iter().copied())
         .chain(ClientRequest::OPS.iter().copied())
+        .chain(KvCopy::OPS.iter().copied())
 }
 
 #[cfg(test)]
@@ -1644,6 +1692,7 @@ mod tests {
             PeerRequest::OPS,
             OstRequest::OPS,
             ClientRequest::OPS,
+            KvCopy::OPS,
         ] {
             let mut codes: Vec<u16> = ops.iter().map(|o| o.opcode).collect();
             codes.sort_unstable();

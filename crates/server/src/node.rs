@@ -489,14 +489,42 @@ impl Node {
                 Some(m) => answer(t, m.handle(&env.ctx, req, bulk.data).await).into(),
                 None => missing(),
             },
-            (Role::Mdt, Request::Mdt(req)) => match self.mdt(t.index) {
-                Some(m) => answer(t, m.handle(&env.ctx, req, Some(ch)).await).into(),
-                None => missing(),
-            },
-            (Role::Mdt, Request::Peer(req)) => match self.mdt(t.index) {
-                Some(m) => answer(t, (m.handle_peer(&env.ctx, req).await, Vec::new())).into(),
-                None => missing(),
-            },
+            (Role::Mdt, Request::KvReplica { term, req }) => {
+                match (self.replica_of(t), self.replicas.get()) {
+                    (Some(h), Some(r)) => {
+                        answer(t, (r.take_kv(&h, term, req, bulk).await, Vec::new())).into()
+                    }
+                    _ => refused(
+                        Errno::EINVAL,
+                        format!("{t} is not replicated on this server"),
+                    ),
+                }
+            }
+            (Role::Mdt, req) => {
+                // A replicated MDT is served by its primary alone, while
+                // its lease holds.
+                if let (Some(h), Some(r)) = (self.replica_of(t), self.replicas.get()) {
+                    if let Err(e) = r.serving_now(&h) {
+                        return answer(t, (Err(e), Vec::new())).into();
+                    }
+                }
+                let Some(m) = self.mdt(t.index) else {
+                    return match self.replica_of(t) {
+                        Some(_) => refused(
+                            Errno::EAGAIN,
+                            format!("{t}: this server is taking over as its primary"),
+                        ),
+                        None => missing(),
+                    };
+                };
+                match req {
+                    Request::Mdt(req) => answer(t, m.handle(&env.ctx, req, Some(ch)).await).into(),
+                    Request::Peer(req) => {
+                        answer(t, (m.handle_peer(&env.ctx, req).await, Vec::new())).into()
+                    }
+                    req => refused(Errno::EPROTO, format!("{t} does not serve {}", req.name())),
+                }
+            }
             (Role::Ost, Request::Ost(req)) => match (self.ost(t.index), self.replica_of(t)) {
                 (Some(o), None) => answer(t, o.handle(&env.ctx, req, bulk).await).into(),
                 (Some(o), Some(h)) => match self.replicas.get() {
@@ -558,6 +586,10 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
         split_entries: cfg.dir_split_entries,
         split_count: cfg.dir_split_count,
     };
+    let replicas = crate::replica::Replicas::new(peers.clone());
+    // Replicated MDTs: opened as a service when this server is their
+    // primary, by their store's directory.
+    let mut replicated_mdts = HashMap::new();
     let mut infos = Vec::new();
     for dir in &cfg.targets {
         let id = target::load(dir)?;
@@ -576,10 +608,18 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
                 m.use_peers(peers.clone());
                 node.open_mgs(m)
             }
-            Role::Mdt => node.open_mdt(
-                id.index,
-                MdtService::open_with(id.index, dir, peers.clone(), mdt_opts.clone())?,
-            ),
+            Role::Mdt => match id.replica {
+                Some(r) => {
+                    let h = replicas.hold(id.id(), r.replica);
+                    let kv = crate::replica::ReplicatedKv::open(dir, h.clone(), replicas.clone())?;
+                    let _ = h.kv.set(kv);
+                    replicated_mdts.insert(id.index, dir.clone());
+                }
+                None => node.open_mdt(
+                    id.index,
+                    MdtService::open_with(id.index, dir, peers.clone(), mdt_opts.clone())?,
+                ),
+            },
             Role::Ost => {
                 let o = OstService::open(id.index, dir)?;
                 o.use_peers(peers.clone());
@@ -612,8 +652,7 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
         }
         _ => String::new(),
     };
-    let replicas = crate::replica::Replicas::new(peers.clone());
-    for id in infos.iter().filter(|i| i.replica.is_some()) {
+    for id in infos.iter().filter(|i| i.role == Role::Ost) {
         if let Some(r) = id.replica {
             replicas.hold(id.id(), r.replica);
         }
@@ -624,6 +663,7 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
     let mdts: Vec<_> = node.mdts().into_iter().map(|(_, m)| m).collect();
     let maps = node.clone();
     let hosting = node.clone();
+    let stopping = node.clone();
     let server = tokio::spawn(loom_rpc::serve(listener, key, node));
     for id in &infos {
         let req = MgsRequest::Register {
@@ -642,7 +682,14 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
         tokio::spawn(m.watch_primaries());
     }
     if infos.iter().any(|i| i.replica.is_some()) {
-        tokio::spawn(replicas.renew(addr.clone(), move |i| hosting.ost(i)));
+        let roles = Roles {
+            node: hosting,
+            replicas: replicas.clone(),
+            peers: peers.clone(),
+            opts: mdt_opts,
+            mdt_dirs: replicated_mdts,
+        };
+        tokio::spawn(replicas.renew(addr.clone(), move |h| roles.follow(h)));
     }
     tokio::spawn(follow_nodemaps(maps, peers.clone()));
     let names: Vec<String> = infos.iter().map(|i| i.id().to_string()).collect();
@@ -659,10 +706,69 @@ pub async fn run(config_path: &Path) -> anyhow::Result<()> {
     wait_for_signal().await?;
     tracing::info!("stopping");
     server.abort();
-    for m in &mdts {
+    for (_, m) in stopping.mdts() {
         m.stop();
     }
     Ok(())
+}
+
+/// What a server does when the MGS tells it its replicas' roles.
+struct Roles {
+    node: Arc<Node>,
+    replicas: Arc<crate::replica::Replicas>,
+    peers: Arc<Peers>,
+    opts: crate::mdt::MdtOptions,
+    mdt_dirs: HashMap<u32, PathBuf>,
+}
+
+impl Roles {
+    /// Serve the MDTs this server became the primary of (as after a
+    /// restart: clients replay what was not committed), stop serving
+    /// those another replica took over, and bring the replicas of the
+    /// targets it is primary of up to date.
+    fn follow(&self, h: &Arc<crate::replica::Held>) {
+        let i = h.id.index;
+        if h.id.role == Role::Ost {
+            if let Some(o) = self.node.ost(i) {
+                self.replicas.bring_up(h, Some(&o));
+            }
+            return;
+        }
+        let (Some(dir), Some(kv)) = (self.mdt_dirs.get(&i), h.kv.get()) else {
+            return;
+        };
+        let serving = self.replicas.serving_now(h).is_ok();
+        let open = self.node.mdt(i);
+        if self.replicas.replaced(h) {
+            if let Some(m) = self.node.close_mdt(i) {
+                tracing::warn!(target = %h.id, "another replica is the primary now: this server stops serving it");
+                m.stop();
+            }
+            return;
+        }
+        if !serving {
+            return;
+        }
+        if open.as_ref().is_some_and(|m| m.failed()) {
+            // A commit failed (its lease ran out meanwhile): serve it
+            // afresh, as after a restart.
+            if let Some(m) = self.node.close_mdt(i) {
+                m.stop();
+            }
+        } else if open.is_some() {
+            self.replicas.bring_up(h, None);
+            return;
+        }
+        let store: Arc<dyn loom_store::kv::KvStore> = kv.clone();
+        match MdtService::open_on(i, dir, store, self.peers.clone(), self.opts.clone()) {
+            Ok(m) => {
+                tracing::info!(target = %h.id, "serving as its primary");
+                self.node.open_mdt(i, m.clone());
+                m.start();
+            }
+            Err(e) => tracing::error!(target = %h.id, "opening as its primary: {e:#}"),
+        }
+    }
 }
 
 /// Raise the soft limit on open files to the hard limit: a server holds a

@@ -89,8 +89,8 @@ pub fn format(
         bail!("there is one MGS per file system; its index is 0");
     }
     if let Some(r) = replica {
-        if role != Role::Ost {
-            bail!("only OSTs are replicated so far; {role:?} {index} cannot be a replica");
+        if role == Role::Mgs {
+            bail!("the MGS is not replicated: only MDTs and OSTs have replicas");
         }
         if r.of < 2 || r.replica >= r.of {
             bail!(

@@ -60,6 +60,16 @@ impl Space {
         Space::Dom,
     ];
 
+    /// Its number: its place in [`Space::ALL`] (how replicas name it).
+    pub fn number(self) -> u8 {
+        Space::ALL.iter().position(|x| *x == self).unwrap_or(0) as u8
+    }
+
+    /// The keyspace numbered `n`.
+    pub fn numbered(n: u8) -> Option<Space> {
+        Space::ALL.get(usize::from(n)).copied()
+    }
+
     /// On-disk keyspace name.
     pub fn name(self) -> &'static str {
         match self {
@@ -160,6 +170,12 @@ impl Batch {
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
+    /// Its writes in order: keyspace, key, value (`None`: removed).
+    pub fn ops(&self) -> impl Iterator<Item = (Space, &[u8], Option<&[u8]>)> {
+        self.ops
+            .iter()
+            .map(|(s, k, v)| (*s, k.as_slice(), v.as_deref()))
+    }
 }
 
 /// Key-value pairs in key order, as [`KvStore::scan`] returns them.
@@ -208,6 +224,13 @@ pub trait KvStore: Send + Sync {
             path: dst.to_path_buf(),
             msg: "this store takes no checkpoints".into(),
         })
+    }
+    /// Whether the store is an MDT replicated on other servers: what
+    /// [`KvStore::apply_flushed`] hands the operating system is then not
+    /// enough for a change to survive the loss of this server; only a
+    /// commit ([`KvStore::sync_through`]) puts it on the replicas.
+    fn replicated(&self) -> bool {
+        false
     }
     /// How many reads met a damaged record since the store was opened,
     /// and the records (keyspace, key) they met, oldest first, bounded.

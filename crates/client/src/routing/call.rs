@@ -255,6 +255,11 @@ impl Router {
             let leasing = target.role == Role::Mdt && self.caching.lease_time.is_some();
             if leasing {
                 self.subscribe(target.index, &rpc).await;
+                // Subscriptions queue one behind the other: a replicated
+                // MDT's primary may have moved meanwhile.
+                if replicated && self.addrs.addr_of(target).is_some_and(|(a, _)| a != addr) {
+                    continue;
+                }
             }
             let since = self.fresh.recalls();
             let changes = self.fresh.changes();

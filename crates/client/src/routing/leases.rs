@@ -22,6 +22,13 @@ use std::time::{Duration, Instant};
 
 /// How long a subscription waits for the MDT.
 const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a subscription waits for a server it cannot reach.
+const SUBSCRIBE_UNREACHABLE: Duration = Duration::from_secs(1);
+
+/// Which connection `rpc` has: its address and lost connections so far.
+fn conn_of(rpc: &RpcClient) -> (String, u64) {
+    (rpc.addr(), *rpc.losses().borrow())
+}
 /// How long a recall waits for the kernel to drop what it caches before
 /// it is answered anyway: the kernel takes a directory's lock to drop a
 /// name, and a request of this mount in that directory may hold it while
@@ -42,12 +49,14 @@ pub type Reporter =
 /// The lease layer's state, and the hooks the client and the mount set.
 #[derive(Default)]
 pub(super) struct Subscriptions {
-    /// The MDTs this client subscribed to leases with, and the count of
-    /// lost connections of their address when it did.
-    subs: Mutex<HashMap<u32, u64>>,
-    /// MDTs that refused leases on a connection (its losses count then):
-    /// not asked again on it (a client whose ids a nodemap maps).
-    subs_refused: Mutex<HashMap<u32, u64>>,
+    /// The MDTs this client subscribed to leases with: the address (a
+    /// replicated MDT's primary moves) and its count of lost connections
+    /// when it did.
+    subs: Mutex<HashMap<u32, (String, u64)>>,
+    /// MDTs that refused leases on a connection (its address and losses
+    /// count then): not asked again on it (a client whose ids a nodemap
+    /// maps).
+    subs_refused: Mutex<HashMap<u32, (String, u64)>>,
     /// One subscription at a time.
     subscribing: tokio::sync::Mutex<()>,
     /// Set by a mount: drops what the kernel caches under leases.
@@ -78,7 +87,7 @@ impl Subscriptions {
 
     /// Whether answers from MDT `mdt` on `rpc`'s connection may be leased.
     pub(super) fn subscribed(&self, mdt: u32, rpc: &RpcClient) -> bool {
-        lock(&self.subs).get(&mdt) == Some(&*rpc.losses().borrow())
+        lock(&self.subs).get(&mdt) == Some(&conn_of(rpc))
     }
 
     /// Answers an MDT's recall: what it covers is forgotten here, then
@@ -190,7 +199,7 @@ impl Router {
     /// not done on it yet. Best effort: without it, answers are simply
     /// not leased.
     pub(super) async fn subscribe(&self, mdt: u32, rpc: &RpcClient) {
-        let now = *rpc.losses().borrow();
+        let now = conn_of(rpc);
         if lock(&self.leases.subs).get(&mdt) == Some(&now)
             || lock(&self.leases.subs_refused).get(&mdt) == Some(&now)
         {
@@ -199,7 +208,7 @@ impl Router {
         // One at a time: a second subscription would void the leases
         // granted after the first.
         let _one = self.leases.subscribing.lock().await;
-        let losses = *rpc.losses().borrow();
+        let losses = conn_of(rpc);
         if lock(&self.leases.subs).get(&mdt) == Some(&losses) {
             return;
         }
@@ -217,16 +226,18 @@ impl Router {
             snapshot: self.snapshot,
         };
         let deadline = Instant::now() + SUBSCRIBE_TIMEOUT;
+        // A server that cannot be reached is left to the call that
+        // follows (which may find the MDT elsewhere, see `call`).
         match rpc
-            .call_replied(&env, Bytes::new(), deadline, SUBSCRIBE_TIMEOUT)
+            .call_replied(&env, Bytes::new(), deadline, SUBSCRIBE_UNREACHABLE)
             .await
         {
-            Ok(r) if r.result.is_ok() && *rpc.losses().borrow() == losses => {
+            Ok(r) if r.result.is_ok() && conn_of(rpc) == losses => {
                 lock(&self.leases.subs).insert(mdt, losses);
             }
             Ok(r) => {
                 if let Err(e) = &r.result {
-                    if e.errno == Errno::EOPNOTSUPP && *rpc.losses().borrow() == losses {
+                    if e.errno == Errno::EOPNOTSUPP && conn_of(rpc) == losses {
                         // Refused for this connection: answers are not
                         // leased, and leases are not asked again on it.
                         lock(&self.leases.subs_refused).insert(mdt, losses);

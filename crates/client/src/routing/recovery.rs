@@ -15,6 +15,10 @@ use std::time::{Duration, Instant};
 /// How often the recovery task looks for lost connections and old
 /// uncommitted changes.
 const RECOVERY_TICK: Duration = Duration::from_millis(50);
+/// How often, while it has changed something on a replicated MDT, the
+/// recovery task asks the MGS where its primary is: a new primary waits
+/// for every client it knew to say what it has to replay, idle ones too.
+const PRIMARY_CHECK: Duration = Duration::from_secs(2);
 /// How long a leaving client tries to tell an MDT.
 const DISCONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -28,9 +32,22 @@ impl Router {
             .store(client_id, std::sync::atomic::Ordering::Relaxed);
         let weak: Weak<Router> = Arc::downgrade(self);
         tokio::spawn(async move {
+            let mut asked = Instant::now();
             loop {
                 tokio::time::sleep(RECOVERY_TICK).await;
                 let Some(r) = weak.upgrade() else { return };
+                if asked.elapsed() >= PRIMARY_CHECK {
+                    asked = Instant::now();
+                    let replicated = r.replay.mdts().into_iter().any(|m| {
+                        r.replay.with(m, |l| l.registered)
+                            && r.addrs
+                                .addr_of(TargetId::mdt(m))
+                                .is_some_and(|(_, replicated)| replicated)
+                    });
+                    if replicated {
+                        r.addrs.refresh().await;
+                    }
+                }
                 for mdt in r.replay.mdts() {
                     if r.needs_check(mdt) {
                         let r = r.clone();
@@ -54,7 +71,9 @@ impl Router {
             let lost = losses != l.losses_seen;
             let old =
                 !l.entries.is_empty() && l.last_reply.is_none_or(|t| t.elapsed() >= ASK_AFTER);
-            if lost || old {
+            let moved = l.addr_seen.as_ref().is_some_and(|a| *a != addr);
+            l.addr_seen = Some(addr.clone());
+            if lost || old || moved {
                 l.losses_seen = losses;
                 l.checking = true;
                 true
@@ -72,7 +91,14 @@ impl Router {
         req: MdtRequest,
     ) -> Result<(Result<Reply, loom_proto::WireError>, Option<Commit>), Errno> {
         let target = TargetId::mdt(mdt);
-        let (addr, _) = self.addrs.addr_of(target).ok_or(Errno::EIO)?;
+        let (addr, replicated) = self.addrs.addr_of(target).ok_or(Errno::EIO)?;
+        // A replicated MDT's primary that does not answer soon may have
+        // been replaced: the question is asked again, of the MGS's
+        // primary then (see `check_mdt`).
+        let timeout = match (&req, replicated) {
+            (MdtRequest::CommitState, true) => super::call::FAILOVER_PROBE * 2,
+            _ => self.call_timeout,
+        };
         let (seq, low) = self.seqs.begin();
         let ctx = ReqCtx {
             client_id: self.client_id.load(std::sync::atomic::Ordering::Relaxed),
@@ -87,11 +113,11 @@ impl Router {
             capa: None,
             snapshot: None,
         };
-        let deadline = Instant::now() + self.call_timeout;
+        let deadline = Instant::now() + timeout;
         match self
             .addrs
             .connection(&addr)
-            .call_replied(&env, Bytes::new(), deadline, self.call_timeout)
+            .call_replied(&env, Bytes::new(), deadline, timeout)
             .await
         {
             Ok(r) => Ok((r.result, r.commit)),
@@ -102,9 +128,19 @@ impl Router {
     /// Ask MDT `mdt` how far it committed; replay to it if it restarted.
     async fn check_mdt(&self, mdt: u32) {
         let r = self.mdt_exchange(mdt, MdtRequest::CommitState).await;
-        if r.is_err() {
-            // Ask again at the next tick.
+        let elsewhere =
+            matches!(&r, Ok((Err(e), _)) if matches!(e.errno, Errno::EREMCHG | Errno::EAGAIN));
+        if r.is_err() || elsewhere {
+            // Ask again at the next tick; a replicated MDT's primary may
+            // have moved, which the MGS says.
             self.replay.with(mdt, |l| l.losses_seen = u64::MAX);
+            if self
+                .addrs
+                .addr_of(TargetId::mdt(mdt))
+                .is_some_and(|(_, replicated)| replicated)
+            {
+                self.addrs.refresh().await;
+            }
         }
         if let Ok((_, Some(c))) = r {
             let known = self.replay.with(mdt, |l| l.boot);

@@ -89,7 +89,8 @@ impl MdtService {
     /// of order are harmless. A report at close is answered once the
     /// operating system has it (like the data, which reaches stable
     /// storage at fsync); one at fsync once it is on stable storage, with
-    /// everything applied before it.
+    /// everything applied before it. On a replicated MDT both are
+    /// committed first: only a commit puts them on the replicas.
     pub(super) async fn update_size(
         &self,
         ctx: &Rq<'_>,
@@ -104,7 +105,7 @@ impl MdtService {
         r.attr.size = r.attr.size.max(size);
         r.attr.mtime = r.attr.mtime.max(mtime);
         r.attr.ctime = r.attr.ctime.max(mtime);
-        if !durable {
+        if !durable && !self.names.store.replicated() {
             self.apply_flushed(ctx, t, &Reply::Ok)?;
             return Ok(Reply::Ok);
         }

@@ -248,6 +248,12 @@ impl MdtService {
         self.scrub.counters()
     }
 
+    /// Whether a commit failed: it serves nothing any more (a replicated
+    /// MDT's primary is then opened afresh).
+    pub fn failed(&self) -> bool {
+        self.commit.commits.failed().is_some()
+    }
+
     /// Its commits: how many, the changes they made durable, how long they
     /// took.
     pub fn commit_figures(&self) -> &syncer::CommitFigures {

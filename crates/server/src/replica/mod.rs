@@ -15,15 +15,20 @@
 //!   their roles to others.
 //! - A primary brings each syncing replica up to date ([`resync`]).
 
+mod kv;
+mod kv_resync;
+mod kv_take;
 mod order;
 mod resync;
+
+pub use kv::ReplicatedKv;
 
 use crate::error::{Handled, ServerError};
 use crate::ost::OstService;
 use crate::peers::Peers;
 use bytes::Bytes;
 use loom_proto::msg::{
-    Envelope, MgsRequest, OstRequest, Reply, ReqCtx, Request, TargetId, TargetInfo,
+    Envelope, KvCopy, MgsRequest, OstRequest, Reply, ReqCtx, Request, TargetId, TargetInfo,
 };
 use loom_proto::replica::{Hosted, ReplicaState, FAILOVER_MS, HEARTBEAT_MS, LEASE_MS};
 use loom_proto::requests::Effect;
@@ -51,8 +56,10 @@ pub struct Held {
     info: Mutex<Option<TargetInfo>>,
     order: Order,
     /// Replicas this one, as primary, is bringing up to date: the bytes
-    /// each has left.
+    /// (for an MDT, records) each has left.
     syncing: Mutex<HashMap<u32, u64>>,
+    /// An MDT's: its store, through which its primary writes.
+    pub kv: OnceLock<Arc<ReplicatedKv>>,
 }
 
 impl Held {
@@ -91,17 +98,17 @@ impl Replicas {
     }
 
     /// Host replica `replica` of `id`.
-    pub fn hold(&self, id: TargetId, replica: u32) {
-        lock(&self.held).insert(
+    pub fn hold(&self, id: TargetId, replica: u32) -> Arc<Held> {
+        let h = Arc::new(Held {
             id,
-            Arc::new(Held {
-                id,
-                replica,
-                info: Mutex::new(None),
-                order: Order::default(),
-                syncing: Mutex::default(),
-            }),
-        );
+            replica,
+            info: Mutex::new(None),
+            order: Order::default(),
+            syncing: Mutex::default(),
+            kv: OnceLock::new(),
+        });
+        lock(&self.held).insert(id, h.clone());
+        h
     }
 
     /// The replica of `id` hosted here, if `id` is replicated.
@@ -116,13 +123,11 @@ impl Replicas {
 
     /// Renew with the MGS every [`HEARTBEAT_MS`] (sooner when a replica
     /// hears of a term it does not know), as the server at `addr`, and
-    /// start bringing up to date the replicas of the targets this server
-    /// is primary of. Runs until the process ends.
-    pub async fn renew(
-        self: Arc<Self>,
-        addr: String,
-        osts: impl Fn(u32) -> Option<Arc<OstService>>,
-    ) {
+    /// after each answer call `roles` with each replica hosted here (it
+    /// opens or closes what the roles say, and starts bringing up to date
+    /// the replicas of the targets this server is primary of). Runs until
+    /// the process ends.
+    pub async fn renew(self: Arc<Self>, addr: String, roles: impl Fn(&Arc<Held>)) {
         let _ = self.addr.set(addr.clone());
         let mut failing = false;
         loop {
@@ -152,9 +157,7 @@ impl Replicas {
                             continue;
                         };
                         self.learn(h, info);
-                        if let Some(o) = osts(h.id.index) {
-                            self.bring_up(h, &o);
-                        }
+                        roles(h);
                     }
                 }
                 Ok(other) => tracing::warn!("renewal answered with {other:?}"),
@@ -190,8 +193,9 @@ impl Replicas {
     }
 
     /// Start bringing each syncing replica of `h`'s target up to date, if
-    /// this one is its primary and not doing so already.
-    fn bring_up(self: &Arc<Self>, h: &Arc<Held>, o: &Arc<OstService>) {
+    /// this one is its primary and not doing so already: an OST's
+    /// through `o`, an MDT's through its store.
+    pub fn bring_up(self: &Arc<Self>, h: &Arc<Held>, o: Option<&Arc<OstService>>) {
         let (Some(info), true) = (h.info(), self.leased()) else {
             return;
         };
@@ -207,9 +211,28 @@ impl Replicas {
             if syncing.contains_key(&r.replica) {
                 continue;
             }
+            match (o, h.kv.get()) {
+                (Some(o), _) => {
+                    tokio::spawn(resync::run(self.clone(), h.clone(), o.clone(), r.replica));
+                }
+                (None, Some(kv)) => {
+                    tokio::spawn(kv_resync::run(kv.clone(), r.replica));
+                }
+                (None, None) => continue,
+            }
             syncing.insert(r.replica, 0);
-            tokio::spawn(resync::run(self.clone(), h.clone(), o.clone(), r.replica));
         }
+    }
+
+    /// `Ok` if this server is `h`'s primary, holding its lease: it may
+    /// serve the target; EREMCHG otherwise.
+    pub fn serving_now(&self, h: &Held) -> Result<(), ServerError> {
+        self.serving(h).map(|_| ())
+    }
+
+    /// Whether the MGS names a replica other than this one `h`'s primary.
+    pub fn replaced(&self, h: &Held) -> bool {
+        h.info().is_some_and(|i| i.primary != h.replica)
     }
 
     /// EREMCHG unless this server may serve `h`'s target as its primary
@@ -387,6 +410,42 @@ impl Replicas {
         }
     }
 
+    /// `Ok` if `term` is the one this replica knows and it is not the
+    /// primary: it takes what the primary sends under it.
+    fn copy_term(&self, h: &Held, term: u64) -> Result<(), ServerError> {
+        let known = h.info().map(|i| (i.term, i.primary));
+        match known {
+            Some((t, p)) if t == term && p != h.replica => Ok(()),
+            _ => {
+                if known.is_none_or(|(t, _)| t < term) {
+                    // A term this replica has not heard of: ask now.
+                    self.renew_now.notify_one();
+                }
+                Err(ServerError::refused(
+                    Errno::EREMCHG,
+                    format!(
+                        "{} replica {}: a copy under term {term}, but this replica knows {known:?} (term, primary)",
+                        h.id, h.replica
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// What an MDT's primary sent under `term` to its replica `h`.
+    pub async fn take_kv(&self, h: &Held, term: u64, req: KvCopy, bulk: Bulk) -> Handled {
+        self.copy_term(h, term)?;
+        let Some(kv) = h.kv.get().cloned() else {
+            return Err(ServerError::refused(
+                Errno::EINVAL,
+                format!("{} is not a replicated MDT here", h.id),
+            ));
+        };
+        tokio::task::spawn_blocking(move || kv.take(term, req, &bulk.data))
+            .await
+            .map_err(|e| ServerError::internal(format!("taking a copy: {e}")))?
+    }
+
     /// A request `h`'s primary sent under `term`: done if that is the
     /// term this replica knows and it is not the primary.
     pub async fn apply(
@@ -398,23 +457,8 @@ impl Replicas {
         req: OstRequest,
         bulk: Bulk,
     ) -> (Handled, Vec<u8>) {
-        let known = h.info().map(|i| (i.term, i.primary));
-        match known {
-            Some((t, p)) if t == term && p != h.replica => {}
-            _ => {
-                if known.is_none_or(|(t, _)| t < term) {
-                    // A term this replica has not heard of: ask now.
-                    self.renew_now.notify_one();
-                }
-                let e = ServerError::refused(
-                    Errno::EREMCHG,
-                    format!(
-                        "{} replica {}: a copy under term {term}, but this replica knows {known:?} (term, primary)",
-                        h.id, h.replica
-                    ),
-                );
-                return (Err(e), Vec::new());
-            }
+        if let Err(e) = self.copy_term(h, term) {
+            return (Err(e), Vec::new());
         }
         if req.op().effect == Effect::Reads {
             return o.handle(ctx, req, bulk).await;
