@@ -35,8 +35,9 @@ struct Held {
     locks: HashMap<(Fid, u64), Vec<FileLock>>,
     /// The MDT of each file locked.
     mdt_of: HashMap<Fid, u32>,
-    /// MDTs locked on, and the connection-loss count last seen for each.
-    mdts: HashMap<u32, u64>,
+    /// MDTs locked on, and the address and connection-loss count last
+    /// seen for each (a replicated MDT's primary moves).
+    mdts: HashMap<u32, (String, u64)>,
     /// Owners whose waits are to give up.
     cancelled: HashSet<(Fid, u64)>,
     /// Owners waiting now.
@@ -280,7 +281,9 @@ impl Client {
     fn watch_mdt(&self, mdt: u32) {
         let mut h = self.locks.lock();
         if let std::collections::hash_map::Entry::Vacant(e) = h.mdts.entry(mdt) {
-            e.insert(self.mdt_losses(mdt).unwrap_or(0));
+            if let Some(now) = self.mdt_losses(mdt) {
+                e.insert(now);
+            }
         }
     }
 
@@ -295,14 +298,16 @@ impl Client {
         }
     }
 
-    /// Losses so far of the connection to MDT `mdt`, if one was made.
-    fn mdt_losses(&self, mdt: u32) -> Option<u64> {
+    /// The address of MDT `mdt` (a replicated MDT's primary moves) and
+    /// the losses so far of the connection to it, if one was made.
+    fn mdt_losses(&self, mdt: u32) -> Option<(String, u64)> {
         let addr = self
             .router
             .config()
             .target(TargetId::mdt(mdt))
             .map(|t| t.addr.clone())?;
-        self.router.losses_of(&addr)
+        let losses = self.router.losses_of(&addr)?;
+        Some((addr, losses))
     }
 
     /// Send MDT `mdt` what this client holds there: its locks, and the
@@ -360,12 +365,12 @@ async fn reclaimer(me: Weak<Client>) {
         for mdt in client.router.config().indices(loom_proto::msg::Role::Mdt) {
             client.watch_mdt(mdt);
         }
-        let mdts: Vec<(u32, u64)> = client
+        let mdts: Vec<(u32, (String, u64))> = client
             .locks
             .lock()
             .mdts
             .iter()
-            .map(|(m, s)| (*m, *s))
+            .map(|(m, s)| (*m, s.clone()))
             .collect();
         for (mdt, seen) in mdts {
             let Some(now) = client.mdt_losses(mdt) else {
