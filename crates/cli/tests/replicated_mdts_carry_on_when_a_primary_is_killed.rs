@@ -46,7 +46,12 @@ fn check_all(dir: &Path, count: usize) {
     for i in 0..count {
         let d = dir.join(format!("d{i:03}"));
         let got = std::fs::read(d.join("f")).unwrap_or_else(|e| panic!("{}/f: {e}", d.display()));
-        assert_eq!(got, format!("step {i} ").repeat(100).into_bytes(), "{}", d.display());
+        assert_eq!(
+            got,
+            format!("step {i} ").repeat(100).into_bytes(),
+            "{}",
+            d.display()
+        );
         assert!(!d.join("tmp").exists(), "{}/tmp is back", d.display());
         let link = std::fs::read_link(d.join("link"));
         if i % 4 == 0 {
@@ -143,7 +148,10 @@ fn a_namespace_workload_keeps_every_acknowledged_name_through_a_primary_kill_and
     let third = c.second_mount("third").join("work");
     check_all(&third, STEPS);
     assert!(third.join("while-rejoining").is_dir());
-    assert_eq!(std::fs::read(third.join("after-rejoin")).expect("read"), b"after");
+    assert_eq!(
+        std::fs::read(third.join("after-rejoin")).expect("read"),
+        b"after"
+    );
 }
 
 #[test]
