@@ -49,16 +49,24 @@ pub fn frame(data: &[u8]) {
 }
 
 /// A message body: the first byte picks what it is read as (a request,
-/// a reply, an error, or a reply behind its commit state, as the client
-/// reads an MDT's answer).
+/// a reply, an error, a reply behind its commit state, as the client
+/// reads an MDT's answer, or the key-value batches a replicated MDT's
+/// primary ships in a bulk).
 pub fn message(data: &[u8]) {
     let Some((&pick, body)) = data.split_first() else {
         return;
     };
-    match pick % 4 {
+    match pick % 5 {
         0 => again::<Envelope>(body),
         1 => again::<Reply>(body),
         2 => again::<WireError>(body),
+        4 => {
+            use loom_proto::replica::kv_wire;
+            if let Ok(batches) = kv_wire::decode(body) {
+                let back = kv_wire::encode(batches.iter().map(Vec::as_slice));
+                assert_eq!(back, body, "decoded batches encode to their bytes");
+            }
+        }
         _ => {
             if let Ok((c, rest)) = msg::decode_prefix::<Commit>(body) {
                 let _ = msg::encode(&c).expect("a decoded commit state encodes");

@@ -114,7 +114,54 @@ fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
         capa: None,
         snapshot: None,
     };
-    for (name, e) in [("replica-copy", &copy), ("heartbeat", &renew)] {
+    // A replicated MDT's: a primary's shipment and a digest, the
+    // batches in a shipment's bulk, and a replica's sums.
+    let kv = |req: loom_proto::msg::KvCopy| Envelope {
+        target: TargetId::mdt(0),
+        ctx: ReqCtx::default(),
+        req: Request::KvReplica { term: 4, req },
+        capa: None,
+        snapshot: None,
+    };
+    let ship = kv(loom_proto::msg::KvCopy::Ship {
+        from: 17,
+        sync: true,
+    });
+    let digest = kv(loom_proto::msg::KvCopy::Digest {
+        ranges: vec![loom_proto::replica::KvRange {
+            space: 1,
+            after: Some(b"a".to_vec()),
+            through: None,
+        }],
+    });
+    let op = |space: u8, key: &[u8], value: Option<&[u8]>| loom_proto::replica::KvOp {
+        space,
+        key: key.to_vec(),
+        value: value.map(<[u8]>::to_vec),
+    };
+    let batches = [
+        vec![op(0, b"inode", Some(b"record")), op(1, b"name", None)],
+        vec![op(3, b"meta", Some(b""))],
+    ];
+    out.push((
+        "message",
+        "kv-batches",
+        picked(
+            4,
+            &loom_proto::replica::kv_wire::encode(batches.iter().map(Vec::as_slice)),
+        ),
+    ));
+    out.push((
+        "message",
+        "reply-kv-sums",
+        picked(1, &enc(&Reply::KvSums(vec![(7, 512), (0, 0)]))),
+    ));
+    for (name, e) in [
+        ("replica-copy", &copy),
+        ("heartbeat", &renew),
+        ("kv-ship", &ship),
+        ("kv-digest", &digest),
+    ] {
         out.push(("message", name, picked(0, &enc(e))));
     }
     let mut member = loom_proto::msg::TargetInfo::single(TargetId::ost(0), "u0", "10.0.0.1:7000");
