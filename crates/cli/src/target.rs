@@ -4,18 +4,18 @@
 use crate::registry;
 use anyhow::bail;
 use clap::{Args, Subcommand};
-use loom_proto::msg::TargetInfo;
+use loom_proto::msg::{Role, TargetInfo};
 use loom_proto::replica::ReplicaState;
 use std::path::PathBuf;
 
 /// `loom target ...`.
 #[derive(Subcommand, Debug)]
 pub enum TargetCmd {
-    /// Show every target: where it is served, and of a replicated OST
-    /// each replica's role (primary or secondary), state (in-sync,
-    /// syncing, stale), lag (bytes its primary has still to compare while
-    /// syncing) and when the MGS last heard from its server. Anyone may
-    /// ask: `loom target status MOUNT`.
+    /// Show every target: where it is served, and of a replicated MDT or
+    /// OST each replica's role (primary or secondary), state (in-sync,
+    /// syncing, stale), lag (what its primary has still to compare while
+    /// syncing: an OST's bytes, an MDT's records) and when the MGS last
+    /// heard from its server. Anyone may ask: `loom target status MOUNT`.
     Status(StatusArgs),
 }
 
@@ -79,6 +79,7 @@ fn table(targets: &[TargetInfo]) -> String {
                 "secondary"
             };
             let lag = match r.state {
+                ReplicaState::Syncing if t.id.role == Role::Mdt => format!("{} rec", r.lag),
                 ReplicaState::Syncing => human(r.lag),
                 ReplicaState::InSync => "0".into(),
                 ReplicaState::Stale => "?".into(),
