@@ -129,7 +129,7 @@ struct Shape {
     fsname: String,
     mdts: u32,
     osts: u32,
-    /// Replicas of each OST (0: not replicated).
+    /// Replicas of each MDT and OST (0: not replicated).
     #[serde(default)]
     replicas: u32,
     /// Port of each server, by name.
@@ -731,7 +731,48 @@ fn counted(n: usize, what: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::counted;
+    use super::{counted, names, nodes, Shape};
+
+    #[test]
+    fn every_replica_of_a_target_runs_in_a_process_of_its_own() {
+        let shape = Shape {
+            fsname: "loom".into(),
+            mdts: 2,
+            osts: 3,
+            replicas: 2,
+            ports: Default::default(),
+        };
+        let named: Vec<String> = names(&shape).into_iter().map(|n| n.0).collect();
+        assert_eq!(
+            named,
+            [
+                "mgs", "mdt0", "mdt0r1", "mdt1", "mdt1r1", "ost0", "ost0r1", "ost1", "ost1r1",
+                "ost2", "ost2r1"
+            ]
+        );
+        for servers in [2, 3, 5, 11] {
+            for node in nodes(&shape, Some(servers)).expect("packed") {
+                let bases: Vec<&str> = node
+                    .targets
+                    .iter()
+                    .map(|t| t.split('r').next().unwrap_or(t))
+                    .collect();
+                let mut unique = bases.clone();
+                unique.sort_unstable();
+                unique.dedup();
+                assert_eq!(
+                    unique.len(),
+                    bases.len(),
+                    "{servers} processes: {:?}",
+                    node.targets
+                );
+            }
+        }
+        assert!(
+            nodes(&shape, Some(1)).is_err(),
+            "two replicas need two processes"
+        );
+    }
 
     #[test]
     fn counts_read_as_english() {
