@@ -627,7 +627,7 @@ impl Drop for Cluster {
 /// A failed test's logs (the mounts', `loom up`'s, the servers'), copied
 /// to `$LOOM_TEST_LOGS/<temp dir name>/` when that is set: the temporary
 /// directory goes with the test, and a rare failure needs them.
-fn keep_logs(tmp: &Path) {
+pub fn keep_logs(tmp: &Path) {
     let Some(to) = std::env::var_os("LOOM_TEST_LOGS") else {
         return;
     };
