@@ -299,14 +299,16 @@ impl Client {
     }
 
     /// The address of MDT `mdt` (a replicated MDT's primary moves) and
-    /// the losses so far of the connection to it, if one was made.
+    /// the losses so far of the connection to it (0 before one is made:
+    /// an idle mount whose MDT moved holds its files at the new primary
+    /// too, or removals there wait out the grace for it).
     fn mdt_losses(&self, mdt: u32) -> Option<(String, u64)> {
         let addr = self
             .router
             .config()
             .target(TargetId::mdt(mdt))
             .map(|t| t.addr.clone())?;
-        let losses = self.router.losses_of(&addr)?;
+        let losses = self.router.losses_of(&addr).unwrap_or(0);
         Some((addr, losses))
     }
 

@@ -287,6 +287,17 @@ impl RpcClient {
         *lock(&self.callbacks) = Some(h);
     }
 
+    /// Drop the connection, if there is one, as if it had died: callers
+    /// waiting on it send again on a new one, and watchers of
+    /// [`RpcClient::losses`] learn of it (what they keep under it goes).
+    /// For a server that stopped serving without closing its connections
+    /// (a replicated target's primary replaced while stopped).
+    pub async fn forget_connection(&self) {
+        if let Some(c) = self.conn.lock().await.take() {
+            c.state.kill();
+        }
+    }
+
     /// Counts the connections that died; a watcher learns at once that the
     /// server may have restarted (the MDT's clients reconnect to replay).
     pub fn losses(&self) -> tokio::sync::watch::Receiver<u64> {

@@ -8,7 +8,7 @@
 
 use super::lock;
 use bytes::Bytes;
-use loom_proto::msg::{ClusterConfig, Envelope, MgsRequest, Reply, ReqCtx, TargetId};
+use loom_proto::msg::{ClusterConfig, Envelope, MgsRequest, Reply, ReqCtx, Role, TargetId};
 use loom_proto::{Errno, Fid};
 use loom_rpc::{ClientOptions as RpcOptions, ClusterKey, RpcClient, RpcError};
 use std::collections::HashMap;
@@ -70,7 +70,27 @@ impl Addresses {
         let mut cur = self.config.write().unwrap_or_else(|p| p.into_inner());
         // An older generation (a slow reply overtaken) never replaces a newer.
         if c.generation >= cur.generation || cur.targets.is_empty() {
+            // A replicated MDT's primary that moved may have stopped
+            // without closing its connections (SIGSTOP, a cut link): what
+            // this client keeps under its leases goes as if its
+            // connection were lost, for the new primary knows nothing of
+            // them and will recall none.
+            let moved: Vec<String> = cur
+                .targets
+                .iter()
+                .filter(|t| t.id.role == Role::Mdt && !t.replicas.is_empty())
+                .filter(|t| c.target(t.id).is_some_and(|n| n.addr != t.addr))
+                .map(|t| t.addr.clone())
+                .collect();
             *cur = Arc::new(c);
+            drop(cur);
+            for addr in moved {
+                let conn = lock(&self.conns).get(&addr).cloned();
+                if let (Some(conn), Ok(rt)) = (conn, tokio::runtime::Handle::try_current()) {
+                    tracing::info!(%addr, "an MDT's primary moved away from it: its connection and leases are dropped");
+                    rt.spawn(async move { conn.forget_connection().await });
+                }
+            }
         }
     }
 

@@ -15,9 +15,11 @@ use std::time::{Duration, Instant};
 /// How often the recovery task looks for lost connections and old
 /// uncommitted changes.
 const RECOVERY_TICK: Duration = Duration::from_millis(50);
-/// How often, while it has changed something on a replicated MDT, the
-/// recovery task asks the MGS where its primary is: a new primary waits
-/// for every client it knew to say what it has to replay, idle ones too.
+/// How often, while the cluster has a replicated MDT, the recovery task
+/// asks the MGS where its primary is: a new primary waits for every
+/// client it knew to say what it has to replay and to hold its open files
+/// again, idle ones too, and what a client keeps under the old primary's
+/// leases goes when it learns of the move.
 const PRIMARY_CHECK: Duration = Duration::from_secs(2);
 /// How long a leaving client tries to tell an MDT.
 const DISCONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -38,12 +40,10 @@ impl Router {
                 let Some(r) = weak.upgrade() else { return };
                 if asked.elapsed() >= PRIMARY_CHECK {
                     asked = Instant::now();
-                    let replicated = r.replay.mdts().into_iter().any(|m| {
-                        r.replay.with(m, |l| l.registered)
-                            && r.addrs
-                                .addr_of(TargetId::mdt(m))
-                                .is_some_and(|(_, replicated)| replicated)
-                    });
+                    let replicated =
+                        r.addrs.config().targets.iter().any(|t| {
+                            t.id.role == loom_proto::msg::Role::Mdt && !t.replicas.is_empty()
+                        });
                     if replicated {
                         r.addrs.refresh().await;
                     }
