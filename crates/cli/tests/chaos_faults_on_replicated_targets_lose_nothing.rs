@@ -5,7 +5,8 @@
 //! 1 MiB transfers and fsync'd), mdtest-like (directories and files made,
 //! stat'd, some removed) and an untar compared with its source. Faults,
 //! one after the other: kill -9 of the primaries' server, SIGSTOP of the
-//! other, delay and loss on a link (`tc netem`), a primary's link to the
+//! other, delay and loss on a link (`tc netem`, or a slow link by `tc
+//! tbf` where the kernel has no netem), a primary's link to the
 //! MGS cut, and a full disk under a secondary. After each, until every
 //! replica is in sync again: every acknowledged file, name and tree is
 //! read back through the other mount. The table it prints is the one in
@@ -404,23 +405,40 @@ fn faults_on_replicated_targets_under_three_workloads_lose_nothing() {
         drop(stopped);
         Some(0)
     });
-    // 3. Delay and loss on host 1's link (the primaries') for 10 s.
+    // 3. Delay and loss on host 1's link (the primaries') for 10 s, by
+    // `tc netem`; where the kernel has no netem (this development
+    // machine's), the link is slowed to 20 Mbit/s by `tc tbf` instead.
     let dev = format!("{}v1", hosts.names[1].trim_end_matches("h1"));
-    run_fault(
-        "netem delay 20 ms, loss 2% on the primaries' link, 10 s",
-        &mut || {
+    let ns = hosts.names[1].clone();
+    let netem = Command::new("ip")
+        .args([
+            "netns", "exec", &ns, "tc", "qdisc", "add", "dev", &dev, "root", "netem",
+        ])
+        .args(["delay", "20ms", "loss", "2%"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if netem {
+        sh(&format!("ip netns exec {ns} tc qdisc del dev {dev} root"));
+    }
+    let slow: &'static str = if netem {
+        "netem delay 20 ms, loss 2% on the primaries' link, 10 s"
+    } else {
+        "the primaries' link slowed to 20 Mbit/s (tbf; no netem in this kernel), 10 s"
+    };
+    run_fault(slow, &mut || {
+        if netem {
             sh(&format!(
-                "ip netns exec {} tc qdisc add dev {dev} root netem delay 20ms loss 2%",
-                hosts.names[1]
+                "ip netns exec {ns} tc qdisc add dev {dev} root netem delay 20ms loss 2%"
             ));
-            std::thread::sleep(Duration::from_secs(10));
+        } else {
             sh(&format!(
-                "ip netns exec {} tc qdisc del dev {dev} root",
-                hosts.names[1]
+                "ip netns exec {ns} tc qdisc add dev {dev} root tbf rate 20mbit burst 64kb latency 200ms"
             ));
-            None
-        },
-    );
+        }
+        std::thread::sleep(Duration::from_secs(10));
+        sh(&format!("ip netns exec {ns} tc qdisc del dev {dev} root"));
+        None
+    });
     // 4. The primaries' host cut from the MGS for 10 s.
     let primary_now = all_in_sync(one, None, 30);
     let host = primary_now as usize + 1;

@@ -510,8 +510,11 @@ impl Node {
                 }
                 let Some(m) = self.mdt(t.index) else {
                     return match self.replica_of(t) {
+                        // Named its primary a moment ago: the caller asks
+                        // the MGS again and comes back (an EAGAIN would
+                        // reach applications).
                         Some(_) => refused(
-                            Errno::EAGAIN,
+                            Errno::EREMCHG,
                             format!("{t}: this server is taking over as its primary"),
                         ),
                         None => missing(),
